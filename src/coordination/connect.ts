@@ -1,0 +1,100 @@
+/**
+ * connect(): from a URL to a started Coordinator.
+ *
+ * Everything is validated before any I/O: the URL, the scheme, every option (URL query and code),
+ * the member id and the required capabilities. A bad value fails here with an error that names
+ * it; nothing has been written anywhere.
+ */
+import { hostname } from 'node:os'
+import { randomBytes } from 'node:crypto'
+import { CapabilityMismatchError, InvalidIdError, InvalidOptionError } from '../errors.js'
+import { isCapability, type Capability } from './capabilities.js'
+import { Coordinator } from './coordinator.js'
+import type { DriverDefinition } from './driver.js'
+import { silentLogger, type Logger } from './logger.js'
+import { opt, resolveOptions, type OptionSpecs } from './options.js'
+import { loadDriver } from './registry.js'
+import { parseBackendUrl } from './url.js'
+
+/** Options every driver accepts, in the URL (tooz-style spelling) or in code. */
+export const COMMON_OPTIONS = {
+  watchIntervalMs: opt.seconds('watch_interval', { default: 1, doc: 'How often watchers re-read groups the backend does not push, and candidates retry elections that have no wait queue.', min: 0.01 }),
+  rejoin: opt.boolean('rejoin', { default: true, doc: 'Rejoin, with the last capabilities, a group this member was dropped from (session expiry, lapsed or evicted keys).' }),
+} satisfies OptionSpecs
+
+/** Options of connect() that are not driver options. */
+export interface ConnectOptions {
+  /** This member's id (tooz member_id). Default: `<hostname>-<pid>-<6 hex>`, unique per process. */
+  memberId?: string
+  /** Capabilities the driver must have; connect() fails with CapabilityMismatchError otherwise. */
+  require?: readonly Capability[]
+  /** Run the heartbeat loop (default true). Off, call heartbeat() yourself, as tooz without start_heart. */
+  heartbeat?: boolean
+  /** Deliver watcher events and run elections by themselves (default true). Off, call runWatchers(). */
+  autoWatch?: boolean
+  /** Where rollcall logs (default: nowhere). */
+  logger?: Logger
+  /** Driver options and common options (watchIntervalMs, rejoin), overriding the URL's query. */
+  [option: string]: unknown
+}
+
+/** A default member id, unique per process: `<hostname>-<pid>-<6 hex>`. */
+export function defaultMemberId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`
+}
+
+/**
+ * Connects to the backend named by `url` and returns a started Coordinator.
+ *
+ * @example
+ * ```ts
+ * const c = await connect('kazoo://127.0.0.1:2181?timeout=5', { memberId: 'api-1' })
+ * await c.joinGroupCreate('api', { zone: 'az1' })
+ * ```
+ */
+export async function connect(url: string, options: ConnectOptions = {}): Promise<Coordinator> {
+  const coordinator = await createCoordinator(url, options)
+  await coordinator.start()
+  return coordinator
+}
+
+/** Like connect() but does not start it: for code that wires events first. */
+export async function createCoordinator(url: string, options: ConnectOptions = {}): Promise<Coordinator> {
+  const { memberId = defaultMemberId(), require = [], heartbeat = true, autoWatch = true, logger = silentLogger, ...rest } = options
+  const parsed = parseBackendUrl(url)
+  const definition: DriverDefinition<any> = await loadDriver(parsed.scheme)
+  if (typeof memberId !== 'string' || memberId === '') throw new InvalidIdError('memberId must be a non-empty string')
+  const idProblem = definition.validateId?.('member', memberId)
+  if (idProblem) throw new InvalidIdError(`The member id ${JSON.stringify(memberId)} cannot be stored by the ${definition.name} driver: ${idProblem}`)
+  const unknownCaps = require.filter((c) => !isCapability(c))
+  if (unknownCaps.length) throw new InvalidOptionError(`Unknown capabilities in require: ${unknownCaps.join(', ')}`)
+  const missing = require.filter((c) => !definition.capabilities.includes(c))
+  if (missing.length) throw new CapabilityMismatchError(missing, definition.name)
+
+  const specs = { ...COMMON_OPTIONS, ...definition.options }
+  const resolved = resolveOptions(specs, parsed.query, rest, definition.name)
+  const { watchIntervalMs, rejoin, ...driverOptions } = resolved
+  const stopController = new AbortController()
+  const secrets = [parsed.password, ...Object.entries(driverOptions).filter(([k]) => /password|token|secret/i.test(k)).map(([, v]) => v)]
+    .filter((s): s is string => typeof s === 'string' && s !== '')
+
+  let coordinator: Coordinator | undefined
+  const driver = definition.create({
+    url: parsed,
+    options: driverOptions,
+    memberId,
+    signal: stopController.signal,
+    log: logger,
+    events: {
+      connectionState: (state, cause) => coordinator?.onDriverConnection(state, cause),
+      membershipLost: (groups, reason) => coordinator?.onDriverMembershipLost(groups, reason),
+      lockLost: (lock, reason) => coordinator?.onDriverLockLost(lock, reason),
+      warning: (err) => coordinator?.onDriverWarning(err),
+    },
+  })
+  coordinator = new Coordinator({
+    definition, driver, memberId, redactedUrl: parsed.redacted, secrets, heartbeat, autoWatch, rejoin: rejoin as boolean,
+    watchIntervalMs: watchIntervalMs as number, logger, stopController,
+  })
+  return coordinator
+}

@@ -1,0 +1,162 @@
+/**
+ * The driver contract: backend primitives only.
+ *
+ * Everything that is the same for every backend (lifecycle, the heartbeat loop, watcher diffing
+ * and dispatch, leader election on top of locks, rejoin after lost membership, lock waiting and
+ * timeouts, argument validation, error wrapping, capability encoding) lives once in the
+ * Coordinator. A driver is one file that exports `defineDriver({...})` and one line in
+ * registry.ts.
+ *
+ * Capabilities travel as encoded bytes (oslo msgpack, see codec.ts): the Coordinator encodes and
+ * decodes them, so a corrupt value written by someone else fails for that member alone.
+ */
+import type { RollcallError, SerializationError } from '../errors.js'
+import type { Capability } from './capabilities.js'
+import type { Logger } from './logger.js'
+import type { OptionSpecs, ResolvedOptions } from './options.js'
+import type { BackendUrl } from './url.js'
+
+/**
+ * Connection health, in Curator's vocabulary.
+ * - `connected`: the first connection is up.
+ * - `suspended`: the connection broke; membership and locks may still be valid on the backend.
+ * - `reconnected`: back after `suspended` or `lost`.
+ * - `lost`: membership, locks and leadership must be presumed gone (session expired, lease
+ *   lapsed, or heartbeats failed for longer than the backend keeps them).
+ */
+export type ConnectionState = 'connected' | 'suspended' | 'reconnected' | 'lost'
+
+/** What a driver reports to its Coordinator, outside of method results. */
+export interface DriverEvents {
+  /** The transport changed state. Report `lost` only when the backend itself dropped our session. */
+  connectionState(state: ConnectionState, cause?: unknown): void
+  /** The backend dropped this member from these groups (an evicted key, a lapsed lease). */
+  membershipLost(groups: readonly string[], reason: string): void
+  /** A lock this process held is no longer held (its lease lapsed or its node vanished). */
+  lockLost(lock: DriverLock, reason: string): void
+  /** Something odd that did not stop the operation, such as a corrupt entry written by someone else. */
+  warning(err: RollcallError): void
+}
+
+/** What a driver's `create()` receives. */
+export interface DriverContext<O> {
+  /** The parsed URL; `url.redacted` is the only form that may appear in messages. */
+  readonly url: BackendUrl
+  /** Resolved options (defaults, then URL, then code). */
+  readonly options: O
+  /** This coordinator's member id. */
+  readonly memberId: string
+  /** Channel for unsolicited reports. */
+  readonly events: DriverEvents
+  /** Aborted when the coordinator stops: end loops, streams and waits on it. */
+  readonly signal: AbortSignal
+  readonly log: Logger
+}
+
+/** The result of one driver heartbeat. */
+export interface HeartbeatResult {
+  /**
+   * Milliseconds until this member's liveness (and any lock lease) lapses without another beat.
+   * The Coordinator beats again after about half of it (tooz's Heart does the same).
+   */
+  nextBeatMs: number
+  /** Joined groups where the backend no longer lists this member; the Coordinator rejoins them. */
+  lostGroups?: readonly string[]
+}
+
+/** getMemberInfo()'s raw answer. */
+export interface DriverMemberInfo {
+  capabilities: Uint8Array
+  createdAt: Date
+  updatedAt: Date
+}
+
+/**
+ * One named lock as the backend sees it. The Coordinator adds waiting, timeouts, AbortSignal,
+ * re-entrancy rules, refresh scheduling and lost-lock events on top.
+ */
+export interface DriverLock {
+  /** Takes the lock if it is free; never waits. */
+  tryAcquire(): Promise<boolean>
+  /**
+   * Waits in the backend's own queue until acquired. Resolves false if `signal` aborts first,
+   * after withdrawing from the queue. Absent: the Coordinator polls tryAcquire() with backoff.
+   */
+  acquireWaiting?(signal: AbortSignal): Promise<boolean>
+  /** Releases the lock if this object holds it; false when it did not (or no longer did). */
+  release(): Promise<boolean>
+  /** Extends the lock's lease; false when the lock turned out not to be ours any more. */
+  refresh?(): Promise<boolean>
+  /** Asks the backend whether this object still holds the lock. */
+  isStillOwner(): Promise<boolean>
+  /** Deletes the lock whoever holds it (tooz `break_`); true when there was something to delete. */
+  break(): Promise<boolean>
+  /** After a successful acquire, on drivers with `fencing`: a token larger than any earlier holder's. */
+  readonly fencingToken: bigint | undefined
+}
+
+/** The primitives a backend implements. Optional members are absent, never stubbed to throw. */
+export interface CoordinationDriver {
+  /** Connects. Must fail within the driver's connect timeout with a ConnectionError naming the host. */
+  start(): Promise<void>
+  /** Closes connections and ends every timer and stream. The Coordinator has already left groups and released locks. */
+  stop(): Promise<void>
+  /** Refreshes liveness for the given joined groups (group → encoded capabilities). */
+  heartbeat?(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult>
+  createGroup(group: string): Promise<void>
+  deleteGroup(group: string): Promise<void>
+  listGroups(): Promise<string[]>
+  joinGroup(group: string, capabilities: Uint8Array): Promise<void>
+  leaveGroup(group: string): Promise<void>
+  /** Live members with their encoded capabilities, in as few round trips as the backend allows. */
+  listMembers(group: string): Promise<Map<string, Uint8Array | SerializationError>>
+  /** Live member ids only, when that is cheaper than listMembers(). */
+  listMemberIds?(group: string): Promise<string[]>
+  /** One member's encoded capabilities, when that is cheaper than listMembers(). */
+  getMemberCapabilities?(group: string, member: string): Promise<Uint8Array>
+  updateCapabilities?(group: string, capabilities: Uint8Array): Promise<void>
+  getMemberInfo?(group: string, member: string): Promise<DriverMemberInfo>
+  createLock(name: string): DriverLock
+  /**
+   * Subscribes to membership changes of a group; `onChange` is called (with no details) whenever
+   * the member list may have changed. Resolves once the subscription is in place, with a function
+   * that ends it. Only on drivers that declare `pushWatch`.
+   */
+  watchGroup?(group: string, onChange: () => void): Promise<() => Promise<void>>
+  /** The lock whose holder leads `group`, laid out as tooz lays it out. Only with `leaderElection`. */
+  leaderLock?(group: string): DriverLock
+  /** The leader of `group`, or null when there is none. Only with `getLeader`. */
+  getLeader?(group: string): Promise<string | null>
+}
+
+/** What kind of identifier validateId() is asked about. */
+export type IdKind = 'group' | 'member' | 'lock'
+
+/** A driver's declaration: docs, capabilities, options and a factory. */
+export interface DriverDefinition<S extends OptionSpecs = OptionSpecs> {
+  /** Primary name, also the primary URL scheme. */
+  readonly name: string
+  /** One paragraph for docs/drivers.md. */
+  readonly summary: string
+  /** URL forms, as examples. */
+  readonly urlForms: readonly string[]
+  /** Consistency and liveness guarantees, one paragraph. */
+  readonly consistency: string
+  /** What can go wrong, plainly. */
+  readonly hazards: readonly string[]
+  /** The npm package the driver loads lazily, if any. */
+  readonly clientPackage?: string
+  readonly capabilities: readonly Capability[]
+  readonly options: S
+  /** Returns why `id` cannot be stored (a sentence naming the rule), or undefined when it can. */
+  validateId?(kind: IdKind, id: string): string | undefined
+  /** Maps a client-library error to a rollcall error; undefined leaves it to the generic wrapper. */
+  translateError?(err: unknown): RollcallError | undefined
+  /** Builds the driver. Must not do I/O (start() does); may throw InvalidUrlError. */
+  create(ctx: DriverContext<ResolvedOptions<S>>): CoordinationDriver
+}
+
+/** Declares a driver; only an identity function that keeps the option types. */
+export function defineDriver<S extends OptionSpecs>(def: DriverDefinition<S>): DriverDefinition<S> {
+  return def
+}

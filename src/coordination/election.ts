@@ -1,0 +1,172 @@
+/**
+ * Leader election on top of the driver's leader lock, as tooz does it: a member that watches a
+ * group's election is a candidate; the candidate that holds the group's leader lock leads.
+ *
+ * Where the leader lock has a wait queue (ZooKeeper, memory) each candidate waits in it and the
+ * next one is woken the moment the leader's lock goes: fail-over without polling. Elsewhere
+ * candidates try the lock on every watcher tick, as tooz's run_elect_coordinator() does. Unlike
+ * tooz, a leader learns that it lost its term (`leadershipLost`): when its lock lease lapses, its
+ * session is lost, or it stands down.
+ */
+import { asRollcallError, type RollcallError } from '../errors.js'
+import { invokeCallback } from '../internal/invoke.js'
+import { sleep } from '../internal/sleep.js'
+import type { DriverLock } from './driver.js'
+import type { LeaderEvent } from './events.js'
+import type { HeldLock } from './lock.js'
+
+/** Called when this member is elected. */
+export type LeaderCallback = (event: LeaderEvent) => unknown
+
+/** What elections need from the Coordinator. @internal */
+export interface ElectionHost {
+  readonly memberId: string
+  readonly stopSignal: AbortSignal
+  readonly watchIntervalMs: number
+  leaderLock(group: string): DriverLock
+  call<T>(operation: string, fn: () => Promise<T>): Promise<T>
+  track(lock: HeldLock): void
+  untrack(lock: HeldLock): void
+  emitElected(event: LeaderEvent): void
+  emitLost(group: string, reason: string): void
+  warn(err: RollcallError): void
+}
+
+interface Candidacy {
+  readonly group: string
+  readonly callbacks: Set<LeaderCallback>
+  readonly lock: DriverLock
+  readonly held: HeldLock
+  leading: boolean
+  /** No attempts before this time (after standing down, to let another candidate win). */
+  holdoffUntil: number
+  /** Ends a queued wait (native-queue drivers). */
+  campaign: AbortController | undefined
+}
+
+/** The elections one Coordinator runs in. @internal */
+export class Elections {
+  readonly #host: ElectionHost
+  readonly #candidacies = new Map<string, Candidacy>()
+
+  constructor(host: ElectionHost) {
+    this.#host = host
+  }
+
+  /** True while this member leads `group`. */
+  isLeading(group: string): boolean {
+    return this.#candidacies.get(group)?.leading ?? false
+  }
+
+  /** Becomes a candidate (or adds a callback to an existing candidacy). */
+  watch(group: string, cb: LeaderCallback): void {
+    let c = this.#candidacies.get(group)
+    if (!c) {
+      const lock = this.#host.leaderLock(group)
+      const held: HeldLock = { name: `leader of ${group}`, driverLock: lock, lost: (reason) => this.#lose(group, reason) }
+      c = { group, callbacks: new Set(), lock, held, leading: false, holdoffUntil: 0, campaign: undefined }
+      this.#candidacies.set(group, c)
+    }
+    c.callbacks.add(cb)
+    if (c.leading) return
+    if (c.lock.acquireWaiting) this.#startCampaign(c)
+    else void this.#tryOnce(c)
+  }
+
+  /** Removes a callback; with the last one the member stops being a candidate (and stands down). */
+  async unwatch(group: string, cb: LeaderCallback): Promise<boolean> {
+    const c = this.#candidacies.get(group)
+    if (!c || !c.callbacks.delete(cb)) return false
+    if (c.callbacks.size === 0) {
+      this.#candidacies.delete(group)
+      c.campaign?.abort()
+      if (c.leading) await this.#release(c)
+    }
+    return true
+  }
+
+  /** One election round for candidates that poll (tooz run_elect_coordinator). */
+  async runAll(): Promise<void> {
+    await Promise.all([...this.#candidacies.values()].filter((c) => !c.lock.acquireWaiting).map((c) => this.#tryOnce(c)))
+  }
+
+  /** Gives up leadership of `group`; false when this member did not lead it. Stays a candidate. */
+  async standDown(group: string): Promise<boolean> {
+    const c = this.#candidacies.get(group)
+    if (!c?.leading) return false
+    c.holdoffUntil = Date.now() + 2 * this.#host.watchIntervalMs
+    await this.#release(c)
+    this.#host.emitLost(group, 'stood down')
+    if (c.lock.acquireWaiting && this.#candidacies.get(group) === c) this.#startCampaign(c)
+    return true
+  }
+
+  /** Every term ends (connection lost). Candidacies stay and campaign again. */
+  loseAll(reason: string): void {
+    for (const c of this.#candidacies.values()) if (c.leading) this.#lose(c.group, reason)
+  }
+
+  /** Ends every campaign and releases every leader lock. */
+  async stop(): Promise<void> {
+    const all = [...this.#candidacies.values()]
+    this.#candidacies.clear()
+    for (const c of all) c.campaign?.abort()
+    await Promise.allSettled(all.filter((c) => c.leading).map((c) => this.#release(c)))
+  }
+
+  async #tryOnce(c: Candidacy): Promise<void> {
+    if (c.leading || Date.now() < c.holdoffUntil || this.#host.stopSignal.aborted) return
+    try {
+      if (await this.#host.call('run for election', () => c.lock.tryAcquire())) this.#elected(c)
+    } catch (err) {
+      this.#host.warn(asRollcallError(err, `Running for leader of ${c.group}`))
+    }
+  }
+
+  #startCampaign(c: Candidacy): void {
+    if (c.campaign && !c.campaign.signal.aborted) return
+    const controller = new AbortController()
+    c.campaign = controller
+    const signal = AbortSignal.any([controller.signal, this.#host.stopSignal])
+    void (async () => {
+      while (!signal.aborted && this.#candidacies.get(c.group) === c && !c.leading) {
+        try {
+          if (Date.now() < c.holdoffUntil) await sleep(c.holdoffUntil - Date.now(), signal)
+          if (await this.#host.call('run for election', () => c.lock.acquireWaiting!(signal))) {
+            if (signal.aborted || this.#candidacies.get(c.group) !== c) await c.lock.release().catch(() => false)
+            else this.#elected(c)
+          }
+        } catch (err) {
+          if (signal.aborted) break
+          this.#host.warn(asRollcallError(err, `Waiting to lead ${c.group}`))
+          await sleep(this.#host.watchIntervalMs, signal).catch(() => {})
+        }
+      }
+    })()
+  }
+
+  #elected(c: Candidacy): void {
+    c.leading = true
+    this.#host.track(c.held)
+    const event = { group: c.group, member: this.#host.memberId }
+    this.#host.emitElected(event)
+    const onError = (err: unknown): void => this.#host.warn(asRollcallError(err, `A leader callback on ${c.group}`))
+    for (const cb of c.callbacks) invokeCallback(cb, event, onError)
+  }
+
+  async #release(c: Candidacy): Promise<void> {
+    c.leading = false
+    this.#host.untrack(c.held)
+    await this.#host.call('stand down', () => c.lock.release()).catch((err: unknown) => this.#host.warn(asRollcallError(err, `Releasing the leader lock of ${c.group}`)))
+  }
+
+  #lose(group: string, reason: string): void {
+    const c = this.#candidacies.get(group)
+    if (!c?.leading) return
+    c.leading = false
+    this.#host.untrack(c.held)
+    this.#host.emitLost(group, reason)
+    if (c.lock.acquireWaiting) this.#startCampaign(c)
+  }
+}
+

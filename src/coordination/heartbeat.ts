@@ -1,0 +1,117 @@
+/**
+ * The one timer loop that keeps a member alive.
+ *
+ * Like tooz's Heart it beats at half the interval the driver returns ("better too soon than too
+ * late"), with a little jitter so that a fleet started together does not beat in lockstep. Unlike
+ * the Heart it never hides a failure: every failed beat and every beat that lands after liveness
+ * had already lapsed is reported, and once the lapse deadline passes without a successful beat the
+ * owner is told that everything ephemeral must be presumed lost (client-side expiry, as the Java
+ * ZooKeeper client does it). The timer is unref'd, so it never keeps a process alive.
+ */
+import { asRollcallError, type RollcallError } from '../errors.js'
+
+/** How the loop reports to its owner. */
+export interface HeartbeatHooks {
+  /** One beat: returns milliseconds until liveness lapses without another. */
+  beat(): Promise<number>
+  /** A beat failed; `pastDeadline` when liveness has lapsed meanwhile. */
+  onFailure(error: RollcallError, consecutiveFailures: number, pastDeadline: boolean): void
+  /** A beat succeeded; `lateByMs` > 0 when it came after the lapse deadline. */
+  onSuccess(lateByMs: number): void
+}
+
+/** Tuning; the defaults suit every built-in driver. */
+export interface HeartbeatTiming {
+  /** Fraction of the half-interval by which a beat may come early. */
+  jitter: number
+  /** First retry delay after a failure; doubles up to maxRetryMs. */
+  minRetryMs: number
+  maxRetryMs: number
+}
+
+/** Defaults for {@link HeartbeatTiming}. */
+export const HEARTBEAT_DEFAULTS: HeartbeatTiming = { jitter: 0.1, minRetryMs: 200, maxRetryMs: 2000 }
+
+/** The heartbeat loop. Start it once; stop() ends it for good. */
+export class HeartbeatLoop {
+  #timer: NodeJS.Timeout | undefined
+  #stopped = false
+  #running: Promise<void> | undefined
+  #failures = 0
+  #deadline = Number.POSITIVE_INFINITY
+  #lastIntervalMs = 0
+  readonly #hooks: HeartbeatHooks
+  readonly #timing: HeartbeatTiming
+
+  constructor(hooks: HeartbeatHooks, timing: HeartbeatTiming = HEARTBEAT_DEFAULTS) {
+    this.#hooks = hooks
+    this.#timing = timing
+  }
+
+  /** Milliseconds until the next beat is needed, as last reported by the driver. */
+  get intervalMs(): number {
+    return this.#lastIntervalMs
+  }
+
+  /** Failed beats in a row. */
+  get consecutiveFailures(): number {
+    return this.#failures
+  }
+
+  /** Starts the loop; the first beat follows after half of `firstIntervalMs`. */
+  start(firstIntervalMs: number): void {
+    this.#record(firstIntervalMs)
+    this.#schedule(this.#delayAfterSuccess(firstIntervalMs))
+  }
+
+  /** Runs one beat now (or joins the one under way) and reschedules. Never rejects. */
+  beatNow(): Promise<void> {
+    if (this.#running) return this.#running
+    clearTimeout(this.#timer)
+    this.#running = this.#run().finally(() => {
+      this.#running = undefined
+    })
+    return this.#running
+  }
+
+  /** Ends the loop; a beat under way finishes but schedules nothing. */
+  stop(): void {
+    this.#stopped = true
+    clearTimeout(this.#timer)
+    this.#timer = undefined
+  }
+
+  async #run(): Promise<void> {
+    try {
+      const next = await this.#hooks.beat()
+      const lateBy = Date.now() - this.#deadline
+      this.#failures = 0
+      this.#record(next)
+      this.#hooks.onSuccess(Math.max(0, lateBy))
+      this.#schedule(this.#delayAfterSuccess(next))
+    } catch (err) {
+      this.#failures += 1
+      const error = asRollcallError(err, 'Heartbeat')
+      this.#hooks.onFailure(error, this.#failures, Date.now() > this.#deadline)
+      const backoff = Math.min(this.#timing.maxRetryMs, this.#timing.minRetryMs * 2 ** (this.#failures - 1))
+      // Keep retrying well before the lapse: never wait more than a quarter of the interval.
+      this.#schedule(Math.max(this.#timing.minRetryMs, Math.min(backoff, this.#lastIntervalMs / 4 || backoff)))
+    }
+  }
+
+  #record(intervalMs: number): void {
+    this.#lastIntervalMs = intervalMs
+    this.#deadline = Date.now() + intervalMs
+  }
+
+  #delayAfterSuccess(intervalMs: number): number {
+    return (intervalMs / 2) * (1 - this.#timing.jitter * Math.random())
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#stopped) return
+    clearTimeout(this.#timer)
+    this.#timer = setTimeout(() => void this.beatNow(), delayMs)
+    this.#timer.unref()
+  }
+}

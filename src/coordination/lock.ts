@@ -1,0 +1,194 @@
+/**
+ * Named locks, the same on every backend.
+ *
+ * The driver supplies the backend's primitive (take if free, release, refresh, ownership check);
+ * this file adds what tooz leaves to each driver and gets inconsistent: waiting (the backend's own
+ * queue where it has one, polling with capped backoff where it does not), a timeout that returns
+ * false on every backend, cancellation through AbortSignal, non-re-entrancy, refresh by the
+ * coordinator's heartbeat, and a `signal` that aborts the moment the lock is lost.
+ */
+import { CoordinatorStoppedError, InvalidArgumentError, InvalidStateError, LockLostError } from '../errors.js'
+import { sleep } from '../internal/sleep.js'
+import type { DriverLock } from './driver.js'
+
+/** How acquire() waits. */
+export interface AcquireOptions {
+  /** Wait for the lock (default true). false: one attempt, resolves at once. */
+  blocking?: boolean
+  /** Give up after this long and resolve false. Implies blocking. */
+  timeoutMs?: number
+  /** Cancels the wait; acquire() then rejects with the signal's reason. */
+  signal?: AbortSignal
+}
+
+/** A lock the Coordinator keeps alive and watches. @internal */
+export interface HeldLock {
+  readonly name: string
+  readonly driverLock: DriverLock
+  /** Called by the Coordinator when the lock turns out to be gone; tells the application. */
+  lost(reason: string): void
+}
+
+/** What a Lock needs from its Coordinator. @internal */
+export interface LockHost {
+  call<T>(operation: string, fn: () => Promise<T>): Promise<T>
+  track(lock: HeldLock): void
+  untrack(lock: HeldLock): void
+  /** Tells the application a lock was lost (the lockLost event). */
+  emitLockLost(name: string, reason: string): void
+  readonly stopSignal: AbortSignal
+}
+
+const POLL_FIRST_MS = 20
+const POLL_MAX_MS = 250
+
+/**
+ * A named lock, from `coordinator.getLock(name)`. Locks are not re-entrant: acquiring a lock this
+ * object already holds resolves false. Two Lock objects of one name exclude each other, within a
+ * process and across processes and languages.
+ *
+ * @example
+ * ```ts
+ * const lock = coordinator.getLock('nightly-report')
+ * if (await lock.acquire({ timeoutMs: 5_000 })) {
+ *   try { await work(lock.signal) } finally { await lock.release() }
+ * }
+ * // or: await using held = await coordinator.acquireLock('nightly-report')
+ * ```
+ */
+export class Lock implements HeldLock {
+  readonly name: string
+  /** @internal */
+  readonly driverLock: DriverLock
+  readonly #host: LockHost
+  #held = false
+  #acquiring = false
+  #controller: AbortController | undefined
+
+  /** @internal */
+  constructor(host: LockHost, name: string, driverLock: DriverLock) {
+    this.#host = host
+    this.name = name
+    this.driverLock = driverLock
+  }
+
+  /** True while this object holds the lock, as far as this process knows. */
+  get acquired(): boolean {
+    return this.#held
+  }
+
+  /**
+   * A token that grows with every new holder, on drivers with `fencing`; pass it to the resource
+   * you protect so that it can refuse a stale holder. Undefined when not held or not supported.
+   */
+  get fencingToken(): bigint | undefined {
+    return this.#held ? this.driverLock.fencingToken : undefined
+  }
+
+  /** Aborts when the current hold ends: released, lost, or the coordinator stopped. */
+  get signal(): AbortSignal {
+    return (this.#controller ??= abortedController('the lock is not held')).signal
+  }
+
+  /** Takes the lock. Resolves true once held; false on timeout, when not blocking and busy, or when already held by this object. */
+  async acquire(options: AcquireOptions = {}): Promise<boolean> {
+    const { timeoutMs, signal } = options
+    const blocking = options.blocking ?? true
+    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
+      throw new InvalidArgumentError(`timeoutMs must be a number of milliseconds >= 0, not ${String(timeoutMs)}`)
+    }
+    if (this.#held) return false
+    if (this.#acquiring) throw new InvalidStateError(`acquire() is already under way on lock ${JSON.stringify(this.name)}; use another Lock object to contend from the same process`)
+    this.#acquiring = true
+    try {
+      const got = blocking || timeoutMs !== undefined ? await this.#wait(timeoutMs, signal) : await this.#host.call('acquire a lock', () => this.driverLock.tryAcquire())
+      if (got) this.#onAcquired()
+      return got
+    } finally {
+      this.#acquiring = false
+    }
+  }
+
+  /** Releases the lock. Resolves false when this object did not hold it (tooz semantics). */
+  async release(): Promise<boolean> {
+    if (!this.#held) return false
+    this.#end(new InvalidStateError(`Lock ${JSON.stringify(this.name)} was released`))
+    return this.#host.call('release a lock', () => this.driverLock.release())
+  }
+
+  /** Extends the lock's lease now (the coordinator also does it on every heartbeat). False when not held. */
+  async heartbeat(): Promise<boolean> {
+    if (!this.#held) return false
+    const ok = await this.#host.call('refresh a lock', () => this.driverLock.refresh?.() ?? this.driverLock.isStillOwner())
+    if (!ok) this.lost('the backend no longer lists this holder')
+    return ok
+  }
+
+  /** Asks the backend whether this object still holds the lock. */
+  async isStillOwner(): Promise<boolean> {
+    if (!this.#held) return false
+    return this.#host.call('check lock ownership', () => this.driverLock.isStillOwner())
+  }
+
+  /** Deletes the lock whoever holds it (tooz `break_`). For tests and operators. */
+  async break(): Promise<boolean> {
+    return this.#host.call('break a lock', () => this.driverLock.break())
+  }
+
+  /** Releases on `await using`. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release()
+  }
+
+  /** @internal */
+  lost(reason: string): void {
+    if (!this.#held) return
+    this.#end(new LockLostError(this.name, reason))
+    this.#host.emitLockLost(this.name, reason)
+  }
+
+  async #wait(timeoutMs: number | undefined, userSignal: AbortSignal | undefined): Promise<boolean> {
+    const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs)
+    const signals = [this.#host.stopSignal, userSignal, timeout].filter((s): s is AbortSignal => s !== undefined)
+    const signal = AbortSignal.any(signals)
+    const settle = (): boolean => {
+      if (userSignal?.aborted) throw userSignal.reason
+      if (this.#host.stopSignal.aborted) throw new CoordinatorStoppedError('acquire a lock')
+      return false
+    }
+    if (signal.aborted) return settle()
+    const { driverLock } = this
+    if (driverLock.acquireWaiting) {
+      const got = await this.#host.call('acquire a lock', () => driverLock.acquireWaiting!(signal))
+      return got || settle()
+    }
+    let delay = POLL_FIRST_MS
+    for (;;) {
+      if (await this.#host.call('acquire a lock', () => driverLock.tryAcquire())) return true
+      try {
+        await sleep(delay * (0.5 + Math.random()), signal)
+      } catch {
+        return settle()
+      }
+      delay = Math.min(delay * 1.5, POLL_MAX_MS)
+    }
+  }
+
+  #onAcquired(): void {
+    this.#held = true
+    this.#controller = new AbortController()
+    this.#host.track(this)
+  }
+
+  #end(reason: Error): void {
+    this.#held = false
+    this.#host.untrack(this)
+    this.#controller?.abort(reason)
+  }
+}
+
+function abortedController(reason: string): AbortController {
+  const c = new AbortController()
+  c.abort(new InvalidStateError(reason))
+  return c
+}

@@ -1,0 +1,140 @@
+/**
+ * The groups this member has joined, with the capabilities it joined with, and the rejoin logic.
+ *
+ * tooz forgets a membership the backend dropped (a ZooKeeper session that expired, a Redis that
+ * restarted empty, a memcached key that was evicted): the process keeps running, believing it is
+ * in the group, while nobody sees it. Here every loss is reported (`membershipLost`) and, unless
+ * `rejoin` is off, the member is put back with its last capabilities (`rejoined`) as soon as the
+ * backend answers again, creating the group if it vanished too.
+ */
+import { GroupExistsError, GroupNotFoundError, MemberExistsError, asRollcallError, type RollcallError } from '../errors.js'
+
+interface Joined {
+  capabilities: Uint8Array
+  /** Changes on every (re)join; lets a watcher tell a stale read from a real loss. */
+  epoch: number
+}
+
+/** What membership bookkeeping needs from the Coordinator. @internal */
+export interface MembershipHost {
+  readonly rejoin: boolean
+  join(group: string, capabilities: Uint8Array): Promise<void>
+  create(group: string): Promise<void>
+  emitLost(group: string, reason: string): void
+  emitRejoined(group: string): void
+  warn(err: RollcallError): void
+}
+
+/** Joined groups and pending rejoins of one Coordinator. @internal */
+export class Membership {
+  readonly #host: MembershipHost
+  readonly #joined = new Map<string, Joined>()
+  readonly #pending = new Set<string>()
+  #epochs = 0
+  #rejoining: Promise<void> | undefined
+
+  constructor(host: MembershipHost) {
+    this.#host = host
+  }
+
+  /** Joined groups, including those waiting to be rejoined. */
+  get groups(): string[] {
+    return [...this.#joined.keys()]
+  }
+
+  /** Group → encoded capabilities, for the driver's heartbeat. Excludes groups awaiting rejoin. */
+  get live(): ReadonlyMap<string, Uint8Array> {
+    return new Map([...this.#joined].filter(([g]) => !this.#pending.has(g)).map(([g, j]) => [g, j.capabilities]))
+  }
+
+  /** True when some lost membership still waits to be restored. */
+  get hasPending(): boolean {
+    return this.#pending.size > 0
+  }
+
+  has(group: string): boolean {
+    return this.#joined.has(group)
+  }
+
+  capabilities(group: string): Uint8Array | undefined {
+    return this.#joined.get(group)?.capabilities
+  }
+
+  /** See WatcherHost.joinEpoch. Undefined while not joined or while a rejoin is pending. */
+  epoch(group: string): number | undefined {
+    return this.#pending.has(group) ? undefined : this.#joined.get(group)?.epoch
+  }
+
+  /** Records a successful join (or capability update). */
+  set(group: string, capabilities: Uint8Array): void {
+    this.#joined.set(group, { capabilities, epoch: ++this.#epochs })
+    this.#pending.delete(group)
+  }
+
+  /** Forgets a group (left, or given up). Returns what it held, to restore if leaving fails. */
+  delete(group: string): Uint8Array | undefined {
+    const j = this.#joined.get(group)
+    this.#joined.delete(group)
+    this.#pending.delete(group)
+    return j?.capabilities
+  }
+
+  /** The backend dropped this member from `groups`: report, then rejoin or forget. */
+  lost(groups: readonly string[], reason: string): void {
+    for (const group of groups) {
+      if (!this.#joined.has(group) || this.#pending.has(group)) continue
+      this.#host.emitLost(group, reason)
+      if (this.#host.rejoin) this.#pending.add(group)
+      else this.#joined.delete(group)
+    }
+    if (this.#pending.size > 0) void this.rejoinPending()
+  }
+
+  /** Like lost(), for a membership found missing by a read that began at `epoch`. */
+  lostAt(group: string, epoch: number, reason: string): void {
+    if (this.#joined.get(group)?.epoch === epoch) this.lost([group], reason)
+  }
+
+  /** Every joined group is presumed lost (the connection was lost). */
+  lostAll(reason: string): void {
+    this.lost(this.groups, reason)
+  }
+
+  /** Tries to restore every pending membership once; failures stay pending. Never rejects. */
+  rejoinPending(): Promise<void> {
+    this.#rejoining ??= this.#rejoinAll().finally(() => {
+      this.#rejoining = undefined
+    })
+    return this.#rejoining
+  }
+
+  async #rejoinAll(): Promise<void> {
+    for (const group of [...this.#pending]) {
+      const capabilities = this.#joined.get(group)?.capabilities
+      if (capabilities === undefined) continue
+      try {
+        await this.#joinCreating(group, capabilities)
+      } catch (err) {
+        this.#host.warn(asRollcallError(err, `Rejoining group ${group}`))
+        continue
+      }
+      if (!this.#pending.delete(group)) continue
+      this.#joined.set(group, { capabilities, epoch: ++this.#epochs })
+      this.#host.emitRejoined(group)
+    }
+  }
+
+  async #joinCreating(group: string, capabilities: Uint8Array): Promise<void> {
+    try {
+      await this.#host.join(group, capabilities)
+    } catch (err) {
+      // Still (or again) listed: that is what a rejoin wants.
+      if (err instanceof MemberExistsError) return
+      if (!(err instanceof GroupNotFoundError)) throw err
+      await this.#host.create(group).catch((e: unknown) => {
+        if (!(e instanceof GroupExistsError)) throw e
+      })
+      await this.#host.join(group, capabilities)
+    }
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * URL scheme → driver. Built-in drivers load lazily, so a program that only uses Redis never
+ * loads the ZooKeeper client. Aliases are further lines (tooz's entry points do the same).
+ */
+import { UnknownDriverError } from '../errors.js'
+import type { DriverDefinition } from './driver.js'
+
+/** Loads a driver definition. */
+export type DriverLoader = () => Promise<{ default: DriverDefinition<any> }>
+
+/** The drivers that ship with rollcall, by URL scheme. */
+export const BUILTIN_DRIVERS = {
+  memory: () => import('./drivers/memory.js'),
+  file: () => import('./drivers/file.js'),
+  redis: () => import('./drivers/redis.js'),
+  rediss: () => import('./drivers/redis.js'),
+  memcached: () => import('./drivers/memcached.js'),
+  zookeeper: () => import('./drivers/zookeeper.js'),
+  kazoo: () => import('./drivers/zookeeper.js'),
+  etcd3: () => import('./drivers/etcd3.js'),
+  'etcd3+http': () => import('./drivers/etcd3.js'),
+  'etcd3+https': () => import('./drivers/etcd3.js'),
+  postgresql: () => import('./drivers/postgresql.js'),
+  mysql: () => import('./drivers/mysql.js'),
+} as const satisfies Record<string, DriverLoader>
+
+const custom = new Map<string, DriverLoader>()
+
+/**
+ * Registers a third-party driver under a URL scheme (lower case, without "://").
+ * Registering a built-in scheme replaces it for this process.
+ */
+export function registerDriver(scheme: string, loader: DriverLoader): void {
+  if (!/^[a-z][a-z0-9+.-]*$/.test(scheme)) {
+    throw new TypeError(`Driver scheme "${scheme}" must be lower case letters, digits, "+", "-" or "."`)
+  }
+  custom.set(scheme, loader)
+}
+
+/** Every scheme that connect() accepts, sorted. */
+export function knownSchemes(): string[] {
+  return [...new Set([...Object.keys(BUILTIN_DRIVERS), ...custom.keys()])].sort()
+}
+
+/** Loads the driver for a scheme, or throws UnknownDriverError listing the known schemes. */
+export async function loadDriver(scheme: string): Promise<DriverDefinition<any>> {
+  const loader = custom.get(scheme) ?? (BUILTIN_DRIVERS as Record<string, DriverLoader>)[scheme]
+  if (loader === undefined) throw new UnknownDriverError(scheme, knownSchemes())
+  return (await loader()).default
+}

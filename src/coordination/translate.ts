@@ -1,0 +1,50 @@
+/**
+ * Error translation, applied once, at the boundary between the Coordinator and its driver.
+ *
+ * A client library's error never reaches the application: the driver's translateError() maps the
+ * ones it knows, and the rest become ConnectionError (network-level failures, retryable) or
+ * BackendError, with the original as `cause`. Every message, the cause's included, is scrubbed of
+ * the URL's password first.
+ */
+import { BackendError, ConnectionError, RollcallError } from '../errors.js'
+import type { DriverDefinition } from './driver.js'
+import { redactUrl } from './url.js'
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED',
+  'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'ERR_SOCKET_CLOSED',
+])
+
+/** Maps anything a driver threw to a RollcallError. @internal */
+export function translateError(err: unknown, operation: string, def: DriverDefinition<any>, redactedUrl: string, secrets: readonly string[]): RollcallError {
+  scrub(err, secrets)
+  if (err instanceof RollcallError) return err
+  const mapped = def.translateError?.(err)
+  if (mapped) return scrub(mapped, secrets)
+  const message = (err as Error)?.message ?? String(err)
+  const code = (err as { code?: unknown })?.code
+  if (typeof code === 'string' && NETWORK_CODES.has(code)) {
+    return new ConnectionError(`Cannot ${operation}: ${redactedUrl} is unreachable (${message})`, { cause: err, driver: def.name })
+  }
+  return new BackendError(`Cannot ${operation} on ${redactedUrl}: ${message}`, { cause: err, driver: def.name })
+}
+
+/** Removes secrets from an error's message and stack, and from its causes, in place. */
+export function scrub<E>(err: E, secrets: readonly string[]): E {
+  const seen = new Set<unknown>()
+  let e: unknown = err
+  while (e instanceof Error && !seen.has(e)) {
+    seen.add(e)
+    e.message = scrubText(e.message, secrets)
+    if (e.stack) e.stack = scrubText(e.stack, secrets)
+    e = e.cause
+  }
+  return err
+}
+
+/** Removes secrets (and any URL password) from a string. */
+export function scrubText(text: string, secrets: readonly string[]): string {
+  let out = redactUrl(text)
+  for (const s of secrets) if (s.length >= 3) out = out.split(s).join('***')
+  return out
+}

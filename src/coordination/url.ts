@@ -1,0 +1,156 @@
+/**
+ * Backend URL parsing, done once for every driver.
+ *
+ * WHATWG `URL` cannot hold the forms tooz accepts (`zookeeper://h1:2181,h2:2181/chroot`,
+ * `memcached://:11211`, `redis:///var/run/redis.sock`, schemes with a `+`), so the authority is
+ * split by hand and only then validated. Query keys keep tooz's spellings; a key may repeat
+ * (`hosts=`, `sentinel_fallback=`), so every value is a list.
+ */
+import { InvalidUrlError } from '../errors.js'
+
+/** One `host[:port]` of a URL's authority. `host` is '' when the URL leaves it out. */
+export interface HostPort {
+  host: string
+  port: number | undefined
+}
+
+/** A parsed backend URL. `password` is kept out of `toString()` and `redacted`. */
+export interface BackendUrl {
+  /** Scheme as written, lower-cased, without the colon (`redis`, `etcd3+http`). */
+  scheme: string
+  /** The authority's hosts in order; empty for `file:///dir` and `memory://`. */
+  hosts: HostPort[]
+  username: string | undefined
+  password: string | undefined
+  /** Decoded path, '' when absent. */
+  path: string
+  /** Query parameters; repeated keys keep every value, in order. */
+  query: Map<string, string[]>
+  /** The URL with any password replaced by `***`: safe for logs, errors and pages. */
+  redacted: string
+}
+
+const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i
+
+/**
+ * Parses `scheme://[user[:pass]@]host[:port][,host[:port]...][/path][?query]`.
+ * Throws InvalidUrlError (with the URL redacted) when it does not fit that shape.
+ */
+export function parseBackendUrl(input: string): BackendUrl {
+  if (typeof input !== 'string' || input.trim() === '') {
+    throw new InvalidUrlError('The backend URL is empty; expected something like redis://127.0.0.1:6379 or file:///var/lib/rollcall')
+  }
+  const redacted = redactUrl(input)
+  const m = SCHEME.exec(input)
+  if (!m) {
+    throw new InvalidUrlError(`"${redacted}" is not a backend URL: expected scheme://host[:port][/path][?options], e.g. redis://127.0.0.1:6379`)
+  }
+  const scheme = m[1]!.toLowerCase()
+  let rest = input.slice(m[0].length)
+  const hashAt = rest.indexOf('#')
+  if (hashAt >= 0) rest = rest.slice(0, hashAt)
+  let queryText = ''
+  const qAt = rest.indexOf('?')
+  if (qAt >= 0) {
+    queryText = rest.slice(qAt + 1)
+    rest = rest.slice(0, qAt)
+  }
+  const slashAt = rest.indexOf('/')
+  const authority = slashAt >= 0 ? rest.slice(0, slashAt) : rest
+  const rawPath = slashAt >= 0 ? rest.slice(slashAt) : ''
+
+  let username: string | undefined
+  let password: string | undefined
+  let hostText = authority
+  const atAt = authority.lastIndexOf('@')
+  if (atAt >= 0) {
+    const userinfo = authority.slice(0, atAt)
+    hostText = authority.slice(atAt + 1)
+    const colon = userinfo.indexOf(':')
+    username = decode(colon >= 0 ? userinfo.slice(0, colon) : userinfo, 'user name', redacted)
+    if (colon >= 0) password = decode(userinfo.slice(colon + 1), 'password', redacted)
+    if (username === '') username = undefined
+  }
+  const hosts = hostText === '' ? [] : hostText.split(',').map((h) => parseHostPort(h, redacted))
+  const path = decode(rawPath, 'path', redacted)
+  return { scheme, hosts, username, password, path, query: parseQuery(queryText, redacted), redacted }
+}
+
+/** Parses `host`, `host:port`, `:port`, `[v6]` or `[v6]:port`. */
+export function parseHostPort(text: string, shownAs = text): HostPort {
+  let host = text
+  let portText: string | undefined
+  if (text.startsWith('[')) {
+    const close = text.indexOf(']')
+    if (close < 0) throw new InvalidUrlError(`Unclosed "[" in host "${text}" of ${shownAs}`)
+    host = text.slice(1, close)
+    const after = text.slice(close + 1)
+    if (after !== '') {
+      if (!after.startsWith(':')) throw new InvalidUrlError(`Unexpected "${after}" after host "[${host}]" in ${shownAs}`)
+      portText = after.slice(1)
+    }
+  } else {
+    const colon = text.lastIndexOf(':')
+    if (colon >= 0) {
+      host = text.slice(0, colon)
+      portText = text.slice(colon + 1)
+      if (host.includes(':')) throw new InvalidUrlError(`IPv6 host "${text}" in ${shownAs} must be written in brackets, e.g. [::1]:6379`)
+    }
+  }
+  if (/[\s/\\?#@]/.test(host)) throw new InvalidUrlError(`Host "${host}" in ${shownAs} contains a character that is not allowed in a host name`)
+  let port: number | undefined
+  if (portText !== undefined) {
+    if (!/^\d{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) {
+      throw new InvalidUrlError(`Port "${portText}" in ${shownAs} is not a number from 1 to 65535`)
+    }
+    port = Number(portText)
+  }
+  return { host, port }
+}
+
+function parseQuery(text: string, shownAs: string): Map<string, string[]> {
+  const query = new Map<string, string[]>()
+  if (text === '') return query
+  for (const part of text.split('&')) {
+    if (part === '') continue
+    const eq = part.indexOf('=')
+    const key = decode((eq >= 0 ? part.slice(0, eq) : part).replace(/\+/g, ' '), 'option name', shownAs)
+    const value = eq >= 0 ? decode(part.slice(eq + 1).replace(/\+/g, ' '), `value of option "${key}"`, shownAs) : ''
+    const list = query.get(key)
+    if (list) list.push(value)
+    else query.set(key, [value])
+  }
+  return query
+}
+
+function decode(text: string, what: string, shownAs: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    throw new InvalidUrlError(`The ${what} in ${shownAs} has a malformed %-escape`)
+  }
+}
+
+/**
+ * Replaces the password of any URL-shaped text with `***`. Works on malformed input too, so it
+ * is safe to apply to anything before it is logged, shown or put in an error message.
+ */
+export function redactUrl(text: string): string {
+  return String(text)
+    // The greedy class runs to the authority's last "@", so a password with a raw "@" in it
+    // is hidden whole.
+    .replace(/([a-z][a-z0-9+.-]*:\/\/)([^/?#\s]*)@/gi, (_m, scheme: string, userinfo: string) => {
+      const colon = userinfo.indexOf(':')
+      return `${scheme}${colon < 0 ? userinfo : `${userinfo.slice(0, colon)}:***`}@`
+    })
+    .replace(/([?&](?:[a-z_]*password|[a-z_]*token|secret|keyfile_password)=)[^&#\s]*/gi, '$1***')
+}
+
+/** Formats hosts back into `host:port,host:port`, for messages. */
+export function formatHosts(hosts: readonly HostPort[], defaultPort?: number): string {
+  return hosts.map((h) => {
+    const host = h.host.includes(':') ? `[${h.host}]` : h.host
+    const port = h.port ?? defaultPort
+    return port === undefined ? host : `${host}:${port}`
+  }).join(',')
+}

@@ -1,0 +1,170 @@
+/**
+ * Join/leave watchers: one member cache per watched group, one diff, two ways of being woken.
+ *
+ * Drivers with `pushWatch` wake a group's refresh the moment the backend reports a change; the
+ * others are polled every `watchIntervalMs`. Either way the same code reads the member list,
+ * diffs it against the cache and fires `memberJoined`/`memberLeft` plus the group's callbacks, so
+ * push and poll cannot disagree. Refreshes of one group never overlap: a wake-up during a
+ * refresh marks the group dirty and runs once more afterwards.
+ *
+ * As in tooz, a group that disappears counts as empty (everyone "leaves"), and a member that finds
+ * itself missing from a group it joined reports it (the Coordinator then rejoins).
+ */
+import { asRollcallError, GroupNotFoundError, type RollcallError, WatchCallbackNotFoundError } from '../errors.js'
+import { invokeCallback } from '../internal/invoke.js'
+import type { MemberEvent } from './events.js'
+
+/** A join or leave callback. Its return value is collected for runWatchers(). */
+export type WatchCallback = (event: MemberEvent) => unknown
+
+/** What the watcher engine needs from its Coordinator. */
+export interface WatcherHost {
+  readonly memberId: string
+  /** Current member ids (throws GroupNotFoundError when the group is missing). */
+  listMemberIds(group: string): Promise<string[]>
+  /** A number that changes each time this member (re)joins `group`; undefined when not joined. */
+  joinEpoch(group: string): number | undefined
+  /** This member is missing from `group`, which it joined at `epoch`. */
+  selfMissing(group: string, epoch: number): void
+  emitJoined(event: MemberEvent): void
+  emitLeft(event: MemberEvent): void
+  warn(err: RollcallError): void
+  /** The driver's push subscription, when it has one. */
+  subscribe?: (group: string, onChange: () => void) => Promise<() => Promise<void>>
+}
+
+interface GroupWatch {
+  members: Set<string>
+  onJoin: Set<WatchCallback>
+  onLeave: Set<WatchCallback>
+  /** watchGroup() subscriptions that want events without callbacks. */
+  plain: number
+  unsubscribe: (() => Promise<void>) | undefined
+  running: Promise<void> | undefined
+  dirty: boolean
+}
+
+/** The watcher engine of one Coordinator. */
+export class Watchers {
+  readonly #host: WatcherHost
+  readonly #groups = new Map<string, GroupWatch>()
+  #results: unknown[] = []
+
+  constructor(host: WatcherHost) {
+    this.#host = host
+  }
+
+  /** Groups currently watched. */
+  get groups(): string[] {
+    return [...this.#groups.keys()]
+  }
+
+  /** Adds a callback; the first watch of a group reads it once (GroupNotFoundError if missing). */
+  async add(group: string, kind: 'join' | 'leave' | 'plain', cb?: WatchCallback): Promise<void> {
+    const watch = this.#groups.get(group) ?? (await this.#open(group))
+    if (kind === 'plain') watch.plain += 1
+    else if (cb) (kind === 'join' ? watch.onJoin : watch.onLeave).add(cb)
+  }
+
+  /** Removes a callback (WatchCallbackNotFoundError if it was not there); the last one closes the watch. */
+  async remove(group: string, kind: 'join' | 'leave' | 'plain', cb?: WatchCallback): Promise<void> {
+    const watch = this.#groups.get(group)
+    const set = kind === 'join' ? watch?.onJoin : watch?.onLeave
+    if (!watch || (kind === 'plain' ? watch.plain === 0 : !cb || !set!.delete(cb))) {
+      throw new WatchCallbackNotFoundError(group)
+    }
+    if (kind === 'plain') watch.plain -= 1
+    if (watch.onJoin.size + watch.onLeave.size + watch.plain === 0) {
+      this.#groups.delete(group)
+      await watch.unsubscribe?.().catch((err: unknown) => this.#host.warn(asRollcallError(err, `Ending the watch on ${group}`)))
+    }
+  }
+
+  /** Re-reads every watched group that the backend does not push (all of them with `all`). */
+  async poll(all = false): Promise<void> {
+    await Promise.all([...this.#groups].filter(([, w]) => all || !w.unsubscribe).map(([g]) => this.refresh(g)))
+  }
+
+  /** Re-reads one group now; concurrent calls coalesce. Never rejects. */
+  refresh(group: string): Promise<void> {
+    const watch = this.#groups.get(group)
+    if (!watch) return Promise.resolve()
+    if (watch.running) {
+      watch.dirty = true
+      return watch.running
+    }
+    watch.running = (async () => {
+      do {
+        watch.dirty = false
+        await this.#diff(group, watch)
+      } while (watch.dirty && this.#groups.get(group) === watch)
+    })().finally(() => {
+      watch.running = undefined
+    })
+    return watch.running
+  }
+
+  /** Callback results collected since the last call (tooz run_watchers() returns these). */
+  drainResults(): unknown[] {
+    const out = this.#results
+    this.#results = []
+    return out
+  }
+
+  /** Ends every push subscription. */
+  async stop(): Promise<void> {
+    const watches = [...this.#groups.values()]
+    this.#groups.clear()
+    await Promise.allSettled(watches.map((w) => w.unsubscribe?.()))
+  }
+
+  async #open(group: string): Promise<GroupWatch> {
+    const watch: GroupWatch = { members: new Set(), onJoin: new Set(), onLeave: new Set(), plain: 0, unsubscribe: undefined, running: undefined, dirty: false }
+    // Subscribe before the first read, so that no change between the two is missed.
+    if (this.#host.subscribe) watch.unsubscribe = await this.#host.subscribe(group, () => void this.refresh(group))
+    try {
+      watch.members = new Set(await this.#host.listMemberIds(group))
+    } catch (err) {
+      await watch.unsubscribe?.().catch(() => {})
+      throw err
+    }
+    // Another add() may have opened it meanwhile; keep the first.
+    const existing = this.#groups.get(group)
+    if (existing) {
+      await watch.unsubscribe?.().catch(() => {})
+      return existing
+    }
+    this.#groups.set(group, watch)
+    return watch
+  }
+
+  async #diff(group: string, watch: GroupWatch): Promise<void> {
+    const epoch = this.#host.joinEpoch(group)
+    let now: Set<string>
+    try {
+      now = new Set(await this.#host.listMemberIds(group))
+    } catch (err) {
+      if (!(err instanceof GroupNotFoundError)) {
+        this.#host.warn(asRollcallError(err, `Refreshing the members of ${group}`))
+        return
+      }
+      now = new Set()
+    }
+    if (this.#groups.get(group) !== watch) return
+    const joined = [...now].filter((m) => !watch.members.has(m))
+    const left = [...watch.members].filter((m) => !now.has(m))
+    watch.members = now
+    for (const member of left) this.#fire(watch.onLeave, { group, member }, this.#host.emitLeft)
+    for (const member of joined) this.#fire(watch.onJoin, { group, member }, this.#host.emitJoined)
+    if (epoch !== undefined && epoch === this.#host.joinEpoch(group) && !now.has(this.#host.memberId)) {
+      this.#host.selfMissing(group, epoch)
+    }
+  }
+
+  #fire(callbacks: Set<WatchCallback>, event: MemberEvent, emit: (e: MemberEvent) => void): void {
+    emit(event)
+    const onError = (err: unknown): void => this.#host.warn(asRollcallError(err, `A watch callback on ${event.group}`))
+    for (const cb of callbacks) this.#results.push(invokeCallback(cb, event, onError))
+  }
+}
+

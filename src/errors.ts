@@ -1,0 +1,256 @@
+/**
+ * Every error rollcall throws on purpose descends from {@link RollcallError}, carries a stable
+ * `code` (what the CLI, the HTTP API and retry logic branch on; never parse `message`), a
+ * `retryable` flag and, when it wraps a client library's error, the ES2022 `cause`.
+ *
+ * The coordination errors map one to one onto tooz's exceptions; each class names its tooz
+ * counterpart in `toozName`, so code ported from Python can translate `except` clauses
+ * mechanically (see docs/errors.md).
+ */
+
+/** Stable error codes. New codes may be added; existing ones never change meaning. */
+export type ErrorCode =
+  | 'BACKEND_ERROR'
+  | 'CONNECTION_FAILED'
+  | 'OPERATION_TIMEOUT'
+  | 'GROUP_NOT_FOUND'
+  | 'GROUP_EXISTS'
+  | 'GROUP_NOT_EMPTY'
+  | 'MEMBER_EXISTS'
+  | 'MEMBER_NOT_JOINED'
+  | 'LOCK_ACQUIRE_FAILED'
+  | 'LOCK_LOST'
+  | 'WATCH_CALLBACK_NOT_FOUND'
+  | 'NOT_SUPPORTED'
+  | 'CAPABILITY_MISMATCH'
+  | 'SERIALIZATION'
+  | 'UNKNOWN_NODE'
+  | 'COORDINATOR_STOPPED'
+  | 'INVALID_STATE'
+  | 'INVALID_URL'
+  | 'INVALID_OPTION'
+  | 'INVALID_ID'
+  | 'INVALID_ARGUMENT'
+  | 'UNKNOWN_DRIVER'
+  | 'DRIVER_UNAVAILABLE'
+  | 'INVALID_CONFIG'
+  | 'SERVICE_NOT_FOUND'
+  | 'SERVICEGROUP_UNAVAILABLE'
+
+/** Construction options shared by every rollcall error. */
+export interface RollcallErrorOptions {
+  /** The error this one wraps (a client library's error, usually). */
+  cause?: unknown
+  /** Overrides the class default. */
+  retryable?: boolean
+  /** The driver that raised it, when one did. */
+  driver?: string
+}
+
+/** The root of every error rollcall throws on purpose. */
+export class RollcallError extends Error {
+  /** The tooz exception this class corresponds to, if any. */
+  static readonly toozName: string = 'ToozError'
+  /** Stable machine-readable code. */
+  readonly code: ErrorCode
+  /** True when the same call may succeed if simply tried again later. */
+  readonly retryable: boolean
+  /** Name of the driver that raised the error, when one did. */
+  readonly driver: string | undefined
+
+  constructor(message: string, code: ErrorCode = 'BACKEND_ERROR', options: RollcallErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = new.target.name
+    this.code = code
+    this.retryable = options.retryable ?? false
+    this.driver = options.driver
+  }
+}
+
+/** A backend operation failed for a reason that is not one of the more specific errors. */
+export class BackendError extends RollcallError {
+  constructor(message: string, options: RollcallErrorOptions = {}) {
+    super(message, 'BACKEND_ERROR', options)
+  }
+}
+
+/** The backend could not be reached, or the connection broke (tooz `ToozConnectionError`). */
+export class ConnectionError extends RollcallError {
+  static override readonly toozName = 'ToozConnectionError'
+  constructor(message: string, options: RollcallErrorOptions = {}) {
+    super(message, 'CONNECTION_FAILED', { retryable: true, ...options })
+  }
+}
+
+/** An operation did not finish in time (tooz `OperationTimedOut`). */
+export class OperationTimeoutError extends RollcallError {
+  static override readonly toozName = 'OperationTimedOut'
+  constructor(message: string, options: RollcallErrorOptions = {}) {
+    super(message, 'OPERATION_TIMEOUT', { retryable: true, ...options })
+  }
+}
+
+/** The group does not exist (tooz `GroupNotCreated`). */
+export class GroupNotFoundError extends RollcallError {
+  static override readonly toozName = 'GroupNotCreated'
+  constructor(readonly groupId: string, options: RollcallErrorOptions = {}) {
+    super(`Group ${JSON.stringify(groupId)} does not exist; create it first or use joinGroupCreate()`, 'GROUP_NOT_FOUND', options)
+  }
+}
+
+/** The group exists already (tooz `GroupAlreadyExist`). */
+export class GroupExistsError extends RollcallError {
+  static override readonly toozName = 'GroupAlreadyExist'
+  constructor(readonly groupId: string, options: RollcallErrorOptions = {}) {
+    super(`Group ${JSON.stringify(groupId)} already exists`, 'GROUP_EXISTS', options)
+  }
+}
+
+/** The group still has members, possibly dead ones not yet collected (tooz `GroupNotEmpty`). */
+export class GroupNotEmptyError extends RollcallError {
+  static override readonly toozName = 'GroupNotEmpty'
+  constructor(readonly groupId: string, options: RollcallErrorOptions = {}) {
+    super(`Group ${JSON.stringify(groupId)} is not empty; every member must leave before it can be deleted`, 'GROUP_NOT_EMPTY', options)
+  }
+}
+
+/** This member id is already in the group (tooz `MemberAlreadyExist`). */
+export class MemberExistsError extends RollcallError {
+  static override readonly toozName = 'MemberAlreadyExist'
+  constructor(readonly groupId: string, readonly memberId: string, options: RollcallErrorOptions = {}) {
+    super(`Member ${JSON.stringify(memberId)} has already joined group ${JSON.stringify(groupId)}`, 'MEMBER_EXISTS', options)
+  }
+}
+
+/** The member is not in the group (tooz `MemberNotJoined`). */
+export class MemberNotJoinedError extends RollcallError {
+  static override readonly toozName = 'MemberNotJoined'
+  constructor(readonly groupId: string, readonly memberId: string, options: RollcallErrorOptions = {}) {
+    super(`Member ${JSON.stringify(memberId)} has not joined group ${JSON.stringify(groupId)}`, 'MEMBER_NOT_JOINED', options)
+  }
+}
+
+/** A lock could not be taken where the caller asked for it to be (tooz `LockAcquireFailed`). */
+export class LockAcquireFailedError extends RollcallError {
+  static override readonly toozName = 'LockAcquireFailed'
+  constructor(readonly lockName: string, detail = 'it is held by someone else', options: RollcallErrorOptions = {}) {
+    super(`Acquiring lock ${JSON.stringify(lockName)} failed: ${detail}`, 'LOCK_ACQUIRE_FAILED', options)
+  }
+}
+
+/** A lock was lost while held: its lease lapsed, its session ended, or someone broke it. */
+export class LockLostError extends RollcallError {
+  constructor(readonly lockName: string, reason: string) {
+    super(`Lock ${JSON.stringify(lockName)} was lost: ${reason}`, 'LOCK_LOST', { retryable: true })
+  }
+}
+
+/** unwatch*() was given a callback that was never registered (tooz `WatchCallbackNotFound`). */
+export class WatchCallbackNotFoundError extends RollcallError {
+  static override readonly toozName = 'WatchCallbackNotFound'
+  constructor(readonly groupId: string, options: RollcallErrorOptions = {}) {
+    super(`That callback is not registered on group ${JSON.stringify(groupId)}`, 'WATCH_CALLBACK_NOT_FOUND', options)
+  }
+}
+
+/** The driver cannot do this (tooz `NotImplemented`). `capability` names what is missing. */
+export class NotSupportedError extends RollcallError {
+  static override readonly toozName = 'NotImplemented'
+  constructor(readonly capability: string, driver: string, hint = '') {
+    super(`The ${driver} driver does not support ${capability}${hint ? `; ${hint}` : ''}`, 'NOT_SUPPORTED', { driver })
+  }
+}
+
+/** connect() was asked for capabilities the driver lacks (tooz `ToozDriverChosenPoorly`). */
+export class CapabilityMismatchError extends RollcallError {
+  static override readonly toozName = 'ToozDriverChosenPoorly'
+  constructor(readonly missing: readonly string[], driver: string) {
+    super(`The ${driver} driver lacks the required capabilities: ${missing.join(', ')}`, 'CAPABILITY_MISMATCH', { driver })
+  }
+}
+
+/** A value could not be encoded, or a stored value could not be decoded (tooz `SerializationError`). */
+export class SerializationError extends RollcallError {
+  static override readonly toozName = 'SerializationError'
+  constructor(message: string, options: RollcallErrorOptions = {}) {
+    super(message, 'SERIALIZATION', options)
+  }
+}
+
+/** HashRing.removeNode() was given a node that is not on the ring (tooz `UnknownNode`). */
+export class UnknownNodeError extends RollcallError {
+  static override readonly toozName = 'UnknownNode'
+  constructor(readonly node: string) {
+    super(`Unknown node ${JSON.stringify(node)}`, 'UNKNOWN_NODE')
+  }
+}
+
+/** A call was made on a coordinator that was stopped, or never started. */
+export class CoordinatorStoppedError extends RollcallError {
+  constructor(operation: string) {
+    super(`Cannot ${operation}: the coordinator is stopped; call connect() again for a new one`, 'COORDINATOR_STOPPED')
+  }
+}
+
+/** A call that is not valid in the object's current state (for example releasing twice). */
+export class InvalidStateError extends RollcallError {
+  constructor(message: string) {
+    super(message, 'INVALID_STATE')
+  }
+}
+
+/** A backend URL could not be parsed, or names something the driver cannot use. */
+export class InvalidUrlError extends RollcallError {
+  constructor(message: string) {
+    super(message, 'INVALID_URL')
+  }
+}
+
+/** An option is unknown, or its value is out of range. */
+export class InvalidOptionError extends RollcallError {
+  constructor(message: string) {
+    super(message, 'INVALID_OPTION')
+  }
+}
+
+/** A group, member or lock id the backend cannot store. Nothing was written. */
+export class InvalidIdError extends RollcallError {
+  constructor(message: string) {
+    super(message, 'INVALID_ID')
+  }
+}
+
+/** An argument of the wrong type or shape (the caller's mistake, never the backend's). */
+export class InvalidArgumentError extends RollcallError {
+  constructor(message: string) {
+    super(message, 'INVALID_ARGUMENT')
+  }
+}
+
+/** No driver is registered for the URL scheme. */
+export class UnknownDriverError extends RollcallError {
+  constructor(scheme: string, known: readonly string[]) {
+    super(`No driver for URL scheme "${scheme}:"; known schemes: ${known.join(', ')}`, 'UNKNOWN_DRIVER')
+  }
+}
+
+/** The driver's client library could not be loaded. */
+export class DriverUnavailableError extends RollcallError {
+  constructor(driver: string, pkg: string, options: RollcallErrorOptions = {}) {
+    super(`The ${driver} driver needs the npm package "${pkg}"; install it with: npm install ${pkg}`, 'DRIVER_UNAVAILABLE', { driver, ...options })
+  }
+}
+
+/** True when `err` says the same call may succeed later. */
+export function isRetryable(err: unknown): boolean {
+  return err instanceof RollcallError && err.retryable
+}
+
+/**
+ * Returns `err` when it is a RollcallError; otherwise wraps it in a BackendError whose message
+ * starts with `what` ("Refreshing group g1 failed: ...").
+ */
+export function asRollcallError(err: unknown, what: string): RollcallError {
+  if (err instanceof RollcallError) return err
+  return new BackendError(`${what} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err })
+}

@@ -1,0 +1,35 @@
+/**
+ * rollcall: which of your services are alive right now, and the coordination tools that go with
+ * it. The root export is the coordination layer (tooz's API, wire-compatible with Python tooz);
+ * service groups live in `rollcall/servicegroup`.
+ */
+export { connect, createCoordinator, defaultMemberId, COMMON_OPTIONS } from './coordination/connect.js'
+export type { ConnectOptions } from './coordination/connect.js'
+export { Coordinator } from './coordination/coordinator.js'
+export type { CoordinatorState, MemberInfo } from './coordination/coordinator.js'
+export type { CoordinatorEvents, MemberEvent, LeaderEvent, HeartbeatFailure } from './coordination/events.js'
+export type { WatchCallback } from './coordination/watchers.js'
+export type { LeaderCallback } from './coordination/election.js'
+export { Lock } from './coordination/lock.js'
+export type { AcquireOptions } from './coordination/lock.js'
+export { HashRing } from './coordination/hashring.js'
+export type { HashRingOptions, GetNodesOptions } from './coordination/hashring.js'
+export { Partitioner, hashObject } from './coordination/partitioner.js'
+export type { PartitionerOptions, OwnershipOptions, TooZHashable } from './coordination/partitioner.js'
+export { CAPABILITY_DOCS, ALL_CAPABILITIES, isCapability } from './coordination/capabilities.js'
+export type { Capability } from './coordination/capabilities.js'
+export { dumps, loads, ExtData } from './coordination/codec.js'
+export { parseBackendUrl, redactUrl } from './coordination/url.js'
+export type { BackendUrl, HostPort } from './coordination/url.js'
+export { registerDriver, knownSchemes, loadDriver, BUILTIN_DRIVERS } from './coordination/registry.js'
+export type { DriverLoader } from './coordination/registry.js'
+export { defineDriver } from './coordination/driver.js'
+export type {
+  ConnectionState, CoordinationDriver, DriverContext, DriverDefinition, DriverEvents, DriverLock, DriverMemberInfo,
+  HeartbeatResult, IdKind,
+} from './coordination/driver.js'
+export { opt } from './coordination/options.js'
+export type { OptionSpec, OptionSpecs, ResolvedOptions } from './coordination/options.js'
+export { silentLogger } from './coordination/logger.js'
+export type { Logger, LogFields } from './coordination/logger.js'
+export * from './errors.js'

@@ -1,0 +1,75 @@
+/** Leader election: tooz's cases, plus fail-over and the events tooz lacks. */
+import assert from 'node:assert/strict'
+import { NotSupportedError, type LeaderEvent } from '../../../src/index.js'
+import { TIMING } from '../../support/timing.js'
+import { nextEvent, rid, waitFor } from '../../support/wait.js'
+import type { Harness } from '../harness.js'
+
+export function electionCases(h: Harness): void {
+  h.gated('leaderElection', 'elections: a lone candidate is elected, once', async (t) => {
+    const a = await h.open(t)
+    const g = rid('g')
+    await a.joinGroupCreate(g)
+    const elected: LeaderEvent[] = []
+    const event = nextEvent<LeaderEvent>(a, 'leaderElected', (e) => e.group === g, TIMING.eventMs)
+    a.watchElectedAsLeader(g, (e) => elected.push(e))
+    assert.deepEqual(await event, { group: g, member: a.memberId })
+    await waitFor('the callback', () => elected.length === 1, TIMING.eventMs)
+    await a.runWatchers()
+    await new Promise((r) => setTimeout(r, 3 * TIMING.watchIntervalMs))
+    assert.equal(elected.length, 1)
+    assert.ok(a.isLeader(g))
+  }, async (t) => {
+    const a = await h.open(t)
+    assert.throws(() => a.watchElectedAsLeader(rid('g'), () => {}), NotSupportedError)
+    await assert.rejects(a.standDownGroupLeader(rid('g')), NotSupportedError)
+  })
+
+  h.gated(['leaderElection', 'getLeader'], 'elections: getLeader is null before, then names the leader', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const g = rid('g')
+    await a.joinGroupCreate(g)
+    await b.joinGroup(g)
+    assert.equal(await b.getLeader(g), null)
+    a.watchElectedAsLeader(g, () => {})
+    await waitFor('a to lead', () => a.isLeader(g), TIMING.eventMs)
+    assert.equal(await b.getLeader(g), a.memberId)
+  }, async (t) => {
+    const a = await h.open(t)
+    await assert.rejects(a.getLeader(rid('g')), NotSupportedError)
+  })
+
+  h.gated('leaderElection', 'elections: two candidates, one leader; stand-down hands over', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const g = rid('g')
+    await a.joinGroupCreate(g)
+    await b.joinGroup(g)
+    a.watchElectedAsLeader(g, () => {})
+    await waitFor('a to lead', () => a.isLeader(g), TIMING.eventMs)
+    b.watchElectedAsLeader(g, () => {})
+    await new Promise((r) => setTimeout(r, 3 * TIMING.watchIntervalMs))
+    assert.ok(!b.isLeader(g), 'b must not lead while a does')
+    const lost = nextEvent<{ group: string }>(a, 'leadershipLost', (e) => e.group === g, TIMING.eventMs)
+    assert.equal(await a.standDownGroupLeader(g), true)
+    await lost
+    await waitFor('b to lead', () => b.isLeader(g), TIMING.eventMs)
+    assert.ok(!a.isLeader(g))
+    assert.equal(await a.standDownGroupLeader(g), false)
+  })
+
+  h.gated('leaderElection', 'elections: when the leader stops, another candidate takes over', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const g = rid('g')
+    await a.joinGroupCreate(g)
+    await b.joinGroup(g)
+    a.watchElectedAsLeader(g, () => {})
+    await waitFor('a to lead', () => a.isLeader(g), TIMING.eventMs)
+    const elected = nextEvent<LeaderEvent>(b, 'leaderElected', (e) => e.group === g, TIMING.eventMs)
+    b.watchElectedAsLeader(g, () => {})
+    await a.stop()
+    assert.deepEqual(await elected, { group: g, member: b.memberId })
+  })
+}

@@ -1,0 +1,124 @@
+/** Locks: tooz's semantics (non-re-entrant, release false when not held, break_) and what it lacks. */
+import assert from 'node:assert/strict'
+import { LockAcquireFailedError, LockLostError } from '../../../src/index.js'
+import { TIMING } from '../../support/timing.js'
+import { nextEvent, rid } from '../../support/wait.js'
+import type { Harness } from '../harness.js'
+
+export function lockCases(h: Harness): void {
+  h.gated('locks', 'locks: acquire, not re-entrant, release once', async (t) => {
+    const a = await h.open(t)
+    const lock = a.getLock(rid('l'))
+    assert.equal(await lock.release(), false)
+    assert.equal(await lock.acquire(), true)
+    assert.ok(lock.acquired)
+    assert.equal(await lock.acquire({ blocking: false }), false, 'not re-entrant')
+    assert.equal(await lock.isStillOwner(), true)
+    assert.equal(await lock.heartbeat(), true)
+    assert.equal(await lock.release(), true)
+    assert.equal(await lock.release(), false)
+    assert.equal(await lock.isStillOwner(), false)
+  })
+
+  h.gated('locks', 'locks: two lock objects of one name exclude each other, in one coordinator and across two', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const name = rid('l')
+    const l1 = a.getLock(name)
+    assert.equal(await l1.acquire(), true)
+    assert.equal(await a.getLock(name).acquire({ blocking: false }), false)
+    assert.equal(await b.getLock(name).acquire({ blocking: false }), false)
+    await l1.release()
+    const l2 = b.getLock(name)
+    assert.equal(await l2.acquire({ blocking: false }), true)
+    await l2.release()
+  })
+
+  h.gated('locks', 'locks: a timed wait resolves false within its bound', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const name = rid('l')
+    await a.getLock(name).acquire()
+    const started = Date.now()
+    assert.equal(await b.getLock(name).acquire({ timeoutMs: TIMING.shortWaitMs }), false)
+    const took = Date.now() - started
+    assert.ok(took >= TIMING.shortWaitMs - 20 && took < TIMING.shortWaitMs + 3_000, `took ${took} ms`)
+  })
+
+  h.gated('locks', 'locks: a blocked acquire gets the lock once it is released', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const name = rid('l')
+    const held = a.getLock(name)
+    await held.acquire()
+    const waiting = b.getLock(name).acquire({ timeoutMs: TIMING.eventMs })
+    setTimeout(() => void held.release(), 200)
+    assert.equal(await waiting, true)
+  })
+
+  h.gated('locks', 'locks: an AbortSignal cancels a wait with its reason', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const name = rid('l')
+    await a.getLock(name).acquire()
+    const controller = new AbortController()
+    setTimeout(() => controller.abort(new Error('changed my mind')), 100)
+    await assert.rejects(b.getLock(name).acquire({ signal: controller.signal }), /changed my mind/)
+  })
+
+  h.gated('locks', 'locks: withLock and acquireLock release afterwards; a busy lock fails with LockAcquireFailedError', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const name = rid('l')
+    const result = await a.withLock(name, async (signal) => {
+      assert.equal(signal.aborted, false)
+      await assert.rejects(b.acquireLock(name, { blocking: false }), LockAcquireFailedError)
+      return 42
+    })
+    assert.equal(result, 42)
+    {
+      await using held = await b.acquireLock(name, { blocking: false })
+      assert.ok(held.acquired)
+    }
+    assert.equal(await a.getLock(name).acquire({ blocking: false }), true)
+  })
+
+  h.gated('locks', 'locks: break() frees the lock; the holder learns it lost the lock', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const name = rid('l')
+    const held = a.getLock(name)
+    await held.acquire()
+    assert.equal(await b.getLock(name).break(), true)
+    const lost = nextEvent<{ name: string }>(a, 'lockLost', (e) => e.name === name, TIMING.eventMs)
+    assert.equal(await held.heartbeat(), false)
+    await lost
+    assert.equal(held.acquired, false)
+    assert.ok(held.signal.aborted)
+    assert.ok(held.signal.reason instanceof LockLostError)
+    const other = b.getLock(name)
+    assert.equal(await other.acquire({ blocking: false }), true)
+    assert.equal(await held.release(), false, 'a broken holder must not free the new holder')
+    assert.equal(await other.isStillOwner(), true)
+  })
+
+  h.gated(['locks', 'fencing'], 'locks: fencing tokens grow with every new holder', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const name = rid('l')
+    const tokens: bigint[] = []
+    for (const c of [a, b, a]) {
+      const lock = c.getLock(name)
+      await lock.acquire()
+      assert.equal(typeof lock.fencingToken, 'bigint')
+      tokens.push(lock.fencingToken!)
+      await lock.release()
+    }
+    assert.ok(tokens[0]! < tokens[1]! && tokens[1]! < tokens[2]!, `tokens ${tokens.join(' < ')}`)
+  }, async (t) => {
+    const a = await h.open(t)
+    const lock = a.getLock(rid('l'))
+    await lock.acquire()
+    assert.equal(lock.fencingToken, undefined)
+  })
+}

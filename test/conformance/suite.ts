@@ -1,0 +1,24 @@
+/**
+ * The coordination conformance suite, written once and run against every backend:
+ * `await describeConformance('redis')` in test/conformance/redis.test.ts is all a backend needs.
+ */
+import { describe } from 'node:test'
+import type { Backend } from '../support/backends.js'
+import { electionCases } from './cases/elections.js'
+import { groupCases } from './cases/groups.js'
+import { lockCases } from './cases/locks.js'
+import { partitionerCases } from './cases/partitioner.js'
+import { watcherCases } from './cases/watchers.js'
+import { harness } from './harness.js'
+
+/** Registers every conformance case for one backend. */
+export async function describeConformance(name: Backend): Promise<void> {
+  const h = await harness(name)
+  describe(`${name} conformance`, { concurrency: 6 }, () => {
+    groupCases(h)
+    watcherCases(h)
+    electionCases(h)
+    lockCases(h)
+    partitionerCases(h)
+  })
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+"""A Python tooz member driven over stdin/stdout, for interop tests (run with /usr/bin/python3).
+
+Usage: tooz-peer.py URL MEMBER_ID
+Each input line is a JSON request {"op": ..., ...}; each output line is {"ok": true, "result": ...}
+or {"ok": false, "error": <exception class>, "message": ...}. Bytes travel as {"__bytes__": hex}.
+Ids are sent to tooz as bytes unless the request says "str": true (tooz 3.1 builds Redis lock keys
+differently for the two).
+"""
+import binascii
+import json
+import sys
+
+
+def install_etcd3gw_shim():
+    # Debian's etcd3gw 2.0 client() factory lacks the api_path argument tooz 3.1 passes; the
+    # Etcd3Client class has it (shared/reference/oracle.md).
+    import etcd3gw
+    import etcd3gw.client as client_mod
+
+    def client(host='localhost', port=2379, ca_cert=None, cert_key=None, cert_cert=None,
+               timeout=None, protocol='http', api_path=None):
+        return client_mod.Etcd3Client(host=host, port=port, protocol=protocol, ca_cert=ca_cert,
+                                      cert_key=cert_key, cert_cert=cert_cert, timeout=timeout,
+                                      api_path=api_path)
+    etcd3gw.client = client
+    client_mod.client = client
+
+
+def to_json(value):
+    if isinstance(value, bytes):
+        return {'__bytes__': binascii.hexlify(value).decode()}
+    if isinstance(value, dict):
+        return {(k.decode() if isinstance(k, bytes) else k): to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_json(v) for v in value]
+    return value
+
+
+def from_json(value):
+    if isinstance(value, dict):
+        if set(value) == {'__bytes__'}:
+            return binascii.unhexlify(value['__bytes__'])
+        return {k: from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_json(v) for v in value]
+    return value
+
+
+def main():
+    url, member = sys.argv[1], sys.argv[2]
+    if url.startswith('etcd3'):
+        install_etcd3gw_shim()
+    from tooz import coordination
+    coord = coordination.get_coordinator(url, member.encode())
+    coord.start(start_heart=True)
+    locks = {}
+    elected = []
+
+    def ident(req, key):
+        v = req[key]
+        return v if req.get('str') else v.encode()
+
+    def lock(req):
+        name = ident(req, 'name')
+        if name not in locks:
+            locks[name] = coord.get_lock(name)
+        return locks[name]
+
+    def elect(req):
+        coord.watch_elected_as_leader(ident(req, 'group'), lambda event: elected.append(event.group_id))
+        coord.run_watchers()
+        return [g.decode() if isinstance(g, bytes) else g for g in elected]
+
+    ops = {
+        'create_group': lambda r: coord.create_group(ident(r, 'group')).get(),
+        'delete_group': lambda r: coord.delete_group(ident(r, 'group')).get(),
+        'get_groups': lambda r: sorted(g.decode() if isinstance(g, bytes) else g for g in coord.get_groups().get()),
+        'join_group': lambda r: coord.join_group(ident(r, 'group'), from_json(r.get('capabilities'))).get(),
+        'join_group_create': lambda r: coord.join_group_create(ident(r, 'group'), from_json(r.get('capabilities'))),
+        'leave_group': lambda r: coord.leave_group(ident(r, 'group')).get(),
+        'get_members': lambda r: sorted(m.decode() if isinstance(m, bytes) else m for m in coord.get_members(ident(r, 'group')).get()),
+        'get_member_capabilities': lambda r: to_json(coord.get_member_capabilities(ident(r, 'group'), ident(r, 'member')).get()),
+        'update_capabilities': lambda r: coord.update_capabilities(ident(r, 'group'), from_json(r.get('capabilities'))).get(),
+        'lock_acquire': lambda r: lock(r).acquire(blocking=r.get('blocking', False)),
+        'lock_release': lambda r: lock(r).release(),
+        'lock_is_owner': lambda r: lock(r).is_still_owner(),
+        'elect': elect,
+        'run_watchers': lambda r: (coord.run_watchers(), [g.decode() if isinstance(g, bytes) else g for g in elected])[1],
+        'get_leader': lambda r: (lambda v: v.decode() if isinstance(v, bytes) else v)(coord.get_leader(ident(r, 'group')).get()),
+        'stand_down': lambda r: coord.stand_down_group_leader(ident(r, 'group')),
+        'heartbeat': lambda r: coord.heartbeat(),
+    }
+    print(json.dumps({'ok': True, 'result': 'ready'}), flush=True)
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req['op'] == 'stop':
+            break
+        try:
+            result = ops[req['op']](req)
+            print(json.dumps({'ok': True, 'result': to_json(result)}), flush=True)
+        except Exception as e:  # report every failure to the test, which decides
+            print(json.dumps({'ok': False, 'error': type(e).__name__, 'message': str(e)}), flush=True)
+    coord.stop()
+
+
+if __name__ == '__main__':
+    main()
