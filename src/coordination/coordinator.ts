@@ -112,6 +112,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
       emitLeft: (e) => this.emit('memberLeft', e),
       warn: (err) => this.#warn(err),
       subscribe: this.#driver.watchGroup ? (g, onChange) => this.#call('watch a group', () => this.#driver.watchGroup!(g, onChange)) : undefined,
+      pushesEverything: this.capabilities.has('pushWatch'),
     })
     this.#elections = new Elections({
       memberId: this.memberId,

@@ -120,7 +120,9 @@ export interface CoordinationDriver {
   /**
    * Subscribes to membership changes of a group; `onChange` is called (with no details) whenever
    * the member list may have changed. Resolves once the subscription is in place, with a function
-   * that ends it. Only on drivers that declare `pushWatch`.
+   * that ends it. Declare `pushWatch` only if expiries (crashed members) are pushed too; a driver
+   * that pushes joins and leaves but not expiries may still offer watchGroup(), and the
+   * Coordinator keeps polling its groups as well.
    */
   watchGroup?(group: string, onChange: () => void): Promise<() => Promise<void>>
   /** The lock whose holder leads `group`, laid out as tooz lays it out. Only with `leaderElection`. */

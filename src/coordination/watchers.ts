@@ -31,6 +31,12 @@ export interface WatcherHost {
   warn(err: RollcallError): void
   /** The driver's push subscription, when it has one. */
   subscribe?: (group: string, onChange: () => void) => Promise<() => Promise<void>>
+  /**
+   * True when the subscription pushes every change, expiries included (capability `pushWatch`):
+   * such groups are then only re-read as a slow safety net. False: they are polled as well, the
+   * subscription merely making joins and leaves arrive sooner.
+   */
+  pushesEverything: boolean
 }
 
 interface GroupWatch {
@@ -80,9 +86,10 @@ export class Watchers {
     }
   }
 
-  /** Re-reads every watched group that the backend does not push (all of them with `all`). */
+  /** Re-reads every watched group whose changes are not all pushed (every group with `all`). */
   async poll(all = false): Promise<void> {
-    await Promise.all([...this.#groups].filter(([, w]) => all || !w.unsubscribe).map(([g]) => this.refresh(g)))
+    const pushed = (w: GroupWatch): boolean => w.unsubscribe !== undefined && this.#host.pushesEverything
+    await Promise.all([...this.#groups].filter(([, w]) => all || !pushed(w)).map(([g]) => this.refresh(g)))
   }
 
   /** Re-reads one group now; concurrent calls coalesce. Never rejects. */
