@@ -4,8 +4,9 @@
  *
  * Type mapping (JS ⇄ Python):
  * - `string` ⇄ `str` (msgpack str); `Uint8Array` ⇄ `bytes` (msgpack bin);
- * - `number` ⇄ `int` when integral (smallest encoding, as Python's msgpack picks it), else `float`
- *   (float64); `-0` stays a float; `bigint` ⇄ `int` outside ±2^53 (decoded as `bigint` only then);
+ * - `number` ⇄ `int` when a safe integer (smallest encoding, as Python's msgpack picks it), else
+ *   `float` (float64; `-0` and integers past 2^53 included, since JS holds them as floats);
+ *   `bigint` ⇄ `int` of any 64-bit size (a Python int outside ±2^53 decodes as `bigint`);
  * - plain object ⇄ `dict` with str keys; a `dict` with any non-str key decodes to a `Map`, and a
  *   `Map` encodes with its keys as they are (this is how tooz's memcached driver keys by bytes);
  * - `Set` ⇄ `set` (oslo ext 4; `frozenset`, ext 5, decodes to a `Set` too);
@@ -101,7 +102,7 @@ class Writer {
       case 'boolean':
         return this.#u8(v ? 0xc3 : 0xc2)
       case 'number':
-        return Number.isInteger(v) && !Object.is(v, -0) && v >= -(2 ** 63) && v < 2 ** 64 ? this.#int(BigInt(v), path) : this.#float(v)
+        return Number.isSafeInteger(v) && !Object.is(v, -0) ? this.#int(BigInt(v), path) : this.#float(v)
       case 'bigint':
         return this.#int(v, path)
       case 'string': {

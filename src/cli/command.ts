@@ -1,0 +1,115 @@
+/**
+ * What a CLI command is, and the helpers every command shares: argument parsing (node:util
+ * parseArgs), the common `--url`/`--member` options, and printing. Commands hold no logic of their
+ * own: parse, call the public API, print, return an exit status.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { InvalidArgumentError } from '../errors.js'
+
+/** Option declarations in node:util parseArgs form. */
+export type OptionsConfig = NonNullable<ParseArgsConfig['options']>
+
+/** What a command's run() receives. */
+export interface CommandContext {
+  /** Parsed option values. */
+  values: Record<string, string | boolean | string[] | undefined>
+  /** Positional arguments (before `--`). */
+  positionals: string[]
+  /** Everything after `--` (a command to run). */
+  rest: string[]
+  /** Aborted on SIGINT/SIGTERM. */
+  signal: AbortSignal
+  /** Process environment (for ROLLCALL_* settings). */
+  env: NodeJS.ProcessEnv
+  out: Output
+}
+
+/** A CLI command. */
+export interface Command {
+  /** Words that select it, e.g. `group create`. */
+  name: string
+  summary: string
+  /** Usage line after `rollcall <name>`, e.g. `GROUP [--json]`. */
+  usage: string
+  options?: OptionsConfig
+  /** Names of positionals, for `--help` and for counting. */
+  positionals?: readonly string[]
+  /** Accepts a command after `--`. */
+  takesCommand?: boolean
+  run(ctx: CommandContext): Promise<number | void>
+}
+
+/** Where commands write. stdout carries results; stderr carries progress and errors. */
+export interface Output {
+  readonly isTTY: boolean
+  line(text: string): void
+  json(value: unknown): void
+  error(text: string): void
+  /** Progress/state for people: a line on a terminal, nothing when piped unless `always`. */
+  status(text: string, always?: boolean): void
+}
+
+/** The standard Output on process.stdout/stderr. */
+export function processOutput(): Output {
+  return {
+    isTTY: Boolean(process.stderr.isTTY),
+    line: (text) => void process.stdout.write(`${text}\n`),
+    json: (value) => void process.stdout.write(`${JSON.stringify(value, jsonReplacer)}\n`),
+    error: (text) => void process.stderr.write(`${text}\n`),
+    status(text, always = false) {
+      if (this.isTTY || always) process.stderr.write(`${text}\n`)
+    },
+  }
+}
+
+/** JSON for values msgpack can hold: bytes as { $bytes: base64 }, bigint as a string, Set as an array, Map as an object. */
+export function jsonReplacer(_key: string, value: unknown): unknown {
+  if (typeof value === 'bigint') return value.toString()
+  if (value instanceof Uint8Array) return { $bytes: Buffer.from(value).toString('base64') }
+  if (value instanceof Set) return [...value]
+  if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [k instanceof Uint8Array ? Buffer.from(k).toString() : String(k), v]))
+  if (value instanceof Error) return { error: value.name, code: (value as { code?: string }).code, message: value.message }
+  return value
+}
+
+/** Options every backend-facing command takes. */
+export const CONNECTION_OPTIONS: OptionsConfig = {
+  url: { type: 'string' },
+  member: { type: 'string' },
+}
+
+/** Parses argv for one command; throws InvalidArgumentError on unknown options or wrong counts. */
+export function parseCommandArgs(cmd: Command, argv: string[]): { values: CommandContext['values']; positionals: string[]; rest: string[] } {
+  const dashdash = argv.indexOf('--')
+  const own = dashdash >= 0 ? argv.slice(0, dashdash) : argv
+  const rest = dashdash >= 0 ? argv.slice(dashdash + 1) : []
+  if (rest.length > 0 && !cmd.takesCommand) throw new InvalidArgumentError(`rollcall ${cmd.name} takes no command after "--"`)
+  let parsed
+  try {
+    parsed = parseArgs({ args: own, options: { help: { type: 'boolean', short: 'h' }, ...cmd.options }, allowPositionals: true, strict: true })
+  } catch (err) {
+    throw new InvalidArgumentError(`${(err as Error).message.replace(/\. To specify a positional.*$/s, '')}; see rollcall ${cmd.name} --help`)
+  }
+  const expected = cmd.positionals ?? []
+  if (!parsed.values.help && parsed.positionals.length !== expected.length) {
+    throw new InvalidArgumentError(`rollcall ${cmd.name} takes ${expected.length ? expected.join(' ') : 'no arguments'}; usage: rollcall ${cmd.name} ${cmd.usage}`)
+  }
+  return { values: parsed.values as CommandContext['values'], positionals: parsed.positionals, rest }
+}
+
+/** Reads a number of seconds from an option, or undefined. */
+export function secondsOption(value: unknown, name: string): number | undefined {
+  if (value === undefined) return undefined
+  const n = Number(value)
+  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n) || n < 0) {
+    throw new InvalidArgumentError(`--${name} takes a number of seconds, not ${JSON.stringify(value)}`)
+  }
+  return n
+}
+
+/** Formats rows as a plain text table with a header. */
+export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
+  const fmt = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd()
+  return [fmt(headers), ...rows.map(fmt)].join('\n')
+}

@@ -1,0 +1,117 @@
+/** The coordination commands of the CLI, run as a user runs them: the built binary, a real Redis. */
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { describe, it } from 'node:test'
+import { serverUrl } from '../support/backends.js'
+import { rid, waitFor } from '../support/wait.js'
+
+const BIN = 'dist/cli/bin.js'
+const url = serverUrl('redis')
+
+interface Run {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+function run(args: string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Run> & { child: ReturnType<typeof spawn>; output: () => string } {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ROLLCALL_URL: url, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.on('data', (d) => (stdout += d))
+  child.stderr!.on('data', (d) => (stderr += d))
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 20_000)
+  const done = new Promise<Run>((resolve) => child.on('exit', (code) => {
+    clearTimeout(timer)
+    resolve({ code, stdout, stderr })
+  }))
+  return Object.assign(done, { child, output: () => stdout })
+}
+
+describe('cli: coordination commands', { concurrency: 4 }, () => {
+  it('cli: group create, list, members --json, delete', async () => {
+    const g = rid('cli-g')
+    assert.equal((await run(['group', 'create', g])).code, 0)
+    const list = await run(['group', 'list', '--json'])
+    assert.equal(list.code, 0)
+    assert.ok((JSON.parse(list.stdout) as string[]).includes(g))
+    const members = await run(['group', 'members', g, '--json'])
+    assert.deepEqual(JSON.parse(members.stdout), [])
+    assert.equal((await run(['group', 'create', g])).code, 4, 'exists → conflict status')
+    assert.equal((await run(['group', 'delete', g])).code, 0)
+    const missing = await run(['group', 'members', g])
+    assert.equal(missing.code, 3)
+    assert.match(missing.stderr, /does not exist/)
+  })
+
+  it('cli: group join --for stays joined with its capabilities, then leaves', async () => {
+    const g = rid('cli-g')
+    const joiner = run(['group', 'join', g, '--create', '--member', 'worker-1', '--capabilities', '{"zone":"az1","n":2}', '--for', '3'])
+    const seen = await waitFor('the member to be listed', async () => {
+      const r = await run(['group', 'members', g, '--json'])
+      const rows = r.code === 0 ? (JSON.parse(r.stdout) as unknown[]) : []
+      return rows.length ? rows : undefined
+    }, 10_000, 200)
+    assert.deepEqual(seen, [{ member: 'worker-1', capabilities: { zone: 'az1', n: 2 } }])
+    assert.equal((await joiner).code, 0)
+    const after = await run(['group', 'members', g, '--json'])
+    assert.deepEqual(JSON.parse(after.stdout), [])
+  })
+
+  it('cli: watch prints join and leave events as JSON lines', async () => {
+    const g = rid('cli-g')
+    assert.equal((await run(['group', 'create', g])).code, 0)
+    const watcher = run(['watch', g])
+    await new Promise((r) => setTimeout(r, 1500))
+    assert.equal((await run(['group', 'join', g, '--member', 'w-1', '--for', '1'])).code, 0)
+    const lines = await waitFor('joined and left lines', () => {
+      const events = watcher.output().trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event: string; member: string })
+      return events.some((e) => e.event === 'left') ? events : undefined
+    }, 15_000, 100)
+    watcher.child.kill('SIGINT')
+    assert.equal((await watcher).code, 0)
+    assert.deepEqual(lines.map((e) => [e.event, e.member]), [['joined', 'w-1'], ['left', 'w-1']])
+  })
+
+  it('cli: lock runs the command holding the lock; a second, non-blocking, fails with status 5', async () => {
+    const name = rid('cli-l')
+    const holder = run(['lock', name, '--', 'sh', '-c', 'echo holding; sleep 3; exit 7'])
+    await waitFor('the holder to start', () => holder.output().includes('holding'), 10_000, 50)
+    const second = await run(['lock', name, '--nonblock', '--', 'true'])
+    assert.equal(second.code, 5)
+    assert.match(second.stderr, /held by someone else/)
+    const first = await holder
+    assert.equal(first.code, 7, 'the command\'s exit status is ours')
+    const third = await run(['lock', name, '--timeout', '5', '--', 'sh', '-c', 'echo again'])
+    assert.equal(third.code, 0)
+    assert.equal(third.stdout.trim(), 'again')
+  })
+
+  it('cli: leader shows (none), and null with --json', async () => {
+    const g = rid('cli-g')
+    await run(['group', 'create', g])
+    assert.equal((await run(['leader', g])).stdout.trim(), '(none)')
+    assert.deepEqual(JSON.parse((await run(['leader', g, '--json'])).stdout), { group: g, leader: null })
+  })
+
+  it('cli: bad input gets a clear message and its own status; passwords never printed', async () => {
+    const unknown = await run(['group', 'frobnicate'])
+    assert.equal(unknown.code, 2)
+    assert.match(unknown.stderr, /unknown command/)
+    const noArg = await run(['group', 'members'])
+    assert.equal(noArg.code, 2)
+    const badUrl = await run(['group', 'list', '--url', 'nope'])
+    assert.equal(badUrl.code, 8)
+    assert.match(badUrl.stderr, /not a backend URL/)
+    const badOpt = await run(['group', 'list', '--url', 'redis://127.0.0.1:6379?colour=blue'])
+    assert.equal(badOpt.code, 8)
+    assert.match(badOpt.stderr, /Unknown option "colour".*known options/)
+    const secret = await run(['group', 'list', '--url', 'redis://admin:s3cr3t-pw@127.0.0.1:1?socket_connect_timeout=1&timeout=1'])
+    assert.equal(secret.code, 7)
+    assert.doesNotMatch(secret.stderr + secret.stdout, /s3cr3t-pw/)
+    assert.match(secret.stderr, /admin:\*\*\*@/)
+    const noUrl = await run(['group', 'list'], { env: { ROLLCALL_URL: '' } })
+    assert.equal(noUrl.code, 2)
+    assert.match(noUrl.stderr, /--url/)
+  })
+})

@@ -1,0 +1,100 @@
+/**
+ * A fault-injecting TCP proxy on loopback, in front of a real server (etcd3's test Proxy is the
+ * model). Point a client at `proxy.port`; then:
+ * - pause(): stop forwarding in both directions; connections stay open and silent (a partition);
+ * - resume(): forward again, delivering what was held back;
+ * - cut(): reset every connection and refuse new ones (a dead link) until restore();
+ * - close(): end everything.
+ */
+import { createServer, connect, type Server, type Socket } from 'node:net'
+
+/** A running proxy. */
+export class TcpProxy {
+  readonly port: number
+  readonly #server: Server
+  readonly #pairs = new Set<[Socket, Socket]>()
+  #paused = false
+  #cut = false
+  /** Writes held back while paused, in order. */
+  readonly #held: (() => void)[] = []
+
+  private constructor(server: Server, port: number) {
+    this.#server = server
+    this.port = port
+  }
+
+  /** Starts a proxy on a free loopback port forwarding to 127.0.0.1:targetPort. */
+  static start(targetPort: number): Promise<TcpProxy> {
+    return new Promise((resolve, reject) => {
+      let proxy: TcpProxy
+      const server = createServer((client) => proxy.#accept(client, targetPort))
+      server.on('error', reject)
+      server.listen(0, '127.0.0.1', () => {
+        proxy = new TcpProxy(server, (server.address() as { port: number }).port)
+        resolve(proxy)
+      })
+    })
+  }
+
+  /** Live connections through the proxy. */
+  get connections(): number {
+    return this.#pairs.size
+  }
+
+  pause(): void {
+    this.#paused = true
+  }
+
+  resume(): void {
+    this.#paused = false
+    for (const flush of this.#held.splice(0)) flush()
+  }
+
+  cut(): void {
+    this.#cut = true
+    for (const [a, b] of this.#pairs) {
+      a.resetAndDestroy()
+      b.resetAndDestroy()
+    }
+    this.#pairs.clear()
+    this.#held.length = 0
+  }
+
+  restore(): void {
+    this.#cut = false
+  }
+
+  async close(): Promise<void> {
+    this.cut()
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()))
+  }
+
+  #accept(client: Socket, targetPort: number): void {
+    if (this.#cut) {
+      client.resetAndDestroy()
+      return
+    }
+    const upstream = connect(targetPort, '127.0.0.1')
+    const pair: [Socket, Socket] = [client, upstream]
+    this.#pairs.add(pair)
+    const end = (): void => {
+      this.#pairs.delete(pair)
+      client.destroy()
+      upstream.destroy()
+    }
+    client.on('error', end).on('close', end)
+    upstream.on('error', end).on('close', end)
+    // Forwarding by hand (not pipe()), so that a pause holds data back deterministically.
+    const forward = (from: Socket, to: Socket): void => {
+      from.on('data', (chunk: Buffer) => {
+        const write = (): void => {
+          if (!to.destroyed) to.write(chunk)
+        }
+        if (this.#paused) this.#held.push(write)
+        else write()
+      })
+    }
+    forward(client, upstream)
+    forward(upstream, client)
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * Private backend servers for tests that stop, pause, restart or cut a server: each on its own
+ * free loopback port, with its own data directory, started as a child of the test process and
+ * ended by its PID. The shared servers of scripts/backends.sh are never touched.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, connect as tcpConnect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** A server this test process owns. */
+export interface PrivateServer {
+  readonly kind: string
+  readonly port: number
+  /** A URL for rollcall (no options). */
+  readonly url: string
+  readonly pid: number | undefined
+  /** SIGSTOP: the server stops answering, connections stay open. */
+  pause(): void
+  /** SIGCONT after pause(). */
+  resume(): void
+  /** SIGKILL, then start again on the same port (and data directory). */
+  restart(options?: { wipe?: boolean }): Promise<void>
+  /** SIGKILL without restarting. */
+  kill(): void
+  /** Starts it again after kill(). */
+  start(options?: { wipe?: boolean }): Promise<void>
+  /** Kills it and removes its data. */
+  stop(): Promise<void>
+}
+
+const live = new Set<ChildProcess>()
+process.once('exit', () => {
+  for (const p of live) p.kill('SIGKILL')
+})
+
+/** A port nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.unref()
+    srv.on('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number }
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+/** Resolves once `probe` succeeds on 127.0.0.1:port, or rejects after ms. */
+async function waitReady(port: number, probe: string | undefined, expect: RegExp, ms: number): Promise<void> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = tcpConnect(port, '127.0.0.1')
+      let buf = ''
+      const done = (v: boolean): void => {
+        s.destroy()
+        resolve(v)
+      }
+      s.setTimeout(1000, () => done(false))
+      s.on('error', () => done(false))
+      s.on('connect', () => {
+        if (probe === undefined) done(true)
+        else s.write(probe)
+      })
+      s.on('data', (d) => {
+        buf += d.toString()
+        if (expect.test(buf)) done(true)
+      })
+      s.on('end', () => done(expect.test(buf)))
+    })
+    if (ok) return
+    if (Date.now() > deadline) throw new Error(`server on port ${port} not ready after ${ms} ms`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+interface Recipe {
+  kind: string
+  scheme: string
+  command(port: number, dir: string, extraPort: number): { cmd: string; args: string[] }
+  prepare?(port: number, dir: string): void
+  probe: string | undefined
+  expect: RegExp
+  readyMs: number
+}
+
+async function startPrivate(recipe: Recipe): Promise<PrivateServer> {
+  const port = await freePort()
+  const extraPort = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), `rollcall-${recipe.kind}-`))
+  let child: ChildProcess | undefined
+  const launch = async (wipe: boolean): Promise<void> => {
+    if (wipe) {
+      rmSync(dir, { recursive: true, force: true })
+      mkdirSync(dir, { recursive: true })
+    }
+    recipe.prepare?.(port, dir)
+    const { cmd, args } = recipe.command(port, dir, extraPort)
+    const p = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+    let stderr = ''
+    p.stderr!.on('data', (d) => (stderr = (stderr + String(d)).slice(-4000)))
+    live.add(p)
+    p.once('exit', () => live.delete(p))
+    child = p
+    try {
+      await waitReady(port, recipe.probe, recipe.expect, recipe.readyMs)
+    } catch (err) {
+      p.kill('SIGKILL')
+      throw new Error(`${(err as Error).message}; ${recipe.kind} said: ${stderr}`)
+    }
+  }
+  const kill = (): void => {
+    if (child && child.exitCode === null) {
+      child.kill('SIGCONT')
+      child.kill('SIGKILL')
+    }
+  }
+  const waitExit = async (): Promise<void> => {
+    if (child && child.exitCode === null && child.signalCode === null) await new Promise((r) => child!.once('exit', r))
+  }
+  await launch(true)
+  return {
+    kind: recipe.kind,
+    port,
+    url: `${recipe.scheme}://127.0.0.1:${port}`,
+    get pid() {
+      return child?.pid
+    },
+    pause: () => child?.kill('SIGSTOP'),
+    resume: () => child?.kill('SIGCONT'),
+    kill,
+    async start(options = {}) {
+      await launch(options.wipe ?? false)
+    },
+    async restart(options = {}) {
+      kill()
+      await waitExit()
+      await launch(options.wipe ?? false)
+    },
+    async stop() {
+      kill()
+      await waitExit()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** A private redis-server (no persistence, so a restart comes back empty). */
+export function startRedis(): Promise<PrivateServer> {
+  return startPrivate({
+    kind: 'redis', scheme: 'redis', probe: 'PING\r\n', expect: /PONG/, readyMs: 10_000,
+    command: (port, dir) => ({ cmd: 'redis-server', args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir] }),
+  })
+}
+
+/** A private memcached. */
+export function startMemcached(): Promise<PrivateServer> {
+  return startPrivate({
+    kind: 'memcached', scheme: 'memcached', probe: 'version\r\n', expect: /VERSION/, readyMs: 10_000,
+    command: (port) => ({ cmd: 'memcached', args: ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-u', 'nobody', '-m', '64'] }),
+  })
+}
+
+/** A private single-node ZooKeeper (tickTime 500 ms, so sessions from 1 s up). */
+export function startZookeeper(): Promise<PrivateServer> {
+  return startPrivate({
+    kind: 'zookeeper', scheme: 'zookeeper', probe: 'srvr', expect: /Mode:/, readyMs: 30_000,
+    prepare(port, dir) {
+      mkdirSync(join(dir, 'data'), { recursive: true })
+      writeFileSync(join(dir, 'zoo.cfg'), [
+        'tickTime=500', 'minSessionTimeout=1000', 'maxSessionTimeout=60000', `dataDir=${join(dir, 'data')}`,
+        `clientPort=${port}`, 'clientPortAddress=127.0.0.1', 'admin.enableServer=false', '4lw.commands.whitelist=*', 'maxClientCnxns=0',
+      ].join('\n'))
+      writeFileSync(join(dir, 'log4j.properties'), 'log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n')
+    },
+    command: (_port, dir) => ({
+      cmd: 'java',
+      args: ['-Xmx256m', '-Dzookeeper.admin.enableServer=false', '-Dzookeeper.4lw.commands.whitelist=*', '-cp', `${dir}:/usr/share/java/zookeeper.jar`, 'org.apache.zookeeper.server.ZooKeeperServerMain', join(dir, 'zoo.cfg')],
+    }),
+  })
+}
+
+/** A private single-member etcd (peer port on loopback too). */
+export function startEtcd(): Promise<PrivateServer> {
+  return startPrivate({
+    kind: 'etcd', scheme: 'etcd3+http', probe: 'GET /version HTTP/1.0\r\n\r\n', expect: /etcdserver/, readyMs: 20_000,
+    command: (port, dir, peer) => ({
+      cmd: 'etcd',
+      args: ['--name', 'private', '--data-dir', join(dir, 'data'), '--listen-client-urls', `http://127.0.0.1:${port}`, '--advertise-client-urls', `http://127.0.0.1:${port}`,
+        '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`, '--initial-cluster', `private=http://127.0.0.1:${peer}`, '--log-level', 'error'],
+    }),
+  })
+}
