@@ -16,7 +16,8 @@ def install_etcd3gw_shim():
     # Debian's etcd3gw 2.0 client() factory lacks the api_path argument tooz 3.1 passes; the
     # Etcd3Client class has it (shared/reference/oracle.md).
     import etcd3gw
-    import etcd3gw.client as client_mod
+    import importlib
+    client_mod = importlib.import_module('etcd3gw.client')  # "import etcd3gw.client as" binds the client() function
 
     def client(host='localhost', port=2379, ca_cert=None, cert_key=None, cert_cert=None,
                timeout=None, protocol='http', api_path=None):

@@ -47,7 +47,7 @@ export class ToozPeer {
 
   /** Stops the tooz coordinator (leaving its groups) and ends the process. */
   async stop(): Promise<void> {
-    if (this.#child.exitCode !== null) return
+    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return
     this.#child.stdin.end(`${JSON.stringify({ op: 'stop' })}\n`)
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
