@@ -6,7 +6,7 @@
 export { connect, createCoordinator, defaultMemberId, COMMON_OPTIONS } from './coordination/connect.js'
 export type { ConnectOptions } from './coordination/connect.js'
 export { Coordinator } from './coordination/coordinator.js'
-export type { CoordinatorState, MemberInfo } from './coordination/coordinator.js'
+export type { CoordinatorState, MemberInfo, Health } from './coordination/coordinator.js'
 export type { CoordinatorEvents, MemberEvent, LeaderEvent, HeartbeatFailure } from './coordination/events.js'
 export type { WatchCallback } from './coordination/watchers.js'
 export type { LeaderCallback } from './coordination/election.js'

@@ -78,23 +78,10 @@ export async function createCoordinator(url: string, options: ConnectOptions = {
   const secrets = [parsed.password, ...Object.entries(driverOptions).filter(([k]) => /password|token|secret/i.test(k)).map(([, v]) => v)]
     .filter((s): s is string => typeof s === 'string' && s !== '')
 
-  let coordinator: Coordinator | undefined
-  const driver = definition.create({
-    url: parsed,
-    options: driverOptions,
-    memberId,
-    signal: stopController.signal,
-    log: logger,
-    events: {
-      connectionState: (state, cause) => coordinator?.onDriverConnection(state, cause),
-      membershipLost: (groups, reason) => coordinator?.onDriverMembershipLost(groups, reason),
-      lockLost: (lock, reason) => coordinator?.onDriverLockLost(lock, reason),
-      warning: (err) => coordinator?.onDriverWarning(err),
-    },
-  })
-  coordinator = new Coordinator({
-    definition, driver, memberId, redactedUrl: parsed.redacted, secrets, heartbeat, autoWatch, rejoin: rejoin as boolean,
+  return new Coordinator({
+    definition,
+    createDriver: (events) => definition.create({ url: parsed, options: driverOptions, memberId, signal: stopController.signal, log: logger, events }),
+    memberId, redactedUrl: parsed.redacted, secrets, heartbeat, autoWatch, rejoin: rejoin as boolean,
     watchIntervalMs: watchIntervalMs as number, logger, stopController,
   })
-  return coordinator
 }

@@ -25,8 +25,8 @@ export interface AcquireOptions {
 export interface HeldLock {
   readonly name: string
   readonly driverLock: DriverLock
-  /** Called by the Coordinator when the lock turns out to be gone; tells the application. */
-  lost(reason: string): void
+  /** Called by the Coordinator when the lock turns out to be gone; tells the application unless `quiet` (stop()). */
+  lost(reason: string, quiet?: boolean): void
 }
 
 /** What a Lock needs from its Coordinator. @internal */
@@ -141,10 +141,10 @@ export class Lock implements HeldLock {
   }
 
   /** @internal */
-  lost(reason: string): void {
+  lost(reason: string, quiet = false): void {
     if (!this.#held) return
     this.#end(new LockLostError(this.name, reason))
-    this.#host.emitLockLost(this.name, reason)
+    if (!quiet) this.#host.emitLockLost(this.name, reason)
   }
 
   async #wait(timeoutMs: number | undefined, userSignal: AbortSignal | undefined): Promise<boolean> {

@@ -1,0 +1,305 @@
+/**
+ * The driver runtime: what wraps a driver so that every backend behaves alike (the role kysely's
+ * RuntimeDriver plays). It owns the lifecycle state machine, the one heartbeat loop, the watcher
+ * tick, connection health (including client-side expiry), held-lock refresh, membership recovery,
+ * and error translation at the driver boundary. The public Coordinator is a thin facade over it.
+ * @internal
+ */
+import {
+  CoordinatorStoppedError, InvalidArgumentError, InvalidIdError, NotSupportedError, RollcallError, SerializationError,
+} from '../errors.js'
+import type { Capability } from './capabilities.js'
+import { loads } from './codec.js'
+import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, DriverLock, IdKind } from './driver.js'
+import { Elections } from './election.js'
+import type { CoordinatorEvents } from './events.js'
+import { HeartbeatLoop } from './heartbeat.js'
+import type { HeldLock } from './lock.js'
+import type { Logger } from './logger.js'
+import { Membership } from './membership.js'
+import { translateError } from './translate.js'
+import { Watchers } from './watchers.js'
+
+/** Lifecycle states. `failed` means start() failed; call it again to retry. */
+export type CoordinatorState = 'created' | 'starting' | 'started' | 'stopping' | 'stopped' | 'failed'
+
+/** What connect() hands the Coordinator. @internal */
+export interface CoordinatorParts {
+  definition: DriverDefinition<any>
+  /** Builds the driver, given the channel on which it reports. */
+  createDriver(events: DriverEvents): CoordinationDriver
+  memberId: string
+  redactedUrl: string
+  secrets: readonly string[]
+  heartbeat: boolean
+  autoWatch: boolean
+  rejoin: boolean
+  watchIntervalMs: number
+  logger: Logger
+  stopController: AbortController
+}
+
+/** Emits one of the Coordinator's events. */
+export type Emit = <K extends keyof CoordinatorEvents>(event: K, ...args: CoordinatorEvents[K]) => void
+
+/** Slower full re-read of pushed groups, a safety net against a missed notification. */
+const RESYNC_EVERY_TICKS = 30
+
+/** Heartbeat health, for metrics and status pages. */
+export interface Health {
+  lastHeartbeatAt: Date | undefined
+  consecutiveFailures: number
+  heartbeatIntervalMs: number
+  heldLocks: number
+}
+
+/** A started driver plus everything that is the same for every backend. @internal */
+export class DriverRuntime {
+  readonly driver: CoordinationDriver
+  readonly definition: DriverDefinition<any>
+  readonly capabilities: ReadonlySet<Capability>
+  readonly memberId: string
+  readonly membership: Membership
+  readonly watchers: Watchers
+  readonly elections: Elections
+  readonly locks = new Set<HeldLock>()
+  readonly stopSignal: AbortSignal
+  readonly #p: CoordinatorParts
+  readonly #emit: Emit
+  readonly #heart: HeartbeatLoop
+  #state: CoordinatorState = 'created'
+  #connection: ConnectionState | undefined
+  #tick: NodeJS.Timeout | undefined
+  #ticks = 0
+  #stopping: Promise<void> | undefined
+  #lastBeatAt: Date | undefined
+
+  constructor(parts: CoordinatorParts, emit: Emit) {
+    this.#p = parts
+    this.#emit = emit
+    this.definition = parts.definition
+    this.memberId = parts.memberId
+    this.capabilities = new Set(parts.definition.capabilities)
+    this.stopSignal = parts.stopController.signal
+    this.driver = parts.createDriver({
+      connectionState: (state, cause) => this.setConnection(state, cause),
+      membershipLost: (groups, reason) => this.membership.lost(groups, reason),
+      lockLost: (lock, reason) => this.#lockLost(lock, reason),
+      warning: (err) => this.warn(err),
+    })
+    const d = this.driver
+    this.membership = new Membership({
+      rejoin: parts.rejoin,
+      join: (g, caps) => this.call('rejoin a group', () => d.joinGroup(g, caps), true),
+      create: (g) => this.call('create a group', () => d.createGroup(g), true),
+      emitLost: (group, reason) => emit('membershipLost', { group, reason }),
+      emitRejoined: (group) => emit('rejoined', { group }),
+      warn: (err) => this.warn(err),
+    })
+    this.watchers = new Watchers({
+      memberId: this.memberId,
+      listMemberIds: (g) => this.listIds(g),
+      joinEpoch: (g) => this.membership.epoch(g),
+      selfMissing: (g, epoch) => this.membership.lostAt(g, epoch, 'this member is no longer listed in the group'),
+      emitJoined: (e) => emit('memberJoined', e),
+      emitLeft: (e) => emit('memberLeft', e),
+      warn: (err) => this.warn(err),
+      subscribe: d.watchGroup ? (g, onChange) => this.call('watch a group', () => d.watchGroup!(g, onChange)) : undefined,
+      pushesEverything: this.capabilities.has('pushWatch'),
+    })
+    this.elections = new Elections({
+      memberId: this.memberId,
+      stopSignal: this.stopSignal,
+      watchIntervalMs: parts.watchIntervalMs,
+      leaderLock: (g) => this.require('leaderElection', d.leaderLock, 'watchElectedAsLeader').call(d, g),
+      call: (op, fn) => this.call(op, fn, true),
+      track: (l) => this.locks.add(l),
+      untrack: (l) => this.locks.delete(l),
+      emitElected: (e) => emit('leaderElected', e),
+      emitLost: (group, reason) => emit('leadershipLost', { group, reason }),
+      warn: (err) => this.warn(err),
+    })
+    this.#heart = new HeartbeatLoop({
+      beat: () => this.beat(),
+      onFailure: (error, consecutiveFailures, pastDeadline) => {
+        emit('heartbeatFailed', { reason: 'error', error, consecutiveFailures })
+        // Client-side expiry: liveness has lapsed on the backend by now, whatever the transport says.
+        if (pastDeadline) this.setConnection('lost', error)
+      },
+      onSuccess: (lateByMs) => {
+        if (lateByMs > 0) emit('heartbeatFailed', { reason: 'late', consecutiveFailures: 0, lateByMs })
+        if (this.#connection === 'lost') this.setConnection('reconnected')
+      },
+    })
+  }
+
+  get state(): CoordinatorState {
+    return this.#state
+  }
+
+  get connection(): ConnectionState | undefined {
+    return this.#connection
+  }
+
+  get health(): Health {
+    return { lastHeartbeatAt: this.#lastBeatAt, consecutiveFailures: this.#heart.consecutiveFailures, heartbeatIntervalMs: this.#heart.intervalMs, heldLocks: this.locks.size }
+  }
+
+  async start(): Promise<void> {
+    if (this.#state !== 'created' && this.#state !== 'failed') throw new InvalidArgumentError(`start() cannot run in state ${this.#state}`)
+    this.#state = 'starting'
+    try {
+      await this.driver.start()
+      this.#state = 'started'
+      if (this.#connection === undefined) this.setConnection('connected')
+      if (this.driver.heartbeat) {
+        const first = await this.beat()
+        if (this.#p.heartbeat) this.#heart.start(first)
+      }
+      if (this.#p.autoWatch) {
+        this.#tick = setInterval(() => void this.#onTick(), this.#p.watchIntervalMs)
+        this.#tick.unref()
+      }
+    } catch (err) {
+      this.#state = 'failed'
+      await this.driver.stop().catch(() => {})
+      throw this.translate(err, 'connect')
+    }
+  }
+
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop()
+    return this.#stopping
+  }
+
+  /** One heartbeat: driver liveness, lock leases, pending rejoins. Resolves to ms until the next is needed. */
+  async beat(): Promise<number> {
+    const d = this.driver
+    // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
+    const result = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
+    this.#lastBeatAt = new Date()
+    if (result.lostGroups?.length) this.membership.lost(result.lostGroups, 'the backend no longer lists this member')
+    const outcomes = await Promise.allSettled([...this.locks].filter((l) => l.driverLock.refresh).map(async (l) => {
+      if (!(await l.driverLock.refresh!())) l.lost('its lease lapsed or another holder took it')
+    }))
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
+    if (failed) throw this.translate(failed.reason, 'refresh a lock')
+    if (this.membership.hasPending) await this.membership.rejoinPending()
+    return result.nextBeatMs
+  }
+
+  /** Records a connection state and applies its consequences. */
+  setConnection(state: ConnectionState, cause?: unknown): void {
+    if (this.#state === 'stopping' || this.#state === 'stopped') return
+    const previous = this.#connection
+    if (state === previous || (state === 'reconnected' && previous === 'connected')) return
+    this.#connection = state
+    this.#emit('connectionStateChanged', { state, previous })
+    if (state === 'lost') {
+      const reason = `the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`
+      for (const l of [...this.locks]) l.lost(reason)
+      this.elections.loseAll(reason)
+      this.membership.lostAll(reason)
+    } else if (state === 'reconnected') {
+      void this.membership.rejoinPending()
+      void this.watchers.poll(true)
+    }
+  }
+
+  /** Member ids of a group, with the cheapest primitive the driver has. */
+  async listIds(group: string): Promise<string[]> {
+    const d = this.groups()
+    return d.listMemberIds
+      ? this.call('list members', () => d.listMemberIds!(group))
+      : [...(await this.call('list members', () => d.listMembers(group))).keys()]
+  }
+
+  /** The driver, once it is known to support groups. */
+  groups(): CoordinationDriver {
+    this.require('groups', this.driver.listMembers, 'group membership')
+    return this.driver
+  }
+
+  /** Decodes stored capabilities; a corrupt value throws (raise) or is returned as its error, with a warning. */
+  decodeMember(group: string, member: string, value: Uint8Array | SerializationError, raise: boolean): unknown {
+    let error = value instanceof SerializationError ? value : undefined
+    if (!error) {
+      try {
+        return loads(value as Uint8Array)
+      } catch (err) {
+        error = new SerializationError(`The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`, { cause: err })
+      }
+    }
+    if (raise) throw error
+    this.warn(error)
+    return error
+  }
+
+  /** Returns the driver method behind a capability, or throws NotSupportedError naming it. */
+  require<F>(capability: Capability, fn: F | undefined, what: string): F {
+    if (fn === undefined || !this.capabilities.has(capability)) throw new NotSupportedError(what, this.definition.name)
+    return fn
+  }
+
+  /** Refuses, before any I/O, an id the backend cannot store. */
+  validateId(kind: IdKind, id: unknown): void {
+    if (typeof id !== 'string' || id === '') throw new InvalidIdError(`A ${kind} id must be a non-empty string, not ${id === '' ? 'an empty string' : typeof id}`)
+    const problem = this.definition.validateId?.(kind, id)
+    if (problem) throw new InvalidIdError(`The ${kind} id ${JSON.stringify(id)} cannot be stored by the ${this.definition.name} driver: ${problem}`)
+  }
+
+  assertStarted(operation: string): void {
+    if (this.#state !== 'started') throw new CoordinatorStoppedError(operation)
+  }
+
+  /** Runs a driver call; anything it throws comes out as a RollcallError. `internal` calls may run while stopping. */
+  async call<T>(operation: string, fn: () => Promise<T>, internal = false): Promise<T> {
+    if (!internal) this.assertStarted(operation)
+    try {
+      return await fn()
+    } catch (err) {
+      throw this.translate(err, operation)
+    }
+  }
+
+  translate(err: unknown, operation: string): RollcallError {
+    return translateError(err, operation, this.definition, this.#p.redactedUrl, this.#p.secrets)
+  }
+
+  warn(err: RollcallError): void {
+    this.#p.logger.warn(err.message, { code: err.code })
+    this.#emit('warning', err)
+  }
+
+  #lockLost(lock: DriverLock, reason: string): void {
+    for (const held of [...this.locks]) if (held.driverLock === lock) held.lost(reason)
+  }
+
+  async #onTick(): Promise<void> {
+    this.#ticks += 1
+    await Promise.all([this.watchers.poll(this.#ticks % RESYNC_EVERY_TICKS === 0), this.elections.runAll()])
+  }
+
+  async #stop(): Promise<void> {
+    if (this.#state === 'created' || this.#state === 'failed') {
+      this.#state = 'stopped'
+      return
+    }
+    this.#state = 'stopping'
+    this.#heart.stop()
+    clearInterval(this.#tick)
+    await this.elections.stop()
+    const locks = [...this.locks]
+    this.locks.clear()
+    await Promise.allSettled(locks.map((l) => l.driverLock.release()))
+    for (const l of locks) l.lost('the coordinator stopped', true)
+    await Promise.allSettled(this.membership.groups.map((g) => {
+      this.membership.delete(g)
+      return this.driver.leaveGroup(g)
+    }))
+    await this.watchers.stop()
+    this.#p.stopController.abort(new CoordinatorStoppedError('continue'))
+    await this.driver.stop().catch((err: unknown) => this.#p.logger.warn('driver stop failed', { error: String(err) }))
+    this.#state = 'stopped'
+  }
+}

@@ -1,0 +1,27 @@
+/** Generated docs and the driver registry stay true to the code. */
+import assert from 'node:assert/strict'
+import { readdirSync, readFileSync } from 'node:fs'
+import { describe, it } from 'node:test'
+import { BUILTIN_DRIVERS, loadDriver, type OptionSpecs } from '../../src/index.js'
+import { renderDriversDoc } from '../../scripts/gen-docs.js'
+
+describe('unit: docs and registry', () => {
+  it('docs: docs/drivers.md is what `npm run docs` generates from the declarations', async () => {
+    assert.equal(readFileSync('docs/drivers.md', 'utf8'), await renderDriversDoc(), 'docs/drivers.md is stale: run npm run docs')
+  })
+
+  it('registry: every driver file is registered, and every driver documents itself', async () => {
+    const helpers = /-(client|scripts|keys|lock|options|connection|layout|format|paths|leader|gateway|watch|notify|membership|schema|dialect|session|election|protocol|codec|fence|shim)\.ts$|^sql-/
+    const files = readdirSync('src/coordination/drivers').filter((f) => f.endsWith('.ts') && !helpers.test(f)).map((f) => f.replace(/\.ts$/, ''))
+    const registered = new Set<string>()
+    for (const scheme of Object.keys(BUILTIN_DRIVERS)) {
+      const def = await loadDriver(scheme)
+      registered.add(def.name)
+      assert.ok(def.summary.length > 20, `${def.name}: summary`)
+      assert.ok(def.urlForms.length > 0, `${def.name}: urlForms`)
+      assert.ok(def.consistency.length > 20, `${def.name}: consistency`)
+      for (const [name, spec] of Object.entries(def.options as OptionSpecs)) assert.ok(spec.doc.length > 3, `${def.name}: option ${name} has no doc`)
+    }
+    assert.deepEqual([...registered].sort(), files.sort())
+  })
+})
