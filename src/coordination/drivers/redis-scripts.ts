@@ -1,0 +1,165 @@
+/**
+ * The redis driver's Lua scripts. Each runs atomically on the server, so every check-and-act is
+ * one round trip and no other client can interleave (tooz uses the same scripts for create,
+ * delete and update, and WATCH/MULTI transactions for the rest; a script gives the same isolation).
+ *
+ * Return codes follow tooz's where tooz has a script (create_group: 0/1; delete_group: -1/-2
+ * missing, -3 not empty, -4 set removal failed; update_capabilities: -1 no group, -2 not joined).
+ *
+ * Where tooz has bugs, the scripts fix them without changing what is stored (tooz.md §6):
+ * - join checks HEXISTS first, so a second join never overwrites the first one's capabilities;
+ * - a member whose beat key is gone is never reported (by list_members or member_caps), and is
+ *   collected (HDEL) by whoever reads, except the reader itself: tooz's lazy GC, minus its habit of
+ *   reporting itself while dead and of returning the capabilities of dead members;
+ * - delete_group collects dead members before deciding that a group is not empty.
+ *
+ * Member keys are built inside the scripts (`<beat prefix> .. member`), so these scripts need a
+ * single Redis server (or Sentinel master): like tooz's, they are not Redis Cluster-safe.
+ */
+import type { Redis } from 'ioredis'
+import { GROUP_EXISTS_FIELD, GROUP_EXISTS_VALUE } from './redis-keys.js'
+
+const CREATED = JSON.stringify(GROUP_EXISTS_FIELD)
+
+/** Every script by name. KEYS and ARGV are documented at the top of each. */
+export const SCRIPTS = {
+  /** KEYS: group, groups set. ARGV: group id. → 1 created, 0 exists. */
+  rollcallCreateGroup: `
+local group, groups, gid = KEYS[1], KEYS[2], ARGV[1]
+if redis.call('exists', group) == 1 then return 0 end
+redis.call('sadd', groups, gid)
+redis.call('hset', group, ${CREATED}, ${JSON.stringify(GROUP_EXISTS_VALUE)})
+return 1`,
+
+  /** KEYS: group, groups set. ARGV: group id, beat prefix, own member id. → 1, or -1..-4 as tooz. */
+  rollcallDeleteGroup: `
+local group, groups, gid, beats, self = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
+if redis.call('exists', group) == 0 then return -1 end
+if redis.call('sismember', groups, gid) == 0 then return -2 end
+local live = 0
+for _, m in ipairs(redis.call('hkeys', group)) do
+  if m ~= ${CREATED} then
+    if m == self or redis.call('exists', beats .. m) == 1 then live = live + 1
+    else redis.call('hdel', group, m) end
+  end
+end
+if live > 0 then return -3 end
+if redis.call('srem', groups, gid) == 0 then return -4 end
+redis.call('del', group)
+return 1`,
+
+  /** KEYS: group. ARGV: member, capabilities. → 1 joined, -1 no group, -2 already a member. */
+  rollcallJoin: `
+if redis.call('exists', KEYS[1]) == 0 then return -1 end
+if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then return -2 end
+redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+return 1`,
+
+  /** KEYS: group. ARGV: member. → 1 left, -1 no group, -2 not a member. */
+  rollcallLeave: `
+if redis.call('exists', KEYS[1]) == 0 then return -1 end
+if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then return -2 end
+return 1`,
+
+  /** KEYS: group. ARGV: member, capabilities. → 1, -1 no group, -2 not a member (tooz's script). */
+  rollcallUpdateCapabilities: `
+if redis.call('exists', KEYS[1]) == 0 then return -1 end
+if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return -2 end
+redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+return 1`,
+
+  /**
+   * KEYS: group. ARGV: beat prefix, own member id.
+   * → -1 no group, else a flat array member, capabilities, ... of live members. Collects the dead.
+   */
+  rollcallListMembers: `
+local group, beats, self = KEYS[1], ARGV[1], ARGV[2]
+if redis.call('exists', group) == 0 then return -1 end
+local all = redis.call('hgetall', group)
+local out = {}
+for i = 1, #all, 2 do
+  local m = all[i]
+  if m ~= ${CREATED} then
+    if redis.call('exists', beats .. m) == 1 then
+      out[#out + 1] = m
+      out[#out + 1] = all[i + 1]
+    elseif m ~= self then
+      redis.call('hdel', group, m)
+    end
+  end
+end
+return out`,
+
+  /** KEYS: group. ARGV: member, beat prefix, own member id. → capabilities, -1 no group, -2 not a live member. */
+  rollcallMemberCapabilities: `
+local group, m, beats, self = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+if redis.call('exists', group) == 0 then return -1 end
+local caps = redis.call('hget', group, m)
+if not caps then return -2 end
+if redis.call('exists', beats .. m) == 0 then
+  if m ~= self then redis.call('hdel', group, m) end
+  return -2
+end
+return caps`,
+
+  /**
+   * KEYS: own beat key, then every joined group. ARGV: membership timeout (ms), beat value, own
+   * member id. Sets the beat key; → the 1-based positions of groups whose hash lacks this member.
+   */
+  rollcallHeartbeat: `
+redis.call('psetex', KEYS[1], ARGV[1], ARGV[2])
+local lost = {}
+for i = 2, #KEYS do
+  if redis.call('hexists', KEYS[i], ARGV[3]) == 0 then lost[#lost + 1] = i - 1 end
+end
+return lost`,
+
+  /**
+   * KEYS: lock, fencing counter. ARGV: token, lock timeout (ms).
+   * → the new fencing token (≥ 1) when taken (or already held with this token), 0 when busy.
+   * SET NX PX is exactly what tooz (redis-py's Lock) writes, so Python holders exclude us.
+   */
+  rollcallLockAcquire: `
+if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return redis.call('incr', KEYS[2])
+end
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return redis.call('incr', KEYS[2])
+end
+return 0`,
+
+  /** KEYS: lock. ARGV: token. → 1 released, 0 not ours (redis-py's compare-and-delete). */
+  rollcallLockRelease: `
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0`,
+
+  /** KEYS: lock. ARGV: token, lock timeout (ms). → 1 extended, 0 not ours (redis-py's reacquire). */
+  rollcallLockRefresh: `
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
+return 0`,
+} as const
+
+/** A script's name. */
+export type ScriptName = keyof typeof SCRIPTS
+
+/** One script argument; Uint8Array values travel as raw bytes. */
+export type ScriptArg = string | number | Uint8Array
+
+/** A reply as the Buffer variant of a command returns it. */
+export type ScriptReply = number | Buffer | null | ScriptReply[]
+
+type BufferScript = (numberOfKeys: number, ...args: (string | number | Buffer)[]) => Promise<ScriptReply>
+
+/**
+ * Registers every script on `client` (ioredis sends EVALSHA and falls back to EVAL on NOSCRIPT,
+ * so a restarted server that lost its script cache is handled) and returns a runner.
+ */
+export function installScripts(client: Redis): (name: ScriptName, keys: readonly string[], args: readonly ScriptArg[]) => Promise<ScriptReply> {
+  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua })
+  const commands = client as unknown as Record<string, BufferScript>
+  return (name, keys, args) => {
+    const raw = args.map((a) => (a instanceof Uint8Array ? Buffer.from(a.buffer, a.byteOffset, a.byteLength) : a))
+    return commands[`${name}Buffer`]!.call(client, keys.length, ...keys, ...raw)
+  }
+}
