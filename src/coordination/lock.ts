@@ -166,7 +166,7 @@ export class Lock implements HeldLock {
     for (;;) {
       if (await this.#host.call('acquire a lock', () => driverLock.tryAcquire())) return true
       try {
-        await sleep(delay * (0.5 + Math.random()), signal)
+        await sleep(delay * (0.5 + Math.random()), signal, true)
       } catch {
         return settle()
       }
