@@ -63,6 +63,8 @@ export class DriverRuntime {
   readonly watchers: Watchers
   readonly elections: Elections
   readonly locks = new Set<HeldLock>()
+  /** Driver locks given up on a lost connection, to release on the backend once it answers. */
+  readonly #abandoned = new Set<DriverLock>()
   readonly stopSignal: AbortSignal
   readonly #p: CoordinatorParts
   readonly #emit: Emit
@@ -185,6 +187,7 @@ export class DriverRuntime {
     const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
     if (failed) throw this.translate(failed.reason, 'refresh a lock')
     if (this.membership.hasPending) await this.membership.rejoinPending()
+    if (this.#abandoned.size > 0) await this.#releaseAbandoned()
     return result.nextBeatMs
   }
 
@@ -197,10 +200,15 @@ export class DriverRuntime {
     this.#emit('connectionStateChanged', { state, previous })
     if (state === 'lost') {
       const reason = `the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`
-      for (const l of [...this.locks]) l.lost(reason)
+      for (const l of [...this.locks]) {
+        l.lost(reason)
+        this.#abandoned.add(l.driverLock)
+      }
+      void this.#releaseAbandoned()
       this.elections.loseAll(reason)
       this.membership.lostAll(reason)
     } else if (state === 'reconnected') {
+      void this.#releaseAbandoned()
       void this.membership.rejoinPending()
       void this.watchers.poll(true)
     }
@@ -269,6 +277,25 @@ export class DriverRuntime {
   warn(err: RollcallError): void {
     this.#p.logger.warn(err.message, { code: err.code })
     this.#emit('warning', err)
+  }
+
+  /**
+   * Frees, on the backend, locks given up when the connection was lost: if the backend still has
+   * our entry (a lease not lapsed yet, or a false alarm), it must not block others, or our own
+   * re-election. Release compares ownership, so it never frees another holder; a lock taken again
+   * meanwhile is left alone. Kept until the backend answers.
+   */
+  async #releaseAbandoned(): Promise<void> {
+    const tracked = new Set([...this.locks].map((l) => l.driverLock))
+    await Promise.all([...this.#abandoned].map(async (lock) => {
+      if (tracked.has(lock)) return this.#abandoned.delete(lock)
+      try {
+        await lock.release()
+        this.#abandoned.delete(lock)
+      } catch {
+        // Still unreachable: the next beat or reconnect tries again.
+      }
+    }))
   }
 
   #lockLost(lock: DriverLock, reason: string): void {

@@ -1,0 +1,74 @@
+/** The heartbeat loop's schedule, on mocked timers: half the interval, backoff, never later than the lapse. */
+import assert from 'node:assert/strict'
+import { describe, it, mock } from 'node:test'
+import { HeartbeatLoop } from '../../src/coordination/heartbeat.js'
+import { ConnectionError, type RollcallError } from '../../src/index.js'
+
+const flush = async (): Promise<void> => {
+  for (let i = 0; i < 10; i++) await Promise.resolve()
+}
+
+describe('unit: heartbeat', () => {
+  it('heartbeat: beats after half the returned interval (less up to 10% jitter), then follows a new interval', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout'] })
+    t.after(() => mock.timers.reset())
+    let beats = 0
+    let next = 1000
+    const loop = new HeartbeatLoop({ beat: async () => (beats++, next), onFailure: () => {}, onSuccess: () => {} })
+    loop.start(1000)
+    mock.timers.tick(449)
+    await flush()
+    assert.equal(beats, 0, 'not before 450 ms (500 less 10%)')
+    mock.timers.tick(51)
+    await flush()
+    assert.equal(beats, 1, 'by 500 ms')
+    next = 200
+    mock.timers.tick(500)
+    await flush()
+    assert.equal(beats, 2)
+    mock.timers.tick(100)
+    await flush()
+    assert.equal(beats, 3, 'the new 200 ms interval gives a beat every 100 ms')
+    loop.stop()
+    mock.timers.tick(10_000)
+    await flush()
+    assert.equal(beats, 3, 'nothing after stop()')
+  })
+
+  it('heartbeat: failures are reported and retried with backoff, capped at a quarter of the interval', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout'] })
+    t.after(() => mock.timers.reset())
+    const failures: number[] = []
+    let fail = true
+    let beats = 0
+    const loop = new HeartbeatLoop({
+      beat: async () => {
+        beats++
+        if (fail) throw new ConnectionError('down')
+        return 4000
+      },
+      onFailure: (_e: RollcallError, n: number) => failures.push(n),
+      onSuccess: () => {},
+    })
+    loop.start(4000)
+    mock.timers.tick(2000)
+    await flush()
+    assert.deepEqual(failures, [1])
+    mock.timers.tick(200)
+    await flush()
+    assert.deepEqual(failures, [1, 2], 'first retry after 200 ms')
+    mock.timers.tick(400)
+    await flush()
+    assert.deepEqual(failures, [1, 2, 3], 'then 400 ms')
+    mock.timers.tick(800)
+    await flush()
+    mock.timers.tick(1000)
+    await flush()
+    assert.deepEqual(failures, [1, 2, 3, 4, 5], 'capped at 1000 ms, a quarter of 4000')
+    fail = false
+    mock.timers.tick(1000)
+    await flush()
+    assert.equal(beats, 6)
+    loop.stop()
+  })
+})

@@ -1,0 +1,169 @@
+/**
+ * The Coordinator's own logic under faults no real server produces on demand: heartbeats that
+ * fail, client-side expiry, memberships dropped behind the member's back, lost connections.
+ * A test driver wraps the memory driver and injects the faults (it stands in for no backend; the
+ * conformance and fault suites run the real ones).
+ */
+import assert from 'node:assert/strict'
+import { describe, it, type TestContext } from 'node:test'
+import { connect, defineDriver, registerDriver, ConnectionError, type Coordinator, type CoordinationDriver, type DriverEvents, type HeartbeatResult } from '../../src/index.js'
+import memory from '../../src/coordination/drivers/memory.js'
+import { nextEvent, rid, waitFor } from '../support/wait.js'
+
+interface Faults {
+  failBeats: boolean
+  lostGroups: string[]
+  nextBeatMs: number
+  events?: DriverEvents
+}
+const faults = new Map<string, Faults>()
+
+registerDriver('faulty', async () => ({
+  default: defineDriver({
+    ...memory,
+    name: 'faulty',
+    create(ctx) {
+      const inner = memory.create(ctx)
+      const f = faults.get(ctx.memberId)!
+      f.events = ctx.events
+      // While "down", every backend call fails, as it would during a real outage.
+      const down = <T extends object>(obj: T, extra: Record<string, unknown> = {}): T => new Proxy(obj, {
+        get(target, prop, receiver) {
+          if (prop in extra) return extra[prop as string]
+          const value = Reflect.get(target, prop, receiver) as unknown
+          if (typeof value !== 'function') return value
+          if (prop === 'stop') return value.bind(target)
+          if (prop === 'createLock' || prop === 'leaderLock') return (name: string) => down((value as (n: string) => object).call(target, name))
+          return (...args: unknown[]) => (f.failBeats ? Promise.reject(new ConnectionError('injected outage')) : (value as (...a: unknown[]) => unknown).apply(target, args))
+        },
+      })
+      return down(inner, {
+        heartbeat: async (): Promise<HeartbeatResult> => {
+          if (f.failBeats) throw new ConnectionError('injected outage')
+          return { nextBeatMs: f.nextBeatMs, lostGroups: f.lostGroups.splice(0) }
+        },
+      }) as CoordinationDriver
+    },
+  }),
+}))
+
+async function open(t: TestContext, store: string, nextBeatMs = 400): Promise<{ c: Coordinator; f: Faults }> {
+  const memberId = rid('m')
+  const f: Faults = { failBeats: false, lostGroups: [], nextBeatMs }
+  faults.set(memberId, f)
+  const c = await connect(`faulty://${store}`, { memberId, watchIntervalMs: 50 })
+  t.after(() => c.stop())
+  return { c, f }
+}
+
+describe('unit: runtime', { concurrency: 4 }, () => {
+  it('runtime: heartbeats keep going and report health', async (t) => {
+    const { c } = await open(t, rid('s'), 400)
+    const first = c.health.lastHeartbeatAt!.getTime()
+    await waitFor('a second beat', () => c.health.lastHeartbeatAt!.getTime() > first, 5_000, 10)
+    assert.equal(c.health.heartbeatIntervalMs, 400)
+    assert.equal(c.health.consecutiveFailures, 0)
+  })
+
+  it('runtime: failed beats raise heartbeatFailed; past the deadline the connection is lost, locks and leadership end', async (t) => {
+    const store = rid('s')
+    const { c, f } = await open(t, store, 400)
+    const g = rid('g')
+    await c.joinGroupCreate(g, { v: 1 })
+    const lock = c.getLock(rid('l'))
+    await lock.acquire()
+    c.watchElectedAsLeader(g, () => {})
+    await waitFor('leadership', () => c.isLeader(g), 2_000)
+    const failed = nextEvent<{ reason: string; consecutiveFailures: number }>(c, 'heartbeatFailed', () => true, 2_000)
+    const lost = nextEvent<{ state: string }>(c, 'connectionStateChanged', (e) => e.state === 'lost', 3_000)
+    const lockLost = nextEvent(c, 'lockLost', () => true, 3_000)
+    const leadershipLost = nextEvent(c, 'leadershipLost', () => true, 3_000)
+    const membershipLost = nextEvent<{ group: string }>(c, 'membershipLost', (e) => e.group === g, 3_000)
+    f.failBeats = true
+    const first = await failed
+    assert.equal(first.reason, 'error')
+    assert.ok(first.consecutiveFailures >= 1)
+    await lost
+    await lockLost
+    await leadershipLost
+    await membershipLost
+    assert.equal(lock.acquired, false)
+    assert.ok(lock.signal.aborted)
+    assert.equal(c.isLeader(g), false)
+    const back = nextEvent<{ state: string }>(c, 'connectionStateChanged', (e) => e.state === 'reconnected', 3_000)
+    const rejoined = nextEvent<{ group: string }>(c, 'rejoined', (e) => e.group === g, 3_000)
+    f.failBeats = false
+    await back
+    await rejoined
+    assert.deepEqual(await c.getMemberCapabilities(g, c.memberId), { v: 1 })
+    await waitFor('leadership again', () => c.isLeader(g), 3_000)
+  })
+
+  it('runtime: a membership the heartbeat reports lost is rejoined with the last capabilities', async (t) => {
+    const store = rid('s')
+    const { c, f } = await open(t, store, 300)
+    const { c: other } = await open(t, store)
+    const g = rid('g')
+    await c.joinGroupCreate(g, { v: 1 })
+    await c.updateCapabilities(g, { v: 2 })
+    await c.leaveGroup(g).then(() => c.joinGroup(g, { v: 2 }))
+    // Simulate the backend dropping the member: remove it as another client would see it gone.
+    const lost = nextEvent<{ group: string; reason: string }>(c, 'membershipLost', (e) => e.group === g, 3_000)
+    const rejoined = nextEvent<{ group: string }>(c, 'rejoined', (e) => e.group === g, 3_000)
+    f.lostGroups.push(g)
+    assert.match((await lost).reason, /no longer lists/)
+    await rejoined
+    assert.deepEqual(await other.getMemberCapabilities(g, c.memberId), { v: 2 })
+    assert.deepEqual(c.joinedGroups, [g])
+  })
+
+  it('runtime: with rejoin off, a lost membership is forgotten', async (t) => {
+    const memberId = rid('m')
+    const f: Faults = { failBeats: false, lostGroups: [], nextBeatMs: 300 }
+    faults.set(memberId, f)
+    const c = await connect(`faulty://${rid('s')}?rejoin=false`, { memberId })
+    t.after(() => c.stop())
+    const g = rid('g')
+    await c.joinGroupCreate(g)
+    const lost = nextEvent(c, 'membershipLost', () => true, 3_000)
+    f.lostGroups.push(g)
+    await lost
+    assert.deepEqual(c.joinedGroups, [])
+  })
+
+  it('runtime: a driver reporting lost then reconnected gets memberships back and locks ended', async (t) => {
+    const store = rid('s')
+    const { c, f } = await open(t, store, 10_000)
+    const g = rid('g')
+    await c.joinGroupCreate(g, 'caps')
+    const lock = c.getLock(rid('l'))
+    await lock.acquire()
+    const states: string[] = []
+    c.on('connectionStateChanged', (e) => states.push(e.state))
+    const lockLost = nextEvent<{ reason: string }>(c, 'lockLost', () => true, 2_000)
+    f.events!.connectionState('suspended')
+    f.events!.connectionState('lost', new Error('session expired'))
+    assert.match((await lockLost).reason, /session expired/)
+    // The memory backend still lists the member: rejoin treats "already there" as success.
+    const rejoined = nextEvent(c, 'rejoined', () => true, 2_000)
+    f.events!.connectionState('reconnected')
+    await rejoined
+    assert.deepEqual(states, ['suspended', 'lost', 'reconnected'])
+  })
+
+  it('runtime: stop() clears every timer: the process can exit with coordinators that were stopped', async () => {
+    const { execFileSync } = await import('node:child_process')
+    const script = `
+      import { connect } from ${JSON.stringify(new URL('../../src/index.ts', import.meta.url).pathname)}
+      const a = await connect('memory://x', { memberId: 'a' })
+      await a.joinGroupCreate('g'); a.watchElectedAsLeader('g', () => {}); await a.watchGroup('g')
+      const l = a.getLock('l'); await l.acquire()
+      await a.stop()
+      console.log('stopped')
+    `
+    const started = Date.now()
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 15_000 })
+    assert.equal(out.trim(), 'stopped')
+    assert.ok(Date.now() - started < 10_000)
+  })
+})
