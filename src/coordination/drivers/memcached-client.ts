@@ -1,0 +1,314 @@
+/**
+ * A small memcached client for the text protocol, classic and meta commands, over node:net or
+ * node:tls. It exists because no npm client exposes what tooz's layout needs all at once: raw
+ * client flags (1 = bytes, 2 = msgpack), `gets`/`cas`, multi-key `get`, and the meta commands
+ * (`ms`/`md`/`mg`, memcached ≥ 1.6.10) that make compare-and-delete possible.
+ *
+ * - One connection, pipelined: requests are written as they come and replies matched in order.
+ * - Hosts are a fail-over list: the first that connects and answers `stats` is used, and every
+ *   reconnect starts again from the first. Keys are never sharded over hosts.
+ * - A request without a reply within `requestTimeoutMs` fails with MemcachedTimeoutError and the
+ *   connection is closed (later replies could no longer be matched). The next request reconnects.
+ * - ERROR and CLIENT_ERROR replies close the connection too (memcached may be out of step with
+ *   us after one); SERVER_ERROR (e.g. "object too large for cache") does not.
+ */
+import { isIP, connect as netConnect, type Socket } from 'node:net'
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls'
+import {
+  CRLF, MemcachedServerError, Reader, checkKey, exptime, parseMeta, parseStats, parseValues, parseVersion, simple,
+  type MemcachedItem, type MetaReply, type Parser, type ServerStats, type StoreResult,
+} from './memcached-protocol.js'
+
+export { MAX_KEY_BYTES, MemcachedKeyError, MemcachedServerError, exptime, keyProblem, type MemcachedItem, type MetaReply, type StoreResult } from './memcached-protocol.js'
+
+/** The server the client is connected to. */
+export interface MemcachedServer extends ServerStats {
+  host: string
+  port: number
+}
+
+/** A `host:port` to connect to. */
+export interface MemcachedHost {
+  host: string
+  port: number
+}
+
+/** How the client connects and how long it waits. */
+export interface MemcachedClientOptions {
+  /** Fail-over list: the first host that answers is used. */
+  hosts: readonly MemcachedHost[]
+  /** Bound on connecting plus the `stats` handshake, per host. */
+  connectTimeoutMs: number
+  /** Bound on each reply. */
+  requestTimeoutMs: number
+  /** TLS options (node:tls), or undefined for plain TCP. */
+  tls?: ConnectionOptions
+  /** A connection was made (`reconnect` after a previous one closed) or broke. */
+  onConnected?(server: MemcachedServer, reconnect: boolean): void
+  onDisconnected?(cause: Error): void
+}
+
+/** No connection could be made, it broke while a reply was awaited, or the client was closed. */
+export class MemcachedConnectionError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'MemcachedConnectionError'
+  }
+}
+
+/** A reply did not come within requestTimeoutMs (the connection is then closed). */
+export class MemcachedTimeoutError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'MemcachedTimeoutError'
+  }
+}
+
+interface Pending {
+  command: string
+  parse: Parser<unknown>
+  resolve(value: unknown): void
+  reject(err: Error): void
+  timer: NodeJS.Timeout
+}
+
+/** One socket with its own reply buffer and queue of requests awaiting replies. */
+interface Conn {
+  readonly socket: Socket
+  readonly reader: Reader
+  readonly pending: Pending[]
+  /** True once the handshake succeeded and the connection was announced. */
+  established: boolean
+}
+
+/** A pipelined connection to one memcached server (of a fail-over list). */
+export class MemcachedClient {
+  readonly #o: MemcachedClientOptions
+  readonly #sockets = new Set<Socket>()
+  #conn: Conn | undefined
+  #connecting: Promise<Conn> | undefined
+  #server: MemcachedServer | undefined
+  #everConnected = false
+  #closed = false
+  #requests = 0
+
+  constructor(options: MemcachedClientOptions) {
+    if (options.hosts.length === 0) throw new TypeError('MemcachedClient needs at least one host')
+    this.#o = options
+  }
+
+  /** Commands sent so far (each get, gets, set, ... counts one, however many keys it names). */
+  get requestCount(): number {
+    return this.#requests
+  }
+
+  /** The server in use, once connected. */
+  get server(): MemcachedServer | undefined {
+    return this.#server
+  }
+
+  /** Connects now (requests otherwise connect on demand). */
+  async connect(): Promise<MemcachedServer> {
+    await this.#ensure()
+    return this.#server!
+  }
+
+  /** Closes the connection for good; pending requests fail. */
+  async close(): Promise<void> {
+    this.#closed = true
+    this.#conn = undefined
+    await Promise.all([...this.#sockets].map((socket) => new Promise<void>((resolve) => {
+      socket.once('close', () => resolve())
+      socket.destroy()
+    })))
+  }
+
+  /** Multi-get: one `get` (or `gets`, with `cas`) naming every key; missing keys are absent from the map. */
+  get(keys: readonly string[], withCas = false): Promise<Map<string, MemcachedItem>> {
+    if (keys.length === 0) return Promise.resolve(new Map())
+    keys.forEach(checkKey)
+    const command = withCas ? 'gets' : 'get'
+    return this.#request(`${command} ${keys.join(' ')}\r\n`, undefined, parseValues(command), command)
+  }
+
+  /** One key with its CAS value, or undefined when it is absent. */
+  async gets(key: string): Promise<MemcachedItem | undefined> {
+    return (await this.get([key], true)).get(key)
+  }
+
+  /** set/add/replace/cas: stores `value` with client `flags` and an expiry in seconds (0 = never). */
+  store(command: 'set' | 'add' | 'replace' | 'cas', key: string, value: Uint8Array, flags: number, exptimeSeconds: number, cas?: bigint): Promise<StoreResult> {
+    checkKey(key)
+    if (command === 'cas' && cas === undefined) throw new TypeError('cas needs a CAS value')
+    const head = `${command} ${key} ${flags >>> 0} ${exptime(exptimeSeconds)} ${value.length}${command === 'cas' ? ` ${cas}` : ''}\r\n`
+    return this.#request(head, value, simple(command, { STORED: 'stored', NOT_STORED: 'notStored', EXISTS: 'exists', NOT_FOUND: 'notFound' } as const), command)
+  }
+
+  /** Deletes a key; false when it was absent. */
+  delete(key: string): Promise<boolean> {
+    checkKey(key)
+    return this.#request(`delete ${key}\r\n`, undefined, simple('delete', { DELETED: true, NOT_FOUND: false }), 'delete')
+  }
+
+  /** Sets a new expiry (seconds) without changing the value or its CAS; false when the key is absent. */
+  touch(key: string, exptimeSeconds: number): Promise<boolean> {
+    checkKey(key)
+    return this.#request(`touch ${key} ${exptime(exptimeSeconds)}\r\n`, undefined, simple('touch', { TOUCHED: true, NOT_FOUND: false }), 'touch')
+  }
+
+  /** The server's version string. */
+  version(): Promise<string> {
+    return this.#request('version\r\n', undefined, parseVersion, 'version')
+  }
+
+  /**
+   * A meta command (`mg`, `ms`, `md`; memcached ≥ 1.6.10) with its flags, e.g.
+   * `meta('ms', key, ['ME', 'F1', 'T30', 'c'], value)` adds a key and returns its CAS.
+   */
+  meta(command: 'mg' | 'ms' | 'md', key: string, flags: readonly string[], value?: Uint8Array): Promise<MetaReply> {
+    checkKey(key)
+    const head = `${command} ${key}${command === 'ms' ? ` ${value?.length ?? 0}` : ''}${flags.map((f) => ` ${f}`).join('')}\r\n`
+    return this.#request(head, command === 'ms' ? value ?? new Uint8Array() : undefined, parseMeta(command), command)
+  }
+
+  #request<T>(head: string, data: Uint8Array | undefined, parse: Parser<T>, command: string): Promise<T> {
+    const payload = data === undefined ? Buffer.from(head) : Buffer.concat([Buffer.from(head), data, CRLF])
+    // Write at once when connected, so that requests leave in the order they were made.
+    if (this.#conn) return this.#write(this.#conn, payload, parse, command, this.#o.requestTimeoutMs)
+    return this.#ensure().then((conn) => this.#write(conn, payload, parse, command, this.#o.requestTimeoutMs))
+  }
+
+  #write<T>(conn: Conn, payload: Buffer, parse: Parser<T>, command: string, timeoutMs: number): Promise<T> {
+    this.#requests += 1
+    return new Promise<T>((resolve, reject) => {
+      const entry: Pending = {
+        command,
+        parse,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        timer: setTimeout(() => {
+          const err = new MemcachedTimeoutError(`memcached sent no reply to ${command} within ${timeoutMs} ms`)
+          settle(conn, entry, err)
+          // Replies are matched by position: once one is skipped, the connection is unusable.
+          this.#drop(conn, err)
+        }, timeoutMs),
+      }
+      entry.timer.unref()
+      conn.pending.push(entry)
+      conn.socket.write(payload)
+    })
+  }
+
+  /** Stops using a connection (new requests reconnect) and closes it. */
+  #drop(conn: Conn, cause?: Error): void {
+    if (this.#conn === conn) this.#conn = undefined
+    conn.socket.destroy(cause)
+  }
+
+  #onData(conn: Conn, chunk: Buffer): void {
+    conn.reader.push(chunk)
+    while (conn.pending.length > 0) {
+      const entry = conn.pending[0]!
+      let result: { value: unknown } | undefined
+      try {
+        result = entry.parse(conn.reader)
+      } catch (err) {
+        settle(conn, entry, err as Error)
+        if (err instanceof MemcachedServerError && err.kind === 'SERVER_ERROR') continue
+        this.#drop(conn)
+        return
+      }
+      if (result === undefined) return
+      settle(conn, entry, undefined, result.value)
+    }
+  }
+
+  #ensure(): Promise<Conn> {
+    if (this.#closed) return Promise.reject(new MemcachedConnectionError('The memcached client is closed'))
+    if (this.#conn) return Promise.resolve(this.#conn)
+    this.#connecting ??= this.#open().finally(() => {
+      this.#connecting = undefined
+    })
+    return this.#connecting
+  }
+
+  async #open(): Promise<Conn> {
+    const failures: string[] = []
+    for (const h of this.#o.hosts) {
+      const at = `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port}`
+      let conn: Conn | undefined
+      try {
+        conn = this.#attach(await this.#dial(h))
+        // "Answers" means a stats reply, not just an accepted TCP connection.
+        const server = await this.#write(conn, Buffer.from('stats\r\n'), parseStats, 'stats', this.#o.connectTimeoutMs)
+        if (this.#closed) throw new MemcachedConnectionError('The memcached client is closed')
+        this.#server = { host: h.host, port: h.port, ...server }
+        conn.established = true
+        this.#conn = conn
+        const reconnect = this.#everConnected
+        this.#everConnected = true
+        this.#o.onConnected?.(this.#server, reconnect)
+        return conn
+      } catch (err) {
+        if (conn) this.#drop(conn)
+        if (this.#closed) throw new MemcachedConnectionError('The memcached client is closed')
+        failures.push(`${at} (${(err as Error).message})`)
+      }
+    }
+    throw new MemcachedConnectionError(`Cannot connect to memcached at ${failures.join(', ')}`)
+  }
+
+  #dial(h: MemcachedHost): Promise<Socket> {
+    return new Promise((resolve, reject) => {
+      const tls = this.#o.tls
+      const socket = tls
+        ? tlsConnect({ ...tls, host: h.host, port: h.port, servername: isIP(h.host) ? undefined : h.host })
+        : netConnect({ host: h.host, port: h.port })
+      this.#sockets.add(socket)
+      socket.once('close', () => this.#sockets.delete(socket))
+      let settled = false
+      const done = (err?: Error): void => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        socket.off('error', done)
+        if (!err && this.#closed) err = new MemcachedConnectionError('The memcached client is closed')
+        if (err) {
+          socket.destroy()
+          reject(err)
+        } else resolve(socket)
+      }
+      const timer = setTimeout(() => done(new MemcachedTimeoutError(`no connection within ${this.#o.connectTimeoutMs} ms`)), this.#o.connectTimeoutMs)
+      timer.unref()
+      socket.once(tls ? 'secureConnect' : 'connect', () => done())
+      socket.once('error', done)
+      socket.once('close', () => done(new MemcachedConnectionError('the connection closed while connecting')))
+    })
+  }
+
+  #attach(socket: Socket): Conn {
+    const conn: Conn = { socket, reader: new Reader(), pending: [], established: false }
+    socket.setNoDelay(true)
+    socket.setKeepAlive(true)
+    let cause: Error | undefined
+    socket.on('data', (chunk: Buffer) => this.#onData(conn, chunk))
+    socket.on('error', (err) => (cause ??= err))
+    socket.on('close', () => {
+      if (this.#conn === conn) this.#conn = undefined
+      const err = new MemcachedConnectionError(`The connection to memcached closed${cause ? ` (${cause.message})` : ''}`, { cause })
+      for (const entry of [...conn.pending]) settle(conn, entry, err)
+      if (conn.established && !this.#closed) this.#o.onDisconnected?.(err)
+    })
+    return conn
+  }
+}
+
+function settle(conn: Conn, entry: Pending, err?: Error, value?: unknown): void {
+  const i = conn.pending.indexOf(entry)
+  if (i < 0) return
+  conn.pending.splice(i, 1)
+  clearTimeout(entry.timer)
+  if (err) entry.reject(err)
+  else entry.resolve(value)
+}
+

@@ -1,0 +1,242 @@
+/**
+ * The memcached keys and values exactly as tooz's memcached driver lays them out
+ * (shared/reference/layouts/memcached.txt, Python tooz 3.1 with pymemcache):
+ *
+ * | key | value (client flags) | expiry |
+ * |---|---|---|
+ * | `_TOOZ_GROUP_LIST` | msgpack list of group ids, bin (2) | none |
+ * | `_TOOZ_GROUP_<gid>` | msgpack map `{member_id(bin): {b'capabilities'(bin): caps}}` (2); `{}` when empty, nil while being deleted | none |
+ * | `_TOOZ_MEMBER_<mid>` | `It's alive!` (1) | membership_timeout |
+ * | `__TOOZ_LOCK_<name>` | owner member id (1) | lock_timeout |
+ * | `__TOOZ_LOCK__TOOZ_GROUP_LEADER_<gid>` | leader member id (1) | leader_timeout |
+ *
+ * Flags are pymemcache's serde as tooz configures it: 1 = raw bytes, 2 = tooz msgpack; any other
+ * flag is a SerializationError. Group values are rewritten entry by entry from the bytes they were
+ * read as, so rewriting a group never re-encodes another member's capabilities (a Python datetime
+ * keeps its microseconds, a UUID stays an ext value).
+ */
+import { SerializationError } from '../../errors.js'
+import { dumps, loads } from '../codec.js'
+import type { MemcachedItem } from './memcached-client.js'
+
+/** Client flags of a raw-bytes value (pymemcache serde as tooz sets it up). */
+export const FLAG_BYTES = 1
+/** Client flags of a tooz msgpack value. */
+export const FLAG_MSGPACK = 2
+/** The value of a member's liveness key. */
+export const STILL_ALIVE = Buffer.from("It's alive!")
+
+const GROUP_LIST = '_TOOZ_GROUP_LIST'
+const GROUP = '_TOOZ_GROUP_'
+const MEMBER = '_TOOZ_MEMBER_'
+const LOCK = '__TOOZ_LOCK_'
+const LEADER = `${LOCK}_TOOZ_GROUP_LEADER_`
+
+/** The memcached key of every object, by kind. */
+export const KEYS = {
+  groupList: GROUP_LIST,
+  group: (group: string): string => GROUP + group,
+  member: (member: string): string => MEMBER + member,
+  lock: (name: string): string => LOCK + name,
+  leader: (group: string): string => LEADER + group,
+}
+
+/** The longest key prefix each kind of id is stored under (a group id also names its leader key). */
+export const LONGEST_PREFIX_BYTES = { group: LEADER.length, member: MEMBER.length, lock: LOCK.length } as const
+
+/** One member of a group value, kept as the bytes it was stored as. */
+export interface GroupEntry {
+  /** The member id; undefined when the map key is neither a UTF-8 bin nor a str. */
+  readonly id: string | undefined
+  /** The msgpack key, as stored. */
+  readonly key: Uint8Array
+  /** The msgpack value (`{b'capabilities': caps}`), as stored. */
+  readonly value: Uint8Array
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+const CAPABILITIES = Buffer.from('capabilities')
+
+/** Decodes a value's flags as tooz does: the payload when they are `expected`, else a SerializationError. */
+function payload(item: MemcachedItem, what: string): Uint8Array {
+  if (item.flags === FLAG_MSGPACK || item.flags === FLAG_BYTES) return item.value
+  throw new SerializationError(`The ${what} has unknown client flags ${item.flags} (tooz writes 1 for bytes and 2 for msgpack): Unknown serialization format '${item.flags}'`)
+}
+
+/**
+ * A group's entries, or undefined when the group does not exist (no value, or the nil a deleting
+ * tooz writes first). Throws SerializationError when the value is not a tooz group map.
+ */
+export function decodeGroup(item: MemcachedItem | undefined, group: string): GroupEntry[] | undefined {
+  if (item === undefined) return undefined
+  const what = `value of group ${JSON.stringify(group)} (${KEYS.group(group)})`
+  const bytes = payload(item, what)
+  if (item.flags !== FLAG_MSGPACK) throw new SerializationError(`The ${what} is raw bytes (flags 1), not a msgpack map (flags 2)`)
+  if (bytes.length === 1 && bytes[0] === 0xc0) return undefined
+  try {
+    const [count, first] = mapHeader(bytes, 0)
+    const entries: GroupEntry[] = []
+    let pos = first
+    for (let i = 0; i < count; i++) {
+      const keyEnd = skip(bytes, pos, 0)
+      const valueEnd = skip(bytes, keyEnd, 0)
+      const key = bytes.subarray(pos, keyEnd)
+      entries.push({ id: idOf(key), key, value: bytes.subarray(keyEnd, valueEnd) })
+      pos = valueEnd
+    }
+    if (pos !== bytes.length) throw new Error(`${bytes.length - pos} bytes left over after the map`)
+    return entries
+  } catch (err) {
+    throw new SerializationError(`The ${what} is not a tooz group map: ${(err as Error).message}`, { cause: err })
+  }
+}
+
+/** A group value made of these entries, byte for byte. */
+export function encodeGroup(entries: readonly GroupEntry[]): Buffer {
+  const n = entries.length
+  const head = n <= 15 ? Buffer.from([0x80 | n]) : n <= 0xffff ? Buffer.from([0xde, n >> 8, n & 0xff]) : Buffer.from([0xdf, n >>> 24, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff])
+  return Buffer.concat([head, ...entries.flatMap((e) => [e.key, e.value])])
+}
+
+/** This member's entry: `{member_id(bin): {b'capabilities'(bin): caps}}`, as tooz writes it. */
+export function memberEntry(member: string, capabilities: Uint8Array): GroupEntry {
+  const key = bin(Buffer.from(member))
+  return { id: member, key, value: Buffer.concat([Buffer.from([0x81]), bin(CAPABILITIES), capabilities]) }
+}
+
+/** The encoded capabilities inside an entry, or a SerializationError for this member alone. */
+export function capabilitiesOf(entry: GroupEntry, group: string): Uint8Array | SerializationError {
+  const v = entry.value
+  try {
+    const [count, first] = mapHeader(v, 0)
+    let pos = first
+    for (let i = 0; i < count; i++) {
+      const keyEnd = skip(v, pos, 0)
+      const valueEnd = skip(v, keyEnd, 0)
+      // A plain Uint8Array copy: decoding a Buffer would hand bin values back as Buffers.
+      if (idOf(v.subarray(pos, keyEnd)) === 'capabilities') return new Uint8Array(v.subarray(keyEnd, valueEnd))
+      pos = valueEnd
+    }
+    throw new Error('it has no "capabilities" key')
+  } catch (err) {
+    return new SerializationError(`The entry of member ${JSON.stringify(entry.id)} in group ${JSON.stringify(group)} is not {b'capabilities': ...}: ${(err as Error).message}`, { cause: err })
+  }
+}
+
+/** The group list's entries (bin or str ids, as stored), or [] when the key is absent. */
+export function decodeGroupList(item: MemcachedItem | undefined): unknown[] {
+  if (item === undefined) return []
+  const what = `group list (${GROUP_LIST})`
+  const bytes = payload(item, what)
+  const list = item.flags === FLAG_MSGPACK ? loads(bytes) : bytes
+  if (list === null) return []
+  if (!Array.isArray(list)) throw new SerializationError(`The ${what} is not a msgpack list`)
+  return list
+}
+
+/** A group-list entry's id, or undefined when it is neither a UTF-8 bin nor a str. */
+export function groupListId(entry: unknown): string | undefined {
+  if (typeof entry === 'string') return entry
+  if (entry instanceof Uint8Array) {
+    try {
+      return utf8.decode(entry)
+    } catch {
+      return undefined
+    }
+  }
+  return undefined
+}
+
+/** The group list value holding `entries` (new ids are added as bin, as tooz adds bytes ids). */
+export function encodeGroupList(entries: readonly unknown[]): Buffer {
+  return Buffer.from(dumps(entries))
+}
+
+/** The owner member id stored in a lock or leader key (bytes, flags 1; a str id, flags 2). */
+export function decodeOwner(item: MemcachedItem | undefined, key: string): string | null {
+  if (item === undefined) return null
+  const bytes = payload(item, `value of ${key}`)
+  const value = item.flags === FLAG_MSGPACK ? loads(bytes) : bytes
+  const id = groupListId(value)
+  if (id === undefined) throw new SerializationError(`The value of ${key} is not a member id`)
+  return id
+}
+
+function idOf(key: Uint8Array): string | undefined {
+  try {
+    const t = key[0]!
+    const [start, end] = t >= 0xa0 && t <= 0xbf ? [1, key.length] : t === 0xc4 || t === 0xd9 ? [2, key.length] : t === 0xc5 || t === 0xda ? [3, key.length] : t === 0xc6 || t === 0xdb ? [5, key.length] : [0, 0]
+    return end > start ? utf8.decode(key.subarray(start, end)) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function bin(b: Uint8Array): Buffer {
+  const n = b.length
+  const head = n < 0x100 ? [0xc4, n] : n < 0x10000 ? [0xc5, n >> 8, n & 0xff] : [0xc6, n >>> 24, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff]
+  return Buffer.concat([Buffer.from(head), b])
+}
+
+function mapHeader(b: Uint8Array, pos: number): [count: number, first: number] {
+  const t = need(b, pos)
+  if (t >= 0x80 && t <= 0x8f) return [t & 0x0f, pos + 1]
+  if (t === 0xde) return [uint(b, pos + 1, 2), pos + 3]
+  if (t === 0xdf) return [uint(b, pos + 1, 4), pos + 5]
+  throw new Error(`byte 0x${t.toString(16)} at ${pos} does not start a map`)
+}
+
+function need(b: Uint8Array, pos: number): number {
+  if (pos >= b.length) throw new Error(`truncated at byte ${pos}`)
+  return b[pos]!
+}
+
+function uint(b: Uint8Array, pos: number, width: number): number {
+  let n = 0
+  for (let i = 0; i < width; i++) n = n * 256 + need(b, pos + i)
+  return n
+}
+
+/** Widths of fixed-size msgpack values by type byte (0 = not fixed-size). */
+const FIXED_WIDTH = new Uint8Array(256)
+for (const [t, w] of [[0xca, 5], [0xcb, 9], [0xcc, 2], [0xcd, 3], [0xce, 5], [0xcf, 9], [0xd0, 2], [0xd1, 3], [0xd2, 5], [0xd3, 9], [0xd4, 3], [0xd5, 4], [0xd6, 6], [0xd7, 10], [0xd8, 18]] as const) FIXED_WIDTH[t] = w
+
+/** The offset just past the msgpack value at `pos`, without decoding it. */
+function skip(b: Uint8Array, pos: number, depth: number): number {
+  if (depth > 100) throw new Error('nested deeper than 100 levels')
+  const t = need(b, pos)
+  let end = 0
+  let items = -1
+  let first = 0
+  if (t <= 0x7f || t >= 0xe0 || t === 0xc0 || t === 0xc2 || t === 0xc3) end = pos + 1
+  else if (t >= 0xa0 && t <= 0xbf) end = pos + 1 + (t & 0x1f)
+  else if (t >= 0x80 && t <= 0x9f) {
+    items = t <= 0x8f ? 2 * (t & 0x0f) : t & 0x0f
+    first = pos + 1
+  }
+  else if (FIXED_WIDTH[t]! > 0) end = pos + FIXED_WIDTH[t]!
+  else {
+    switch (t) {
+      // bin 8/16/32 and str 8/16/32: length-prefixed bytes.
+      case 0xc4: case 0xd9: end = pos + 2 + uint(b, pos + 1, 1); break
+      case 0xc5: case 0xda: end = pos + 3 + uint(b, pos + 1, 2); break
+      case 0xc6: case 0xdb: end = pos + 5 + uint(b, pos + 1, 4); break
+      // ext 8/16/32: length, type byte, data.
+      case 0xc7: end = pos + 3 + uint(b, pos + 1, 1); break
+      case 0xc8: end = pos + 4 + uint(b, pos + 1, 2); break
+      case 0xc9: end = pos + 6 + uint(b, pos + 1, 4); break
+      case 0xdc: items = uint(b, pos + 1, 2); first = pos + 3; break
+      case 0xdd: items = uint(b, pos + 1, 4); first = pos + 5; break
+      case 0xde: items = 2 * uint(b, pos + 1, 2); first = pos + 3; break
+      case 0xdf: items = 2 * uint(b, pos + 1, 4); first = pos + 5; break
+      default: throw new Error(`byte 0x${t.toString(16)} at ${pos} starts no msgpack value`)
+    }
+  }
+  if (items >= 0) {
+    let p = first
+    for (let i = 0; i < items; i++) p = skip(b, p, depth + 1)
+    return p
+  }
+  if (end > b.length) throw new Error(`truncated at byte ${b.length}`)
+  return end
+}
