@@ -222,7 +222,8 @@ class Reader {
 
   #take(n: number): Uint8Array {
     this.#need(n)
-    const out = this.bytes.slice(this.pos, this.pos + n)
+    // A copy, as a plain Uint8Array: Buffer's slice() would return a view aliasing the input.
+    const out = new Uint8Array(this.bytes.subarray(this.pos, this.pos + n))
     this.pos += n
     return out
   }

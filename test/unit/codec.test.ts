@@ -95,6 +95,14 @@ print(json.dumps({k: utils.dumps(v).hex() for k, v in cases.items()}))
     assert.deepEqual(loads(dumps({ a: undefined, b: 1 })), { b: 1 })
   })
 
+  it('codec: bytes decoded from a Buffer are plain Uint8Array copies, not views of the input', () => {
+    const input = Buffer.from('c4020102', 'hex')
+    const out = loads(input) as Uint8Array
+    assert.equal(Object.getPrototypeOf(out), Uint8Array.prototype)
+    input[2] = 9
+    assert.deepEqual(out, new Uint8Array([1, 2]))
+  })
+
   it('codec: a "__proto__" key stays data', () => {
     const v = loads(bytes('81a95f5f70726f746f5f5f01')) as Record<string, unknown>
     assert.equal(Object.getPrototypeOf(v), Object.prototype)
