@@ -142,6 +142,8 @@ export class Elections {
           await sleep(this.#host.watchIntervalMs, signal).catch(() => {})
         }
       }
+      // Ended (elected or withdrawn): a later #lose() or standDown() must be able to campaign again.
+      if (c.campaign === controller) c.campaign = undefined
     })()
   }
 
