@@ -35,9 +35,15 @@ export function scrub<E>(err: E, secrets: readonly string[]): E {
   let e: unknown = err
   while (e instanceof Error && !seen.has(e)) {
     seen.add(e)
-    e.message = scrubText(e.message, secrets)
-    if (e.stack) e.stack = scrubText(e.stack, secrets)
-    e = e.cause
+    const err = e
+    // Some errors (DOMException, an AbortSignal.timeout reason) have read-only fields.
+    try {
+      err.message = scrubText(err.message, secrets)
+      if (err.stack) err.stack = scrubText(err.stack, secrets)
+    } catch {
+      // Nothing of ours can be in a message we could not write: those come from the runtime.
+    }
+    e = err.cause
   }
   return err
 }

@@ -4,7 +4,7 @@
  * ended by its PID. The shared servers of scripts/backends.sh are never touched.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, connect as tcpConnect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -34,6 +34,19 @@ const live = new Set<ChildProcess>()
 process.once('exit', () => {
   for (const p of live) p.kill('SIGKILL')
 })
+
+/** Busy-waits (at most 2 s) until every thread of `pid` is in the stopped state. */
+function waitAllStopped(pid: number): void {
+  const deadline = Date.now() + 2000
+  while (Date.now() < deadline) {
+    try {
+      const states = readdirSync(`/proc/${pid}/task`).map((tid) => readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '')[0])
+      if (states.every((st) => st === 'T' || st === 't')) return
+    } catch {
+      return
+    }
+  }
+}
 
 /** A port nobody listens on right now. */
 export async function freePort(): Promise<number> {
@@ -129,7 +142,12 @@ async function startPrivate(recipe: Recipe): Promise<PrivateServer> {
     get pid() {
       return child?.pid
     },
-    pause: () => child?.kill('SIGSTOP'),
+    pause: () => {
+      child?.kill('SIGSTOP')
+      // A multi-threaded server (etcd, the JVM) answers for a moment after SIGSTOP: wait until
+      // every thread shows stopped.
+      if (child?.pid) waitAllStopped(child.pid)
+    },
     resume: () => child?.kill('SIGCONT'),
     kill,
     async start(options = {}) {

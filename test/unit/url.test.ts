@@ -67,3 +67,15 @@ describe('unit: url', () => {
     }), { numRuns: 2000 })
   })
 })
+
+describe('unit: translate', () => {
+  it('translate: errors with read-only messages (DOMException causes) still translate, secrets scrubbed', async () => {
+    const { translateError } = await import('../../src/coordination/translate.js')
+    const memory = (await import('../../src/coordination/drivers/memory.js')).default
+    const cause = AbortSignal.timeout(0)
+    await new Promise((r) => setTimeout(r, 5))
+    const err = Object.assign(new Error('boom with pw-123456 inside'), { cause: cause.reason })
+    const out = translateError(err, 'do it', memory, 'redis://u:***@h', ['pw-123456'])
+    assert.match(out.message, /boom with \*\*\* inside/)
+  })
+})
