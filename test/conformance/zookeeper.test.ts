@@ -1,0 +1,3 @@
+import { describeConformance } from './suite.js'
+
+await describeConformance('zookeeper')

@@ -1,0 +1,184 @@
+/**
+ * ZooKeeper session loss and recovery, without touching the shared server: a private server paused
+ * with SIGSTOP (client-side expiry), a proxy that cuts one connection (reconnect within the
+ * session), and a session closed from another client (expiry reported by the server, Curator's
+ * KillSession). Every wait is bounded; the private server is killed by PID afterwards.
+ */
+import assert from 'node:assert/strict'
+import { describe, it, type TestContext } from 'node:test'
+import { connect, ConnectionError, dumps, loads, type Coordinator } from '../../src/index.js'
+import { ZkConnection, type ZkSessionState } from '../../src/coordination/drivers/zookeeper-client.js'
+import { TIMING } from '../support/timing.js'
+import { rid, waitFor } from '../support/wait.js'
+import { TcpProxy } from '../support/proxy.js'
+import { startZookeeper, type PrivateServer } from '../support/servers.js'
+import { rawZk, sharedHostPort, zkLib } from './zookeeper-support.js'
+
+interface Entry {
+  what: string
+  at: number
+}
+
+/** Records the events that matter here, with their times. */
+function record(c: Coordinator): Entry[] {
+  const log: Entry[] = []
+  const add = (what: string): void => void log.push({ what, at: Date.now() })
+  c.on('connectionStateChanged', (e) => add(e.state))
+  c.on('membershipLost', (e) => add(`membershipLost:${e.group}`))
+  c.on('rejoined', (e) => add(`rejoined:${e.group}`))
+  c.on('lockLost', (e) => add(`lockLost:${e.name}`))
+  c.on('leadershipLost', (e) => add(`leadershipLost:${e.group}`))
+  c.on('leaderElected', (e) => add(`leaderElected:${e.group}`))
+  return log
+}
+
+/** A private ZooKeeper (killed by PID after the test), warmed up so short timeouts do not time its JIT. */
+async function privateZookeeper(t: TestContext): Promise<PrivateServer> {
+  const zk = await startZookeeper()
+  t.after(() => zk.stop())
+  const warm = await rawZk(t, { port: zk.port })
+  await warm.exists('/')
+  warm.client.close()
+  return zk
+}
+
+const has = (log: Entry[], what: string): Entry | undefined => log.find((e) => e.what === what)
+const hex = (b: Buffer): string => b.toString('hex')
+
+describe('zookeeper sessions', { concurrency: 3 }, () => {
+  it('zookeeper: session: a server silent past the session timeout → suspended, lost, new session, rejoined; locks and leadership lost', { timeout: 90_000 }, async (t) => {
+    const zk = await privateZookeeper(t)
+    const c = await connect(`zookeeper://127.0.0.1:${zk.port}?timeout=2`, { memberId: rid('m'), watchIntervalMs: TIMING.watchIntervalMs })
+    t.after(() => c.stop())
+    const log = record(c)
+    const g = rid('g')
+    const caps = { host: 'h1', n: 1 }
+    await c.joinGroupCreate(g, caps)
+    // An observer that never polls (60 s): what it sees after recovery was pushed by re-armed watches.
+    const observer = await connect(`zookeeper://127.0.0.1:${zk.port}?timeout=2`, { memberId: rid('obs'), watchIntervalMs: 60_000 })
+    t.after(() => observer.stop())
+    const joined: string[] = []
+    observer.on('memberJoined', (e) => void joined.push(e.member))
+    await observer.watchGroup(g)
+    const lock = c.getLock('l1')
+    assert.equal(await lock.acquire(), true)
+    const oldDriverLock = lock.driverLock
+    // A second waiter in the same queue: its wait must end with the session.
+    const waiting = c.getLock('l1').acquire().then((v) => v, (err: unknown) => err)
+    c.watchElectedAsLeader(g, () => {})
+    await waitFor('the first election', () => c.isLeader(g), TIMING.eventMs)
+    const before = await rawZk(t, { port: zk.port })
+    const ownerBefore = hex((await before.get(`/tooz/${g}/${c.memberId}`)).stat.ephemeralOwner)
+    before.client.close()
+
+    const pausedAt = Date.now()
+    zk.pause()
+    await waitFor('lost', () => has(log, 'lost'), 15_000)
+    const waited = await waiting
+    assert.ok(waited instanceof ConnectionError, `the waiter ended with ${String(waited)}`)
+    zk.resume()
+    const resumedAt = Date.now()
+    await waitFor('rejoined', () => has(log, `rejoined:${g}`), 20_000)
+    await waitFor('a new term', () => c.isLeader(g), 20_000)
+
+    const states = log.filter((e) => ['connected', 'suspended', 'reconnected', 'lost'].includes(e.what)).map((e) => e.what)
+    assert.deepEqual(states, ['suspended', 'lost', 'reconnected'])
+    for (const what of [`lockLost:l1`, `leadershipLost:${g}`, `membershipLost:${g}`]) assert.ok(has(log, what), `${what} in ${log.map((e) => e.what).join(', ')}`)
+    assert.equal(log.filter((e) => e.what === `leaderElected:${g}`).length, 2, 'the election re-campaigned')
+    assert.equal(lock.acquired, false)
+    assert.equal(await oldDriverLock.isStillOwner(), false, 'a lock of the dead session is not ours')
+    assert.deepEqual(await c.getMembersWithCapabilities(g), new Map([[c.memberId, caps]]))
+    const after = await rawZk(t, { port: zk.port })
+    const node = await after.get(`/tooz/${g}/${c.memberId}`)
+    assert.equal(hex(node.data), Buffer.from(dumps(caps)).toString('hex'))
+    assert.notEqual(hex(node.stat.ephemeralOwner), ownerBefore, 'the member node belongs to the new session')
+    assert.equal(await lock.acquire({ timeoutMs: 10_000 }), true, 'the lock can be taken again once the old session is gone')
+    await waitFor('the observer\'s new session', () => observer.connectionState === 'reconnected', 10_000)
+    await after.create(`/tooz/${g}/late-joiner`, Buffer.from(dumps(null)))
+    await waitFor('a pushed join after recovery', () => joined.includes('late-joiner'), TIMING.eventMs)
+    await after.remove(`/tooz/${g}/late-joiner`)
+    const at = (what: string): number => has(log, what)!.at
+    t.diagnostic(`timeout 2 s: suspended ${at('suspended') - pausedAt} ms and lost ${at('lost') - pausedAt} ms after SIGSTOP; ` +
+      `reconnected ${at('reconnected') - resumedAt} ms and rejoined ${at(`rejoined:${g}`) - resumedAt} ms after SIGCONT`)
+  })
+
+  it('zookeeper: session: a cut connection is suspended, then reconnected within the session; nothing is lost', { timeout: 60_000 }, async (t) => {
+    const proxy = await TcpProxy.start(sharedHostPort().port)
+    t.after(() => proxy.close())
+    const c = await connect(`zookeeper://127.0.0.1:${proxy.port}?timeout=4`, { memberId: rid('m'), watchIntervalMs: TIMING.watchIntervalMs })
+    t.after(() => c.stop())
+    const log = record(c)
+    const g = rid('g')
+    await c.joinGroupCreate(g, { v: 1 })
+    const lock = c.getLock(rid('l'))
+    await lock.acquire()
+    c.watchElectedAsLeader(g, () => {})
+    await waitFor('the election', () => c.isLeader(g), TIMING.eventMs)
+    const raw = await rawZk(t)
+    const owner = hex((await raw.get(`/tooz/${g}/${c.memberId}`)).stat.ephemeralOwner)
+    const cutAt = Date.now()
+    proxy.cut()
+    proxy.restore()
+    await waitFor('reconnected', () => has(log, 'reconnected'), 10_000)
+    t.diagnostic(`suspended ${has(log, 'suspended')!.at - cutAt} ms, reconnected ${has(log, 'reconnected')!.at - cutAt} ms after the cut`)
+    assert.deepEqual(log.map((e) => e.what), [`leaderElected:${g}`, 'suspended', 'reconnected'])
+    assert.equal(lock.acquired, true)
+    assert.equal(await lock.isStillOwner(), true)
+    assert.equal(await lock.heartbeat(), true)
+    assert.ok(c.isLeader(g))
+    assert.equal(hex((await raw.get(`/tooz/${g}/${c.memberId}`)).stat.ephemeralOwner), owner, 'same session, same node')
+    assert.deepEqual(loads((await raw.get(`/tooz/${g}/${c.memberId}`)).data), { v: 1 })
+    await c.stop() // while the proxy still forwards
+  })
+
+  it('zookeeper: session: expiry reported by the server → lost, a new session, watches re-armed', { timeout: 60_000 }, async (t) => {
+    const lib = await zkLib()
+    const target = sharedHostPort()
+    const proxy = await TcpProxy.start(target.port)
+    t.after(() => proxy.close())
+    const states: string[] = []
+    const conn = new ZkConnection({
+      lib, servers: [{ host: '127.0.0.1', port: proxy.port }], randomizeHosts: true, sessionTimeoutMs: 6_000, connectTimeoutMs: 6_000,
+      opTimeoutMs: 6_000, digestAuth: undefined, acl: [new lib.ACL(lib.Permission.ALL, new lib.Id('world', 'anyone'))], shownAs: 'test',
+      onState: (s: ZkSessionState, cause?: Error) => void states.push(s === 'lost' ? `lost (${cause?.message})` : s),
+      onNewSession: async () => void states.push('new session'),
+    })
+    await conn.start()
+    t.after(() => conn.stop())
+    const path = `/${rid('eph')}`
+    await conn.create(path, new Uint8Array([1]), 'EPHEMERAL')
+    const firstId = conn.sessionId
+    const creds = conn.sessionCredentials()!
+    let fired = false
+    const raw = await rawZk(t)
+    assert.ok(await raw.exists(path))
+    await conn.exists(`${path}-later`, () => (fired = true))
+    // Keep our client away, and close its session from another client with its id and password.
+    proxy.cut()
+    await waitFor('suspended', () => states.includes('suspended'), 10_000)
+    const thief = lib.createClient(`${target.host}:${target.port}`, { sessionTimeout: 6_000, sessionId: creds.id, sessionPassword: creds.password } as object)
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the thief did not connect')), 10_000)
+      thief.once('connected', () => {
+        clearTimeout(timer)
+        thief.once('disconnected', () => resolve())
+        thief.close()
+      })
+      thief.connect()
+    })
+    await waitFor('the server to drop the ephemeral node', async () => (await raw.exists(path)) === null, 10_000)
+    proxy.restore()
+    await waitFor('reconnected', () => states.at(-1) === 'reconnected', 15_000)
+    assert.equal(states.length, 4, states.join(' | '))
+    assert.equal(states[0], 'suspended')
+    assert.match(states[1]!, /^lost \(The ZooKeeper server expired session 0x[0-9a-f]{16}\)$/)
+    assert.deepEqual(states.slice(2), ['new session', 'reconnected'])
+    assert.notEqual(conn.sessionId, firstId)
+    assert.equal(conn.generation, 2)
+    assert.ok(conn.isDeadSession(firstId))
+    // The old session's watches are gone with its client; the new session works normally.
+    await conn.create(`${path}-later`, undefined, 'EPHEMERAL')
+    assert.equal(fired, false)
+    assert.equal(hex((await raw.get(`${path}-later`)).stat.ephemeralOwner), conn.sessionId)
+  })
+})
