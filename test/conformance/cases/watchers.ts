@@ -77,6 +77,16 @@ export function watcherCases(h: Harness): void {
     await joined
     assert.ok(Date.now() - started < TIMING.eventMs)
     await stop()
+  }, async (t) => {
+    // Without pushWatch, expiries are not pushed: the group is read on every watch interval, so
+    // a long interval delays nothing that runWatchers() can fetch at once.
+    const a = await h.open(t, { watchIntervalMs: 60_000, autoWatch: false })
+    const b = await h.open(t)
+    const g = rid('g')
+    await a.joinGroupCreate(g)
+    await a.watchJoinGroup(g, (e) => e.member)
+    await b.joinGroup(g)
+    assert.deepEqual(await a.runWatchers(), [b.memberId])
   })
 
   h.gated(['groups', 'acrossProcesses'], 'expiry: a member killed with SIGKILL is seen leaving, without runWatchers()', async (t) => {
@@ -97,5 +107,14 @@ export function watcherCases(h: Harness): void {
     const tookMs = Date.now() - killedAt
     t.diagnostic(`memberLeft ${tookMs} ms after SIGKILL (liveness window ${TIMING.expirySeconds} s)`)
     assert.deepEqual(await a.getMembers(g), [a.memberId])
+  }, async (t) => {
+    // In-process only: a member never expires, however long it goes without heartbeats.
+    const a = await h.open(t)
+    const b = await h.open(t, { heartbeat: false })
+    const g = rid('g')
+    await a.joinGroupCreate(g)
+    await b.joinGroup(g)
+    await new Promise((r) => setTimeout(r, TIMING.expirySeconds * 1000 + 500))
+    assert.deepEqual(await a.getMembers(g), [a.memberId, b.memberId].sort())
   })
 }
