@@ -254,3 +254,32 @@ export function asRollcallError(err: unknown, what: string): RollcallError {
   if (err instanceof RollcallError) return err
   return new BackendError(`${what} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err })
 }
+
+/**
+ * A service-group driver cannot answer right now: its backend is unreachable or failed (Nova's
+ * `ServiceGroupUnavailable`). Retryable. `driver` names the service-group driver (`tooz`, `mc`,
+ * `zk`, `db`); `cause` holds the backend's error.
+ */
+export class ServiceGroupUnavailableError extends RollcallError {
+  constructor(driver: string, detail: string, options: RollcallErrorOptions = {}) {
+    super(`The service from servicegroup driver ${driver} is temporarily unavailable: ${detail}`, 'SERVICEGROUP_UNAVAILABLE', { retryable: true, driver, ...options })
+  }
+}
+
+/** No (live) record in the services table has this id, or this host and binary (Nova's `ServiceNotFound`). */
+export class ServiceNotFoundError extends RollcallError {
+  constructor(readonly service: string, options: RollcallErrorOptions = {}) {
+    super(`Service ${service} not found in the services table`, 'SERVICE_NOT_FOUND', options)
+  }
+}
+
+/**
+ * A configuration setting is invalid. `setting` is its name as written in the INI file
+ * (`[DEFAULT] report_interval`); the message also names the value (redacted when it may hold a
+ * credential), where it came from and what is allowed. Raised before any I/O.
+ */
+export class InvalidConfigError extends RollcallError {
+  constructor(readonly setting: string, message: string) {
+    super(message, 'INVALID_CONFIG')
+  }
+}

@@ -10,6 +10,8 @@ import { groupCommands } from './commands/group.js'
 import { leaderCommands } from './commands/leader.js'
 import { lockCommands } from './commands/lock.js'
 import { watchCommands } from './commands/watch.js'
+import { serviceCommands } from './commands/service.js'
+import { migrateCommands } from './commands/migrate.js'
 import { EXIT, exitStatusFor } from './exit-codes.js'
 
 /** Every command, in help order. */
@@ -18,6 +20,8 @@ export const COMMANDS: Command[] = [
   ...watchCommands,
   ...lockCommands,
   ...leaderCommands,
+  ...serviceCommands,
+  ...migrateCommands,
 ]
 
 function findCommand(argv: string[]): { cmd: Command; args: string[] } | undefined {

@@ -1,0 +1,214 @@
+/**
+ * `rollcall service list|show|enable|disable|force-down|delete|run`: the services table and
+ * liveness, as `openstack compute service ...` shows them. Every command reads the configuration
+ * from `--config FILE` (or ROLLCALL_CONFIG), then ROLLCALL_* variables, then `--set KEY=VALUE`.
+ * Uses only the public APIs (`rollcall`, `rollcall/servicegroup`).
+ */
+import { spawn } from 'node:child_process'
+import { constants, hostname } from 'node:os'
+import { InvalidArgumentError, redactUrl, type Logger } from '../../index.js'
+import { ServiceNotFoundError, loadConfig, openServiceGroup, type ServiceGroup, type ServiceGroupConfig, type ServiceRecord, type ServiceStatus } from '../../servicegroup/index.js'
+import { table, type Command, type CommandContext, type OptionsConfig, type Output } from '../command.js'
+import { waitUntil } from '../connection.js'
+import { EXIT } from '../exit-codes.js'
+
+/** Options every service command takes. */
+export const CONFIG_OPTIONS: OptionsConfig = {
+  config: { type: 'string' },
+  set: { type: 'string', multiple: true },
+  verbose: { type: 'boolean' },
+}
+
+const CONFIG_USAGE = '[--config FILE] [--set KEY=VALUE]...'
+
+/** Writes warnings and errors (and with --verbose, info) to stderr, credentials redacted. */
+function stderrLogger(out: Output, verbose: boolean): Logger {
+  return {
+    debug: (msg) => verbose && out.error(`rollcall: debug: ${redactUrl(msg)}`),
+    info: (msg) => verbose && out.error(`rollcall: ${redactUrl(msg)}`),
+    warn: (msg) => out.error(`rollcall: warning: ${redactUrl(msg)}`),
+    error: (msg) => out.error(`rollcall: error: ${redactUrl(msg)}`),
+  }
+}
+
+/** Loads the configuration the way every service command does, printing its warnings. */
+export async function commandConfig(ctx: CommandContext): Promise<{ config: ServiceGroupConfig; logger: Logger }> {
+  const logger = stderrLogger(ctx.out, Boolean(ctx.values.verbose))
+  const overrides: Record<string, string> = {}
+  for (const pair of (ctx.values.set as string[] | undefined) ?? []) {
+    const eq = pair.indexOf('=')
+    if (eq <= 0) throw new InvalidArgumentError(`--set takes KEY=VALUE (e.g. report_interval=5 or database.connection=sqlite:///x.db), not ${JSON.stringify(pair)}`)
+    overrides[pair.slice(0, eq).trim()] = pair.slice(eq + 1)
+  }
+  const { config, warnings } = await loadConfig({ file: ctx.values.config as string | undefined, env: ctx.env, overrides })
+  for (const w of warnings) logger.warn(w.message)
+  return { config, logger }
+}
+
+/** Runs `fn` with a ServiceGroup opened from the configuration, and always closes it (without leaving). */
+async function withServiceGroup<T>(ctx: CommandContext, fn: (sg: ServiceGroup) => Promise<T>): Promise<T> {
+  const { config, logger } = await commandConfig(ctx)
+  const sg = await openServiceGroup(config, { logger })
+  try {
+    return await fn(sg)
+  } finally {
+    await sg.close({ leave: false })
+  }
+}
+
+/** Finds a record by `ID` or `HOST/BINARY`. */
+async function findService(sg: ServiceGroup, which: string): Promise<ServiceRecord> {
+  if (/^\d+$/.test(which)) return sg.catalog.get(Number(which))
+  const slash = which.lastIndexOf('/')
+  if (slash <= 0 || slash === which.length - 1) throw new InvalidArgumentError(`SERVICE is an id or HOST/BINARY (e.g. 12 or node-1/rollcall-worker), not ${JSON.stringify(which)}`)
+  const record = await sg.catalog.find(which.slice(0, slash), which.slice(slash + 1))
+  if (!record) throw new ServiceNotFoundError(`${which.slice(slash + 1)} on host ${which.slice(0, slash)}`)
+  return record
+}
+
+const time = (d: Date | null): string => (d ? d.toISOString() : '-')
+
+/** One service as `--json` prints it (os-services field names). */
+function serviceJson(s: ServiceStatus): Record<string, unknown> {
+  const r = s.record
+  return {
+    id: r.id, binary: r.binary, host: r.host, zone: r.availabilityZone, status: s.status, state: s.state, updated_at: s.updatedAt?.toISOString() ?? null,
+    disabled_reason: r.disabledReason, forced_down: r.forcedDown, topic: r.topic, version: r.version, report_count: r.reportCount,
+    last_seen_up: r.lastSeenUp?.toISOString() ?? null, created_at: r.createdAt.toISOString(),
+  }
+}
+
+function printShow(ctx: CommandContext, s: ServiceStatus): void {
+  const j = serviceJson(s)
+  if (ctx.values.json) return ctx.out.json(j)
+  ctx.out.line(table(['Field', 'Value'], Object.entries(j).map(([k, v]) => [k, v === null ? '-' : String(v)])))
+}
+
+const SERVICE_ARG = ['SERVICE']
+
+/** Changes one record's admin fields, then shows it with --json. */
+function adminCommand(name: string, summary: string, usage: string, options: OptionsConfig, changes: (ctx: CommandContext) => Parameters<ServiceGroup['catalog']['update']>[1]): Command {
+  return {
+    name, summary, usage: `SERVICE ${usage}${usage ? ' ' : ''}[--json] ${CONFIG_USAGE}`, positionals: SERVICE_ARG,
+    options: { ...CONFIG_OPTIONS, ...options, json: { type: 'boolean' } },
+    run: (ctx) => withServiceGroup(ctx, async (sg) => {
+      const record = await findService(sg, ctx.positionals[0]!)
+      const updated = await sg.catalog.update(record.id, changes(ctx))
+      const [status] = await sg.statuses([updated])
+      if (ctx.values.json) printShow(ctx, status!)
+      else ctx.out.status(`${updated.binary} on ${updated.host}: ${status!.status}, ${status!.state}${updated.forcedDown ? ' (forced down)' : ''}`, true)
+    }),
+  }
+}
+
+/** The service commands. */
+export const serviceCommands: Command[] = [
+  {
+    name: 'service list',
+    summary: 'List services: ID, Binary, Host, Zone, Status (enabled/disabled), State (up/down), Updated At.',
+    usage: `[--long] [--json] [--topic T] [--host H] [--binary B] ${CONFIG_USAGE}`,
+    options: { ...CONFIG_OPTIONS, long: { type: 'boolean' }, json: { type: 'boolean' }, topic: { type: 'string' }, host: { type: 'string' }, binary: { type: 'string' } },
+    run: (ctx) => withServiceGroup(ctx, async (sg) => {
+      const statuses = await sg.list({ topic: ctx.values.topic as string | undefined, host: ctx.values.host as string | undefined, binary: ctx.values.binary as string | undefined })
+      if (ctx.values.json) return ctx.out.json(statuses.map(serviceJson))
+      const long = Boolean(ctx.values.long)
+      const headers = ['ID', 'Binary', 'Host', 'Zone', 'Status', 'State', 'Updated At', ...(long ? ['Disabled Reason', 'Forced Down'] : [])]
+      ctx.out.line(table(headers, statuses.map((s) => {
+        const r = s.record
+        return [String(r.id), r.binary, r.host, r.availabilityZone ?? '-', s.status, s.state, time(s.updatedAt), ...(long ? [r.disabledReason ?? '-', String(r.forcedDown)] : [])]
+      })))
+    }),
+  },
+  {
+    name: 'service show',
+    summary: 'Show one service (by ID or HOST/BINARY) with its state.',
+    usage: `SERVICE [--json] ${CONFIG_USAGE}`,
+    positionals: SERVICE_ARG,
+    options: { ...CONFIG_OPTIONS, json: { type: 'boolean' } },
+    run: (ctx) => withServiceGroup(ctx, async (sg) => {
+      const [status] = await sg.statuses([await findService(sg, ctx.positionals[0]!)])
+      printShow(ctx, status!)
+    }),
+  },
+  adminCommand('service enable', 'Enable a service (Status enabled; State is unaffected).', '', {}, () => ({ disabled: false, disabledReason: null })),
+  adminCommand('service disable', 'Disable a service, optionally saying why (State is unaffected).', '[--reason TEXT]', { reason: { type: 'string' } },
+    (ctx) => ({ disabled: true, disabledReason: (ctx.values.reason as string | undefined) ?? null })),
+  adminCommand('service force-down', 'Force a service down whatever its driver says (fencing); --unset lifts it.', '[--unset]', { unset: { type: 'boolean' } },
+    (ctx) => ({ forcedDown: !ctx.values.unset })),
+  {
+    name: 'service delete',
+    summary: 'Delete a service: its driver forgets it (leave), then its record is deleted.',
+    usage: `SERVICE ${CONFIG_USAGE}`,
+    positionals: SERVICE_ARG,
+    options: CONFIG_OPTIONS,
+    run: (ctx) => withServiceGroup(ctx, async (sg) => {
+      const record = await findService(sg, ctx.positionals[0]!)
+      await sg.leave(record.host, record.topic)
+      await sg.catalog.delete(record.id)
+      ctx.out.status(`deleted ${record.binary} on ${record.host} (id ${record.id})`, true)
+    }),
+  },
+  {
+    name: 'service run',
+    summary: 'Register and join a service, report until SIGTERM, then leave; with "-- COMMAND", be up exactly while COMMAND runs and exit with its status.',
+    usage: `--binary B [--host H] [--topic T] [--zone Z] ${CONFIG_USAGE} [-- COMMAND [ARG...]]`,
+    options: { ...CONFIG_OPTIONS, binary: { type: 'string' }, host: { type: 'string' }, topic: { type: 'string' }, zone: { type: 'string' } },
+    takesCommand: true,
+    run: runService,
+  },
+]
+
+/** Signals `service run` passes on to its command. */
+const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2']
+
+async function runService(ctx: CommandContext): Promise<number> {
+  const binary = ctx.values.binary as string | undefined
+  if (!binary) throw new InvalidArgumentError('service run needs --binary B (the service\'s name, e.g. rollcall-worker)')
+  const host = (ctx.values.host as string | undefined) ?? hostname()
+  const topic = (ctx.values.topic as string | undefined) ?? binary
+  const { config, logger } = await commandConfig(ctx)
+  const sg = await openServiceGroup(config, { logger })
+  // The report timers are unref'd (a library never keeps a process alive); this command must.
+  const keepAlive = setInterval(() => {}, 1 << 30)
+  try {
+    const record = await sg.register({ host, binary, topic, availabilityZone: (ctx.values.zone as string | undefined) ?? null })
+    if (ctx.rest.length === 0) {
+      await sg.join(host, topic, record, { reportImmediately: true })
+      ctx.out.status(`rollcall: ${binary} on ${host} (id ${record.id}) joined ${topic} with the ${sg.driverName} driver; Ctrl-C or SIGTERM to leave`, true)
+      await waitUntil(ctx.signal)
+      return EXIT.ok
+    }
+    return await superviseCommand(ctx, sg, record)
+  } finally {
+    clearInterval(keepAlive)
+    // Leaves every joined service: the service reads down at once.
+    await sg.close()
+  }
+}
+
+/** Runs the command as a child, joined exactly while it lives; resolves to its exit status. */
+async function superviseCommand(ctx: CommandContext, sg: ServiceGroup, record: ServiceRecord): Promise<number> {
+  const [cmd, ...args] = ctx.rest
+  const child = spawn(cmd!, args, { stdio: 'inherit' })
+  const forward = (signal: NodeJS.Signals): void => void child.kill(signal)
+  const exited = new Promise<number>((resolve, reject) => {
+    child.once('error', (err) => reject(new InvalidArgumentError(`Cannot run ${JSON.stringify(cmd)}: ${err.message}`)))
+    child.once('exit', (code, signal) => resolve(code ?? 128 + (signal ? constants.signals[signal] : 0)))
+  })
+  for (const s of FORWARDED) process.on(s, forward)
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve)
+      exited.catch(reject)
+    })
+    const joined = sg.join(record.host, record.topic, record, { reportImmediately: true })
+    ctx.out.status(`rollcall: ${record.binary} on ${record.host} (id ${record.id}) is up while pid ${child.pid} runs`, true)
+    const status = await exited
+    await joined
+    // Down at once: leave before anything else.
+    await sg.leave(record.host, record.topic)
+    return status
+  } finally {
+    for (const s of FORWARDED) process.off(s, forward)
+  }
+}

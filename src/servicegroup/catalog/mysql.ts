@@ -1,0 +1,91 @@
+/**
+ * The MySQL/MariaDB connection of the catalog: a small `mysql2` pool with `timezone: 'Z'`, so
+ * that DATETIME columns (which hold UTC) read back as the right instant. Schema upgrades are
+ * serialised with GET_LOCK on a dedicated connection. Connection-level failures become a
+ * retryable ConnectionError; anything else a BackendError.
+ */
+import { BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
+import type { Row, SqlConnection, SqlResult } from './sql.js'
+
+/** Bounds on connecting and on waiting for the schema lock. */
+export const MYSQL_TIMEOUTS = { connectMs: 5_000, schemaLockSeconds: 30 } as const
+
+const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
+  'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN'])
+
+interface MysqlConn {
+  query(sql: string, values?: unknown[]): Promise<[unknown, unknown]>
+  release(): void
+}
+interface MysqlPool {
+  query(sql: string, values?: unknown[]): Promise<[unknown, unknown]>
+  getConnection(): Promise<MysqlConn>
+  end(): Promise<void>
+  on(event: string, listener: (...args: unknown[]) => void): unknown
+}
+
+/** Opens a pool for `uri` (a mysql:// URL; nothing is sent until the first query). */
+export async function openMysql(uri: string, shownAs: string): Promise<SqlConnection> {
+  let lib: { createPool(config: object): MysqlPool }
+  try {
+    lib = (await import('mysql2/promise')) as unknown as typeof lib
+  } catch (err) {
+    throw new DriverUnavailableError('MySQL catalog', 'mysql2', { cause: err })
+  }
+  const pool = lib.createPool({ uri, timezone: 'Z', connectionLimit: 4, maxIdle: 4, idleTimeout: 10_000, connectTimeout: MYSQL_TIMEOUTS.connectMs, supportBigNumbers: true })
+  return new MysqlConnection(pool, shownAs)
+}
+
+class MysqlConnection implements SqlConnection {
+  readonly dialect = 'mysql' as const
+  readonly shownAs: string
+  readonly #pool: MysqlPool
+
+  constructor(pool: MysqlPool, shownAs: string) {
+    this.#pool = pool
+    this.shownAs = shownAs
+  }
+
+  async query(sql: string, params: readonly unknown[] = []): Promise<SqlResult> {
+    try {
+      const [result] = await this.#pool.query(sql, [...params])
+      if (Array.isArray(result)) return { rows: result as Row[], affected: 0 }
+      const header = result as { affectedRows: number; insertId: number }
+      return { rows: [], affected: header.affectedRows, insertId: header.insertId }
+    } catch (err) {
+      throw this.#translate(err)
+    }
+  }
+
+  async withSchemaLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    let conn: MysqlConn
+    try {
+      conn = await this.#pool.getConnection()
+      const [rows] = await conn.query('SELECT GET_LOCK(?, ?) AS got', [name, MYSQL_TIMEOUTS.schemaLockSeconds])
+      if ((rows as { got: number | null }[])[0]?.got !== 1) {
+        conn.release()
+        throw new ConnectionError(`Timed out after ${MYSQL_TIMEOUTS.schemaLockSeconds} s waiting for another process to finish upgrading the services schema in ${this.shownAs}`)
+      }
+    } catch (err) {
+      throw err instanceof ConnectionError ? err : this.#translate(err)
+    }
+    try {
+      return await fn()
+    } finally {
+      await conn.query('SELECT RELEASE_LOCK(?)', [name]).catch(() => undefined)
+      conn.release()
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.end().catch(() => undefined)
+  }
+
+  #translate(err: unknown): RollcallError {
+    const e = err as { code?: unknown; fatal?: unknown; message?: unknown }
+    const message = `The services database ${this.shownAs} failed: ${typeof e?.message === 'string' ? e.message : String(err)}`
+    const connection = e?.fatal === true || (typeof e?.code === 'string' && NETWORK.has(e.code)) ||
+      (typeof e?.message === 'string' && /Pool is closed|closed state/.test(e.message))
+    return connection ? new ConnectionError(message, { cause: err }) : new BackendError(message, { cause: err })
+  }
+}

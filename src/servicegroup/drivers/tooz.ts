@@ -1,0 +1,246 @@
+/**
+ * The `tooz` driver: liveness is membership in rollcall's coordination layer, at the URL of
+ * `servicegroup_tooz_url` (any scheme rollcall supports: `kazoo://`, `zookeeper://`,
+ * `memcached://`, `redis://`, `etcd3+http://`, `file://`, `postgresql://`, `mysql://`,
+ * `memory://`).
+ *
+ * - Group = topic (created on demand). Member id = one per process (`<hostname>-<pid>-<hex>`),
+ *   so workers of one host never collide. Capabilities carry host, binary, topic, zone, version,
+ *   pid and the last report time.
+ * - Heartbeats are the Coordinator's, paced by the backend's own timeout (half of it), not by
+ *   report_interval. A report only (re)joins the group if needed and refreshes the capabilities'
+ *   report time, so a dropped membership is restored by the next report at the latest.
+ * - Up = some live member of the topic's group has capabilities.host == host (and the same
+ *   binary, when both name one). A process that dies is down once the backend drops it (ZooKeeper
+ *   session expiry, the redis/memcached/etcd membership timeout); one that stops cleanly (stop(),
+ *   SIGTERM through stopOnSignals()) is down at once.
+ * - Reads come from a live view per topic fed by the coordination layer's watchers (see
+ *   tooz-view.ts): while it is fresh, isUp()/getAll() read nothing and log nothing. When it is
+ *   not, one read refreshes it; a backend error then raises ServiceGroupUnavailableError.
+ *
+ * Hazards: with backends that expire members by polling (redis, memcached, postgresql, mysql,
+ * file) a crash is noticed within the membership timeout plus the watch interval (1 s). The
+ * report time in capabilities is as fresh as the last full read of the view (at most
+ * RESYNC_MS old), so Updated At is approximate by that much.
+ */
+import { COMMON_OPTIONS, InvalidArgumentError, ServiceGroupUnavailableError, connect, defaultMemberId, parseBackendUrl, redactUrl, type Coordinator, type Logger, type RollcallError } from '../../index.js'
+import type { DriverStats, LiveView, LivenessChange, ServiceGroupDriver } from '../driver.js'
+import type { ServiceRecord, ServiceRef } from '../types.js'
+import { ToozTopicView, memberInfo, type ServiceCapabilities } from './tooz-view.js'
+
+/** How often views of watched topics are re-read in full, as a safety net and to refresh report times. */
+export const RESYNC_MS = 30_000
+
+/** Options of the tooz driver. */
+export interface ToozDriverOptions {
+  url: string
+  logger: Logger
+  /** Default: `<hostname>-<pid>-<6 hex>`. */
+  memberId?: string
+  resyncMs?: number
+}
+
+/** Follow-up reads after a read that found unannounced changes, at most. */
+const SETTLE_ROUNDS = 5
+
+/** The coordination layer's watch interval for this URL (its `watch_interval`, else the default). */
+function watchIntervalOf(url: string): number {
+  try {
+    const values = parseBackendUrl(url).query.get(COMMON_OPTIONS.watchIntervalMs.query)
+    if (values) return COMMON_OPTIONS.watchIntervalMs.fromQuery(values) as number
+  } catch {
+    // connect() reports a bad URL or value.
+  }
+  return COMMON_OPTIONS.watchIntervalMs.default as number
+}
+
+/** Errors that are the caller's, not the backend's: they pass through unwrapped. */
+const CALLER_CODES = new Set(['INVALID_ID', 'INVALID_ARGUMENT', 'NOT_SUPPORTED'])
+
+/** The tooz service-group driver. */
+export class ToozDriver implements ServiceGroupDriver {
+  readonly name = 'tooz' as const
+  readonly backendName: string
+  readonly reportsOnJoin = true
+  readonly stats: DriverStats = { reads: 0, writes: 0 }
+  readonly #o: ToozDriverOptions
+  readonly #views = new Map<string, ToozTopicView>()
+  /** topic → host this process joined it as. */
+  readonly #joined = new Map<string, string>()
+  readonly #settling = new Set<NodeJS.Timeout>()
+  readonly #watchIntervalMs: number
+  #c: Coordinator | undefined
+  #resync: NodeJS.Timeout | undefined
+  #closed = false
+
+  constructor(options: ToozDriverOptions) {
+    this.#o = options
+    this.backendName = `the coordination backend ${redactUrl(options.url)}`
+    this.#watchIntervalMs = watchIntervalOf(options.url)
+  }
+
+  /** The coordinator (after start()), for diagnostics. */
+  get coordinator(): Coordinator {
+    if (!this.#c) throw new InvalidArgumentError('The tooz service-group driver is not started')
+    return this.#c
+  }
+
+  async start(): Promise<void> {
+    const c = await connect(this.#o.url, { memberId: this.#o.memberId ?? defaultMemberId(), logger: this.#o.logger })
+    this.#c = c
+    c.on('memberJoined', ({ group, member }) => this.#views.get(group)?.joined(member))
+    c.on('memberLeft', ({ group, member }) => this.#views.get(group)?.left(member))
+    const doubt = (): void => {
+      for (const v of this.#views.values()) v.markStale()
+    }
+    c.on('connectionStateChanged', ({ state }) => {
+      doubt()
+      // Back from an outage: re-read watched views now, so that events resume without a caller.
+      if (state === 'reconnected') this.#refreshWatched()
+    })
+    c.on('heartbeatFailed', (f) => f.reason === 'error' && doubt())
+    // A corrupt member written by someone else is not doubt about the view (it would make every read a miss).
+    c.on('warning', (err) => err.code !== 'SERIALIZATION' && doubt())
+    this.#resync = setInterval(() => this.#refreshWatched(), this.#o.resyncMs ?? RESYNC_MS)
+    this.#resync.unref()
+  }
+
+  async report(service: ServiceRecord): Promise<void> {
+    const c = this.coordinator
+    const joinedAs = this.#joined.get(service.topic)
+    if (joinedAs !== undefined && joinedAs !== service.host) {
+      throw new InvalidArgumentError(`This process already reports ${joinedAs} in topic ${service.topic}; one process is one member: use one ServiceGroup per reported service`)
+    }
+    const caps: ServiceCapabilities = {
+      host: service.host, binary: service.binary, topic: service.topic, availability_zone: service.availabilityZone,
+      version: service.version, pid: process.pid, reported_at: new Date().toISOString(),
+    }
+    this.stats.writes += 1
+    try {
+      if (joinedAs !== undefined && c.joinedGroups.includes(service.topic)) {
+        try {
+          await c.updateCapabilities(service.topic, caps)
+          return
+        } catch (err) {
+          const code = (err as RollcallError).code
+          // Dropped by the backend meanwhile (restart, eviction, expiry): join again below.
+          if (code !== 'MEMBER_NOT_JOINED' && code !== 'GROUP_NOT_FOUND' && code !== 'NOT_SUPPORTED') throw err
+          if (code === 'NOT_SUPPORTED') return
+        }
+      }
+      await c.joinGroupCreate(service.topic, caps).catch((err: unknown) => {
+        if ((err as RollcallError).code !== 'MEMBER_EXISTS') throw err
+      })
+      this.#joined.set(service.topic, service.host)
+      // Liveness may have lapsed with the membership (a beat key deleted, an expired lease):
+      // beat now rather than at the next scheduled heartbeat, so that the service is up at once.
+      await c.heartbeat()
+    } catch (err) {
+      throw this.#unavailable(err, `reporting ${service.host} in ${service.topic}`)
+    }
+  }
+
+  async isUp(service: ServiceRef): Promise<boolean> {
+    const view = await this.#fresh(service.topic)
+    return view.index.isUp(service.host, service.binary)
+  }
+
+  async getAll(topic: string, _services: readonly ServiceRef[]): Promise<LiveView> {
+    const { index } = await this.#fresh(topic)
+    return { isUp: (s) => index.isUp(s.host, s.binary), reportedAt: (s) => index.reportedAt(s.host) }
+  }
+
+  async leave(host: string, topic: string): Promise<void> {
+    const c = this.coordinator
+    if (this.#joined.get(topic) === host) {
+      this.#joined.delete(topic)
+      this.stats.writes += 1
+      await c.leaveGroup(topic).catch((err: unknown) => {
+        const code = (err as RollcallError).code
+        if (code !== 'MEMBER_NOT_JOINED' && code !== 'GROUP_NOT_FOUND') throw this.#unavailable(err, `leaving ${topic}`)
+      })
+      return
+    }
+    // Another process's members: tooz lets a member leave only as itself, so act as each one.
+    let members: Map<string, unknown>
+    try {
+      this.stats.reads += 1
+      members = await c.getMembersWithCapabilities(topic)
+    } catch (err) {
+      if ((err as RollcallError).code === 'GROUP_NOT_FOUND') return
+      throw this.#unavailable(err, `reading ${topic}`)
+    }
+    for (const [member, caps] of members) {
+      if (memberInfo(caps)?.host !== host || member === c.memberId) continue
+      const as = await connect(this.#o.url, { memberId: member, heartbeat: false, autoWatch: false, logger: this.#o.logger })
+      try {
+        this.stats.writes += 1
+        await as.leaveGroup(topic).catch((err: unknown) => {
+          if ((err as RollcallError).code !== 'MEMBER_NOT_JOINED') throw err
+        })
+      } finally {
+        await as.stop()
+      }
+    }
+    this.#views.get(topic)?.markStale()
+  }
+
+  async watch(topic: string, listener: (change: LivenessChange) => void): Promise<() => void> {
+    const view = await this.#fresh(topic)
+    view.index.listeners.add(listener)
+    return () => void view.index.listeners.delete(listener)
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+    clearInterval(this.#resync)
+    for (const t of this.#settling) clearTimeout(t)
+    await Promise.allSettled([...this.#views.values()].map((v) => v.close()))
+    this.#views.clear()
+    await this.#c?.stop()
+  }
+
+  /** The topic's view, refreshed first unless it is fresh (the hot path: no read, no log). */
+  async #fresh(topic: string): Promise<ToozTopicView> {
+    let view = this.#views.get(topic)
+    if (view?.fresh) return view
+    if (!view) this.#views.set(topic, (view = new ToozTopicView(this.coordinator, topic)))
+    this.stats.reads += 1
+    let changed: boolean
+    try {
+      changed = await view.refresh()
+    } catch (err) {
+      throw this.#unavailable(err, `reading the members of ${topic}`)
+    }
+    if (changed) this.#settle(topic, view, 0)
+    return view
+  }
+
+  /** Re-reads a view after a read found unannounced changes (see tooz-view.ts), up to SETTLE_ROUNDS times. */
+  #settle(topic: string, view: ToozTopicView, round: number): void {
+    if (round >= SETTLE_ROUNDS || this.#closed) return
+    const timer = setTimeout(() => {
+      this.#settling.delete(timer)
+      if (this.#views.get(topic) !== view) return
+      this.stats.reads += 1
+      view.refresh().then((changed) => changed && this.#settle(topic, view, round + 1), () => view.markStale())
+    }, 2 * this.#watchIntervalMs + 50)
+    timer.unref()
+    this.#settling.add(timer)
+  }
+
+  #refreshWatched(): void {
+    for (const [topic, view] of this.#views) {
+      this.stats.reads += 1
+      view.refresh().then(
+        (changed) => changed && this.#settle(topic, view, 0),
+        (err: unknown) => this.#o.logger.warn(`Refreshing the view of ${topic} failed: ${(err as Error).message}`),
+      )
+    }
+  }
+
+  #unavailable(err: unknown, what: string): Error {
+    if (err instanceof ServiceGroupUnavailableError || CALLER_CODES.has((err as RollcallError)?.code)) return err as Error
+    return new ServiceGroupUnavailableError('tooz', `${what} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err })
+  }
+}

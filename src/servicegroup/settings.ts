@@ -1,0 +1,111 @@
+/**
+ * The typed settings of a ServiceGroup and the one function that checks them, used both by
+ * createServiceGroup() (settings given in code) and by the INI loader (config.ts). Every error
+ * is an InvalidConfigError naming the setting as the INI file spells it, the value (redacted when
+ * it may hold a credential) and what is allowed. Nothing here does I/O.
+ */
+import { InvalidConfigError, redactUrl } from '../index.js'
+import { DRIVER_NAMES, PREVIOUS_DRIVER_NAMES, isDriverName, type DriverName, type PreviousDriverName } from './types.js'
+
+/** ZooKeeper settings of the zk driver (Nova's `[zookeeper]` group). */
+export interface ZookeeperSettings {
+  /** `host1:port,host2:port` (Nova: `address`). */
+  address: string
+  /** Session timeout in milliseconds (Nova: `recv_timeout`, default 4000). */
+  recvTimeoutMs: number
+  /** Prefix of the service nodes (Nova: `sg_prefix`, default `/servicegroups`). */
+  sgPrefix: string
+}
+
+/** Defaults of the `[zookeeper]` settings. */
+export const ZOOKEEPER_DEFAULTS = { recvTimeoutMs: 4000, sgPrefix: '/servicegroups' } as const
+
+/** Everything that selects and tunes the drivers. */
+export interface DriverSettings {
+  /** `[DEFAULT] servicegroup_driver` (default `db`). */
+  driver: DriverName
+  /** `[DEFAULT] report_interval`, seconds between reports (default 10; 0 = never report). */
+  reportIntervalSeconds: number
+  /** `[DEFAULT] service_down_time`, seconds without a report before a service is down (default 60). */
+  serviceDownTimeSeconds: number
+  /** `[DEFAULT] initial_report_delay`, seconds before the first report (default 5, Nova's constant). */
+  initialReportDelaySeconds: number
+  /** `[DEFAULT] servicegroup_tooz_url`: the coordination backend of the tooz driver. */
+  toozUrl: string | undefined
+  /** `[DEFAULT] report_to_previous_driver`: also report to this driver (migration). */
+  reportToPreviousDriver: PreviousDriverName | undefined
+  /** `[memcache] servers`: `host:port` of each memcached server (mc driver). */
+  memcacheServers: readonly string[]
+  /** `[zookeeper]` settings (zk driver). */
+  zookeeper: ZookeeperSettings | undefined
+}
+
+/** The INI names of the settings, for messages. */
+export const SETTING_NAMES = {
+  driver: '[DEFAULT] servicegroup_driver',
+  reportIntervalSeconds: '[DEFAULT] report_interval',
+  serviceDownTimeSeconds: '[DEFAULT] service_down_time',
+  initialReportDelaySeconds: '[DEFAULT] initial_report_delay',
+  toozUrl: '[DEFAULT] servicegroup_tooz_url',
+  reportToPreviousDriver: '[DEFAULT] report_to_previous_driver',
+  memcacheServers: '[memcache] servers',
+  zookeeperAddress: '[zookeeper] address',
+  recvTimeoutMs: '[zookeeper] recv_timeout',
+  sgPrefix: '[zookeeper] sg_prefix',
+} as const
+
+/** Builds the error for one setting: `Invalid <setting> = "<value>"<where>: <allowed>`. */
+export function invalid(setting: string, value: unknown, allowed: string, where = ''): InvalidConfigError {
+  const shown = typeof value === 'string' ? redactUrl(value) : JSON.stringify(value)
+  return new InvalidConfigError(setting, `Invalid ${setting} = ${typeof value === 'string' ? `"${shown}"` : shown}${where}: ${allowed}`)
+}
+
+function seconds(setting: string, value: unknown, min: number, minText: string): void {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || (min > 0 && value === 0)) throw invalid(setting, value, `expected a number of seconds ${minText}`)
+}
+
+/** A `host:port` list entry problem, or undefined. */
+export function hostPortProblem(text: string): string | undefined {
+  const m = /^(\[[0-9a-f:.]+\]|[^\s:,/[\]]+):(\d{1,5})$/i.exec(text)
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return `"${text}" is not host:port (port 1–65535)`
+  return undefined
+}
+
+/**
+ * Checks driver settings; throws InvalidConfigError for the first problem. Cross-field rules:
+ * the tooz driver needs servicegroup_tooz_url; mc (as driver or previous driver) needs
+ * [memcache] servers; zk needs [zookeeper] address; the previous driver must be mc or zk and
+ * differ from the driver.
+ */
+export function checkDriverSettings(s: DriverSettings): void {
+  if (!isDriverName(s.driver)) throw invalid(SETTING_NAMES.driver, s.driver, `expected one of ${DRIVER_NAMES.join(', ')}`)
+  seconds(SETTING_NAMES.reportIntervalSeconds, s.reportIntervalSeconds, 0, '≥ 0 (0 turns reports off)')
+  seconds(SETTING_NAMES.serviceDownTimeSeconds, s.serviceDownTimeSeconds, Number.MIN_VALUE, '> 0')
+  seconds(SETTING_NAMES.initialReportDelaySeconds, s.initialReportDelaySeconds, 0, '≥ 0')
+  const previous = s.reportToPreviousDriver
+  if (previous !== undefined) {
+    if (!(PREVIOUS_DRIVER_NAMES as readonly string[]).includes(previous)) {
+      throw invalid(SETTING_NAMES.reportToPreviousDriver, previous, `expected ${PREVIOUS_DRIVER_NAMES.join(' or ')} (the deprecated driver being migrated off), or nothing`)
+    }
+    if (previous === s.driver) throw invalid(SETTING_NAMES.reportToPreviousDriver, previous, `must differ from ${SETTING_NAMES.driver} (${s.driver}): it names the driver you are migrating off`)
+  }
+  const uses = new Set<DriverName>([s.driver, ...(previous ? [previous] : [])])
+  if (uses.has('tooz') && !s.toozUrl) throw invalid(SETTING_NAMES.toozUrl, s.toozUrl ?? '', 'the tooz driver needs a coordination URL, e.g. redis://127.0.0.1:6379?timeout=5')
+  if (uses.has('mc')) {
+    if (s.memcacheServers.length === 0) throw invalid(SETTING_NAMES.memcacheServers, '', 'the mc driver needs at least one memcached server, e.g. servers = 127.0.0.1:11211')
+    for (const server of s.memcacheServers) {
+      const problem = hostPortProblem(server)
+      if (problem) throw invalid(SETTING_NAMES.memcacheServers, s.memcacheServers.join(','), problem)
+    }
+  }
+  if (uses.has('zk')) {
+    const zk = s.zookeeper
+    if (!zk || !zk.address) throw invalid(SETTING_NAMES.zookeeperAddress, '', 'the zk driver needs ZooKeeper servers, e.g. address = 127.0.0.1:2181')
+    for (const server of zk.address.split(',')) {
+      const problem = hostPortProblem(server.trim())
+      if (problem) throw invalid(SETTING_NAMES.zookeeperAddress, zk.address, problem)
+    }
+    if (!Number.isInteger(zk.recvTimeoutMs) || zk.recvTimeoutMs < 100) throw invalid(SETTING_NAMES.recvTimeoutMs, zk.recvTimeoutMs, 'expected whole milliseconds ≥ 100')
+    if (!/^(\/[^/\s]+)+$/.test(zk.sgPrefix)) throw invalid(SETTING_NAMES.sgPrefix, zk.sgPrefix, 'expected an absolute ZooKeeper path without a trailing "/", e.g. /servicegroups')
+  }
+}

@@ -1,0 +1,3 @@
+import { describeServiceGroup } from '../suite.js'
+
+describeServiceGroup('zk-zookeeper')
