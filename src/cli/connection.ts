@@ -30,14 +30,21 @@ export async function withCoordinator<T>(ctx: CommandContext, fn: (c: Coordinato
   }
 }
 
-/** Resolves when `signal` aborts or `ms` passes (never, when ms is undefined). */
+/**
+ * Resolves when `signal` aborts or `ms` passes (never, when ms is undefined). Keeps the process
+ * alive meanwhile: the library's timers are unref'd and a file:// backend holds no socket, so
+ * without this a command waiting for Ctrl-C would simply exit.
+ */
 export function waitUntil(signal: AbortSignal, ms?: number): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve()
-    const timer = ms === undefined ? undefined : setTimeout(resolve, ms)
-    signal.addEventListener('abort', () => {
+    const keepAlive = setInterval(() => {}, 1 << 30)
+    const done = (): void => {
+      clearInterval(keepAlive)
       clearTimeout(timer)
       resolve()
-    }, { once: true })
+    }
+    const timer = ms === undefined ? undefined : setTimeout(done, ms)
+    signal.addEventListener('abort', done, { once: true })
   })
 }

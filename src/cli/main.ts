@@ -12,6 +12,8 @@ import { lockCommands } from './commands/lock.js'
 import { watchCommands } from './commands/watch.js'
 import { serviceCommands } from './commands/service.js'
 import { migrateCommands } from './commands/migrate.js'
+import { serveCommands } from './commands/serve.js'
+import { demoCommands } from './commands/demo.js'
 import { EXIT, exitStatusFor } from './exit-codes.js'
 
 /** Every command, in help order. */
@@ -22,6 +24,8 @@ export const COMMANDS: Command[] = [
   ...leaderCommands,
   ...serviceCommands,
   ...migrateCommands,
+  ...serveCommands,
+  ...demoCommands,
 ]
 
 function findCommand(argv: string[]): { cmd: Command; args: string[] } | undefined {

@@ -168,8 +168,6 @@ async function runService(ctx: CommandContext): Promise<number> {
   const topic = (ctx.values.topic as string | undefined) ?? binary
   const { config, logger } = await commandConfig(ctx)
   const sg = await openServiceGroup(config, { logger })
-  // The report timers are unref'd (a library never keeps a process alive); this command must.
-  const keepAlive = setInterval(() => {}, 1 << 30)
   try {
     const record = await sg.register({ host, binary, topic, availabilityZone: (ctx.values.zone as string | undefined) ?? null })
     if (ctx.rest.length === 0) {
@@ -180,7 +178,6 @@ async function runService(ctx: CommandContext): Promise<number> {
     }
     return await superviseCommand(ctx, sg, record)
   } finally {
-    clearInterval(keepAlive)
     // Leaves every joined service: the service reads down at once.
     await sg.close()
   }

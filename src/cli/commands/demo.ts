@@ -1,0 +1,351 @@
+/**
+ * `rollcall demo` (what `npm start` runs): a few real services and the status page, on the
+ * embedded defaults, in a temporary directory; nothing to install.
+ *
+ * The services are real `rollcall service run` processes (tooz driver) in two topics, with a
+ * SQLite catalog and a `file://` coordination backend (or `--url`). Once they are up, one is
+ * killed with SIGKILL (a crash: it stays up until the backend's timeout passes) and one stopped
+ * with SIGTERM (a graceful stop: it leaves, and is down at once); later the crashed one is
+ * restarted. The page shows each change by itself. The demo runs until interrupted (or for
+ * `--duration` seconds), then stops its children and removes its directory.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { InvalidArgumentError, redactUrl, type Logger } from '../../index.js'
+import { loadConfig, type ServiceGroupConfig } from '../../servicegroup/index.js'
+import type { ServiceRow } from '../../web/index.js'
+import { CONNECTION_OPTIONS, secondsOption, type Command, type CommandContext, type Output } from '../command.js'
+import { waitUntil } from '../connection.js'
+import { openStatus, parseListen, stderrLogger, type RunningStatus } from './serve.js'
+
+/** Timings of the demo, in seconds. */
+export const DEMO_TIMING = {
+  /** Liveness window of the file:// backend: how long a crashed service stays up. */
+  backendTimeoutSeconds: 5,
+  reportIntervalSeconds: 2,
+  serviceDownTimeSeconds: 6,
+  /** After every service is up: SIGKILL one. */
+  killAtSeconds: 6,
+  /** SIGTERM another. */
+  termAtSeconds: 8,
+  /** Restart the killed one. */
+  restartAtSeconds: 20,
+  /** Longest wait for the services to come up. */
+  startupSeconds: 30,
+} as const
+
+const BIN = fileURLToPath(new URL('../bin.js', import.meta.url))
+
+
+/** Resolves after `ms`, or at once when `signal` aborts; leaves no listener behind. */
+function sleep(signal: AbortSignal, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve()
+    const done = (): void => {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal.addEventListener('abort', done, { once: true })
+  })
+}
+const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏']
+
+/** One demo service. */
+interface DemoService {
+  topic: string
+  binary: string
+  host: string
+  zone: string
+  child?: ChildProcess
+  /** Set when the demo itself stops it (so its exit is not reported as a surprise). */
+  stopping?: boolean
+  stderr: string
+}
+
+/**
+ * A status line: on a terminal one line redrawn in place with a spinner, cleared before other
+ * output; elsewhere a plain line each time the text changes.
+ */
+export class ProgressLine {
+  readonly #tty: boolean
+  readonly #out: Output
+  #text = ''
+  #key = ''
+  #frame = 0
+  #timer: NodeJS.Timeout | undefined
+
+  constructor(out: Output) {
+    this.#out = out
+    this.#tty = out.isTTY && Boolean(process.stderr.isTTY)
+    if (this.#tty) {
+      this.#timer = setInterval(() => this.#draw(), 100)
+      this.#timer.unref()
+    }
+  }
+
+  /**
+   * Shows `text` as the current state. Off a terminal it is printed only when `key` (default:
+   * the text) changes, so that a countdown in the text does not print a line a second.
+   */
+  set(text: string, key = text): void {
+    if (text === this.#text) return
+    this.#text = text
+    if (this.#tty) this.#draw()
+    else if (key !== this.#key) this.#out.status(text, true)
+    this.#key = key
+  }
+
+  /** Prints a line of the events log above the status line. */
+  log(fn: () => void): void {
+    if (this.#tty) process.stderr.write('\r\x1b[2K')
+    fn()
+    if (this.#tty) this.#draw()
+  }
+
+  /** Clears the line and stops the spinner. */
+  done(): void {
+    clearInterval(this.#timer)
+    if (this.#tty) process.stderr.write('\r\x1b[2K')
+  }
+
+  #draw(): void {
+    // One terminal row at most: a wrapped line could not be cleared by the next redraw.
+    const width = Math.max(20, (process.stderr.columns || 80) - 3)
+    const text = this.#text.length > width ? `${this.#text.slice(0, width - 1)}…` : this.#text
+    if (text) process.stderr.write(`\r\x1b[2K${SPINNER[this.#frame++ % SPINNER.length]} ${text}`)
+  }
+}
+
+/** The demo's configuration file: tooz driver over `url`, SQLite catalog beside it. */
+function writeConfig(dir: string, url: string): string {
+  const file = join(dir, 'rollcall.conf')
+  writeFileSync(file, [
+    '# Written by rollcall demo; removed when it stops.',
+    '[DEFAULT]',
+    'servicegroup_driver = tooz',
+    `report_interval = ${DEMO_TIMING.reportIntervalSeconds}`,
+    `service_down_time = ${DEMO_TIMING.serviceDownTimeSeconds}`,
+    `servicegroup_tooz_url = ${url}`,
+    '',
+    '[database]',
+    'connection = sqlite:///rollcall.sqlite',
+    '',
+  ].join('\n'))
+  return file
+}
+
+/** The coordination URL: `--url` with a short timeout added when it names none, else file:// in `dir`. */
+function coordinationUrl(dir: string, given: string | undefined): string {
+  const timeout = DEMO_TIMING.backendTimeoutSeconds
+  if (given === undefined) return `file://${join(dir, 'coordination')}?timeout=${timeout}`
+  if (/[?&](timeout|membership_timeout)=/.test(given)) return given
+  return `${given}${given.includes('?') ? '&' : '?'}timeout=${timeout}`
+}
+
+/** Loads the demo configuration; when the backend does not take `timeout`, retries with the URL as given. */
+async function demoConfig(dir: string, given: string | undefined, env: NodeJS.ProcessEnv): Promise<{ file: string; config: ServiceGroupConfig }> {
+  // The demo's own file decides; ROLLCALL_* settings of the caller's shell must not override it.
+  const clean = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith('ROLLCALL_')))
+  const url = coordinationUrl(dir, given)
+  try {
+    const file = writeConfig(dir, url)
+    return { file, config: (await loadConfig({ file, env: clean })).config }
+  } catch (err) {
+    if (given === undefined || url === given || !/option "?timeout/.test((err as Error).message)) throw err
+    const file = writeConfig(dir, given)
+    return { file, config: (await loadConfig({ file, env: clean })).config }
+  }
+}
+
+/** The services the demo runs: two topics, three hosts, two zones. */
+function demoServices(suffix: string): DemoService[] {
+  const api = `api${suffix}`
+  const worker = `worker${suffix}`
+  return [
+    { topic: api, binary: 'rollcall-api', host: 'node-1', zone: 'az1', stderr: '' },
+    { topic: api, binary: 'rollcall-api', host: 'node-2', zone: 'az2', stderr: '' },
+    { topic: worker, binary: 'rollcall-worker', host: 'node-1', zone: 'az1', stderr: '' },
+    { topic: worker, binary: 'rollcall-worker', host: 'node-2', zone: 'az2', stderr: '' },
+    { topic: worker, binary: 'rollcall-worker', host: 'node-3', zone: 'az1', stderr: '' },
+  ]
+}
+
+/** Runs the demo until `ctx.signal` aborts or `durationMs` passes. */
+async function runDemo(ctx: CommandContext): Promise<void> {
+  const started = Date.now()
+  const durationSeconds = secondsOption(ctx.values.duration, 'duration')
+  const deadline = new AbortController()
+  const timer = durationSeconds === undefined ? undefined : setTimeout(() => deadline.abort(), durationSeconds * 1000)
+  const stop = AbortSignal.any([ctx.signal, deadline.signal])
+  const json = Boolean(ctx.values.json)
+  const progress = new ProgressLine(ctx.out)
+  const at = (): string => ((Date.now() - started) / 1000).toFixed(1)
+  const log = (text: string, fields: Record<string, unknown>): void => progress.log(() => {
+    if (json) ctx.out.json({ t: Number(at()), ...fields })
+    else ctx.out.line(`[${at().padStart(5)} s] ${text}`)
+  })
+  const logger: Logger = { ...stderrLogger(ctx.out), warn: (m) => log(`warning: ${redactUrl(m)}`, { event: 'warning', message: redactUrl(m) }) }
+  const dir = mkdtempSync(join(tmpdir(), 'rollcall-demo-'))
+  const given = (ctx.values.url as string | undefined) ?? (ctx.env.ROLLCALL_URL || undefined)
+  const services = demoServices(given === undefined ? '' : `-demo-${Math.random().toString(36).slice(2, 6)}`)
+  let running: RunningStatus | undefined
+  const onExit = (): void => {
+    for (const s of services) s.child?.kill('SIGKILL')
+  }
+  process.once('exit', onExit)
+  try {
+    const { file, config } = await demoConfig(dir, given, ctx.env)
+    const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ROLLCALL_')))
+    log(`catalog sqlite in ${dir}; coordination ${redactUrl(config.toozUrl ?? '')}`, { event: 'setup', dir, url: redactUrl(config.toozUrl ?? '') })
+    const spawnService = (s: DemoService): void => {
+      s.stopping = false
+      s.stderr = ''
+      const child = spawn(process.execPath, [BIN, 'service', 'run', '--config', file, '--binary', s.binary, '--host', s.host, '--topic', s.topic, '--zone', s.zone], {
+        stdio: ['ignore', 'ignore', 'pipe'], env: { ...childEnv, ROLLCALL_CONFIG: file },
+      })
+      s.child = child
+      child.stderr!.setEncoding('utf8').on('data', (d: string) => (s.stderr = (s.stderr + d).slice(-2000)))
+      child.once('exit', (code, signal) => {
+        if (s.child === child) s.child = undefined
+        if (!s.stopping && !stop.aborted) log(`${s.topic} ${s.host}: rollcall service run exited unexpectedly (${signal ?? `status ${code}`}): ${s.stderr.trim().split('\n').slice(-3).join(' | ')}`, { event: 'exited', topic: s.topic, host: s.host, code, signal })
+      })
+      log(`started ${s.binary} on ${s.host} in topic ${s.topic} (pid ${child.pid})`, { event: 'started', topic: s.topic, host: s.host, binary: s.binary, pid: child.pid })
+    }
+    progress.set(`starting ${services.length} services`)
+    for (const s of services) spawnService(s)
+    running = await openDemoServer(ctx, config, progress)
+    const server = running.server
+    const url = server.url
+    log(`status page: ${url}  (JSON: ${url}v1/services, metrics: ${url}metrics)`, { event: 'listening', url })
+    const states = new Map<number, string>()
+    const marks = new Map<string, { at: number; how: string }>()
+    const summarize = (): void => {
+      const rows = server.services!.rows
+      const up = rows.filter((r) => r.state === 'up').length
+      const counts = `${url} · ${rows.length} services: ${up} up, ${rows.length - up} down`
+      progress.set(`${counts}${nextStep ? ` · next: ${nextStep}` : ''} · Ctrl-C to stop`, counts)
+    }
+    let nextStep = ''
+    let ready = false
+    server.services!.on('changed', (row: ServiceRow) => {
+      const before = states.get(row.id)
+      states.set(row.id, row.state)
+      // Rows flip down → up while the services start; the log tells what happens after that.
+      if (ready && before !== undefined && before !== row.state) {
+        const mark = marks.get(`${row.topic}\u0000${row.host}`)
+        const after = mark ? ` (${((Date.now() - mark.at) / 1000).toFixed(1)} s after ${mark.how})` : ''
+        log(`${row.topic} ${row.host}: ${before} → ${row.state}${after}`, { event: 'state', topic: row.topic, host: row.host, id: row.id, state: row.state, previous: before })
+      }
+      summarize()
+    })
+    for (const r of server.services!.rows) states.set(r.id, r.state)
+    const allUp = (): boolean => services.every((s) => server.services!.rows.some((r) => r.topic === s.topic && r.host === s.host && r.state === 'up'))
+    const upBy = Date.now() + DEMO_TIMING.startupSeconds * 1000
+    while (!allUp() && Date.now() < upBy && !stop.aborted) await sleep(stop, 200)
+    ready = true
+    if (!stop.aborted) {
+      if (allUp()) log(`all ${services.length} services are up`, { event: 'ready' })
+      else log(`not every service came up within ${DEMO_TIMING.startupSeconds} s; carrying on`, { event: 'slow-start' })
+      await scenario(services, stop, spawnService, (text) => {
+        nextStep = text
+        summarize()
+      }, (s, how, signal) => {
+        marks.set(`${s.topic}\u0000${s.host}`, { at: Date.now(), how })
+        s.stopping = true
+        s.child?.kill(signal)
+        log(`${signal} ${s.binary} on ${s.host} (topic ${s.topic}): ${signal === 'SIGKILL' ? `a crash; down once the backend's ${DEMO_TIMING.backendTimeoutSeconds} s timeout passes` : 'a graceful stop; it leaves, down at once'}`, { event: signal === 'SIGKILL' ? 'killed' : 'terminated', topic: s.topic, host: s.host, signal })
+      }, (s) => marks.set(`${s.topic}\u0000${s.host}`, { at: Date.now(), how: 'restart' }))
+      nextStep = ''
+      summarize()
+      await waitUntil(stop)
+    }
+    log('stopping', { event: 'stopping' })
+  } finally {
+    clearTimeout(timer)
+    progress.done()
+    await stopChildren(services)
+    // On a shared backend, leave no empty demo groups behind (its own directory holds the rest).
+    if (given !== undefined && running?.coordinator) {
+      const c = running.coordinator
+      await Promise.allSettled([...new Set(services.map((s) => s.topic))].map((g) => c.deleteGroup(g)))
+    }
+    await running?.close()
+    process.off('exit', onExit)
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 })
+  }
+}
+
+/** The status server on --listen, or 127.0.0.1:7979, or (when that is taken and no --listen was given) a free port. */
+async function openDemoServer(ctx: CommandContext, config: ServiceGroupConfig, progress: ProgressLine): Promise<RunningStatus> {
+  const flag = ctx.values.listen as string | undefined
+  const listen = flag === undefined ? { host: '127.0.0.1', port: 7979 } : parseListen(flag)
+  const open = (port: number): Promise<RunningStatus> => openStatus({
+    config, coordinationUrl: config.toozUrl, listen: { ...listen, port }, refreshMs: 500, title: 'rollcall demo', logger: stderrLogger(ctx.out),
+  })
+  try {
+    return await open(listen.port)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || flag !== undefined) throw err
+    progress.log(() => ctx.out.status(`rollcall demo: port ${listen.port} is taken; using a free port`, true))
+    return open(0)
+  }
+}
+
+/** The script: SIGKILL one worker, SIGTERM one api server, restart the worker. */
+async function scenario(
+  services: DemoService[], stop: AbortSignal, start: (s: DemoService) => void, next: (text: string) => void,
+  kill: (s: DemoService, how: string, signal: NodeJS.Signals) => void, restarted: (s: DemoService) => void,
+): Promise<void> {
+  const t0 = Date.now()
+  const until = async (seconds: number, text: string): Promise<boolean> => {
+    while (!stop.aborted && Date.now() - t0 < seconds * 1000) {
+      next(`${text} in ${Math.ceil(seconds - (Date.now() - t0) / 1000)} s`)
+      await sleep(stop, 250)
+    }
+    return !stop.aborted
+  }
+  const crashed = services.find((s) => s.binary === 'rollcall-worker' && s.host === 'node-2')!
+  const stopped = services.find((s) => s.binary === 'rollcall-api' && s.host === 'node-2')!
+  if (!(await until(DEMO_TIMING.killAtSeconds, `SIGKILL ${crashed.topic} ${crashed.host}`))) return
+  kill(crashed, 'SIGKILL', 'SIGKILL')
+  if (!(await until(DEMO_TIMING.termAtSeconds, `SIGTERM ${stopped.topic} ${stopped.host}`))) return
+  kill(stopped, 'SIGTERM', 'SIGTERM')
+  if (!(await until(DEMO_TIMING.restartAtSeconds, `restart ${crashed.topic} ${crashed.host}`))) return
+  restarted(crashed)
+  start(crashed)
+}
+
+/** SIGTERM to every child (they leave), then SIGKILL to any still alive after 5 s. */
+async function stopChildren(services: DemoService[]): Promise<void> {
+  const alive = services.filter((s) => s.child && s.child.exitCode === null && s.child.signalCode === null)
+  await Promise.all(alive.map((s) => new Promise<void>((resolve) => {
+    const child = s.child!
+    s.stopping = true
+    const force = setTimeout(() => child.kill('SIGKILL'), 5000)
+    child.once('exit', () => {
+      clearTimeout(force)
+      resolve()
+    })
+    child.kill('SIGTERM')
+  })))
+}
+
+/** The demo command. */
+export const demoCommands: Command[] = [
+  {
+    name: 'demo',
+    summary: 'Run a few real services and the live status page in a temporary directory (SQLite + file:// by default; --url for a real backend); one crashes, one stops, one restarts. npm start runs it.',
+    usage: '[--url URL] [--listen HOST:PORT] [--duration SECONDS] [--json]',
+    options: { url: CONNECTION_OPTIONS.url!, listen: { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } },
+    run: async (ctx) => {
+      if (ctx.values.listen !== undefined) parseListen(ctx.values.listen as string)
+      if (ctx.values.duration !== undefined && !(Number(ctx.values.duration) > 0)) throw new InvalidArgumentError('--duration takes a number of seconds > 0')
+      await runDemo(ctx)
+    },
+  },
+]

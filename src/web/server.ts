@@ -1,0 +1,288 @@
+/**
+ * The status server: one node:http server for the status page, the JSON API, the event stream,
+ * Prometheus metrics and a health check. No framework.
+ *
+ * It shows services when given a ServiceGroup, coordination groups when given a Coordinator (an
+ * observer: it joins nothing), or both. It binds to 127.0.0.1 unless told otherwise. Without a
+ * token it is read-only (writes answer 403 saying how to enable them); with one, every write
+ * needs `Authorization: Bearer <token>`. Nothing it sends contains a credential from a URL.
+ *
+ * @example
+ * ```ts
+ * import { connect } from 'rollcall'
+ * import { startStatusServer } from './web/index.js'
+ * const coordinator = await connect('redis://127.0.0.1:6379')
+ * const server = await startStatusServer({ coordinator, port: 7979 })
+ * console.log(`status page: ${server.url}`)
+ * // ...
+ * await server.close()
+ * ```
+ */
+import { randomBytes } from 'node:crypto'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { RollcallError, redactUrl, silentLogger, type Coordinator, type Logger } from '../index.js'
+import type { ServiceGroup } from '../servicegroup/index.js'
+import { deleteService, getGroup, getService, listGroups, listServices, updateService } from './api.js'
+import { GroupView } from './groups.js'
+import { checkHealth } from './health.js'
+import { HttpError, authorizeWrite, baseHeaders, readJson, sendError, sendJson } from './http.js'
+import { WebMetrics } from './metrics.js'
+import { pageCsp, renderPage, type PageInfo } from './page.js'
+import { parseServiceFilter, ServiceView } from './services.js'
+import { EventHub } from './sse.js'
+
+/** Defaults of {@link startStatusServer}. */
+export const DEFAULTS = {
+  host: '127.0.0.1',
+  port: 7979,
+  refreshMs: 1000,
+  heartbeatProbeMs: 5000,
+} as const
+
+/** Options of {@link startStatusServer}. */
+export interface StatusServerOptions {
+  /** Services to show (the os-services view and API). */
+  serviceGroup?: ServiceGroup
+  /** A coordinator to read groups through (joins nothing). */
+  coordinator?: Coordinator
+  /** Bearer token for writes; undefined = read-only. */
+  token?: string
+  /** Default 127.0.0.1. */
+  host?: string
+  /** Default 7979; 0 picks a free port. */
+  port?: number
+  /** How often the views are re-read (default 1000 ms); pushed changes show sooner. */
+  refreshMs?: number
+  /** How often the coordinator's heartbeat round trip is measured (default 5000 ms). */
+  heartbeatProbeMs?: number
+  title?: string
+  logger?: Logger
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, match: RegExpExecArray, url: URL) => Promise<void>
+
+interface Route {
+  name: string
+  pattern: RegExp
+  methods: Partial<Record<'GET' | 'PUT' | 'DELETE', Handler>>
+}
+
+/** A running status server. */
+export class StatusServer {
+  /** `http://host:port/`. */
+  readonly url: string
+  readonly address: AddressInfo
+  readonly metrics: WebMetrics
+  readonly services: ServiceView | undefined
+  readonly groups: GroupView | undefined
+  readonly #server: Server
+  readonly #hub: EventHub
+  readonly #o: StatusServerOptions
+  readonly #info: PageInfo
+  readonly #routes: Route[]
+  readonly #timers: NodeJS.Timeout[] = []
+  readonly #logger: Logger
+  #closing: Promise<void> | undefined
+
+  /** @internal Use startStatusServer(). */
+  constructor(server: Server, parts: { options: StatusServerOptions; metrics: WebMetrics; hub: EventHub; services?: ServiceView; groups?: GroupView }) {
+    this.#server = server
+    this.#o = parts.options
+    this.metrics = parts.metrics
+    this.#hub = parts.hub
+    this.services = parts.services
+    this.groups = parts.groups
+    this.#logger = parts.options.logger ?? silentLogger
+    this.address = server.address() as AddressInfo
+    const host = this.address.family === 'IPv6' ? `[${this.address.address}]` : this.address.address
+    this.url = `http://${host}:${this.address.port}/`
+    const sg = parts.options.serviceGroup
+    const c = parts.options.coordinator
+    this.#info = {
+      title: parts.options.title ?? 'rollcall',
+      services: sg ? { driver: sg.driverName, catalog: redactUrl(sg.catalog.shownAs) } : undefined,
+      coordination: c ? { url: redactUrl(c.url), driver: c.driverName, hasLeader: c.capabilities.has('getLeader') } : undefined,
+      readOnly: parts.options.token === undefined,
+    }
+    this.#routes = this.#table()
+    server.on('request', (req, res) => void this.#handle(req, res))
+  }
+
+  /** Backend problems to show on the page, credentials redacted. */
+  get problems(): string[] {
+    const out: string[] = []
+    if (this.services?.error) out.push(`Services cannot be read: ${redactUrl(this.services.error.message)}`)
+    if (this.groups?.error) out.push(`Groups cannot be read: ${redactUrl(this.groups.error.message)}`)
+    return out
+  }
+
+  /** Stops: ends every event stream and connection, stops the views and timers. Does not stop the ServiceGroup or Coordinator. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      for (const t of this.#timers) clearInterval(t)
+      this.#hub.close()
+      this.services?.stop()
+      await this.groups?.stop()
+      await new Promise<void>((resolve) => {
+        this.#server.close(() => resolve())
+        this.#server.closeAllConnections()
+      })
+    })()
+    return this.#closing
+  }
+
+  /** @internal Wires the views to the event stream and starts the probes. */
+  start(): void {
+    const problems = (): void => this.#hub.send('health', { problems: this.problems })
+    this.services?.on('changed', (row) => this.#hub.send('service', row)).on('removed', (e) => this.#hub.send('service-removed', e)).on('health', problems)
+    this.groups?.on('changed', (row) => this.#hub.send('group', row)).on('removed', (e) => this.#hub.send('group-removed', e)).on('health', problems)
+    const c = this.#o.coordinator
+    if (!c) return
+    this.metrics.connectionState(c.connectionState)
+    c.on('connectionStateChanged', ({ state }) => this.metrics.connectionState(state))
+    c.on('heartbeatFailed', (f) => this.metrics.heartbeatFailed(f.reason))
+    const probe = async (): Promise<void> => {
+      const t0 = performance.now()
+      try {
+        await c.heartbeat()
+        this.metrics.heartbeat((performance.now() - t0) / 1000)
+      } catch {
+        // Counted by heartbeatFailed when the coordinator's own loop fails; healthz reports it.
+      }
+    }
+    void probe()
+    const t = setInterval(() => void probe(), this.#o.heartbeatProbeMs ?? DEFAULTS.heartbeatProbeMs)
+    t.unref()
+    this.#timers.push(t)
+  }
+
+  #table(): Route[] {
+    const json = (fn: (req: IncomingMessage, m: RegExpExecArray, url: URL) => Promise<unknown>, status = 200): Handler =>
+      async (req, res, m, url) => sendJson(res, status, await fn(req, m, url))
+    const write = (fn: (req: IncomingMessage, m: RegExpExecArray) => Promise<unknown>): Handler => async (req, res, m) => {
+      authorizeWrite(req, this.#o.token)
+      const out = await fn(req, m)
+      if (out === undefined) {
+        res.writeHead(204, baseHeaders())
+        res.end()
+      } else {
+        sendJson(res, 200, out)
+      }
+    }
+    return [
+      { name: '/', pattern: /^\/$/, methods: { GET: (req, res, _m, url) => this.#page(res, url) } },
+      { name: '/v1/services', pattern: /^\/v1\/services$/, methods: { GET: json((_r, _m, url) => listServices(this.services, url.searchParams)) } },
+      {
+        name: '/v1/services/{id}',
+        pattern: /^\/v1\/services\/([^/]+)$/,
+        methods: {
+          GET: json((_r, m) => getService(this.services, m[1]!)),
+          PUT: write(async (req, m) => updateService(this.services, m[1]!, await readJson(req))),
+          DELETE: write(async (_r, m) => deleteService(this.services, m[1]!)),
+        },
+      },
+      { name: '/v1/groups', pattern: /^\/v1\/groups$/, methods: { GET: json(() => listGroups(this.groups)) } },
+      { name: '/v1/groups/{group}', pattern: /^\/v1\/groups\/([^/]+)$/, methods: { GET: json((_r, m) => getGroup(this.groups, m[1]!)) } },
+      {
+        name: '/v1/events',
+        pattern: /^\/v1\/events$/,
+        methods: {
+          GET: async (req, res) => {
+            if (req.method !== 'HEAD') return this.#hub.open(res, this.#snapshot())
+            res.writeHead(200, { ...baseHeaders(), 'content-type': 'text/event-stream; charset=utf-8' })
+            res.end()
+          },
+        },
+      },
+      {
+        name: '/metrics',
+        pattern: /^\/metrics$/,
+        methods: {
+          GET: async (_req, res) => {
+            const body = await this.metrics.text()
+            res.writeHead(200, { ...baseHeaders(), 'content-type': this.metrics.contentType, 'content-length': Buffer.byteLength(body) })
+            res.end(body)
+          },
+        },
+      },
+      {
+        name: '/healthz',
+        pattern: /^\/healthz$/,
+        methods: {
+          GET: async (_req, res) => {
+            const health = await checkHealth({ serviceGroup: this.#o.serviceGroup, services: this.services, coordinator: this.#o.coordinator, refreshMs: this.#o.refreshMs ?? DEFAULTS.refreshMs })
+            sendJson(res, health.status === 'ok' ? 200 : 503, health)
+          },
+        },
+      },
+    ]
+  }
+
+  #snapshot(): unknown {
+    return { services: this.services?.rows, groups: this.groups?.rows, problems: this.problems }
+  }
+
+  async #page(res: ServerResponse, url: URL): Promise<void> {
+    const filter = parseServiceFilter(url.searchParams)
+    const nonce = randomBytes(16).toString('base64')
+    const html = renderPage({
+      info: this.#info, services: this.services?.rows ?? [], groups: this.groups?.rows ?? [], filter, problems: this.problems, nonce, now: new Date(),
+    })
+    res.writeHead(200, { ...baseHeaders(), 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html), 'content-security-policy': pageCsp(nonce) })
+    res.end(html)
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let routeName = 'unknown'
+    res.on('finish', () => this.metrics.request(routeName, req.method ?? '', res.statusCode))
+    try {
+      const url = new URL(req.url ?? '/', 'http://status.invalid')
+      const route = this.#routes.find((r) => r.pattern.test(url.pathname))
+      if (!route) throw new HttpError(404, 'ROUTE_NOT_FOUND', `No route ${url.pathname.slice(0, 200)}; see / for the page and /v1/services, /v1/groups, /v1/events, /metrics, /healthz`)
+      routeName = route.name
+      const method = req.method === 'HEAD' ? 'GET' : req.method
+      const handler = route.methods[method as keyof Route['methods']]
+      if (!handler) {
+        const allow = Object.keys(route.methods).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])).join(', ')
+        throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${route.name} takes ${allow}`, { allow })
+      }
+      await handler(req, res, route.pattern.exec(url.pathname)!, url)
+    } catch (err) {
+      if (!(err instanceof HttpError) && !(err instanceof RollcallError)) {
+        this.#logger.error(`Unexpected error serving ${req.method} ${redactUrl(req.url ?? '')}: ${redactUrl((err as Error)?.stack ?? String(err))}`)
+      }
+      sendError(res, err)
+    }
+  }
+}
+
+/** Starts the status server: first reads of the views, then listening. */
+export async function startStatusServer(options: StatusServerOptions): Promise<StatusServer> {
+  const metrics = new WebMetrics()
+  const refreshMs = options.refreshMs ?? DEFAULTS.refreshMs
+  const warn = (message: string): void => (options.logger ?? silentLogger).warn(redactUrl(message))
+  const hub = new EventHub({ onCount: (n) => metrics.sseClients(n) })
+  const services = options.serviceGroup ? new ServiceView(options.serviceGroup, { refreshMs, metrics, onWarning: warn }) : undefined
+  const groups = options.coordinator ? new GroupView(options.coordinator, { refreshMs, metrics, onWarning: warn }) : undefined
+  if (!options.coordinator) metrics.connectionState(undefined)
+  const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16 * 1024 })
+  try {
+    await Promise.all([services?.start(), groups?.start()])
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(options.port ?? DEFAULTS.port, options.host ?? DEFAULTS.host, () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+  } catch (err) {
+    hub.close()
+    services?.stop()
+    await groups?.stop()
+    throw err
+  }
+  const s = new StatusServer(server, { options, metrics, hub, services, groups })
+  s.start()
+  return s
+}

@@ -1,0 +1,135 @@
+/**
+ * The status page in a real browser: Debian's Chromium (never a downloaded one) driven by
+ * playwright-core. Real `rollcall service run` processes and `rollcall serve` from dist/; the
+ * page must show them, then turn a killed service's row down by itself (no reload), filter, and
+ * read on a phone-width screen. With ROLLCALL_UPDATE_DOCS=1 it refreshes docs/status-page.png for
+ * the README (otherwise the screenshot goes to a temporary directory, so a test run leaves the
+ * tree clean).
+ */
+import assert from 'node:assert/strict'
+import { existsSync, mkdirSync, statSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { describe, it } from 'node:test'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { waitFor } from '../support/wait.js'
+import { cli, startService, tempDir, writeConfig, WEB_TIMING, type CliProcess } from './support.js'
+
+// Functions passed to page.evaluate() run in Chromium; this project compiles without the DOM library.
+declare const document: any, window: any, getComputedStyle: any
+
+const CHROMIUM = '/usr/bin/chromium'
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+const SCREENSHOT = 'docs/status-page.png'
+
+const SERVICES = [
+  { binary: 'rollcall-api', host: 'node-1', topic: 'api', zone: 'az1' },
+  { binary: 'rollcall-api', host: 'node-2', topic: 'api', zone: 'az2' },
+  { binary: 'rollcall-worker', host: 'node-1', topic: 'worker', zone: 'az1' },
+  { binary: 'rollcall-worker', host: 'node-2', topic: 'worker', zone: 'az2' },
+  { binary: 'rollcall-worker', host: 'node-3', topic: 'worker', zone: 'az1' },
+]
+
+/** The State cell's text of the row of `host` in `topic`, or undefined when there is no such row. */
+function stateOf(page: Page, topic: string, host: string): Promise<string | undefined> {
+  return page.evaluate(([t, h]) => {
+    for (const tr of document.querySelectorAll('#topics tr[data-id]')) {
+      if (tr.dataset.topic === t && tr.querySelector('.c-host')?.textContent === h) return tr.querySelector('.c-state')?.textContent ?? undefined
+    }
+    return undefined
+  }, [topic, host] as const)
+}
+
+describe('web: browser', () => {
+  it('web: browser: the page shows the services, turns a killed one down by itself, filters, and fits a phone', { timeout: 120_000 }, async (t) => {
+    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: scripts/backends.sh installs Debian's chromium`)
+    const dir = tempDir(t)
+    const config = writeConfig(dir, { timeoutSeconds: 3 })
+    const procs = new Map<string, CliProcess>()
+    await Promise.all(SERVICES.map(async (s) => procs.set(`${s.topic}/${s.host}`, await startService(t, config, s))))
+    const serve = cli(t, ['serve', '--config', config, '--listen', '127.0.0.1:0', '--refresh', '0.5', '--title', 'rollcall status'])
+    const url = await serve.url()
+
+    let context: BrowserContext | undefined
+    try {
+      context = await chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
+        executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1100, height: 820 }, timeout: 30_000,
+      })
+      const page = context.pages()[0] ?? await context.newPage()
+      const consoleErrors: string[] = []
+      page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
+      page.on('pageerror', (e) => consoleErrors.push(String(e)))
+      const external: string[] = []
+      page.on('request', (r) => !r.url().startsWith(url) && !r.url().startsWith('data:') && external.push(r.url()))
+      await page.goto(url, { waitUntil: 'domcontentloaded', timeout: WEB_TIMING.requestMs })
+      await page.waitForSelector('body[data-synced="true"]', { timeout: WEB_TIMING.liveMs })
+      await page.waitForFunction(() => document.getElementById('live')?.textContent === 'live', undefined, { timeout: WEB_TIMING.liveMs })
+
+      // Every service shows, up, in its topic's table.
+      await waitFor('every service up on the page', async () => {
+        for (const s of SERVICES) if ((await stateOf(page, s.topic, s.host)) !== 'up') return false
+        return true
+      }, WEB_TIMING.liveMs, 100)
+      const topics = await page.$$eval('#topics section.topic', (els: any[]) => els.map((e) => (e as any).dataset.topic))
+      assert.deepEqual(topics, ['api', 'worker'])
+      const groups = await page.$$eval('#group-list article.group', (els: any[]) => els.map((e) => (e as any).dataset.group))
+      assert.deepEqual(groups, ['api', 'worker'])
+      assert.match(await page.textContent('#summary') ?? '', /5 services: 5 up, 0 down/)
+
+      // Kill one service process: its row turns down without a reload.
+      await page.evaluate(() => { window.notReloaded = true })
+      const killed = procs.get('worker/node-2')!
+      const killedAt = Date.now()
+      killed.child.kill('SIGKILL')
+      await page.waitForFunction(() => {
+        for (const tr of document.querySelectorAll('#topics tr[data-id]')) {
+          if (tr.dataset.topic === 'worker' && tr.querySelector('.c-host')?.textContent === 'node-2') return tr.querySelector('.c-state')?.textContent === 'down'
+        }
+        return false
+      }, undefined, { timeout: 15_000, polling: 100 })
+      const killedDownMs = Date.now() - killedAt
+      assert.equal(await page.evaluate(() => window.notReloaded), true, 'the page was not reloaded')
+      assert.equal(await page.getAttribute('#topics tr[data-state="down"]', 'data-topic'), 'worker')
+
+      // A graceful stop shows at once (it leaves).
+      const stopped = procs.get('api/node-2')!
+      const stoppedAt = Date.now()
+      stopped.child.kill('SIGTERM')
+      await waitFor('api node-2 down', async () => (await stateOf(page, 'api', 'node-2')) === 'down', WEB_TIMING.liveMs, 50)
+      const stoppedDownMs = Date.now() - stoppedAt
+      assert.ok(stoppedDownMs < 3000, `SIGTERM showed after ${stoppedDownMs} ms`)
+      assert.match(await page.textContent('#summary') ?? '', /5 services: 3 up, 2 down/)
+      t.diagnostic(`SIGKILL → down on the page after ${killedDownMs} ms; SIGTERM → ${stoppedDownMs} ms`)
+
+      const shot = process.env.ROLLCALL_UPDATE_DOCS === '1' ? SCREENSHOT : join(dir, 'status-page.png')
+      mkdirSync(dirname(shot), { recursive: true })
+      await page.screenshot({ path: shot, fullPage: true })
+      assert.ok(statSync(shot).size > 10_000, 'the screenshot has content')
+
+      // Filters: state=down leaves only the down rows, and goes into the address.
+      await page.selectOption('#f-state', 'down')
+      const visible = await page.$$eval('#topics tr[data-id]:not([hidden])', (rows: any[]) => rows.map((r) => `${(r as any).dataset.topic}/${r.querySelector('.c-host')?.textContent}`))
+      assert.deepEqual(visible.sort(), ['api/node-2', 'worker/node-2'])
+      assert.match(page.url(), /[?&]state=down/)
+      await page.selectOption('#f-topic', 'api')
+      assert.deepEqual(await page.$$eval('#topics section.topic:not([hidden])', (els: any[]) => els.map((e) => (e as any).dataset.topic)), ['api'])
+      await page.selectOption('#f-state', '')
+      await page.selectOption('#f-topic', '')
+
+      // Phone width: nothing scrolls sideways, cells are labelled.
+      await page.setViewportSize({ width: 375, height: 740 })
+      const fits = await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)
+      assert.ok(fits, 'the page fits a 375 px wide screen')
+      const label = await page.$eval('#topics td.c-state', (td: any) => getComputedStyle(td, '::before').content)
+      assert.equal(label, '"State"')
+      await page.screenshot({ path: process.env.ROLLCALL_PHONE_SHOT ?? join(dir, 'phone.png'), fullPage: true })
+
+      assert.deepEqual(external, [], 'nothing was fetched from elsewhere')
+      assert.deepEqual(consoleErrors, [])
+    } finally {
+      await context?.close()
+      serve.child.kill('SIGTERM')
+      const exit = await serve.exited
+      assert.equal(exit.code, 0, `serve stopped cleanly on SIGTERM: ${serve.stderr()}`)
+    }
+  })
+})
