@@ -42,6 +42,8 @@ export interface CompareOptions {
   to: ServiceGroupDriver
   /** Only this topic (default: every topic). */
   topic?: string
+  /** Called after each topic with the services checked so far, out of all. */
+  onProgress?: (progress: { topic: string; checked: number; total: number }) => void
 }
 
 /** Compares two started drivers over the catalog's live records. */
@@ -50,6 +52,7 @@ export async function compareDrivers(options: CompareOptions): Promise<Migration
   const byTopic = new Map<string, ServiceRecord[]>()
   for (const r of records) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r])
   const disagreements: Disagreement[] = []
+  let checked = 0
   for (const [topic, list] of byTopic) {
     const [a, b] = await Promise.all([options.from.getAll(topic, list), options.to.getAll(topic, list)])
     for (const r of list) {
@@ -57,6 +60,8 @@ export async function compareDrivers(options: CompareOptions): Promise<Migration
       const to = b.isUp(r) ? 'up' : 'down'
       if (from !== to) disagreements.push({ id: r.id, host: r.host, binary: r.binary, topic: r.topic, from, to })
     }
+    checked += list.length
+    options.onProgress?.({ topic, checked, total: records.length })
   }
   return { from: options.from.name, to: options.to.name, checked: records.length, disagreements }
 }
@@ -66,7 +71,7 @@ export async function compareDrivers(options: CompareOptions): Promise<Migration
  * Each driver needs its settings in the configuration (mc: [memcache] servers, zk: [zookeeper]
  * address, tooz: servicegroup_tooz_url), whichever servicegroup_driver says.
  */
-export async function checkMigration(config: ServiceGroupConfig, options: { from: string; to: string; topic?: string; logger?: Logger }): Promise<MigrationReport> {
+export async function checkMigration(config: ServiceGroupConfig, options: { from: string; to: string; topic?: string; logger?: Logger; onProgress?: CompareOptions['onProgress'] }): Promise<MigrationReport> {
   for (const [flag, value] of [['--from', options.from], ['--to', options.to]] as const) {
     if (!isDriverName(value)) throw new InvalidArgumentError(`${flag} takes one of ${DRIVER_NAMES.join(', ')}, not ${JSON.stringify(value)}`)
   }
@@ -85,7 +90,7 @@ export async function checkMigration(config: ServiceGroupConfig, options: { from
       await d.start()
       drivers.push(d)
     }
-    return await compareDrivers({ catalog, from: drivers[0]!, to: drivers[1]!, topic: options.topic })
+    return await compareDrivers({ catalog, from: drivers[0]!, to: drivers[1]!, topic: options.topic, onProgress: options.onProgress })
   } finally {
     await Promise.allSettled(drivers.map((d) => d.close()))
     await catalog.close()

@@ -20,7 +20,7 @@ function run(args: string[], options: { env?: Record<string, string>; timeoutMs?
   let stderr = ''
   child.stdout!.on('data', (d) => (stdout += d))
   child.stderr!.on('data', (d) => (stderr += d))
-  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 20_000)
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000)
   const done = new Promise<Run>((resolve) => child.on('exit', (code) => {
     clearTimeout(timer)
     resolve({ code, stdout, stderr })
@@ -51,7 +51,7 @@ describe('cli: coordination commands', { concurrency: 4 }, () => {
       const r = await run(['group', 'members', g, '--json'])
       const rows = r.code === 0 ? (JSON.parse(r.stdout) as unknown[]) : []
       return rows.length ? rows : undefined
-    }, 10_000, 200)
+    }, 30_000, 200)
     assert.deepEqual(seen, [{ member: 'worker-1', capabilities: { zone: 'az1', n: 2 } }])
     assert.equal((await joiner).code, 0)
     const after = await run(['group', 'members', g, '--json'])
@@ -67,7 +67,7 @@ describe('cli: coordination commands', { concurrency: 4 }, () => {
     const lines = await waitFor('joined and left lines', () => {
       const events = watcher.output().trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event: string; member: string })
       return events.some((e) => e.event === 'left') ? events : undefined
-    }, 15_000, 100)
+    }, 30_000, 100)
     watcher.child.kill('SIGINT')
     assert.equal((await watcher).code, 0)
     assert.deepEqual(lines.map((e) => [e.event, e.member]), [['joined', 'w-1'], ['left', 'w-1']])
@@ -76,7 +76,7 @@ describe('cli: coordination commands', { concurrency: 4 }, () => {
   it('cli: lock runs the command holding the lock; a second, non-blocking, fails with status 5', async () => {
     const name = rid('cli-l')
     const holder = run(['lock', name, '--', 'sh', '-c', 'echo holding; sleep 3; exit 7'])
-    await waitFor('the holder to start', () => holder.output().includes('holding'), 10_000, 50)
+    await waitFor('the holder to start', () => holder.output().includes('holding'), 30_000, 50)
     const second = await run(['lock', name, '--nonblock', '--', 'true'])
     assert.equal(second.code, 5)
     assert.match(second.stderr, /held by someone else/)

@@ -19,6 +19,7 @@ import { loadConfig, type ServiceGroupConfig } from '../../servicegroup/index.js
 import type { ServiceRow } from '../../web/index.js'
 import { CONNECTION_OPTIONS, secondsOption, type Command, type CommandContext, type Output } from '../command.js'
 import { waitUntil } from '../connection.js'
+import { ProgressLine } from '../progress.js'
 import { openStatus, parseListen, stderrLogger, type RunningStatus } from './serve.js'
 
 /** Timings of the demo, in seconds. */
@@ -53,7 +54,6 @@ function sleep(signal: AbortSignal, ms: number): Promise<void> {
     signal.addEventListener('abort', done, { once: true })
   })
 }
-const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏']
 
 /** One demo service. */
 interface DemoService {
@@ -67,59 +67,6 @@ interface DemoService {
   stderr: string
 }
 
-/**
- * A status line: on a terminal one line redrawn in place with a spinner, cleared before other
- * output; elsewhere a plain line each time the text changes.
- */
-export class ProgressLine {
-  readonly #tty: boolean
-  readonly #out: Output
-  #text = ''
-  #key = ''
-  #frame = 0
-  #timer: NodeJS.Timeout | undefined
-
-  constructor(out: Output) {
-    this.#out = out
-    this.#tty = out.isTTY && Boolean(process.stderr.isTTY)
-    if (this.#tty) {
-      this.#timer = setInterval(() => this.#draw(), 100)
-      this.#timer.unref()
-    }
-  }
-
-  /**
-   * Shows `text` as the current state. Off a terminal it is printed only when `key` (default:
-   * the text) changes, so that a countdown in the text does not print a line a second.
-   */
-  set(text: string, key = text): void {
-    if (text === this.#text) return
-    this.#text = text
-    if (this.#tty) this.#draw()
-    else if (key !== this.#key) this.#out.status(text, true)
-    this.#key = key
-  }
-
-  /** Prints a line of the events log above the status line. */
-  log(fn: () => void): void {
-    if (this.#tty) process.stderr.write('\r\x1b[2K')
-    fn()
-    if (this.#tty) this.#draw()
-  }
-
-  /** Clears the line and stops the spinner. */
-  done(): void {
-    clearInterval(this.#timer)
-    if (this.#tty) process.stderr.write('\r\x1b[2K')
-  }
-
-  #draw(): void {
-    // One terminal row at most: a wrapped line could not be cleared by the next redraw.
-    const width = Math.max(20, (process.stderr.columns || 80) - 3)
-    const text = this.#text.length > width ? `${this.#text.slice(0, width - 1)}…` : this.#text
-    if (text) process.stderr.write(`\r\x1b[2K${SPINNER[this.#frame++ % SPINNER.length]} ${text}`)
-  }
-}
 
 /** The demo's configuration file: tooz driver over `url`, SQLite catalog beside it. */
 function writeConfig(dir: string, url: string): string {

@@ -4,8 +4,7 @@ import { InvalidArgumentError, LockAcquireFailedError } from '../../errors.js'
 import { CONNECTION_OPTIONS, secondsOption, type Command } from '../command.js'
 import { withCoordinator } from '../connection.js'
 import { EXIT } from '../exit-codes.js'
-
-const SPINNER = ['|', '/', '-', '\\']
+import { ProgressLine } from '../progress.js'
 
 /** The lock command. */
 export const lockCommands: Command[] = [
@@ -22,15 +21,16 @@ export const lockCommands: Command[] = [
       if (!cmd) throw new InvalidArgumentError('rollcall lock needs a command after "--", e.g. rollcall lock nightly -- ./report.sh')
       const timeoutSeconds = secondsOption(ctx.values.timeout, 'timeout')
       const lock = c.getLock(name)
-      let frame = 0
+      const progress = new ProgressLine(ctx.out)
       const started = Date.now()
-      const ticker = ctx.out.isTTY ? setInterval(() => ctx.out.status(`\x1b[1A\x1b[2K${SPINNER[frame++ % 4]} waiting for lock ${name} (${Math.round((Date.now() - started) / 1000)} s)`), 250) : undefined
-      ctx.out.status(ctx.out.isTTY ? `waiting for lock ${name}` : `waiting for lock ${name}`, !ctx.values.nonblock)
+      const tick = setInterval(() => progress.set(`waiting for lock ${name} (${Math.round((Date.now() - started) / 1000)} s)`, 'waiting'), 1000)
+      if (!ctx.values.nonblock) progress.set(`waiting for lock ${name}`, 'waiting')
       let got: boolean
       try {
         got = await lock.acquire({ blocking: !ctx.values.nonblock, timeoutMs: timeoutSeconds === undefined ? undefined : timeoutSeconds * 1000, signal: ctx.signal })
       } finally {
-        clearInterval(ticker)
+        clearInterval(tick)
+        progress.done()
       }
       if (!got) throw new LockAcquireFailedError(name, ctx.values.nonblock ? 'it is held by someone else' : `not acquired within ${timeoutSeconds} s`)
       ctx.out.status(`acquired lock ${name}${lock.fencingToken !== undefined ? ` (fencing token ${lock.fencingToken})` : ''}`)

@@ -7,6 +7,7 @@
 import { checkMigration } from '../../servicegroup/index.js'
 import { table, type Command } from '../command.js'
 import { EXIT } from '../exit-codes.js'
+import { ProgressLine } from '../progress.js'
 import { CONFIG_OPTIONS, commandConfig } from './service.js'
 
 /** The migrate commands. */
@@ -18,9 +19,12 @@ export const migrateCommands: Command[] = [
     options: { ...CONFIG_OPTIONS, from: { type: 'string' }, to: { type: 'string' }, topic: { type: 'string' }, json: { type: 'boolean' } },
     run: async (ctx) => {
       const { config, logger } = await commandConfig(ctx)
+      const progress = new ProgressLine(ctx.out)
+      progress.set('reading the catalog and both drivers')
       const report = await checkMigration(config, {
         from: (ctx.values.from as string | undefined) ?? '', to: (ctx.values.to as string | undefined) ?? 'tooz', topic: ctx.values.topic as string | undefined, logger,
-      })
+        onProgress: (p) => progress.set(`checked ${p.checked} of ${p.total} services (topic ${p.topic})`),
+      }).finally(() => progress.done())
       if (ctx.values.json) {
         ctx.out.json(report)
       } else {

@@ -10,6 +10,7 @@ import { InvalidArgumentError, redactUrl, type Logger } from '../../index.js'
 import { ServiceNotFoundError, loadConfig, openServiceGroup, type ServiceGroup, type ServiceGroupConfig, type ServiceRecord, type ServiceStatus } from '../../servicegroup/index.js'
 import { table, type Command, type CommandContext, type OptionsConfig, type Output } from '../command.js'
 import { waitUntil } from '../connection.js'
+import { ProgressLine } from '../progress.js'
 import { EXIT } from '../exit-codes.js'
 
 /** Options every service command takes. */
@@ -168,6 +169,22 @@ async function runService(ctx: CommandContext): Promise<number> {
   const topic = (ctx.values.topic as string | undefined) ?? binary
   const { config, logger } = await commandConfig(ctx)
   const sg = await openServiceGroup(config, { logger })
+  // While reports fail, say so and keep saying for how long; say when they recover.
+  const progress = new ProgressLine(ctx.out)
+  let lostSince: number | undefined
+  const tick = setInterval(() => {
+    if (lostSince !== undefined) progress.set(`reports to ${sg.driverName} failing for ${Math.round((Date.now() - lostSince) / 1000)} s; reconnecting`, 'lost')
+  }, 1000)
+  tick.unref()
+  sg.on('reportLost', (e) => {
+    lostSince ??= Date.now()
+    progress.log(() => ctx.out.status(`rollcall: reports of ${e.binary} on ${e.host} to ${e.driver} failing (${e.error.message}); reconnecting`, true))
+  })
+  sg.on('reportRecovered', (e) => {
+    lostSince = undefined
+    progress.set('', 'recovered')
+    progress.log(() => ctx.out.status(`rollcall: reports of ${e.binary} on ${e.host} to ${e.driver} recovered`, true))
+  })
   try {
     const record = await sg.register({ host, binary, topic, availabilityZone: (ctx.values.zone as string | undefined) ?? null })
     if (ctx.rest.length === 0) {
@@ -178,6 +195,8 @@ async function runService(ctx: CommandContext): Promise<number> {
     }
     return await superviseCommand(ctx, sg, record)
   } finally {
+    clearInterval(tick)
+    progress.done()
     // Leaves every joined service: the service reads down at once.
     await sg.close()
   }
