@@ -5,13 +5,14 @@
  * others are polled every `watchIntervalMs`. Either way the same code reads the member list,
  * diffs it against the cache and fires `memberJoined`/`memberLeft` plus the group's callbacks, so
  * push and poll cannot disagree. Refreshes of one group never overlap: a wake-up during a
- * refresh marks the group dirty and runs once more afterwards.
+ * refresh runs it once more afterwards (SingleFlight).
  *
  * As in tooz, a group that disappears counts as empty (everyone "leaves"), and a member that finds
  * itself missing from a group it joined reports it (the Coordinator then rejoins).
  */
 import { asRollcallError, GroupNotFoundError, type RollcallError, WatchCallbackNotFoundError } from '../errors.js'
 import { invokeCallback } from '../internal/invoke.js'
+import { SingleFlight } from '../internal/single-flight.js'
 import type { MemberEvent } from './events.js'
 
 /** A join or leave callback. Its return value is collected for runWatchers(). */
@@ -34,7 +35,7 @@ export interface WatcherHost {
   /**
    * True when the subscription pushes every change, expiries included (capability `pushWatch`):
    * such groups are then only re-read as a slow safety net. False: they are polled as well, the
-   * subscription merely making joins and leaves arrive sooner.
+  
    */
   pushesEverything: boolean
 }
@@ -46,8 +47,8 @@ interface GroupWatch {
   /** watchGroup() subscriptions that want events without callbacks. */
   plain: number
   unsubscribe: (() => Promise<void>) | undefined
-  running: Promise<void> | undefined
-  dirty: boolean
+  /** Re-reads the group; runs never overlap. */
+  refresher: SingleFlight
 }
 
 /** The watcher engine of one Coordinator. */
@@ -94,21 +95,7 @@ export class Watchers {
 
   /** Re-reads one group now; concurrent calls coalesce. Never rejects. */
   refresh(group: string): Promise<void> {
-    const watch = this.#groups.get(group)
-    if (!watch) return Promise.resolve()
-    if (watch.running) {
-      watch.dirty = true
-      return watch.running
-    }
-    watch.running = (async () => {
-      do {
-        watch.dirty = false
-        await this.#diff(group, watch)
-      } while (watch.dirty && this.#groups.get(group) === watch)
-    })().finally(() => {
-      watch.running = undefined
-    })
-    return watch.running
+    return this.#groups.get(group)?.refresher.run() ?? Promise.resolve()
   }
 
   /** Callback results collected since the last call (tooz run_watchers() returns these). */
@@ -126,7 +113,10 @@ export class Watchers {
   }
 
   async #open(group: string): Promise<GroupWatch> {
-    const watch: GroupWatch = { members: new Set(), onJoin: new Set(), onLeave: new Set(), plain: 0, unsubscribe: undefined, running: undefined, dirty: false }
+    const watch: GroupWatch = {
+      members: new Set(), onJoin: new Set(), onLeave: new Set(), plain: 0, unsubscribe: undefined,
+      refresher: new SingleFlight(() => this.#diff(group, watch), () => this.#groups.get(group) === watch),
+    }
     // Subscribe before the first read, so that no change between the two is missed.
     if (this.#host.subscribe) watch.unsubscribe = await this.#host.subscribe(group, () => void this.refresh(group))
     try {

@@ -9,6 +9,7 @@
  * events, and new groups announce themselves to nobody). Like the services view, refreshes never
  * overlap and only changed groups are announced.
  */
+import { SingleFlight } from '../internal/single-flight.js'
 import { EventEmitter } from 'node:events'
 import type { Coordinator, RollcallError } from '../index.js'
 import { toPublicJson } from './http.js'
@@ -52,8 +53,7 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
   readonly #unwatch = new Map<string, Promise<(() => Promise<void>) | undefined>>()
   readonly #dirty = new Set<string>()
   #full = true
-  #running: Promise<void> | undefined
-  #again = false
+  readonly #refresher = new SingleFlight(() => this.#refreshOnce(), () => !this.#stopped)
   #timer: NodeJS.Timeout | undefined
   #soon: NodeJS.Timeout | undefined
   #error: Error | undefined
@@ -98,7 +98,7 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
     clearInterval(this.#timer)
     clearTimeout(this.#soon)
     this.coordinator.off('memberJoined', this.#joined).off('memberLeft', this.#left)
-    await this.#running?.catch(() => undefined)
+    await this.#refresher.running?.catch(() => undefined)
     await Promise.allSettled([...this.#unwatch.values()].map(async (p) => (await p)?.()))
     this.#unwatch.clear()
   }
@@ -116,22 +116,7 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
   /** Re-reads every group (`full`) or those with events since the last read. */
   refresh(full = true): Promise<void> {
     if (full) this.#full = true
-    if (this.#running) {
-      // The running loop goes round once more, so what it resolves to includes this call.
-      this.#again = true
-      return this.#running
-    }
-    this.#running = this.#loop().finally(() => {
-      this.#running = undefined
-    })
-    return this.#running
-  }
-
-  async #loop(): Promise<void> {
-    do {
-      this.#again = false
-      await this.#refreshOnce()
-    } while (this.#again && !this.#stopped)
+    return this.#refresher.run()
   }
 
   /** One group read now (GroupNotFoundError when it does not exist). */

@@ -8,6 +8,7 @@
  * Refreshes never overlap; a request for one while one runs queues exactly one more. Each
  * refresh is compared with the last, row by row, and only rows that changed are announced.
  */
+import { SingleFlight } from '../internal/single-flight.js'
 import { EventEmitter } from 'node:events'
 import { InvalidArgumentError, redactUrl, type RollcallError } from '../index.js'
 import type { ServiceGroup, ServiceRecord, ServiceStatus } from '../servicegroup/index.js'
@@ -112,8 +113,7 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
   /** The last report time seen per id: kept when a driver forgets it (a departed tooz member has none). */
   readonly #lastReport = new Map<number, string>()
   #watched = new Set<string>()
-  #running: Promise<void> | undefined
-  #again = false
+  readonly #refresher = new SingleFlight(() => this.#refreshOnce(), () => !this.#stopped)
   #timer: NodeJS.Timeout | undefined
   #soon: NodeJS.Timeout | undefined
   #error: Error | undefined
@@ -170,15 +170,7 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
 
   /** Re-reads everything now; resolves when a refresh that began after this call has finished. */
   refresh(): Promise<void> {
-    if (this.#running) {
-      // The running loop goes round once more, so what it resolves to includes this call.
-      this.#again = true
-      return this.#running
-    }
-    this.#running = this.#loop().finally(() => {
-      this.#running = undefined
-    })
-    return this.#running
+    return this.#refresher.run()
   }
 
   /** Rows read now from the catalog and the driver (the API's reads), filtered. */
@@ -206,13 +198,6 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
       status: s.status, state: s.state, updated_at: iso(s.updatedAt), last_report_at: lastReport,
       disabled_reason: r.disabledReason === null ? null : redactUrl(r.disabledReason), forced_down: r.forcedDown, version: r.version, created_at: r.createdAt.toISOString(),
     }
-  }
-
-  async #loop(): Promise<void> {
-    do {
-      this.#again = false
-      await this.#refreshOnce()
-    } while (this.#again && !this.#stopped)
   }
 
   async #refreshOnce(): Promise<void> {

@@ -1,0 +1,39 @@
+/**
+ * Runs a task so that runs never overlap: a call while it runs asks for one more run afterwards
+ * and resolves when that run has finished, so every caller sees a run that began after its call.
+ * Used by every refresh loop (watchers, the status page's views).
+ * @internal
+ */
+export class SingleFlight {
+  readonly #task: () => Promise<void>
+  readonly #keepGoing: () => boolean
+  #running: Promise<void> | undefined
+  #again = false
+
+  /** `keepGoing` is asked before each extra run (false: stop, e.g. once closed). */
+  constructor(task: () => Promise<void>, keepGoing: () => boolean = () => true) {
+    this.#task = task
+    this.#keepGoing = keepGoing
+  }
+
+  /** The run under way, if any. */
+  get running(): Promise<void> | undefined {
+    return this.#running
+  }
+
+  run(): Promise<void> {
+    if (this.#running) {
+      this.#again = true
+      return this.#running
+    }
+    this.#running = (async () => {
+      do {
+        this.#again = false
+        await this.#task()
+      } while (this.#again && this.#keepGoing())
+    })().finally(() => {
+      this.#running = undefined
+    })
+    return this.#running
+  }
+}
