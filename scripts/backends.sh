@@ -25,7 +25,7 @@ MYSQL_PORT=3306
 
 PACKAGES=(redis-server memcached zookeeper etcd-server etcd-client postgresql mariadb-server
   python3-tooz python3-pymemcache python3-kazoo python3-etcd3gw python3-psycopg2 python3-pymysql
-  python3-redis python3-msgpack chromium)
+  python3-redis python3-msgpack chromium librsvg2-bin)
 
 log() { printf 'backends: %s\n' "$*" >&2; }
 

@@ -148,7 +148,7 @@ export class Lock implements HeldLock {
   }
 
   async #wait(timeoutMs: number | undefined, userSignal: AbortSignal | undefined): Promise<boolean> {
-    const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs)
+    const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(Math.ceil(timeoutMs)) // it takes whole ms only
     const signals = [this.#host.stopSignal, userSignal, timeout].filter((s): s is AbortSignal => s !== undefined)
     const signal = AbortSignal.any(signals)
     const settle = (): boolean => {

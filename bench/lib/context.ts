@@ -1,0 +1,129 @@
+/**
+ * What every scenario gets: the backends selected, the quick switch (small N, for building and
+ * debugging), logging, rollcall coordinator fleets, and result files that merge per backend so a
+ * filtered run (`--backend redis`) refreshes only its own rows.
+ */
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs'
+import { loadavg } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { connect, type Coordinator, type ConnectOptions } from '../../src/index.js'
+import type { BenchBackend } from './backends.js'
+
+export const BENCH_DIR = join(dirname(fileURLToPath(import.meta.url)), '..')
+export const RESULTS_DIR = join(BENCH_DIR, 'results')
+
+export interface BenchContext {
+  backends: readonly BenchBackend[]
+  quick: boolean
+  log(message: string): void
+}
+
+/** The capabilities every benchmark member carries (a Nova-like service record). */
+export function capsOf(i: number): Record<string, unknown> {
+  return { host: `compute-${String(i).padStart(6, '0')}`, binary: 'nova-compute', zone: `az${i % 3}`, version: '29.0.0', enabled: true }
+}
+
+/** One scenario's result file: per-backend entries plus the conditions they were taken under. */
+export interface ResultFile {
+  scenario: string
+  title: string
+  params: Record<string, unknown>
+  backends: Record<string, BackendEntry>
+}
+
+export interface BackendEntry {
+  takenAt: string
+  /** /proc/loadavg 1-minute figure when this backend's run started. */
+  load1: number
+  quick: boolean
+  data: Record<string, unknown>
+  errors?: string[]
+}
+
+/** Reads a scenario's result file, or an empty one. */
+export function readResult(scenario: string, title: string, params: Record<string, unknown>): ResultFile {
+  const file = join(RESULTS_DIR, `${scenario}.json`)
+  if (existsSync(file)) {
+    try {
+      const r = JSON.parse(readFileSync(file, 'utf8')) as ResultFile
+      return { ...r, title, params }
+    } catch { /* rewritten below */ }
+  }
+  return { scenario, title, params, backends: {} }
+}
+
+export function writeResult(r: ResultFile): void {
+  mkdirSync(RESULTS_DIR, { recursive: true })
+  writeFileSync(join(RESULTS_DIR, `${r.scenario}.json`), `${JSON.stringify(r, null, 2)}\n`)
+}
+
+export const load1 = (): number => Math.round(loadavg()[0]! * 100) / 100
+
+/**
+ * Runs `fn` for each selected backend it applies to and stores each outcome (or its error) in the
+ * scenario's result file as soon as it is known.
+ */
+export async function forEachBackend(
+  ctx: BenchContext, scenario: string, title: string, params: Record<string, unknown>,
+  applies: readonly BenchBackend[], fn: (backend: BenchBackend, errors: string[]) => Promise<Record<string, unknown>>,
+): Promise<void> {
+  for (const backend of ctx.backends) {
+    if (!applies.includes(backend)) continue
+    const takenAt = new Date().toISOString()
+    const l = load1()
+    ctx.log(`${scenario}: ${backend} (load ${l})`)
+    const errors: string[] = []
+    let data: Record<string, unknown> = {}
+    try {
+      data = await fn(backend, errors)
+    } catch (err) {
+      errors.push(`${(err as Error).message}`.slice(0, 600))
+      ctx.log(`${scenario}: ${backend} failed: ${(err as Error).message}`)
+    }
+    const r = readResult(scenario, title, params)
+    r.backends[backend] = { takenAt, load1: l, quick: ctx.quick, data, ...(errors.length ? { errors } : {}) }
+    writeResult(r)
+  }
+}
+
+/** Runs `fn` on each item with at most `limit` at a time. */
+export async function inBatches<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length)
+  let next = 0
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++
+      out[i] = await fn(items[i]!, i)
+    }
+  }))
+  return out
+}
+
+/** `n` started coordinators with member ids `<prefix>-<i>`, connected 20 at a time. */
+export async function fleet(url: string, prefix: string, n: number, options: ConnectOptions = {}): Promise<Coordinator[]> {
+  const coords: Coordinator[] = []
+  try {
+    await inBatches(Array.from({ length: n }, (_, i) => i), 20, async (i) => {
+      coords[i] = await connect(url, { memberId: `${prefix}-${i}`, ...options })
+    })
+  } catch (err) {
+    await stopFleet(coords.filter(Boolean))
+    throw err
+  }
+  return coords
+}
+
+export async function stopFleet(coords: readonly Coordinator[]): Promise<void> {
+  await inBatches(coords, 50, (c) => c.stop().catch(() => {}))
+}
+
+/**
+ * How many members (one rollcall coordinator, so one connection pool, each) a scenario may start:
+ * PostgreSQL's and MariaDB's connection limits (100 and 151 by default) cap them.
+ */
+export function memberCap(backend: BenchBackend, wanted: number): number {
+  if (backend === 'postgresql') return Math.min(wanted, 25)
+  if (backend === 'mysql') return Math.min(wanted, 40)
+  return wanted
+}

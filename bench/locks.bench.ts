@@ -1,0 +1,98 @@
+/**
+ * locks: uncontended acquire+release per second (one process, closed loop), and two and eight
+ * processes contending for one lock (throughput, fairness as Jain's index over per-process
+ * acquisitions, longest wait). Every process loops acquire (blocking) → release, holding for 0 ms.
+ * tooz runs the same loops in Python processes; the floor is the raw client's uncontended cycle.
+ */
+import { connect } from '../src/index.js'
+import { BACKENDS, rollcallUrl, toozUrl, uniq, withQuery, type BenchBackend } from './lib/backends.js'
+import { forEachBackend, type BenchContext } from './lib/context.js'
+import { endAll, rollcall, tooz, type Agent } from './lib/procs.js'
+import { rawBackend } from './lib/raw.js'
+import { jain, now, round, summarize } from './lib/stats.js'
+
+export const SCENARIO = 'locks'
+export const TITLE = 'Locks: uncontended and contended acquire+release'
+
+/** Lock TTLs shorter than the default 30 s, so a wedged contender cannot stall the run. */
+const QUERY = 'timeout=10'
+
+async function uncontendedRollcall(url: string, ms: number): Promise<Record<string, unknown>> {
+  const c = await connect(url, { memberId: uniq('lk'), autoWatch: false })
+  try {
+    const lock = c.getLock(uniq('lock'))
+    const samples: number[] = []
+    const end = now() + ms
+    const t0 = now()
+    while (now() < end) {
+      const t = now()
+      if (!(await lock.acquire({ blocking: false }))) throw new Error('uncontended lock was busy')
+      await lock.release()
+      samples.push(now() - t)
+    }
+    return { samples: summarize(samples), perSecond: round((samples.length / (now() - t0)) * 1000, 1) }
+  } finally {
+    await c.stop()
+  }
+}
+
+async function contended(impl: 'rollcall' | 'tooz', backend: BenchBackend, url: string, procs: number, seconds: number): Promise<Record<string, unknown>> {
+  const name = uniq('contended')
+  const spawn = impl === 'tooz' ? tooz : rollcall
+  const agents: Agent[] = []
+  try {
+    for (let i = 0; i < procs; i++) agents.push(spawn('locks', { url: impl === 'tooz' ? toozUrl(backend, url) : url, name, member: `${name}-${i}`, prefix: `${name}-${i}`, seconds, wait: true }, `${impl} contender ${i}`))
+    await Promise.all(agents.map((a) => a.ready(60_000)))
+    for (const a of agents) a.send('go')
+    const results = await Promise.all(agents.map((a) => a.result((seconds + 60) * 1000)))
+    const counts = results.map((r) => r.count as number)
+    const total = counts.reduce((a, b) => a + b, 0)
+    const longest = Math.max(...results.map((r) => (r.waits as { max?: number }).max ?? 0))
+    return { processes: procs, perSecond: round(total / seconds, 1), counts, fairness: jain(counts), longestWaitMs: round(longest, 1) }
+  } finally {
+    await endAll(agents, 3000)
+  }
+}
+
+export async function run(ctx: BenchContext): Promise<void> {
+  const uncontendedMs = ctx.quick ? 1000 : 2000
+  const seconds = ctx.quick ? 2 : 4
+  const procCounts = ctx.quick ? [2] : [2, 8]
+  await forEachBackend(ctx, SCENARIO, TITLE, { uncontendedSeconds: uncontendedMs / 1000, contendedSeconds: seconds, processes: procCounts, holdMs: 0 }, BACKENDS, async (backend, errors) => {
+    const url = withQuery(rollcallUrl(backend), backend === 'postgresql' || backend === 'mysql' ? '' : QUERY)
+    const out: Record<string, unknown> = {}
+    const attempt = async (key: string, fn: () => Promise<Record<string, unknown>>): Promise<void> => {
+      try {
+        out[key] = await fn()
+      } catch (err) {
+        errors.push(`${key}: ${(err as Error).message}`)
+      }
+    }
+    await attempt('rollcall', () => uncontendedRollcall(url, uncontendedMs))
+    await attempt('tooz', async () => {
+      const r = await tooz('locks', { url: toozUrl(backend, url), name: uniq('lock'), prefix: uniq('py'), seconds: uncontendedMs / 1000 }).result(120_000)
+      return { samples: r.waits, perSecond: r.perSecond }
+    })
+    await attempt('raw', async () => {
+      const raw = rawBackend(backend, url)
+      try {
+        const name = uniq('rawlock')
+        const samples: number[] = []
+        const t0 = now()
+        while (now() - t0 < uncontendedMs) {
+          const t = now()
+          await raw.lockCycle(name)
+          samples.push(now() - t)
+        }
+        return { samples: summarize(samples), perSecond: round((samples.length / (now() - t0)) * 1000, 1) }
+      } finally {
+        await raw.close()
+      }
+    })
+    for (const p of procCounts) {
+      await attempt(`rollcall${p}`, () => contended('rollcall', backend, url, p, seconds))
+      await attempt(`tooz${p}`, () => contended('tooz', backend, url, p, seconds))
+    }
+    return out
+  })
+}
