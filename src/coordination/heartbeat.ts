@@ -4,9 +4,10 @@
  * Like tooz's Heart it beats at half the interval the driver returns ("better too soon than too
  * late"), with a little jitter so that a fleet started together does not beat in lockstep. Unlike
  * the Heart it never hides a failure: every failed beat and every beat that lands after liveness
- * had already lapsed is reported, and once the lapse deadline passes without a successful beat the
- * owner is told that everything ephemeral must be presumed lost (client-side expiry, as the Java
- * ZooKeeper client does it). The timer is unref'd, so it never keeps a process alive.
+ * had already lapsed is reported, and the moment the lapse deadline passes without a successful
+ * beat (whether beats fail or hang on a silent server) the owner is told that everything ephemeral
+ * must be presumed lost (client-side expiry, as the Java ZooKeeper client does it). The deadline
+ * runs from when the last good beat was sent. Timers are unref'd: they never keep a process alive.
  */
 import { asRollcallError, type RollcallError } from '../errors.js'
 
@@ -18,6 +19,8 @@ export interface HeartbeatHooks {
   onFailure(error: RollcallError, consecutiveFailures: number, pastDeadline: boolean): void
   /** A beat succeeded; `lateByMs` > 0 when it came after the lapse deadline. */
   onSuccess(lateByMs: number): void
+  /** The lapse deadline passed without a successful beat (one may still be in flight). */
+  onExpired?(): void
 }
 
 /** Tuning; the defaults suit every built-in driver. */
@@ -35,6 +38,7 @@ export const HEARTBEAT_DEFAULTS: HeartbeatTiming = { jitter: 0.1, minRetryMs: 20
 /** The heartbeat loop. Start it once; stop() ends it for good. */
 export class HeartbeatLoop {
   #timer: NodeJS.Timeout | undefined
+  #expiry: NodeJS.Timeout | undefined
   #stopped = false
   #running: Promise<void> | undefined
   #failures = 0
@@ -58,9 +62,9 @@ export class HeartbeatLoop {
     return this.#failures
   }
 
-  /** Starts the loop; the first beat follows after half of `firstIntervalMs`. */
-  start(firstIntervalMs: number): void {
-    this.#record(firstIntervalMs)
+  /** Starts the loop after a beat sent at `sentAt` returned `firstIntervalMs`; the next follows after about half of it. */
+  start(firstIntervalMs: number, sentAt = Date.now()): void {
+    this.#record(firstIntervalMs, sentAt)
     this.#schedule(this.#delayAfterSuccess(firstIntervalMs))
   }
 
@@ -78,15 +82,19 @@ export class HeartbeatLoop {
   stop(): void {
     this.#stopped = true
     clearTimeout(this.#timer)
+    clearTimeout(this.#expiry)
     this.#timer = undefined
   }
 
   async #run(): Promise<void> {
+    // The backend's lease runs from when it received the beat, so the deadline must run from
+    // when the beat was sent, not from when its answer arrived.
+    const startedAt = Date.now()
     try {
       const next = await this.#hooks.beat()
       const lateBy = Date.now() - this.#deadline
       this.#failures = 0
-      this.#record(next)
+      this.#record(next, startedAt)
       this.#hooks.onSuccess(Math.max(0, lateBy))
       this.#schedule(this.#delayAfterSuccess(next))
     } catch (err) {
@@ -99,9 +107,14 @@ export class HeartbeatLoop {
     }
   }
 
-  #record(intervalMs: number): void {
+  #record(intervalMs: number, from = Date.now()): void {
     this.#lastIntervalMs = intervalMs
-    this.#deadline = Date.now() + intervalMs
+    this.#deadline = from + intervalMs
+    clearTimeout(this.#expiry)
+    if (this.#stopped || !Number.isFinite(intervalMs)) return
+    // Client-side expiry does not wait for a beat to fail: a beat stuck on a silent server never does.
+    this.#expiry = setTimeout(() => this.#hooks.onExpired?.(), Math.max(0, this.#deadline - Date.now()))
+    this.#expiry.unref()
   }
 
   #delayAfterSuccess(intervalMs: number): number {

@@ -132,6 +132,7 @@ export class DriverRuntime {
         if (lateByMs > 0) emit('heartbeatFailed', { reason: 'late', consecutiveFailures: 0, lateByMs })
         if (this.#connection === 'lost') this.setConnection('reconnected')
       },
+      onExpired: () => this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
     })
   }
 
@@ -155,8 +156,9 @@ export class DriverRuntime {
       this.#state = 'started'
       if (this.#connection === undefined) this.setConnection('connected')
       if (this.driver.heartbeat) {
+        const sentAt = Date.now()
         const first = await this.beat()
-        if (this.#p.heartbeat) this.#heart.start(first)
+        if (this.#p.heartbeat) this.#heart.start(first, sentAt)
       }
       if (this.#p.autoWatch) {
         this.#tick = setInterval(() => void this.#onTick(), this.#p.watchIntervalMs)
@@ -196,6 +198,8 @@ export class DriverRuntime {
     if (this.#state === 'stopping' || this.#state === 'stopped') return
     const previous = this.#connection
     if (state === previous || (state === 'reconnected' && previous === 'connected')) return
+    // Lost stays lost until the backend answers again: a transport report that it broke says nothing new.
+    if (state === 'suspended' && previous === 'lost') return
     this.#connection = state
     this.#emit('connectionStateChanged', { state, previous })
     if (state === 'lost') {

@@ -72,3 +72,29 @@ describe('unit: heartbeat', () => {
     loop.stop()
   })
 })
+
+describe('unit: heartbeat expiry', () => {
+  it('heartbeat: a beat that hangs past the deadline expires the liveness at the deadline, counted from when the last good beat was sent', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout'] })
+    t.after(() => mock.timers.reset())
+    let expired = 0
+    let hang = false
+    const loop = new HeartbeatLoop({
+      beat: () => (hang ? new Promise<number>(() => {}) : Promise.resolve(1000)),
+      onFailure: () => {},
+      onSuccess: () => {},
+      onExpired: () => expired++,
+    })
+    loop.start(1000, Date.now())
+    mock.timers.tick(500)
+    await flush()
+    hang = true
+    mock.timers.tick(499)
+    await flush()
+    assert.equal(expired, 0)
+    mock.timers.tick(600)
+    await flush()
+    assert.equal(expired, 1, 'expired about 1000 ms after the last good beat was sent, though no beat failed')
+    loop.stop()
+  })
+})
