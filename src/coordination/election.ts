@@ -42,6 +42,8 @@ interface Candidacy {
   holdoffUntil: number
   /** Ends a queued wait (native-queue drivers). */
   campaign: AbortController | undefined
+  /** A tryAcquire() of the polling path is under way (the next tick must not start another). */
+  trying: boolean
 }
 
 /** The elections one Coordinator runs in. @internal */
@@ -64,7 +66,7 @@ export class Elections {
     if (!c) {
       const lock = this.#host.leaderLock(group)
       const held: HeldLock = { name: `leader of ${group}`, driverLock: lock, lost: (reason) => this.#lose(group, reason) }
-      c = { group, callbacks: new Set(), lock, held, leading: false, holdoffUntil: 0, campaign: undefined }
+      c = { group, callbacks: new Set(), lock, held, leading: false, holdoffUntil: 0, campaign: undefined, trying: false }
       this.#candidacies.set(group, c)
     }
     c.callbacks.add(cb)
@@ -115,11 +117,16 @@ export class Elections {
   }
 
   async #tryOnce(c: Candidacy): Promise<void> {
-    if (c.leading || Date.now() < c.holdoffUntil || this.#host.stopSignal.aborted) return
+    if (c.leading || c.trying || Date.now() < c.holdoffUntil || this.#host.stopSignal.aborted) return
+    // One attempt at a time: a lock that is already ours may succeed again (Redis re-acquires its
+    // own token), which would start a second term, with a second leaderElected, in the same process.
+    c.trying = true
     try {
       if (await this.#host.call('run for election', () => c.lock.tryAcquire())) this.#elected(c)
     } catch (err) {
       this.#host.warn(asRollcallError(err, `Running for leader of ${c.group}`))
+    } finally {
+      c.trying = false
     }
   }
 
