@@ -24,6 +24,7 @@ export class ExtData {
 
 const MAX_DEPTH = 100
 const utf8 = new TextEncoder()
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 const utf8Strict = new TextDecoder('utf-8', { fatal: true })
 const EXT_UUID = 0
 const EXT_DATETIME = 1
@@ -106,6 +107,8 @@ class Writer {
       case 'bigint':
         return this.#int(v, path)
       case 'string': {
+        // TextEncoder would put U+FFFD in place of a lone surrogate: refuse it, as Python's msgpack does.
+        if (LONE_SURROGATE.test(v)) throw new SerializationError(`Cannot encode ${path}: the string has a lone UTF-16 surrogate, which has no UTF-8 form`)
         const b = utf8.encode(v)
         this.#sized(b.length, 0xa0, 31, 0xd9, 0xda, 0xdb)
         return this.#bytes(b)
@@ -229,11 +232,29 @@ class Reader {
   }
 
   #str(n: number): string {
+    this.#need(n)
+    const start = this.pos
+    const end = start + n
+    this.pos = end
+    const b = this.bytes
+    // Short ASCII strings (map keys, most values) by hand: cheaper than a TextDecoder call.
+    if (n <= 32) {
+      let out = ''
+      for (let i = start; i < end; i++) {
+        const c = b[i]!
+        if (c >= 0x80) return this.#utf8(start, end)
+        out += String.fromCharCode(c)
+      }
+      return out
+    }
+    return this.#utf8(start, end)
+  }
+
+  #utf8(start: number, end: number): string {
     try {
-      return utf8Strict.decode(this.#take(n))
-    } catch (err) {
-      if (err instanceof SerializationError) throw err
-      throw new SerializationError(`Not valid msgpack: a str at byte ${this.pos} is not UTF-8`)
+      return utf8Strict.decode(this.bytes.subarray(start, end))
+    } catch {
+      throw new SerializationError(`Not valid msgpack: a str at byte ${start} is not UTF-8`)
     }
   }
 
@@ -301,8 +322,11 @@ class Reader {
     }
     if (!allStrings) return new Map(entries)
     const obj: Record<string, unknown> = {}
-    // defineProperty, so a key named "__proto__" is data, not a prototype change.
-    for (const [k, v] of entries) Object.defineProperty(obj, k as string, { value: v, enumerable: true, writable: true, configurable: true })
+    for (const [k, v] of entries) {
+      // A key named "__proto__" must be data, not a prototype change.
+      if (k === '__proto__') Object.defineProperty(obj, k, { value: v, enumerable: true, writable: true, configurable: true })
+      else obj[k as string] = v
+    }
     return obj
   }
 
