@@ -1,0 +1,226 @@
+/**
+ * Bad input, fuzzed with fast-check (thousands of cases in all), against memory:// and one real
+ * backend (the shared Redis). What the unit properties already cover (parseBackendUrl alone, group
+ * ids, JSON capabilities) is not repeated: here the whole path is exercised.
+ * - URLs: any text, and any mix of scheme, credentials, hosts, ports, path and options (known and
+ *   unknown, with any values), given to createCoordinator(): a Coordinator, or a typed
+ *   configuration error that never shows the password, and no I/O before start().
+ * - ids: member ids (connect) and lock names of any characters and length: refused with
+ *   InvalidIdError before anything is written, or stored and used exactly.
+ * - capabilities: any value (binary, dates, maps, sets, bigints, NaN, -0, deep nesting, large
+ *   strings, and values msgpack cannot hold): stored and read back exactly as the codec round-trips
+ *   them, or refused with InvalidArgumentError with the stored value untouched.
+ */
+import assert from 'node:assert/strict'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it, type TestContext } from 'node:test'
+import fc from 'fast-check'
+import {
+  connect, createCoordinator, dumps, InvalidArgumentError, InvalidIdError, knownSchemes, loadDriver, loads, RollcallError, type Coordinator,
+} from '../../src/index.js'
+import { backend } from '../support/backends.js'
+import { rid } from '../support/wait.js'
+import { withTimeout } from './support/harness.js'
+import { FAULT_FULL, positiveInt, ResultsWriter } from './support/results.js'
+
+const writer = new ResultsWriter(import.meta.url)
+/** Cases per property: FAULT_FUZZ_RUNS, default 1,000 on memory:// (10,000 in the full suite); a fifth of that on Redis. */
+const RUNS = positiveInt(process.env.FAULT_FUZZ_RUNS, FAULT_FULL ? 10_000 : 1_000)
+const TARGETS: { name: string; url: () => string; runs: number }[] = [
+  { name: 'memory', url: () => backend('memory').url, runs: RUNS },
+  { name: 'redis', url: () => backend('redis').url, runs: Math.ceil(RUNS / 5) },
+]
+/** Errors a bad URL may give: configuration errors, all typed. */
+const CONFIG_CODES = new Set(['INVALID_URL', 'INVALID_OPTION', 'UNKNOWN_DRIVER', 'INVALID_ID', 'INVALID_ARGUMENT'])
+
+/** Runs a property, records it as a scenario (runs = cases), and fails the test on a counterexample. */
+async function property(t: TestContext, scenario: string, title: string, backendName: string, numRuns: number, prop: fc.IAsyncPropertyWithHooks<any>): Promise<void> {
+  const started = Date.now()
+  const details = await fc.check(prop, { numRuns })
+  writer.add({
+    scenario, title, backend: backendName, runs: details.numRuns, failures: details.failed ? 1 : 0, measure: 'whole property (all cases)',
+    worstMs: Date.now() - started, notes: [`seed ${details.seed}`], errors: details.failed ? [String(details.errorInstance).split('\n')[0]!.slice(0, 300)] : [],
+  })
+  t.diagnostic(`${backendName} ${scenario}: ${details.numRuns} cases${details.failed ? ', FAILED' : ''} in ${Date.now() - started} ms (seed ${details.seed})`)
+  if (details.failed) {
+    assert.fail(`counterexample ${fc.stringify(details.counterexample)} (seed ${details.seed}, path ${details.counterexamplePath}): ${String(details.errorInstance)}`)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// URLs
+
+const SECRET = 'Pw-S3cr3t'
+
+/** Any UTF-16 text, lone surrogates included (fast-check's string units never produce those). */
+const utf16 = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 20 }),
+  fc.array(fc.oneof(fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 0xd800, max: 0xdfff })), { maxLength: 12 }).map((units) => String.fromCharCode(...units)),
+)
+
+async function optionNames(): Promise<string[]> {
+  const names = new Set(['timeout', 'watch_interval', 'rejoin', 'namespace', 'membership_timeout', 'lock_timeout'])
+  for (const scheme of knownSchemes()) {
+    for (const spec of Object.values((await loadDriver(scheme)).options) as { query: string }[]) names.add(spec.query)
+  }
+  return [...names].sort()
+}
+
+function urlArbitrary(options: string[], fileRoot: string): fc.Arbitrary<string> {
+  const scheme = fc.oneof(fc.constantFrom(...knownSchemes()), fc.constantFrom('Redis', 'REDIS', 'redis+tls', 'http', 'etcd', 'kazoo+x'), fc.stringMatching(/^[a-z][a-z0-9+.-]{0,8}$/))
+  const host = fc.oneof(fc.constant(''), fc.constant('127.0.0.1'), fc.constant('localhost'), fc.ipV4(), fc.ipV6().map((h) => `[${h}]`), fc.ipV6(), fc.domain(), fc.string({ maxLength: 12 }))
+  const port = fc.oneof(fc.constant(''), fc.integer({ min: 0, max: 70_000 }).map((p) => `:${p}`), fc.string({ maxLength: 6 }).map((p) => `:${p}`))
+  const hosts = fc.array(fc.tuple(host, port).map(([h, p]) => `${h}${p}`), { minLength: 0, maxLength: 3 }).map((hs) => hs.join(','))
+  const userinfo = fc.oneof(fc.constant(''), fc.constant(`user:${SECRET}@`), fc.constant(`:${SECRET}@`), fc.string({ maxLength: 8 }).map((u) => `${encodeURIComponent(u)}:${SECRET}@`))
+  const value = fc.oneof(
+    fc.constantFrom('', '0', '-1', '1', '2', '0.5', '1e9', 'NaN', 'Infinity', 'true', 'false', 'yes', 'v3', 'legacy', '%zz', '127.0.0.1:1'),
+    fc.integer({ min: -1_000, max: 1_000_000_000 }).map(String),
+    fc.string({ maxLength: 10 }).map(encodeURIComponent),
+  )
+  const secret = fc.constantFrom(...options.filter((o) => /password|token|secret/.test(o))).map((k) => `${k}=${SECRET}`)
+  const pair = fc.oneof(fc.tuple(fc.oneof(fc.constantFrom(...options), fc.string({ maxLength: 8 }).map(encodeURIComponent)), value).map(([k, v]) => `${k}=${v}`), secret)
+  const query = fc.array(pair, { maxLength: 5 }).map((ps) => (ps.length ? `?${ps.join('&')}` : ''))
+  const path = fc.oneof(fc.constant(''), fc.constant('/rollcall'), fc.string({ maxLength: 10 }).map((p) => `/${p}`))
+  const structured = fc.tuple(scheme, userinfo, hosts, path, query).map(([s, u, h, p, q]) => (s === 'file' ? `file://${fileRoot}/${rid('d')}${q}` : `${s}://${u}${h}${p}${q}`))
+  return fc.oneof(structured, fc.webUrl({ withQueryParameters: true }), fc.string({ maxLength: 60 }), fc.string({ maxLength: 40, unit: 'binary' }))
+}
+
+describe('fault: fuzzing', { concurrency: 3 }, () => {
+  it('fuzz: URLs: any text or scheme/host/option mix gives a Coordinator or a typed configuration error, never the password, no I/O', { timeout: 600_000 }, async (t) => {
+    const fileRoot = mkdtempSync(join(tmpdir(), 'rollcall-fuzz-file-'))
+    t.after(() => rmSync(fileRoot, { recursive: true, force: true }))
+    const options = await optionNames()
+    await property(t, 'fuzz.urls', 'Fuzzed URLs (any text; any scheme, credentials, hosts, ports, path, known and unknown options with any values) given to createCoordinator(): a Coordinator, or a typed configuration error that never shows the password, and no I/O before start().',
+      'all drivers', RUNS * 3, fc.asyncProperty(urlArbitrary(options, fileRoot), async (url) => {
+        let c: Coordinator | undefined
+        try {
+          c = await withTimeout(createCoordinator(url, { memberId: 'fuzz' }), 5_000, `createCoordinator(${JSON.stringify(url)})`)
+        } catch (err) {
+          assert.ok(err instanceof RollcallError, `not a RollcallError: ${String(err)}`)
+          assert.ok(CONFIG_CODES.has(err.code), `unexpected code ${err.code}: ${err.message}`)
+          assert.ok(!err.message.includes(SECRET), `the password shows in: ${err.message}`)
+          return
+        }
+        assert.equal(c.state, 'created')
+        assert.ok(!c.url.includes(SECRET), `the password shows in coordinator.url: ${c.url}`)
+      }))
+    assert.deepEqual(readdirSync(fileRoot), [], 'createCoordinator() wrote nothing (file:// directories are made by start())')
+  })
+
+  for (const target of TARGETS) {
+    it(`fuzz: ${target.name}: member ids and lock names are refused before any write, or stored and used exactly`, { timeout: 600_000 }, async (t) => {
+      const url = target.url()
+      const observer = await connect(url, { memberId: rid('obs') })
+      t.after(() => observer.stop())
+      const g = rid('g')
+      await observer.joinGroupCreate(g)
+      const id = fc.oneof(fc.string({ minLength: 1, maxLength: 30 }), fc.string({ minLength: 1, maxLength: 30, unit: 'binary' }), fc.string({ minLength: 1, maxLength: 30, unit: 'grapheme' }), utf16,
+        fc.constantFrom('__created__', '.', '..', '/', 'a/b', '\u0000', ' ', '\uD800', '\uDC00x', 'x'.repeat(1_000)))
+      await property(t, 'fuzz.ids', 'Fuzzed member ids (connect) and lock names: InvalidIdError before anything is written, or the member is listed under exactly that id and the lock excludes a second holder.',
+        target.name, target.runs, fc.asyncProperty(id, id, async (member, lockName) => {
+          let c: Coordinator | undefined
+          try {
+            c = await connect(url, { memberId: member, heartbeat: false, autoWatch: false })
+          } catch (err) {
+            assert.ok(err instanceof InvalidIdError, `a member id is refused with InvalidIdError, not ${String(err)}`)
+            assert.ok(!(await observer.getMembers(g)).includes(member))
+          }
+          try {
+            if (c) {
+              await c.joinGroup(g, { n: 1 })
+              const members = await observer.getMembersWithCapabilities(g)
+              assert.deepEqual(members.get(member), { n: 1 }, `member ${JSON.stringify(member)} listed under exactly its id: ${JSON.stringify([...members.keys()])}`)
+              await c.leaveGroup(g)
+            }
+            const holder = c ?? observer
+            let lock
+            try {
+              lock = holder.getLock(lockName)
+            } catch (err) {
+              assert.ok(err instanceof InvalidIdError, `a lock name is refused with InvalidIdError, not ${String(err)}`)
+              return
+            }
+            assert.equal(await lock.acquire({ blocking: false }), true)
+            assert.equal(await observer.getLock(lockName).acquire({ blocking: false }), false, 'a second holder is excluded')
+            assert.equal(await lock.release(), true)
+          } finally {
+            await c?.stop()
+          }
+        }))
+    })
+
+    it(`fuzz: ${target.name}: any capabilities are stored exactly as the codec round-trips them, or refused with the stored value untouched`, { timeout: 600_000 }, async (t) => {
+      const url = target.url()
+      const a = await connect(url, { memberId: rid('a') })
+      const b = await connect(url, { memberId: rid('b') })
+      t.after(() => Promise.all([a.stop(), b.stop()]))
+      const g = rid('g')
+      await a.joinGroupCreate(g)
+      await b.joinGroup(g, { start: true })
+      let stored: unknown = { start: true }
+      const leaf = fc.oneof(
+        fc.constant(null), fc.constant(undefined), fc.boolean(), fc.integer(), fc.double(), fc.constantFrom(Number.NaN, -0, Infinity, -Infinity, 2 ** 53, -(2 ** 63)),
+        fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }), fc.string({ unit: 'binary' }), fc.uint8Array({ maxLength: 64 }), fc.date({ noInvalidDate: false }),
+        fc.constantFrom(() => 1, Symbol('s'), new Error('x'), /re/, new WeakMap()),
+      )
+      const { value } = fc.letrec((tie) => ({
+        value: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, tie('array'), tie('object'), tie('map'), tie('set')),
+        array: fc.array(tie('value'), { maxLength: 5 }),
+        object: fc.dictionary(fc.string({ maxLength: 8 }), tie('value'), { maxKeys: 5 }),
+        map: fc.array(fc.tuple(fc.oneof(fc.string({ maxLength: 4 }), fc.integer()), tie('value')), { maxLength: 3 }).map((es) => new Map(es)),
+        set: fc.array(fc.oneof(fc.integer(), fc.string({ maxLength: 4 })), { maxLength: 4 }).map((es) => new Set(es)),
+      }))
+      const hostile = fc.oneof(
+        { weight: 8, arbitrary: value },
+        { weight: 1, arbitrary: fc.integer({ min: 90, max: 130 }).map((depth) => Array.from({ length: depth }).reduce<unknown>((inner) => [inner], 'core')) },
+        { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }).map((mb) => ({ big: 'x'.repeat(mb * 250_000) })) },
+        { weight: 1, arbitrary: fc.constant(null).map(() => { const o: Record<string, unknown> = {}; o.self = o; return o }) },
+      )
+      await property(t, 'fuzz.capabilities', 'Fuzzed capabilities (binary, dates, maps, sets, bigints, NaN, -0, deep nesting, large strings, functions, symbols, cycles): read back by another member exactly as the codec round-trips them, or InvalidArgumentError with the stored value untouched.',
+        target.name, target.runs, fc.asyncProperty(hostile, async (caps) => {
+          let expected: unknown
+          try {
+            expected = loads(dumps(caps))
+          } catch {
+            expected = undefined
+          }
+          try {
+            await b.updateCapabilities(g, caps)
+          } catch (err) {
+            assert.ok(err instanceof InvalidArgumentError || (err instanceof RollcallError && expected !== undefined), `refused with ${String(err)}`)
+            assert.deepEqual(await a.getMemberCapabilities(g, b.memberId), stored, 'a refused update leaves the stored value untouched')
+            return
+          }
+          assert.notEqual(expected, undefined, 'the codec refuses this value, so updateCapabilities() must too')
+          stored = expected
+          assert.deepEqual(await a.getMemberCapabilities(g, b.memberId), expected)
+        }))
+    })
+
+    it(`fuzz: ${target.name}: any string in capabilities reads back unchanged, or is refused`, { timeout: 600_000 }, async (t) => {
+      const url = target.url()
+      const a = await connect(url, { memberId: rid('a') })
+      const b = await connect(url, { memberId: rid('b') })
+      t.after(() => Promise.all([a.stop(), b.stop()]))
+      const g = rid('g')
+      await a.joinGroupCreate(g)
+      await b.joinGroup(g)
+      let stored: unknown = null
+      await property(t, 'fuzz.strings', 'Fuzzed strings (any UTF-16, lone surrogates included) as capability keys and values: read back unchanged by another member, or refused with the stored value untouched; never silently altered.',
+        target.name, target.runs, fc.asyncProperty(utf16, utf16, async (key, text) => {
+          const caps = { [key]: text, list: [text] }
+          try {
+            await b.updateCapabilities(g, caps)
+          } catch (err) {
+            assert.ok(err instanceof RollcallError, `refused with ${String(err)}`)
+            assert.deepEqual(await a.getMemberCapabilities(g, b.memberId), stored)
+            return
+          }
+          stored = caps
+          assert.deepEqual(await a.getMemberCapabilities(g, b.memberId), caps, `${JSON.stringify(caps)} came back altered`)
+        }))
+    })
+  }
+})

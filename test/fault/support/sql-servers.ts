@@ -1,0 +1,201 @@
+/**
+ * Private PostgreSQL and MariaDB servers for the fault suite (test/support/servers.ts has the
+ * others): each initialised in a temporary directory and listening on a free loopback port.
+ * pause(), resume() and kill() signal the server and every process it started, by PID
+ * (PostgreSQL serves each connection from a child process). The shared servers of
+ * scripts/backends.sh are never touched.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import mysql from 'mysql2/promise'
+import pg from 'pg'
+import { freePort, type PrivateServer } from '../../support/servers.js'
+import { until } from './harness.js'
+
+const live = new Set<ChildProcess>()
+process.once('exit', () => {
+  for (const p of live) killGroup(p, 'SIGKILL')
+})
+
+/**
+ * Signals a server and every process it started. PostgreSQL's backends call setsid(), so they
+ * are not in the postmaster's process group: they are found by parent PID instead. The parent
+ * is signalled first when stopping (it forks no new backend meanwhile) and last when resuming.
+ */
+function killGroup(p: ChildProcess, sig: NodeJS.Signals): void {
+  const pids = [p.pid!, ...descendants(p.pid!)]
+  for (const pid of sig === 'SIGCONT' ? pids.reverse() : pids) {
+    try {
+      process.kill(pid, sig)
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/** PIDs of every descendant of `root`, from /proc. */
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>()
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    let stat: string
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+    } catch {
+      continue
+    }
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+    const list = children.get(ppid) ?? []
+    list.push(Number(name))
+    children.set(ppid, list)
+  }
+  const out: number[] = []
+  const walk = (pid: number): void => {
+    for (const c of children.get(pid) ?? []) {
+      out.push(c)
+      walk(c)
+    }
+  }
+  walk(root)
+  return out
+}
+
+/** The PostgreSQL binaries (Debian installs them under a versioned directory). */
+function pgBin(name: string): string {
+  const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a))
+  if (versions.length === 0) throw new Error('PostgreSQL is not installed (/usr/lib/postgresql is empty)')
+  return join('/usr/lib/postgresql', versions[0]!, 'bin', name)
+}
+
+interface Recipe {
+  kind: string
+  /** Creates the data directory once. */
+  init(dir: string): void
+  command(dir: string, port: number): { cmd: string; args: string[] }
+  /** Resolves once the server accepts the test's queries; creates the `rollcall` database. */
+  ready(port: number): Promise<void>
+  url(port: number): string
+}
+
+async function startSql(recipe: Recipe): Promise<PrivateServer> {
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), `rollcall-${recipe.kind}-`))
+  recipe.init(dir)
+  let child: ChildProcess | undefined
+  const launch = async (): Promise<void> => {
+    const { cmd, args } = recipe.command(dir, port)
+    const p = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true })
+    let stderr = ''
+    p.stderr!.on('data', (d) => (stderr = (stderr + String(d)).slice(-3_000)))
+    live.add(p)
+    p.once('exit', () => live.delete(p))
+    child = p
+    try {
+      await until(`${recipe.kind} on port ${port}`, async () => {
+        if (p.exitCode !== null) throw new Error(`${recipe.kind} exited with ${p.exitCode}: ${stderr}`)
+        await recipe.ready(port)
+        return true
+      }, 60_000, 200)
+    } catch (err) {
+      killGroup(p, 'SIGKILL')
+      throw err
+    }
+  }
+  const kill = async (): Promise<void> => {
+    const p = child
+    if (!p || p.exitCode !== null || p.signalCode !== null) return
+    const gone = new Promise((r) => p.once('exit', r))
+    const rest = descendants(p.pid!)
+    killGroup(p, 'SIGCONT')
+    killGroup(p, 'SIGKILL')
+    await gone
+    // Every server process must be gone before the data directory is used again.
+    await until(`every ${recipe.kind} process to exit`, () => rest.every((pid) => {
+      try {
+        process.kill(pid, 0)
+        return false
+      } catch {
+        return true
+      }
+    }), 10_000, 50)
+  }
+  await launch()
+  return {
+    kind: recipe.kind,
+    port,
+    url: recipe.url(port),
+    get pid() {
+      return child?.pid
+    },
+    pause: () => child && killGroup(child, 'SIGSTOP'),
+    resume: () => child && killGroup(child, 'SIGCONT'),
+    kill: () => void kill(),
+    async start() {
+      await launch()
+    },
+    async restart() {
+      await kill()
+      await launch()
+    },
+    async stop() {
+      await kill()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** A private PostgreSQL, run as the `postgres` user (it refuses root), fsync off. */
+export function startPostgresql(): Promise<PrivateServer> {
+  const asPostgres = ['--reuid=postgres', '--regid=postgres', '--init-groups']
+  return startSql({
+    kind: 'postgresql',
+    init(dir) {
+      chownSync(dir, Number(spawnSync('id', ['-u', 'postgres']).stdout.toString()), Number(spawnSync('id', ['-g', 'postgres']).stdout.toString()))
+      const r = spawnSync('setpriv', [...asPostgres, pgBin('initdb'), '-D', join(dir, 'data'), '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8'], { encoding: 'utf8' })
+      if (r.status !== 0) throw new Error(`initdb failed: ${r.stderr}`)
+    },
+    command: (dir, port) => ({
+      cmd: 'setpriv',
+      args: [...asPostgres, pgBin('postgres'), '-D', join(dir, 'data'), '-p', String(port), '-k', dir, '-h', '127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=200'],
+    }),
+    async ready(port) {
+      const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres', connectionTimeoutMillis: 2_000 })
+      client.on('error', () => {})
+      await client.connect()
+      try {
+        const { rowCount } = await client.query("SELECT 1 FROM pg_database WHERE datname = 'rollcall'")
+        if (rowCount === 0) await client.query('CREATE DATABASE rollcall')
+      } finally {
+        await client.end().catch(() => {})
+      }
+    },
+    url: (port) => `postgresql://postgres@127.0.0.1:${port}/rollcall`,
+  })
+}
+
+/** A private MariaDB, root without a password, no binary log. */
+export function startMysql(): Promise<PrivateServer> {
+  return startSql({
+    kind: 'mysql',
+    init(dir) {
+      const r = spawnSync('mariadb-install-db', ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' })
+      if (r.status !== 0) throw new Error(`mariadb-install-db failed: ${r.stderr}`)
+    },
+    command: (dir, port) => ({
+      cmd: 'mariadbd',
+      args: ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--user=root', `--port=${port}`, '--bind-address=127.0.0.1', `--socket=${join(dir, 'sock')}`,
+        `--pid-file=${join(dir, 'pid')}`, '--innodb-buffer-pool-size=16M', '--skip-log-bin', '--innodb-flush-log-at-trx-commit=2', '--max-connections=200'],
+    }),
+    async ready(port) {
+      const conn = await mysql.createConnection({ host: '127.0.0.1', port, user: 'root', connectTimeout: 2_000 })
+      try {
+        await conn.query('CREATE DATABASE IF NOT EXISTS rollcall')
+      } finally {
+        await conn.end().catch(() => {})
+      }
+    },
+    url: (port) => `mysql://root@127.0.0.1:${port}/rollcall`,
+  })
+}
