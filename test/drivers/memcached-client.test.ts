@@ -4,6 +4,7 @@ import { describe, it, type TestContext } from 'node:test'
 import {
   MemcachedClient, MemcachedConnectionError, MemcachedKeyError, MemcachedServerError, MemcachedTimeoutError, type MemcachedClientOptions,
 } from '../../src/coordination/drivers/memcached-client.js'
+import { Reader, parseMeta, parseValues } from '../../src/coordination/drivers/memcached-protocol.js'
 import { TcpProxy } from '../support/proxy.js'
 import { freePort, startMemcached } from '../support/servers.js'
 import { rid, waitFor } from '../support/wait.js'
@@ -51,6 +52,49 @@ describe('memcached client', { concurrency: 4 }, () => {
       assert.ok(item!.value.equals(payloads[i]!), `payload ${i}`)
       assert.equal(typeof item!.cas, 'bigint')
     }
+  })
+
+  it('memcached-client: values: replies split anywhere are parsed alike; a large value waits whole', () => {
+    const big = Buffer.alloc(200_000, 0x61)
+    big.write('\r\nEND\r\n', 1000)
+    const wire = Buffer.concat([buf('VALUE a 2 3 11\r\nabc\r\nVALUE big 1 200000 12\r\n'), big, buf('\r\nEND\r\nHD c42\r\n')])
+    const check = (cuts: number[]): void => {
+      const r = new Reader()
+      const parsers = [parseValues('gets'), parseMeta('mg')]
+      const out: unknown[] = []
+      let from = 0
+      for (const to of [...cuts, wire.length]) {
+        const more = r.push(wire.subarray(from, to))
+        from = to
+        if (!more || parsers.length === 0) continue
+        for (let v = parsers[0]!(r); v !== undefined; v = parsers[0]?.(r)) {
+          out.push(v.value)
+          parsers.shift()
+          if (parsers.length === 0) break
+        }
+      }
+      assert.equal(parsers.length, 0, `cuts ${cuts.join(',')}`)
+      const items = out[0] as Map<string, { value: Buffer; flags: number; cas: bigint | undefined }>
+      assert.equal(items.get('a')!.value.toString(), 'abc')
+      assert.equal(items.get('a')!.cas, 11n)
+      assert.ok(items.get('big')!.value.equals(big))
+      assert.equal(items.get('big')!.cas, 12n)
+      assert.equal((out[1] as { flags: Map<string, string> }).flags.get('c'), '42')
+    }
+    check([])
+    // Within a header line, within the \r\n after a value, inside a large value, at every 64 KiB.
+    check([3, 16, 17, 20, 30, 60, 1000, 1500, 200_040, 200_041])
+    check(Array.from({ length: Math.floor(wire.length / 65_536) }, (_, i) => (i + 1) * 65_536))
+    check(Array.from({ length: 400 }, (_, i) => 5 + i * 517))
+    // While the large value is incomplete, chunks are only gathered (push says there is nothing to parse).
+    const r = new Reader()
+    assert.equal(r.push(wire.subarray(0, 100)), true)
+    const parse = parseValues('gets')
+    assert.equal(parse(r), undefined)
+    assert.equal(r.push(wire.subarray(100, 50_000)), false)
+    assert.equal(r.push(wire.subarray(50_000, 150_000)), false)
+    assert.equal(r.push(wire.subarray(150_000)), true)
+    assert.ok(parse(r))
   })
 
   it('memcached-client: cas: a stale CAS value is refused with exists, a missing key with notFound', async (t) => {

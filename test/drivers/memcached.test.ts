@@ -4,6 +4,8 @@ import { spawnSync } from 'node:child_process'
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { once } from 'node:events'
+import { createServer, connect as netConnect, type Socket } from 'node:net'
 import { describe, it, type TestContext } from 'node:test'
 import {
   ConnectionError, GroupNotEmptyError, InvalidIdError, InvalidOptionError, SerializationError, connect, type ConnectOptions, type Coordinator,
@@ -29,6 +31,96 @@ function raw(t: TestContext, port = sharedMemcached().port): MemcachedClient {
 }
 
 const hex = (b: Uint8Array | undefined): string => Buffer.from(b ?? []).toString('hex')
+const verb = (line: string): string => line.split(' ')[0]!
+
+const COMMAND = /^(get|gets|set|add|cas|delete|touch|mg|ms|md|stats|version)( |$)/
+
+/**
+ * A proxy in front of the shared memcached that can hold every reply back: what a client sends
+ * while no reply has reached it is one round trip, and each release of the held replies lets the
+ * next round leave. Listens on 127.0.0.1 only; closed by the test that made it.
+ */
+class GatedProxy {
+  readonly #pairs = new Set<[Socket, Socket]>()
+  #gated = false
+  #held: (() => void)[] = []
+  #lines: string[] = []
+  #lastSentAt = 0
+  #replyBytes = 0
+  private constructor(readonly port: number) {}
+
+  static async start(t: TestContext, target: { host: string; port: number }): Promise<GatedProxy> {
+    let proxy: GatedProxy | undefined
+    const server = createServer((client) => {
+      const upstream = netConnect(target.port, target.host)
+      const pair: [Socket, Socket] = [client, upstream]
+      proxy!.#pairs.add(pair)
+      client.on('data', (d: Buffer) => {
+        if (proxy!.#gated) {
+          proxy!.#lines.push(...d.toString('latin1').split('\r\n').filter((l) => COMMAND.test(l)))
+          proxy!.#lastSentAt = Date.now()
+        }
+        upstream.write(d)
+      })
+      upstream.on('data', (d: Buffer) => {
+        if (!proxy!.#gated) return void client.write(d)
+        proxy!.#replyBytes += d.length
+        proxy!.#held.push(() => client.write(d))
+      })
+      const end = (): void => {
+        proxy!.#pairs.delete(pair)
+        client.destroy()
+        upstream.destroy()
+      }
+      client.on('close', end).on('error', end)
+      upstream.on('close', end).on('error', end)
+    })
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    proxy = new GatedProxy((server.address() as { port: number }).port)
+    t.after(async () => {
+      for (const [a, b] of proxy!.#pairs) {
+        a.destroy()
+        b.destroy()
+      }
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    })
+    return proxy
+  }
+
+  get url(): string {
+    return `memcached://127.0.0.1:${this.port}`
+  }
+
+  /** Runs `fn` with replies held back: the command lines of each round trip, and the reply bytes. */
+  async rounds<T>(fn: () => Promise<T>): Promise<{ result: T; rounds: string[][]; replyBytes: number }> {
+    this.#lines = []
+    this.#replyBytes = 0
+    this.#gated = true
+    let settled = false
+    const run = fn().finally(() => {
+      settled = true
+    })
+    run.catch(() => {})
+    const rounds: string[][] = []
+    try {
+      const deadline = Date.now() + TIMING.eventMs
+      this.#lastSentAt = Date.now()
+      while (Date.now() < deadline) {
+        // A round is over once the client has sent nothing for a while (it is waiting for replies).
+        await waitFor('the client to stop sending', () => Date.now() - this.#lastSentAt > 150, TIMING.eventMs, 10)
+        if (this.#lines.length > 0) rounds.push(this.#lines.splice(0))
+        if (this.#held.length === 0 && settled) break
+        for (const flush of this.#held.splice(0)) flush()
+        this.#lastSentAt = Date.now()
+      }
+    } finally {
+      this.#gated = false
+      for (const flush of this.#held.splice(0)) flush()
+    }
+    return { result: await run, rounds, replyBytes: this.#replyBytes }
+  }
+}
 
 describe('memcached driver', { concurrency: 4 }, () => {
   it('memcached: layout: keys, flags, bytes and expiries are those Python tooz 3.1 writes (layouts/memcached.txt)', async (t) => {
@@ -132,6 +224,47 @@ describe('memcached driver', { concurrency: 4 }, () => {
     await b.joinGroup(g)
     await a.leaveGroup(g)
     await assert.rejects(a.deleteGroup(g), GroupNotEmptyError)
+  })
+
+  it('memcached: heartbeat: one write and one round trip (member key, held locks, a CAS probe per group); a group is read only after it changed', async (t) => {
+    const proxy = await GatedProxy.start(t, sharedMemcached())
+    const c = await open(t, proxy.url, { heartbeat: false })
+    const m = raw(t)
+    const groups = [rid('g'), rid('g'), rid('g')]
+    for (const g of groups) await c.joinGroupCreate(g)
+    // The first group holds 1,000 members: its value (~40 KB) must not travel with every beat.
+    const big = (await m.gets(KEYS.group(groups[0]!)))!
+    const peers = Array.from({ length: 999 }, (_, i) => memberEntry(`${groups[0]}-peer-${i}`, new Uint8Array([0x81, 0xa1, 0x6e, i % 100])))
+    assert.equal(await m.store('cas', KEYS.group(groups[0]!), encodeGroup([memberEntry(c.memberId, new Uint8Array([0xc0])), ...peers]), 2, 0, big.cas), 'stored')
+    const lock = c.getLock(rid('l'))
+    assert.equal(await lock.acquire({ blocking: false }), true)
+    // The first beat reads each group once, to see this member's entry in it.
+    const first = await proxy.rounds(() => c.heartbeat())
+    assert.deepEqual(first.rounds.map((r) => r.map(verb)), [['set', 'ms', 'mg', 'mg', 'mg'], ['gets']])
+    assert.ok(first.replyBytes > 30_000, `the first beat reads the groups (${first.replyBytes} bytes)`)
+    for (let i = 0; i < 2; i++) {
+      const steady = await proxy.rounds(() => c.heartbeat())
+      assert.deepEqual(steady.rounds.map((r) => r.map(verb)), [['set', 'ms', 'mg', 'mg', 'mg']], 'one round trip, and the lock refresh is not sent twice')
+      assert.ok(steady.replyBytes < 200, `a steady beat reads ${steady.replyBytes} bytes whatever the group sizes`)
+      assert.equal(steady.result, 29_000)
+    }
+    assert.equal(lock.acquired, true)
+    // Another member joins one group: that one alone is read again, in a second round trip.
+    const other = await open(t, sharedMemcached().url)
+    await other.joinGroup(groups[1]!)
+    const changed = await proxy.rounds(() => c.heartbeat())
+    assert.deepEqual(changed.rounds, [changed.rounds[0], [`gets ${KEYS.group(groups[1]!)}`]])
+    assert.equal((await proxy.rounds(() => c.heartbeat())).rounds.length, 1)
+    // A refresh asked for later is sent then, not answered from an earlier beat.
+    assert.deepEqual((await proxy.rounds(() => lock.heartbeat())).rounds.map((r) => r.map(verb)), [['ms']])
+    // This member's entry removed behind its back, the group left in place: noticed and rejoined.
+    const item = (await m.gets(KEYS.group(groups[2]!)))!
+    assert.equal(await m.store('cas', KEYS.group(groups[2]!), encodeGroup([]), 2, 0, item.cas), 'stored')
+    const rejoined = nextEvent<{ group: string }>(c, 'rejoined', (e) => e.group === groups[2], TIMING.eventMs)
+    await c.heartbeat()
+    await rejoined
+    assert.deepEqual(await c.getMembers(groups[2]!), [c.memberId])
+    await lock.release()
   })
 
   it('memcached: recovery: a group value deleted behind the member\'s back is reported and rejoined', async (t) => {

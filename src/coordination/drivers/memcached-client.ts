@@ -4,7 +4,8 @@
  * client flags (1 = bytes, 2 = msgpack), `gets`/`cas`, multi-key `get`, and the meta commands
  * (`ms`/`md`/`mg`, memcached ≥ 1.6.10) that make compare-and-delete possible.
  *
- * - One connection, pipelined: requests are written as they come and replies matched in order.
+ * - One connection, pipelined: requests are written as they come (those of one tick in one write)
+ *   and replies matched in order.
  * - Hosts are a fail-over list: the first that connects and answers `stats` is used, and every
  *   reconnect starts again from the first. Keys are never sharded over hosts.
  * - A request without a reply within `requestTimeoutMs` fails with MemcachedTimeoutError and the
@@ -15,7 +16,7 @@
 import { isIP, connect as netConnect, type Socket } from 'node:net'
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls'
 import {
-  CRLF, MemcachedServerError, Reader, checkKey, exptime, parseMeta, parseStats, parseValues, parseVersion, simple,
+  CRLF, MemcachedServerError, Reader, checkKey, exptime, parseKeys, parseMeta, parseStats, parseValues, parseVersion, simple,
   type MemcachedItem, type MetaReply, type Parser, type ServerStats, type StoreResult,
 } from './memcached-protocol.js'
 
@@ -69,7 +70,9 @@ interface Pending {
   parse: Parser<unknown>
   resolve(value: unknown): void
   reject(err: Error): void
-  timer: NodeJS.Timeout
+  timeoutMs: number
+  /** performance.now() by which the reply must have come. */
+  deadline: number
 }
 
 /** One socket with its own reply buffer and queue of requests awaiting replies. */
@@ -79,7 +82,24 @@ interface Conn {
   readonly pending: Pending[]
   /** True once the handshake succeeded and the connection was announced. */
   established: boolean
+  /** True while writes are being gathered for one write at the end of this tick. */
+  corked: boolean
+  /**
+   * One timer per connection, not one per request: it fires at the earliest deadline it was
+   * armed for, fails the connection if a reply is overdue, and otherwise re-arms for the next.
+   */
+  timer: NodeJS.Timeout | undefined
+  timerAt: number
 }
+
+const STORE_REPLIES = { STORED: 'stored', NOT_STORED: 'notStored', EXISTS: 'exists', NOT_FOUND: 'notFound' } as const
+// One-line and meta replies carry no state between requests: one parser per command serves all.
+const STORE_PARSERS = {
+  set: simple('set', STORE_REPLIES), add: simple('add', STORE_REPLIES), replace: simple('replace', STORE_REPLIES), cas: simple('cas', STORE_REPLIES),
+}
+const DELETE_PARSER = simple('delete', { DELETED: true, NOT_FOUND: false })
+const TOUCH_PARSER = simple('touch', { TOUCHED: true, NOT_FOUND: false })
+const META_PARSERS = { mg: parseMeta('mg'), ms: parseMeta('ms'), md: parseMeta('md') }
 
 /** A pipelined connection to one memcached server (of a fail-over list). */
 export class MemcachedClient {
@@ -131,6 +151,13 @@ export class MemcachedClient {
     return this.#request(`${command} ${keys.join(' ')}\r\n`, undefined, parseValues(command), command)
   }
 
+  /** Which of `keys` exist: one `get` naming them all, whose values are skipped unread. */
+  present(keys: readonly string[]): Promise<Set<string>> {
+    if (keys.length === 0) return Promise.resolve(new Set())
+    keys.forEach(checkKey)
+    return this.#request(`get ${keys.join(' ')}\r\n`, undefined, parseKeys('get'), 'get')
+  }
+
   /** One key with its CAS value, or undefined when it is absent. */
   async gets(key: string): Promise<MemcachedItem | undefined> {
     return (await this.get([key], true)).get(key)
@@ -141,19 +168,19 @@ export class MemcachedClient {
     checkKey(key)
     if (command === 'cas' && cas === undefined) throw new TypeError('cas needs a CAS value')
     const head = `${command} ${key} ${flags >>> 0} ${exptime(exptimeSeconds)} ${value.length}${command === 'cas' ? ` ${cas}` : ''}\r\n`
-    return this.#request(head, value, simple(command, { STORED: 'stored', NOT_STORED: 'notStored', EXISTS: 'exists', NOT_FOUND: 'notFound' } as const), command)
+    return this.#request(head, value, STORE_PARSERS[command], command)
   }
 
   /** Deletes a key; false when it was absent. */
   delete(key: string): Promise<boolean> {
     checkKey(key)
-    return this.#request(`delete ${key}\r\n`, undefined, simple('delete', { DELETED: true, NOT_FOUND: false }), 'delete')
+    return this.#request(`delete ${key}\r\n`, undefined, DELETE_PARSER, 'delete')
   }
 
   /** Sets a new expiry (seconds) without changing the value or its CAS; false when the key is absent. */
   touch(key: string, exptimeSeconds: number): Promise<boolean> {
     checkKey(key)
-    return this.#request(`touch ${key} ${exptime(exptimeSeconds)}\r\n`, undefined, simple('touch', { TOUCHED: true, NOT_FOUND: false }), 'touch')
+    return this.#request(`touch ${key} ${exptime(exptimeSeconds)}\r\n`, undefined, TOUCH_PARSER, 'touch')
   }
 
   /** The server's version string. */
@@ -168,7 +195,7 @@ export class MemcachedClient {
   meta(command: 'mg' | 'ms' | 'md', key: string, flags: readonly string[], value?: Uint8Array): Promise<MetaReply> {
     checkKey(key)
     const head = `${command} ${key}${command === 'ms' ? ` ${value?.length ?? 0}` : ''}${flags.map((f) => ` ${f}`).join('')}\r\n`
-    return this.#request(head, command === 'ms' ? value ?? new Uint8Array() : undefined, parseMeta(command), command)
+    return this.#request(head, command === 'ms' ? value ?? new Uint8Array() : undefined, META_PARSERS[command], command)
   }
 
   #request<T>(head: string, data: Uint8Array | undefined, parse: Parser<T>, command: string): Promise<T> {
@@ -181,22 +208,47 @@ export class MemcachedClient {
   #write<T>(conn: Conn, payload: Buffer, parse: Parser<T>, command: string, timeoutMs: number): Promise<T> {
     this.#requests += 1
     return new Promise<T>((resolve, reject) => {
-      const entry: Pending = {
-        command,
-        parse,
-        resolve: resolve as (v: unknown) => void,
-        reject,
-        timer: setTimeout(() => {
-          const err = new MemcachedTimeoutError(`memcached sent no reply to ${command} within ${timeoutMs} ms`)
-          settle(conn, entry, err)
-          // Replies are matched by position: once one is skipped, the connection is unusable.
-          this.#drop(conn, err)
-        }, timeoutMs),
+      const deadline = performance.now() + timeoutMs
+      conn.pending.push({ command, parse, resolve: resolve as (v: unknown) => void, reject, timeoutMs, deadline })
+      this.#arm(conn, deadline)
+      // Requests made in one tick (a heartbeat's set, lock refreshes and probes) leave in one write.
+      if (!conn.corked) {
+        conn.corked = true
+        conn.socket.cork()
+        process.nextTick(() => {
+          conn.corked = false
+          conn.socket.uncork()
+        })
       }
-      entry.timer.unref()
-      conn.pending.push(entry)
       conn.socket.write(payload)
     })
+  }
+
+  /** Makes sure the connection's timer fires by `at`. */
+  #arm(conn: Conn, at: number): void {
+    if (conn.timer !== undefined && conn.timerAt <= at) return
+    clearTimeout(conn.timer)
+    conn.timerAt = at
+    conn.timer = setTimeout(() => this.#expire(conn), Math.max(1, Math.ceil(at - performance.now())))
+    conn.timer.unref()
+  }
+
+  /** The connection timer fired: fail an overdue request, or wait for the earliest next deadline. */
+  #expire(conn: Conn): void {
+    conn.timer = undefined
+    const now = performance.now()
+    let next = Number.POSITIVE_INFINITY
+    for (const entry of conn.pending) {
+      if (entry.deadline <= now) {
+        const err = new MemcachedTimeoutError(`memcached sent no reply to ${entry.command} within ${entry.timeoutMs} ms`)
+        settle(conn, entry, err)
+        // Replies are matched by position: once one is skipped, the connection is unusable.
+        this.#drop(conn, err)
+        return
+      }
+      next = Math.min(next, entry.deadline)
+    }
+    if (next < Number.POSITIVE_INFINITY) this.#arm(conn, next)
   }
 
   /** Stops using a connection (new requests reconnect) and closes it. */
@@ -206,7 +258,7 @@ export class MemcachedClient {
   }
 
   #onData(conn: Conn, chunk: Buffer): void {
-    conn.reader.push(chunk)
+    if (!conn.reader.push(chunk)) return
     while (conn.pending.length > 0) {
       const entry = conn.pending[0]!
       let result: { value: unknown } | undefined
@@ -287,13 +339,15 @@ export class MemcachedClient {
   }
 
   #attach(socket: Socket): Conn {
-    const conn: Conn = { socket, reader: new Reader(), pending: [], established: false }
+    const conn: Conn = { socket, reader: new Reader(), pending: [], established: false, corked: false, timer: undefined, timerAt: 0 }
     socket.setNoDelay(true)
     socket.setKeepAlive(true)
     let cause: Error | undefined
     socket.on('data', (chunk: Buffer) => this.#onData(conn, chunk))
     socket.on('error', (err) => (cause ??= err))
     socket.on('close', () => {
+      clearTimeout(conn.timer)
+      conn.timer = undefined
       if (this.#conn === conn) this.#conn = undefined
       const err = new MemcachedConnectionError(`The connection to memcached closed${cause ? ` (${cause.message})` : ''}`, { cause })
       for (const entry of [...conn.pending]) settle(conn, entry, err)
@@ -307,7 +361,6 @@ function settle(conn: Conn, entry: Pending, err?: Error, value?: unknown): void 
   const i = conn.pending.indexOf(entry)
   if (i < 0) return
   conn.pending.splice(i, 1)
-  clearTimeout(entry.timer)
   if (err) entry.reject(err)
   else entry.resolve(value)
 }

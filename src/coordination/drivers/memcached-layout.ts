@@ -113,8 +113,9 @@ export function capabilitiesOf(entry: GroupEntry, group: string): Uint8Array | S
     for (let i = 0; i < count; i++) {
       const keyEnd = skip(v, pos, 0)
       const valueEnd = skip(v, keyEnd, 0)
-      // A plain Uint8Array copy: decoding a Buffer would hand bin values back as Buffers.
-      if (idOf(v.subarray(pos, keyEnd)) === 'capabilities') return new Uint8Array(v.subarray(keyEnd, valueEnd))
+      // A plain Uint8Array view, not a copy: the Coordinator decodes it at once (and the decoder
+      // copies what it keeps), so the group value it points into is not held for long.
+      if (isCapabilitiesKey(v, pos, keyEnd)) return new Uint8Array(v.buffer, v.byteOffset + keyEnd, valueEnd - keyEnd)
       pos = valueEnd
     }
     throw new Error('it has no "capabilities" key')
@@ -162,14 +163,36 @@ export function decodeOwner(item: MemcachedItem | undefined, key: string): strin
   return id
 }
 
+/** Where the bytes of a bin or str key start (its header's length), or 0 when it is neither. */
+function textStart(t: number): number {
+  return t >= 0xa0 && t <= 0xbf ? 1 : t === 0xc4 || t === 0xd9 ? 2 : t === 0xc5 || t === 0xda ? 3 : t === 0xc6 || t === 0xdb ? 5 : 0
+}
+
 function idOf(key: Uint8Array): string | undefined {
-  try {
-    const t = key[0]!
-    const [start, end] = t >= 0xa0 && t <= 0xbf ? [1, key.length] : t === 0xc4 || t === 0xd9 ? [2, key.length] : t === 0xc5 || t === 0xda ? [3, key.length] : t === 0xc6 || t === 0xdb ? [5, key.length] : [0, 0]
-    return end > start ? utf8.decode(key.subarray(start, end)) : undefined
-  } catch {
-    return undefined
+  const start = textStart(key[0]!)
+  if (start === 0 || key.length <= start) return undefined
+  // Member ids are short ASCII nearly always: cheaper by hand than a TextDecoder call.
+  let ascii = ''
+  for (let i = start; i < key.length; i++) {
+    const c = key[i]!
+    if (c >= 0x80) {
+      try {
+        return utf8.decode(key.subarray(start))
+      } catch {
+        return undefined
+      }
+    }
+    ascii += String.fromCharCode(c)
   }
+  return ascii
+}
+
+/** Whether the msgpack key in `b[from, to)` is `capabilities` (bin, as tooz writes it, or str). */
+function isCapabilitiesKey(b: Uint8Array, from: number, to: number): boolean {
+  const start = from + textStart(b[from]!)
+  if (start === from || to - start !== CAPABILITIES.length) return false
+  for (let i = 0; i < CAPABILITIES.length; i++) if (b[start + i] !== CAPABILITIES[i]) return false
+  return true
 }
 
 function bin(b: Uint8Array): Buffer {

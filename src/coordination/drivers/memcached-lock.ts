@@ -13,6 +13,10 @@
  * Servers older than 1.6.10 have no usable meta commands: the lock then falls back to classic
  * commands with the CAS read by `gets`, whose release is a compare-then-delete with a short race,
  * as tooz's is.
+ *
+ * The driver's heartbeat refreshes every held lock in the same write as the member key
+ * (beatRefresh()), as tooz's heartbeat touches them; the Coordinator's refresh() that follows the
+ * beat then takes that result instead of sending a second round of requests.
  */
 import type { DriverLock } from '../driver.js'
 import type { MemcachedClient } from './memcached-client.js'
@@ -27,17 +31,24 @@ export class MemcachedLock implements DriverLock {
   readonly #owner: Buffer
   readonly #ttlSeconds: number
   readonly #meta: () => boolean
+  /** The driver's set of held locks, which its heartbeat refreshes. */
+  readonly #held: Set<MemcachedLock>
   /** The CAS value of our hold; undefined when not held. */
   #cas: bigint | undefined
+  /** The refresh under way: a second refresh() joins it (a second `ms C<cas>` would find the CAS changed by the first). */
+  #refreshing: Promise<boolean> | undefined
+  /** A refresh the heartbeat sent, not yet claimed by refresh(); dropped when the event loop turns after it settles. */
+  #beatRefresh: Promise<boolean> | undefined
   /** A write whose reply was lost may have changed the CAS: check the value before declaring a loss. */
   #uncertain = false
 
-  constructor(client: MemcachedClient, key: string, memberId: string, ttlSeconds: number, meta: () => boolean) {
+  constructor(client: MemcachedClient, key: string, memberId: string, ttlSeconds: number, meta: () => boolean, held: Set<MemcachedLock>) {
     this.#client = client
     this.#key = key
     this.#owner = Buffer.from(memberId)
     this.#ttlSeconds = ttlSeconds
     this.#meta = meta
+    this.#held = held
   }
 
   async tryAcquire(): Promise<boolean> {
@@ -48,20 +59,53 @@ export class MemcachedLock implements DriverLock {
       return true
     }
     if ((await this.#client.store('add', this.#key, this.#owner, FLAG_BYTES, this.#ttlSeconds)) !== 'stored') return false
-    this.#cas = (await this.#client.gets(this.#key))?.cas
+    this.#setCas((await this.#client.gets(this.#key))?.cas)
     return this.#cas !== undefined
   }
 
   async release(): Promise<boolean> {
+    // A refresh under way changes the CAS of the hold: let it land, so that the delete compares the new one.
+    if (this.#refreshing) await this.#refreshing.catch(() => false)
     const cas = this.#cas
-    this.#cas = undefined
+    this.#setCas(undefined)
     if (cas === undefined) return false
     if (this.#meta()) return (await this.#client.meta('md', this.#key, [`C${cas}`])).code === 'HD'
     const item = await this.#client.gets(this.#key)
     return item?.cas === cas && (await this.#client.delete(this.#key))
   }
 
-  async refresh(): Promise<boolean> {
+  refresh(): Promise<boolean> {
+    const sent = this.#beatRefresh
+    this.#beatRefresh = undefined
+    // Released since the beat sent it: not ours to report as extended.
+    return sent && this.#cas !== undefined ? sent : this.#refreshOnce()
+  }
+
+  /**
+   * Sends a refresh now, for the heartbeat, whose result the next refresh() takes; returns a
+   * function that drops the result if it is still unclaimed. The Coordinator calls refresh() for
+   * every held lock as soon as the heartbeat resolves, in the same turn of the event loop, and the
+   * driver drops what is left after that turn, so a later refresh() never reports an extension
+   * made long before.
+   */
+  beatRefresh(): () => void {
+    if (this.#cas === undefined) return () => {}
+    const sent = this.#refreshOnce()
+    sent.catch(() => {}) // claimed and awaited by refresh(), or dropped
+    this.#beatRefresh = sent
+    return () => {
+      if (this.#beatRefresh === sent) this.#beatRefresh = undefined
+    }
+  }
+
+  #refreshOnce(): Promise<boolean> {
+    this.#refreshing ??= this.#refresh().finally(() => {
+      this.#refreshing = undefined
+    })
+    return this.#refreshing
+  }
+
+  async #refresh(): Promise<boolean> {
     if (this.#cas === undefined) return false
     try {
       if (!this.#meta()) {
@@ -75,7 +119,7 @@ export class MemcachedLock implements DriverLock {
         this.#hold(r.flags.get('c'))
         return true
       }
-      if (r.code === 'EX' && this.#uncertain && (await this.#adopt())) return this.refresh()
+      if (r.code === 'EX' && this.#uncertain && (await this.#adopt())) return this.#refresh()
       return this.#lose()
     } catch (err) {
       this.#uncertain = true
@@ -90,19 +134,26 @@ export class MemcachedLock implements DriverLock {
   }
 
   async break(): Promise<boolean> {
-    this.#cas = undefined
+    this.#setCas(undefined)
     return this.#client.delete(this.#key)
   }
 
   #hold(cas: string | undefined): void {
-    this.#cas = cas === undefined || cas === '' ? undefined : BigInt(cas)
+    this.#setCas(cas === undefined || cas === '' ? undefined : BigInt(cas))
     this.#uncertain = false
   }
 
   #lose(): boolean {
-    this.#cas = undefined
+    this.#setCas(undefined)
     this.#uncertain = false
     return false
+  }
+
+  /** Records the CAS of our hold, and whether the heartbeat has this lock to refresh. */
+  #setCas(cas: bigint | undefined): void {
+    this.#cas = cas
+    if (cas === undefined) this.#held.delete(this)
+    else this.#held.add(this)
   }
 
   /** After a lost reply: if the key still names us, its new CAS is the one our own write made. */
@@ -110,7 +161,7 @@ export class MemcachedLock implements DriverLock {
     this.#uncertain = false
     const item = await this.#client.gets(this.#key)
     if (item === undefined || !this.#owner.equals(item.value)) return false
-    this.#cas = item.cas
+    this.#setCas(item.cas)
     return true
   }
 }

@@ -73,10 +73,29 @@ export function exptime(seconds: number): number {
 export class Reader {
   buf: Buffer = Buffer.alloc(0)
   pos = 0
+  /** Chunks received while a data block is still incomplete, joined once it is all there. */
+  #parts: Buffer[] = []
+  #partBytes = 0
+  /** Offset in `buf` that the incomplete data block ends at; 0 when nothing is awaited. */
+  #want = 0
 
-  push(chunk: Buffer): void {
-    this.buf = this.pos >= this.buf.length ? chunk : Buffer.concat([this.buf.subarray(this.pos), chunk])
+  /**
+   * Adds received bytes; false while a data block known to be incomplete is still short (parsing
+   * would only fail again). A large value arriving in many chunks is so copied once, not once per chunk.
+   */
+  push(chunk: Buffer): boolean {
+    if (this.#want > 0 && this.buf.length + this.#partBytes + chunk.length < this.#want) {
+      this.#parts.push(chunk)
+      this.#partBytes += chunk.length
+      return false
+    }
+    const rest = this.buf.subarray(this.pos)
+    this.buf = rest.length === 0 && this.#parts.length === 0 ? chunk : Buffer.concat([rest, ...this.#parts, chunk])
     this.pos = 0
+    this.#parts = []
+    this.#partBytes = 0
+    this.#want = 0
+    return true
   }
 
   /** The next line without its \r\n, or undefined when it has not fully arrived. */
@@ -88,12 +107,29 @@ export class Reader {
     return text
   }
 
-  /** `n` data bytes and their trailing \r\n, or undefined when not all there yet. */
-  data(n: number): Buffer | undefined {
-    if (this.buf.length - this.pos < n + 2) return undefined
-    const out = Buffer.from(this.buf.subarray(this.pos, this.pos + n))
+  /** Passes over `n` data bytes and their trailing \r\n; false when not all there yet. */
+  skip(n: number): boolean {
+    if (this.buf.length - this.pos < n + 2) {
+      this.#want = this.pos + n + 2
+      return false
+    }
     if (this.buf[this.pos + n] !== 0x0d || this.buf[this.pos + n + 1] !== 0x0a) throw new Error('a data block does not end with \\r\\n')
     this.pos += n + 2
+    return true
+  }
+
+  /** `n` data bytes and their trailing \r\n, or undefined when not all there yet. */
+  data(n: number): Buffer | undefined {
+    if (this.buf.length - this.pos < n + 2) {
+      this.#want = this.pos + n + 2
+      return undefined
+    }
+    const end = this.pos + n
+    if (this.buf[end] !== 0x0d || this.buf[end + 1] !== 0x0a) throw new Error('a data block does not end with \\r\\n')
+    // A value that fills most of the buffer (a group) is handed out as a view: a copy would double
+    // it for nothing. Small values are copied, so that they do not keep a whole chunk alive.
+    const out = 2 * n >= this.buf.length ? this.buf.subarray(this.pos, end) : Buffer.from(this.buf.subarray(this.pos, end))
+    this.pos = end + 2
     return out
   }
 }
@@ -122,6 +158,31 @@ export function parseValues(command: string): Parser<Map<string, MemcachedItem>>
   }
 }
 
+/**
+ * The reply to `get` when only presence matters: the keys that have a value. The values are
+ * skipped where they lie, never copied out (a group read asks for thousands of member keys).
+ */
+export function parseKeys(command: string): Parser<Set<string>> {
+  const keys = new Set<string>()
+  return (r) => {
+    for (;;) {
+      const start = r.pos
+      const line = r.line()
+      if (line === undefined) return undefined
+      if (line === 'END') return { value: keys }
+      const [word, key, , bytes] = line.split(' ')
+      if (word !== 'VALUE' || key === undefined || bytes === undefined) throw unexpected(line, command)
+      if (!r.skip(Number(bytes))) {
+        r.pos = start
+        return undefined
+      }
+      keys.add(key)
+    }
+  }
+}
+
+const META_CODES = new Set(['HD', 'VA', 'EN', 'NS', 'EX', 'NF'])
+
 /** The reply to a meta command: its code, returned flags and (for VA) the value. */
 export function parseMeta(command: string): Parser<MetaReply> {
   return (r) => {
@@ -129,7 +190,7 @@ export function parseMeta(command: string): Parser<MetaReply> {
     const line = r.line()
     if (line === undefined) return undefined
     const [code = '', ...tokens] = line.split(' ')
-    if (!['HD', 'VA', 'EN', 'NS', 'EX', 'NF'].includes(code)) throw unexpected(line, command)
+    if (!META_CODES.has(code)) throw unexpected(line, command)
     let data: Buffer | undefined
     if (code === 'VA') {
       data = r.data(Number(tokens.shift()))

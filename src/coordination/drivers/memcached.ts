@@ -16,6 +16,11 @@
  * member). Locks and leadership are `add`-ed keys with an expiry; release and refresh compare the
  * CAS value of our own hold (memcached-lock.ts), which tooz cannot do.
  *
+ * A heartbeat is one write and one round trip whatever the group sizes: the member key `set` (with
+ * a reply, unlike tooz's noreply, so that a failed beat is noticed), the refresh of every held lock,
+ * and for each joined group a probe of its CAS alone (`mg <key> c`). A group value is read again
+ * only when its CAS differs from the last one at which this member saw its own entry there.
+ *
  * Hazards, plainly:
  * - memcached is a cache. LRU eviction can drop a group, the group list, a member key or a lock at
  *   any moment, whatever its expiry. A dropped group or member key shows up as `membershipLost`
@@ -25,6 +30,9 @@
  * - A restarted memcached forgets everything. The driver notices the restart on reconnect (new
  *   pid / boot time) and reports `lost`: locks and leadership are dropped, groups are rejoined.
  * - No fencing: an evicted or restarted server can hand the same lock to two holders in turn.
+ * - On a server without meta commands (before 1.6.10) the heartbeat reads every joined group's
+ *   value (one multi-key `gets`), as it cannot ask for the CAS alone; it still decodes a value only
+ *   when its CAS changed.
  * - Expiry has one-second resolution and a key may lapse up to a second early, so heartbeats run
  *   at half of (shortest timeout − 1 s); timeouts under 2 s are not useful.
  * - A member id, group id or lock name must fit a memcached key once prefixed (250 bytes, no
@@ -40,7 +48,7 @@ import { sleep } from '../../internal/sleep.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult, type IdKind } from '../driver.js'
 import { opt, type ResolvedOptions } from '../options.js'
 import {
-  MAX_KEY_BYTES, MemcachedClient, MemcachedConnectionError, MemcachedKeyError, MemcachedServerError, MemcachedTimeoutError, type MemcachedServer,
+  MAX_KEY_BYTES, MemcachedClient, MemcachedConnectionError, MemcachedKeyError, MemcachedServerError, MemcachedTimeoutError, type MemcachedItem, type MemcachedServer,
 } from './memcached-client.js'
 import {
   FLAG_BYTES, FLAG_MSGPACK, KEYS, LONGEST_PREFIX_BYTES, STILL_ALIVE, capabilitiesOf, decodeGroup, decodeGroupList, decodeOwner,
@@ -80,6 +88,15 @@ class MemcachedDriver implements CoordinationDriver {
   #client: MemcachedClient | undefined
   #server: MemcachedServer | undefined
   #meta = false
+  /** Locks this member holds; the heartbeat refreshes them. */
+  readonly #heldLocks = new Set<MemcachedLock>()
+  /**
+   * Per joined group, the CAS of a value in which this member saw its own entry. memcached gives
+   * every write of an item a new CAS, so while the group's CAS is still this one, the entry is
+   * still there and the heartbeat need not read the value. Cleared on every (re)connect: a
+   * restarted server counts CAS values from the start again.
+   */
+  readonly #listedAt = new Map<string, bigint>()
 
   constructor(ctx: DriverContext<MemcachedOptions>) {
     this.#ctx = ctx
@@ -127,19 +144,75 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
+    for (const g of this.#listedAt.keys()) if (!joined.has(g)) this.#listedAt.delete(g)
     const groups = [...joined.keys()]
+    // One write, one round trip: the requests below all leave before any reply is awaited.
     // Replied-to set, not noreply as in tooz: a failed beat must be noticed.
-    const [, items] = await Promise.all([this.#beat(), this.#c.get(groups.map(KEYS.group))])
-    const lostGroups = groups.filter((g) => {
-      try {
-        return !decodeGroup(items.get(KEYS.group(g)), g)?.some((e) => e.id === this.#me)
-      } catch {
-        return false // a corrupt group says nothing about us; reads of it report the corruption
+    const beat = this.#beat()
+    if (this.#heldLocks.size === 0) return this.#beatGroups(groups, beat)
+    const unclaimed = [...this.#heldLocks].map((lock) => lock.beatRefresh())
+    try {
+      return await this.#beatGroups(groups, beat)
+    } finally {
+      // The Coordinator claims the refreshes as soon as this resolves; what it left is stale after this turn.
+      setImmediate(() => unclaimed.forEach((drop) => drop()))
+    }
+  }
+
+  /** The rest of a beat: waits for the member key's `set`, and says which groups no longer list this member. */
+  async #beatGroups(groups: readonly string[], beat: Promise<unknown>): Promise<HeartbeatResult> {
+    const [, probed] = await Promise.all([beat, this.#probe(groups)])
+    const lostGroups: string[] = []
+    const changed: string[] = []
+    for (const [i, g] of groups.entries()) {
+      const p = probed[i]
+      if (p === undefined) lostGroups.push(g)
+      else if (p.cas !== undefined && p.cas === this.#listedAt.get(g)) continue
+      else if (p.item !== undefined) this.#check(g, p.item, lostGroups)
+      else changed.push(g)
+    }
+    if (changed.length > 0) {
+      // The rare second round trip: values that changed since our entry was last seen in them.
+      const items = await this.#c.get(changed.map(KEYS.group), true)
+      for (const g of changed) {
+        const item = items.get(KEYS.group(g))
+        if (item === undefined) lostGroups.push(g)
+        else this.#check(g, item, lostGroups)
       }
-    })
+    }
     // memcached's clock ticks in whole seconds: a key can lapse up to 1 s before its expiry.
     const shortest = Math.min(this.#ttl.membership, this.#ttl.lock, this.#ttl.leader)
     return { nextBeatMs: Math.max(500, (shortest - 1) * 1000), lostGroups }
+  }
+
+  /**
+   * Each group's CAS (undefined when the group is absent), by `mg <key> c`, which moves no value.
+   * Without meta commands, one `gets` of every group: the values come along, as `item`.
+   */
+  async #probe(groups: readonly string[]): Promise<({ cas: bigint | undefined; item?: MemcachedItem } | undefined)[]> {
+    if (!this.#meta) {
+      const items = await this.#c.get(groups.map(KEYS.group), true)
+      return groups.map((g) => {
+        const item = items.get(KEYS.group(g))
+        return item && { cas: item.cas, item }
+      })
+    }
+    const replies = await Promise.all(groups.map((g) => this.#c.meta('mg', KEYS.group(g), ['c'])))
+    return replies.map((r) => (r.code === 'HD' ? { cas: casOf(r.flags.get('c')) } : undefined))
+  }
+
+  /** Adds `group` to `lost` unless its value lists this member; remembers the CAS when it does. */
+  #check(group: string, item: MemcachedItem, lost: string[]): void {
+    let listed: boolean
+    try {
+      listed = decodeGroup(item, group)?.some((e) => e.id === this.#me) ?? false
+    } catch {
+      listed = true // a corrupt group says nothing about us; reads of it report the corruption
+    }
+    if (!listed) {
+      this.#listedAt.delete(group)
+      lost.push(group)
+    } else if (item.cas !== undefined) this.#listedAt.set(group, item.cas)
   }
 
   async createGroup(group: string): Promise<void> {
@@ -202,6 +275,7 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   async leaveGroup(group: string): Promise<void> {
+    this.#listedAt.delete(group)
     await this.#update(group, `leaving group ${group}`, (entries) => {
       if (!entries.some((e) => e.id === this.#me)) throw new MemberNotJoinedError(group, this.#me)
       return entries.filter((e) => e.id !== this.#me)
@@ -216,28 +290,23 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   async listMembers(group: string): Promise<Map<string, Uint8Array | SerializationError>> {
-    const key = KEYS.group(group)
-    const item = await this.#c.gets(key)
-    const entries = this.#entries(item, group)
-    const alive = new Set(await this.#alive(entries))
-    const dead = entries.filter((e) => e.id !== undefined && !alive.has(e))
-    if (dead.length > 0) {
-      // Lazy garbage collection, as tooz does it. Losing the CAS race is fine: the next reader retries.
-      await this.#c.store('cas', key, encodeGroup(entries.filter((e) => !dead.includes(e))), FLAG_MSGPACK, 0, item!.cas).catch((err: unknown) => {
-        this.#ctx.events.warning(new BackendError(`Pruning ${dead.length} dead members from group ${group} failed: ${(err as Error).message}`, { cause: err, driver: 'memcached' }))
-      })
-    }
     const out = new Map<string, Uint8Array | SerializationError>()
-    for (const e of alive) if (e.id !== undefined) out.set(e.id, capabilitiesOf(e, group))
+    for (const e of await this.#live(group)) if (e.id !== undefined) out.set(e.id, capabilitiesOf(e, group))
     return out
   }
 
+  async listMemberIds(group: string): Promise<string[]> {
+    const ids: string[] = []
+    for (const e of await this.#live(group)) if (e.id !== undefined) ids.push(e.id)
+    return ids
+  }
+
   createLock(name: string): DriverLock {
-    return new MemcachedLock(this.#c, KEYS.lock(name), this.#me, this.#ttl.lock, () => this.#meta)
+    return new MemcachedLock(this.#c, KEYS.lock(name), this.#me, this.#ttl.lock, () => this.#meta, this.#heldLocks)
   }
 
   leaderLock(group: string): DriverLock {
-    return new MemcachedLock(this.#c, KEYS.leader(group), this.#me, this.#ttl.leader, () => this.#meta)
+    return new MemcachedLock(this.#c, KEYS.leader(group), this.#me, this.#ttl.leader, () => this.#meta, this.#heldLocks)
   }
 
   async getLeader(group: string): Promise<string | null> {
@@ -264,9 +333,29 @@ class MemcachedDriver implements CoordinationDriver {
    * and members whose id cannot be read (their liveness cannot be checked, so they are kept).
    */
   async #alive(entries: readonly GroupEntry[]): Promise<GroupEntry[]> {
-    const others = entries.filter((e) => e.id !== undefined && e.id !== this.#me)
-    const beats = await this.#c.get(others.map((e) => KEYS.member(e.id!)))
-    return entries.filter((e) => e.id === undefined || e.id === this.#me || beats.has(KEYS.member(e.id)))
+    const keys = entries.map((e) => (e.id === undefined || e.id === this.#me ? undefined : KEYS.member(e.id)))
+    const beats = await this.#c.present(keys.filter((k): k is string => k !== undefined))
+    return entries.filter((_, i) => keys[i] === undefined || beats.has(keys[i]))
+  }
+
+  /** A group's live entries (two round trips at any size), pruning the dead ones from its value. */
+  async #live(group: string): Promise<GroupEntry[]> {
+    const key = KEYS.group(group)
+    const item = await this.#c.gets(key)
+    const entries = this.#entries(item, group)
+    const alive = await this.#alive(entries)
+    const dead = entries.length - alive.length
+    if (dead > 0) {
+      // Lazy garbage collection, as tooz does it. Losing the CAS race is fine: the next reader retries.
+      // #alive() keeps every entry it cannot check, so the live entries are exactly what stays.
+      await this.#c.store('cas', key, encodeGroup(alive), FLAG_MSGPACK, 0, item!.cas).catch((err: unknown) => {
+        this.#ctx.events.warning(new BackendError(`Pruning ${dead} dead members from group ${group} failed: ${(err as Error).message}`, { cause: err, driver: 'memcached' }))
+      })
+    } else if (this.#listedAt.has(group) && alive.some((e) => e.id === this.#me)) {
+      // A read the heartbeat need not repeat: our entry is in the value at this CAS.
+      this.#listedAt.set(group, item!.cas!)
+    }
+    return alive
   }
 
   /** One gets/modify/cas loop over a group's value; `change` throws the domain errors. */
@@ -294,6 +383,7 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   #onConnected(server: MemcachedServer, reconnect: boolean): void {
+    this.#listedAt.clear()
     const previous = this.#server
     this.#server = server
     const [major = 0, minor = 0, patch = 0] = server.version.split('.').map((n) => Number.parseInt(n, 10) || 0)
@@ -304,6 +394,11 @@ class MemcachedDriver implements CoordinationDriver {
     if (same) this.#ctx.events.connectionState('reconnected')
     else this.#ctx.events.connectionState('lost', new Error(`memcached at ${server.host}:${server.port} is not the server this member used before (restarted, or a fail-over host): every key is gone`))
   }
+}
+
+/** A CAS value as a meta reply's `c` flag gives it. */
+function casOf(text: string | undefined): bigint | undefined {
+  return text === undefined || text === '' ? undefined : BigInt(text)
 }
 
 /** node:tls options from use_ssl and friends; the files are read here, at start. */
