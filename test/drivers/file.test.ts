@@ -1,20 +1,25 @@
 /**
  * The file driver's own behaviour: tooz's exact on-disk layout and bytes, expiry by mtime, garbage
- * collection of dead members, corrupt records, lock names and URLs it refuses.
+ * collection of dead members, corrupt records, lock names and URLs it refuses, and its costs (no
+ * thread-pool hop per call, member files read again only when they changed).
  */
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import fs, { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { syncBuiltinESMExports } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import {
-  connect, dumps, GroupNotEmptyError, InvalidIdError, InvalidOptionError, InvalidUrlError, SerializationError, type ConnectOptions, type Coordinator,
+  connect, dumps, GroupNotEmptyError, InvalidIdError, InvalidOptionError, InvalidUrlError, parseBackendUrl, SerializationError, type ConnectOptions, type Coordinator,
 } from '../../src/index.js'
+import type { CoordinationDriver } from '../../src/coordination/driver.js'
+import fileDriver from '../../src/coordination/drivers/file.js'
 import { decodeMemberRecord, encodeMemberRecord } from '../../src/coordination/drivers/file-format.js'
 import { withFileLock } from '../../src/coordination/drivers/file-lock.js'
+import { silentLogger } from '../../src/coordination/logger.js'
 import { TIMING } from '../support/timing.js'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
 
@@ -42,6 +47,60 @@ function age(path: string, seconds: number): void {
   const then = new Date(Date.now() - seconds * 1000)
   utimesSync(path, then, then)
 }
+
+/** The driver itself, without a Coordinator around it: for tests of what one primitive costs. */
+async function bareDriver(t: TestContext, dir: string, memberId: string): Promise<CoordinationDriver> {
+  const events = { connectionState() {}, membershipLost() {}, lockLost() {}, warning() {} }
+  const options = { timeoutMs: 10_000, executor: '' }
+  const d = fileDriver.create({ url: parseBackendUrl(`file://${dir}`), options, memberId, events, signal: new AbortController().signal, log: silentLogger })
+  await d.start()
+  t.after(() => d.stop())
+  return d
+}
+
+/** Runs `op` and fails if the event loop turned before it settled (a hop through libuv's thread pool does that). */
+async function withinOneTurn<T>(what: string, op: () => Promise<T>): Promise<T> {
+  let turned = false
+  const check = setImmediate(() => (turned = true))
+  const out = await op()
+  clearImmediate(check)
+  assert.equal(turned, false, `${what} waited for the event loop: an asynchronous file call crept back in`)
+  return out
+}
+
+/** Read counters in use: a directory and how many files under it readFileSync read. */
+const readCounters = new Set<{ dir: string; reads: number }>()
+let unspiedReadFileSync: typeof fs.readFileSync | undefined
+
+/**
+ * Counts readFileSync calls on paths under `dir` while `fn` runs. One spy serves every counter, so
+ * that tests running at once do not undo each other's; the driver's named import sees it through
+ * syncBuiltinESMExports().
+ */
+async function countReads(dir: string, fn: () => Promise<unknown>): Promise<number> {
+  const counter = { dir, reads: 0 }
+  if (readCounters.size === 0) {
+    const original = (unspiedReadFileSync = fs.readFileSync)
+    fs.readFileSync = ((path: unknown, ...rest: unknown[]) => {
+      for (const c of readCounters) if (typeof path === 'string' && path.startsWith(c.dir)) c.reads++
+      return (original as (...a: unknown[]) => unknown)(path, ...rest)
+    }) as typeof fs.readFileSync
+    syncBuiltinESMExports()
+  }
+  readCounters.add(counter)
+  try {
+    await fn()
+  } finally {
+    readCounters.delete(counter)
+    if (readCounters.size === 0) {
+      fs.readFileSync = unspiedReadFileSync!
+      syncBuiltinESMExports()
+    }
+  }
+  return counter.reads
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 /** A record as tooz 3.1 writes it, with `capabilities` given as raw msgpack. */
 function rawRecord(capabilities: Uint8Array, memberId: Uint8Array): Uint8Array {
@@ -210,6 +269,120 @@ describe('file driver', { concurrency: 4 }, () => {
     assert.deepEqual(updated.capabilities, { v: 2 })
     assert.equal(updated.createdAt.getTime(), first.createdAt.getTime(), 'joined_on is kept')
     assert.ok(updated.updatedAt.getTime() > first.updatedAt.getTime())
+  })
+
+  it('file: costs: membership calls, heartbeats, listings and lock cycles settle without a thread-pool hop', async (t) => {
+    const dir = tempDir(t)
+    const a = await bareDriver(t, dir, 'a')
+    const caps = dumps({ v: 1 })
+    await withinOneTurn('createGroup', () => a.createGroup('g'))
+    await withinOneTurn('joinGroup', () => a.joinGroup('g', caps))
+    await withinOneTurn('heartbeat', () => a.heartbeat!(new Map([['g', caps]])))
+    assert.deepEqual([...(await withinOneTurn('listMembers', () => a.listMembers('g'))).keys()], ['a'])
+    assert.deepEqual(await withinOneTurn('listMemberIds', () => a.listMemberIds!('g')), ['a'])
+    await withinOneTurn('getMemberInfo', () => a.getMemberInfo!('g', 'a'))
+    await withinOneTurn('updateCapabilities', () => a.updateCapabilities!('g', dumps({ v: 2 })))
+    assert.deepEqual(await withinOneTurn('listGroups', () => a.listGroups()), ['g'])
+    const lock = a.createLock('l')
+    assert.equal(await withinOneTurn('lock tryAcquire', () => lock.tryAcquire()), true)
+    assert.equal(await withinOneTurn('lock isStillOwner', () => lock.isStillOwner()), true)
+    assert.equal(await withinOneTurn('lock release', () => lock.release()), true)
+    const leader = a.leaderLock!('g')
+    assert.equal(await withinOneTurn('leader tryAcquire', () => leader.tryAcquire()), true)
+    assert.equal(await withinOneTurn('getLeader', () => a.getLeader!('g')), 'a')
+    assert.equal(await withinOneTurn('leader release', () => leader.release()), true)
+    await withinOneTurn('leaveGroup', () => a.leaveGroup('g'))
+    await withinOneTurn('deleteGroup', () => a.deleteGroup('g'))
+  })
+
+  it('file: costs: a listing reads only member files that are new or replaced since the last one; heartbeats read nothing', async (t) => {
+    const dir = tempDir(t)
+    const a = await open(t, `file://${dir}`, { heartbeat: false, autoWatch: false })
+    const g = rid('g')
+    await a.createGroup(g)
+    const groupDir = join(dir, 'groups', sha1(g))
+    for (let i = 0; i < 20; i++) writeFileSync(join(groupDir, `${sha1(`m${i}`)}.raw`), encodeMemberRecord(`m${i}`, dumps({ i }), new Date()))
+    await sleep(100) // past the window in which a newer file could share these files' timestamps
+    assert.equal(await countReads(groupDir, () => a.getMembersWithCapabilities(g)), 20)
+    assert.equal(await countReads(groupDir, () => a.getMembers(g)), 0)
+    assert.equal(await countReads(groupDir, () => a.getMembersWithCapabilities(g)), 0)
+    // A heartbeat moves mtime and ctime, not the content: nothing to read again.
+    const beaten = join(groupDir, `${sha1('m3')}.raw`)
+    utimesSync(beaten, new Date(), new Date())
+    assert.equal(await countReads(groupDir, () => a.getMembers(g)), 0)
+    // A replaced file (as rollcall writes: a new file renamed over it) is read again, and only it.
+    writeFileSync(join(dir, 'tmp', 'next'), encodeMemberRecord('m5', dumps({ i: 'five' }), new Date()))
+    renameSync(join(dir, 'tmp', 'next'), join(groupDir, `${sha1('m5')}.raw`))
+    let all = new Map<string, unknown>()
+    assert.equal(await countReads(groupDir, async () => (all = await a.getMembersWithCapabilities(g))), 1)
+    assert.deepEqual(all.get('m5'), { i: 'five' })
+    assert.deepEqual(all.get('m3'), { i: 3 })
+    // getMemberCapabilities of an unchanged member is answered from the same records.
+    assert.equal(await countReads(groupDir, () => a.getMemberCapabilities(g, 'm7')), 0)
+  })
+
+  it('file: costs: a member file read within moments of its birth is read again next time (a newer file could share its timestamps)', async (t) => {
+    const dir = tempDir(t)
+    const a = await open(t, `file://${dir}`, { heartbeat: false, autoWatch: false })
+    const g = rid('g')
+    await a.createGroup(g)
+    const groupDir = join(dir, 'groups', sha1(g))
+    const path = join(groupDir, `${sha1('m')}.raw`)
+    // Only meaningful when both listings land within the driver's 50 ms window: retried on a busy machine.
+    let checked = false
+    for (let attempt = 0; attempt < 10 && !checked; attempt++) {
+      writeFileSync(join(dir, 'tmp', 'next'), encodeMemberRecord('m', dumps({ attempt }), new Date()))
+      renameSync(join(dir, 'tmp', 'next'), path)
+      const born = statSync(path).birthtimeMs || statSync(path).ctimeMs
+      const first = await countReads(groupDir, () => a.getMembers(g))
+      const second = await countReads(groupDir, () => a.getMembers(g))
+      if (Date.now() - born >= 40) continue
+      assert.deepEqual([first, second], [1, 1])
+      checked = true
+    }
+    assert.ok(checked, 'the machine was too busy to list twice within 40 ms of writing a file')
+    await sleep(100)
+    assert.equal(await countReads(groupDir, () => a.getMembers(g)), 1, 'read once more, now long after its birth')
+    assert.equal(await countReads(groupDir, () => a.getMembers(g)), 0, 'and trusted from then on')
+  })
+
+  it('file: members: a record rewritten in place with the same size (mtime = ctime, as a write sets them) is read again', async (t) => {
+    const dir = tempDir(t)
+    const a = await open(t, `file://${dir}`, { heartbeat: false, autoWatch: false })
+    const b = await open(t, `file://${dir}`, { memberId: 'b', heartbeat: false, autoWatch: false })
+    const g = rid('g')
+    await a.createGroup(g)
+    await b.joinGroup(g, { v: 'x' })
+    await sleep(100)
+    assert.deepEqual((await a.getMembersWithCapabilities(g)).get('b'), { v: 'x' })
+    const path = memberFile(dir, g, 'b')
+    const before = statSync(path)
+    writeFileSync(path, encodeMemberRecord('b', dumps({ v: 'y' }), decodeMemberRecord(readFileSync(path)).joinedOnRaw!))
+    assert.equal(statSync(path).ino, before.ino)
+    assert.equal(statSync(path).size, before.size)
+    assert.deepEqual((await a.getMembersWithCapabilities(g)).get('b'), { v: 'y' })
+    assert.deepEqual(await a.getMemberCapabilities(g, 'b'), { v: 'y' })
+  })
+
+  it('file: members: capabilities replaced many times in quick succession are always read back fresh (reused inodes, coarse clocks)', async (t) => {
+    const dir = tempDir(t)
+    const a = await open(t, `file://${dir}`, { heartbeat: false, autoWatch: false })
+    const b = await open(t, `file://${dir}`, { memberId: 'b', heartbeat: false, autoWatch: false })
+    const g = rid('g')
+    await a.createGroup(g)
+    await b.joinGroup(g, { v: 0 })
+    await sleep(100)
+    // Each update renames a new file over the old one, and ext4 hands a freed inode number to the
+    // next file at once: two updates later the path names a file with the number a listing has
+    // just seen, born within the same tick of the file clock, with a value of the same size.
+    for (let i = 1; i <= 150; i += 3) {
+      await b.updateCapabilities(g, { v: i % 10 })
+      assert.deepEqual((await a.getMembersWithCapabilities(g)).get('b'), { v: i % 10 }, `update ${i}`)
+      await b.updateCapabilities(g, { v: (i + 1) % 10 })
+      await b.updateCapabilities(g, { v: (i + 2) % 10 })
+      assert.deepEqual((await a.getMembersWithCapabilities(g)).get('b'), { v: (i + 2) % 10 }, `update ${i + 2}`)
+      assert.deepEqual(await a.getMemberCapabilities(g, 'b'), { v: (i + 2) % 10 }, `update ${i + 2}`)
+    }
   })
 
   it('file: locks: reserved and escaping names are refused before anything is written', async (t) => {

@@ -6,9 +6,10 @@
  * after taking the lock, and empties it just before releasing; nobody else ever writes it.
  * getLeader() tries the lock itself: if it can take it, nobody leads (a crashed leader's stale
  * record is ignored because the kernel released its lock); if it cannot, the file names the
- * leader. A holder between locking and writing is waited for briefly.
+ * leader. A holder between locking and writing is waited for briefly. The file calls are synchronous,
+ * as in file-lock.ts: short, local, and never waiting for another process.
  */
-import { open, type FileHandle } from 'node:fs/promises'
+import { closeSync, constants, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dumps, loads } from '../codec.js'
 import { nativeLocks, pause, RecordLock } from './file-lock.js'
 
@@ -27,42 +28,37 @@ export class LeaderLock extends RecordLock {
     this.#record = dumps({ member_id: utf8.encode(memberId), encoded: false })
   }
 
-  override async tryAcquire(): Promise<boolean> {
-    if (!(await super.tryAcquire())) return false
-    try {
-      const handle = this.handle!
-      await handle.truncate(0)
-      await handle.write(this.#record, 0, this.#record.length, 0)
-      return true
-    } catch (err) {
-      await this.release().catch(() => false)
-      throw err
-    }
+  protected override afterAcquire(fd: number): void {
+    ftruncateSync(fd, 0)
+    writeSync(fd, this.#record, 0, this.#record.length, 0)
   }
 
-  protected override async beforeRelease(handle: FileHandle): Promise<void> {
-    await handle.truncate(0)
+  protected override beforeRelease(fd: number): void {
+    ftruncateSync(fd, 0)
   }
 }
+
+/** Read-write, without blocking on a FIFO (see file-lock.ts). */
+const READ_FLAGS = constants.O_RDWR | constants.O_NONBLOCK
 
 /** The member that holds the leader lock at `path`, or null when nobody does. */
 export async function readLeader(path: string): Promise<string | null> {
   const deadline = Date.now() + RECORD_WAIT_MS
   for (;;) {
-    let handle: FileHandle
+    let fd: number
     try {
-      handle = await open(path, 'r+')
+      fd = openSync(path, READ_FLAGS)
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
       throw err
     }
     try {
-      // Taking it means nobody holds it; closing the handle below gives it straight back.
-      if (nativeLocks().tryLock(handle.fd)) return null
-      const leader = parseRecord(await handle.readFile())
+      // Taking it means nobody holds it; closing the descriptor below gives it straight back.
+      if (nativeLocks().tryLock(fd)) return null
+      const leader = parseRecord(readFileSync(fd))
       if (leader !== undefined || Date.now() >= deadline) return leader ?? null
     } finally {
-      await handle.close()
+      closeSync(fd)
     }
     await pause(5)
   }

@@ -14,9 +14,15 @@
  * barrier). The kernel drops the lock when the description's last descriptor closes, so a process
  * that dies never leaves a lock behind. Elsewhere than Linux (macOS) the package falls back to
  * flock: rollcall processes still exclude each other, Python processes no longer.
+ *
+ * The file calls here are synchronous: open, fstat, stat, ftruncate and close of a local file take
+ * a few microseconds, less than a hop through libuv's thread pool, and none of them waits for
+ * another process (the lock itself is only ever tried, never waited for in the kernel). Lock files
+ * are opened with O_NONBLOCK, so that a FIFO planted at a lock path fails instead of blocking the
+ * event loop; on regular files the flag does nothing.
  */
 import { createRequire } from 'node:module'
-import { mkdir, open, stat, unlink, type FileHandle } from 'node:fs/promises'
+import { closeSync, constants, fstatSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DriverUnavailableError, OperationTimeoutError } from '../../errors.js'
 
@@ -41,100 +47,113 @@ export function nativeLocks(): NativeLocks {
   return native
 }
 
+/** fasteners' append mode (created if missing), without blocking on a FIFO. */
+const LOCK_FILE_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK
+
 /** Opens `path` as fasteners does (append mode, created if missing, parent directories too). */
-async function openForLock(path: string): Promise<FileHandle> {
+function openForLock(path: string): number {
   try {
-    return await open(path, 'a')
+    return openSync(path, LOCK_FILE_FLAGS, 0o666)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-    await mkdir(dirname(path), { recursive: true })
-    return open(path, 'a')
+    mkdirSync(dirname(path), { recursive: true })
+    return openSync(path, LOCK_FILE_FLAGS, 0o666)
   }
 }
 
-/** True when `handle` is still the file at `path` (not unlinked or replaced since it was opened). */
-async function isFileAt(handle: FileHandle, path: string): Promise<boolean> {
-  const [mine, current] = await Promise.all([handle.stat(), stat(path).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined
-    throw err
-  })])
-  return current !== undefined && current.ino === mine.ino && current.dev === mine.dev
+/** Closes a descriptor after a failure, keeping the first error. */
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd)
+  } catch {
+    // The original error matters more.
+  }
+}
+
+/** Which file a descriptor names; fixed for the descriptor's life, so taken once. */
+interface FileId {
+  readonly ino: number
+  readonly dev: number
+}
+
+/** True when the file at `path` is still `file` (not unlinked or replaced since it was opened). */
+function isFileAt(file: FileId, path: string): boolean {
+  const current = statSync(path, { throwIfNoEntry: false })
+  return current !== undefined && current.ino === file.ino && current.dev === file.dev
 }
 
 /**
  * One holder of a record lock on one path (a named lock, a leader lock). Not re-entrant. break()
  * unlinks the file; a holder then finds that its descriptor no longer names the path and is no
  * longer the owner, and every rollcall acquirer checks the same after locking, so two rollcall
- * processes never both hold a broken lock.
+ * processes never both hold a broken lock. Each method runs to its end without yielding, so calls
+ * on one object cannot interleave.
  */
 export class RecordLock {
   readonly path: string
-  #handle: FileHandle | undefined
-  #busy = false
+  /** The descriptor holding the lock and the file it names, while held. */
+  #held: (FileId & { readonly fd: number }) | undefined
 
   constructor(path: string) {
     this.path = path
   }
 
-  /** The descriptor while held (for the owner record of leader locks). */
-  protected get handle(): FileHandle | undefined {
-    return this.#handle
-  }
-
   /** Takes the lock if it is free; never waits. */
   async tryAcquire(): Promise<boolean> {
-    if (this.#handle || this.#busy) return false
-    this.#busy = true
-    try {
-      // A retry only happens when the file was broken (unlinked) between our open and our lock.
-      for (let attempt = 0; attempt < 5; attempt++) {
-        const handle = await openForLock(this.path)
-        let locked = false
-        try {
-          locked = nativeLocks().tryLock(handle.fd)
-          if (locked && (await isFileAt(handle, this.path))) {
-            this.#handle = handle
+    if (this.#held) return false
+    // A retry only happens when the file was broken (unlinked) between our open and our lock.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const fd = openForLock(this.path)
+      let locked = false
+      try {
+        locked = nativeLocks().tryLock(fd)
+        if (locked) {
+          const { ino, dev } = fstatSync(fd)
+          if (isFileAt({ ino, dev }, this.path)) {
+            this.afterAcquire(fd)
+            this.#held = { fd, ino, dev }
             return true
           }
-        } catch (err) {
-          await handle.close().catch(() => {})
-          throw err
         }
-        await handle.close()
-        if (!locked) return false
+      } catch (err) {
+        closeQuietly(fd)
+        throw err
       }
-      return false
-    } finally {
-      this.#busy = false
+      closeSync(fd)
+      if (!locked) return false
     }
+    return false
   }
 
   /** Releases (closing the descriptor drops the lock); false when not held, or broken meanwhile. */
   async release(): Promise<boolean> {
-    const handle = this.#handle
-    if (!handle) return false
-    this.#handle = undefined
+    const held = this.#held
+    if (!held) return false
+    this.#held = undefined
     try {
-      const owned = await isFileAt(handle, this.path)
-      if (owned) await this.beforeRelease(handle)
+      const owned = isFileAt(held, this.path)
+      if (owned) this.beforeRelease(held.fd)
       return owned
     } finally {
-      await handle.close()
+      closeSync(held.fd)
     }
   }
 
+  /** Hook run as soon as the lock is taken; if it throws, the lock is dropped and the error raised. */
+  protected afterAcquire(_fd: number): void {}
+
   /** Hook run while still holding the lock, just before it is released. */
-  protected async beforeRelease(_handle: FileHandle): Promise<void> {}
+  protected beforeRelease(_fd: number): void {}
 
   /** True while held and the file at the path is still the one locked. */
   async isStillOwner(): Promise<boolean> {
-    return this.#handle !== undefined && isFileAt(this.#handle, this.path)
+    return this.#held !== undefined && isFileAt(this.#held, this.path)
   }
 
   /** Unlinks the lock file, whoever holds it; false when there was none. */
   async break(): Promise<boolean> {
     try {
-      await unlink(this.path)
+      unlinkSync(this.path)
       return true
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false
@@ -144,9 +163,9 @@ export class RecordLock {
 
   /** Drops the lock without the ownership check (driver stop). */
   async close(): Promise<void> {
-    const handle = this.#handle
-    this.#handle = undefined
-    await handle?.close()
+    const held = this.#held
+    this.#held = undefined
+    if (held) closeSync(held.fd)
   }
 }
 
@@ -168,9 +187,11 @@ const POLL_MAX_MS = 50
 /**
  * Runs `fn` holding the record lock on `path` (tooz's `.driver_lock`), as tooz's `_lock_me` does.
  * Waits in an in-process queue, then polls the lock (1 ms doubling to 50 ms) for at most `maxWaitMs`
- * before failing with OperationTimeoutError. The file is opened per use, as fasteners does.
+ * before failing with OperationTimeoutError. The file is opened per use, as fasteners does. Only
+ * the wait is asynchronous; `fn` may be synchronous, and the driver's are (its file calls are short
+ * and local, and no other process can change the files it reads while the lock is held).
  */
-export async function withFileLock<T>(path: string, maxWaitMs: number, fn: () => Promise<T>): Promise<T> {
+export async function withFileLock<T>(path: string, maxWaitMs: number, fn: () => T | Promise<T>): Promise<T> {
   const previous = queues.get(path) ?? Promise.resolve()
   let done!: () => void
   const mine = new Promise<void>((resolve) => (done = resolve))
@@ -178,10 +199,10 @@ export async function withFileLock<T>(path: string, maxWaitMs: number, fn: () =>
   queues.set(path, tail)
   await previous
   try {
-    const handle = await openForLock(path)
+    const fd = openForLock(path)
     try {
       const deadline = Date.now() + maxWaitMs
-      for (let delay = POLL_FIRST_MS; !nativeLocks().tryLock(handle.fd); delay = Math.min(delay * 2, POLL_MAX_MS)) {
+      for (let delay = POLL_FIRST_MS; !nativeLocks().tryLock(fd); delay = Math.min(delay * 2, POLL_MAX_MS)) {
         if (Date.now() >= deadline) {
           throw new OperationTimeoutError(`Could not take ${path} within ${maxWaitMs} ms: another process holds it`, { driver: 'file' })
         }
@@ -189,7 +210,7 @@ export async function withFileLock<T>(path: string, maxWaitMs: number, fn: () =>
       }
       return await fn()
     } finally {
-      await handle.close()
+      closeSync(fd)
     }
   } finally {
     done()

@@ -20,6 +20,13 @@
  * `.driver_lock`). A member is alive while its `.raw` file's mtime is at most `timeout` seconds
  * old; the heartbeat touches it. Expiry is seen by polling: nothing is pushed.
  *
+ * Costs: inside `.driver_lock` the file calls are synchronous (a few microseconds each, where a
+ * hop through libuv's thread pool costs more than the call; only the wait for the lock is
+ * asynchronous), so a join is about ten system calls. Member ids live inside the records (file
+ * names are hashes), so a listing must know every record: it keeps the decoded records of each
+ * group it listed and, next time, reads only files that are new or changed (CachedRecord says how
+ * a stat proves a file unchanged), so a listing of unchanged members is a readdir and one stat each.
+ *
  * Hazards:
  * - Local only: a network file system's record locks and mtimes are only as good as its server.
  * - Locks are record locks (F_OFD_SETLK on Linux, through fs-native-extensions), which conflict
@@ -37,12 +44,17 @@
  * - A member record whose member id cannot be read is skipped, with one `warning` per file.
  * - rollcall writes ids as bytes (`encoded: False`), the id type tooz documents; a tooz program
  *   that passes str ids gets rollcall's members and groups back as bytes.
+ * - A tool that rewrites a member file in place, keeping its size, and is followed by a rollcall
+ *   heartbeat before the next listing, goes unnoticed by this process's record cache until the file
+ *   is replaced (rollcall and tooz never write member files that way; see CachedRecord).
+ * - The synchronous file calls block the event loop for as long as the file system takes: fine on
+ *   a local disk, not on a hung network mount (which the driver does not support anyway).
  * - getMemberInfo(): createdAt is `joined_on`; updatedAt is the birth time of the member's current
  *   record (written at join and by each updateCapabilities; heartbeats only touch its mtime), or
  *   its mtime where the file system records no birth time.
  */
-import type { Stats } from 'node:fs'
-import { mkdir, readdir, readFile, rename, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises'
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync, type Stats } from 'node:fs'
+import { mkdir, writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import {
@@ -67,9 +79,73 @@ type FileOptions = ResolvedOptions<typeof OPTIONS>
 const DRIVER_LOCK_WAIT_MS = 10_000
 /** A member file touched up to this far in the future still counts as alive (coarse file clocks). */
 const FUTURE_SLACK_MS = 1_000
+/**
+ * How long after a file's newest timestamp (birth or ctime) another file may still get the same
+ * one: file clocks advance by kernel ticks (at most 10 ms), or by whole seconds on file systems
+ * that keep no fraction (RACY_WHOLE_SECONDS_MS). A record read sooner is not trusted (CachedRecord).
+ */
+const RACY_MS = 50
+const RACY_WHOLE_SECONDS_MS = 2_000
+/** A listing lets the event loop run after this many member files, so that a huge group does not stall it. */
+const YIELD_EVERY = 1_000
+/** Groups whose decoded records are kept; the least recently listed is dropped first. */
+const CACHED_GROUPS = 64
 
 function isMissing(err: unknown): boolean {
   return (err as NodeJS.ErrnoException)?.code === 'ENOENT'
+}
+
+/**
+ * A decoded member file, and what proves that the file at its path still holds the bytes decoded.
+ *
+ * Nobody rewrites a member file in place: rollcall writes a new file and renames it over the old
+ * one, tooz creates the file once (its join refuses an existing one), and heartbeats only utime
+ * it, which moves mtime and ctime but not the birth time. So the bytes change exactly when the
+ * path names another file: another inode number, or, when the number was reused (ext4 reuses a
+ * freed one at once), another birth time. Two guards for the rest:
+ * - coarse file clocks: a file created in the same clock tick as the cached one could share its
+ *   birth time, so a record is trusted only when it was read well after that tick (RACY_MS);
+ * - a writer that does rewrite in place sets mtime and ctime to one instant, which a rollcall
+ *   heartbeat (utime to its own clock) does not: a ctime that moved to equal mtime is a miss.
+ *   tooz's heartbeat (utime to "now") looks the same, so a tooz member is read again once per beat.
+ * Where the file system keeps no birth time, ctime stands in for it, and every heartbeat is a miss.
+ */
+interface CachedRecord {
+  readonly ino: number
+  readonly size: number
+  /** Birth time, or ctime where there is none. */
+  readonly bornMs: number
+  readonly ctimeMs: number
+  /** False when read too soon after bornMs or ctimeMs to tell this file from a newer one: read again. */
+  readonly trusted: boolean
+  readonly read: MemberRecord | CorruptRecordError
+}
+
+/** One live member file of a listing. */
+interface LiveFile {
+  readonly path: string
+  readonly record: CachedRecord
+}
+
+function bornMsOf(s: Stats): number {
+  return s.birthtimeMs > 0 ? s.birthtimeMs : s.ctimeMs
+}
+
+/** True when `s`, a fresh stat of the record's path, proves that the file still holds what `c` decoded. */
+function holdsSame(c: CachedRecord, s: Stats): boolean {
+  return c.trusted && s.ino === c.ino && s.size === c.size && bornMsOf(s) === c.bornMs && (s.ctimeMs === c.ctimeMs || s.mtimeMs !== s.ctimeMs)
+}
+
+function decodeRecord(bytes: Uint8Array): MemberRecord | CorruptRecordError {
+  try {
+    return decodeMemberRecord(bytes)
+  } catch (err) {
+    return err instanceof CorruptRecordError ? err : new CorruptRecordError((err as Error).message, undefined, err)
+  }
+}
+
+function yieldToLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
 }
 
 class FileDriver implements CoordinationDriver {
@@ -83,6 +159,8 @@ class FileDriver implements CoordinationDriver {
   readonly #locks = new Set<RecordLock>()
   /** Corrupt files already reported (path, inode and size), so a poll does not warn every time. */
   readonly #warned = new Set<string>()
+  /** Per group directory, the decoded records of the member files its last listing saw. */
+  readonly #records = new Map<string, Map<string, CachedRecord>>()
 
   constructor(ctx: DriverContext<FileOptions>, dir: string) {
     this.#ctx = ctx
@@ -107,19 +185,22 @@ class FileDriver implements CoordinationDriver {
   async stop(): Promise<void> {
     await Promise.allSettled([...this.#locks].map((l) => l.close()))
     this.#locks.clear()
+    this.#records.clear()
   }
 
   /** Touches this member's `.raw` in every joined group; reports groups whose file vanished. */
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
     const lostGroups: string[] = []
     if (joined.size > 0) {
-      await this.#locked(async () => {
+      await this.#locked(() => {
         const now = new Date()
         for (const group of joined.keys()) {
-          await utimes(this.#memberPath(group), now, now).catch((err: unknown) => {
+          try {
+            utimesSync(this.#memberPath(group), now, now)
+          } catch (err) {
             if (!isMissing(err)) throw err
             lostGroups.push(group)
-          })
+          }
         }
       })
     }
@@ -128,87 +209,105 @@ class FileDriver implements CoordinationDriver {
 
   async createGroup(group: string): Promise<void> {
     const dir = this.#groupDir(group)
-    await this.#locked(async () => {
+    await this.#locked(() => {
       // tooz rewrites an existing .metadata here; rollcall leaves it, so a tooz writer's `encoded` flag stays.
-      if (await exists(join(dir, '.metadata'))) throw new GroupExistsError(group)
-      await mkdir(dir, { recursive: true })
-      await this.#writeAtomically(join(dir, '.metadata'), encodeGroupMetadata(group))
+      if (exists(join(dir, '.metadata'))) throw new GroupExistsError(group)
+      mkdirSync(dir, { recursive: true })
+      this.#writeAtomically(join(dir, '.metadata'), encodeGroupMetadata(group))
     })
   }
 
   async deleteGroup(group: string): Promise<void> {
     const dir = this.#groupDir(group)
-    await this.#locked(async () => {
+    await this.#locked(() => {
       const left: string[] = []
-      for (const entry of await this.#entries(group)) {
+      for (const entry of this.#entries(group)) {
         if (entry === '.metadata') continue
-        if (entry.endsWith('.raw') && (await this.#collectIfStale(join(dir, entry), entry))) continue
+        if (entry.endsWith('.raw') && this.#collectIfStale(join(dir, entry), entry)) continue
         left.push(entry)
       }
       if (left.some((e) => e.endsWith('.raw'))) throw new GroupNotEmptyError(group)
       if (left.length > 0) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: unexpected ${left.map((e) => JSON.stringify(e)).join(', ')} in ${dir}, which should hold only .metadata and member files`, { driver: 'file' })
-      await rm(dir, { recursive: true, force: true })
+      rmSync(dir, { recursive: true, force: true })
+      this.#records.delete(dir)
     })
     // The group's leader lock file goes too, when nobody holds it.
     const leader = new RecordLock(this.#leaderPath(group))
-    if ((await exists(leader.path)) && (await leader.tryAcquire().catch(() => false))) {
-      await unlink(leader.path).catch(() => {})
+    if (exists(leader.path) && (await leader.tryAcquire().catch(() => false))) {
+      try {
+        unlinkSync(leader.path)
+      } catch {
+        // Gone already, or not ours to remove: either way nobody leads.
+      }
       await leader.close()
     }
   }
 
   async listGroups(): Promise<string[]> {
+    // Not under .driver_lock (tooz takes none here either); synchronous all the same, being local.
     const groups: string[] = []
-    for (const entry of await readdir(this.#groupsDir)) {
+    for (const entry of readdirSync(this.#groupsDir)) {
       const path = join(this.#groupsDir, entry, '.metadata')
-      const bytes = await readFile(path).catch((err: unknown) => {
-        if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined
+      let bytes: Buffer
+      try {
+        bytes = readFileSync(path)
+      } catch (err) {
+        if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') continue
         throw err
-      })
-      if (!bytes) continue
+      }
       try {
         groups.push(decodeGroupMetadata(bytes))
       } catch (err) {
-        await this.#warnCorrupt(path, `Group metadata ${path} is unreadable (${(err as Error).message}); that group is not listed`, err)
+        const s = statSync(path, { throwIfNoEntry: false })
+        this.#warnCorrupt(`${path}:${s?.ino}:${s?.size}`, `Group metadata ${path} is unreadable (${(err as Error).message}); that group is not listed`, err)
       }
     }
     return groups
   }
 
   async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
-    await this.#locked(async () => {
-      if (!(await exists(join(this.#groupDir(group), '.metadata')))) throw new GroupNotFoundError(group)
+    await this.#locked(() => {
+      if (!exists(join(this.#groupDir(group), '.metadata'))) throw new GroupNotFoundError(group)
       const path = this.#memberPath(group)
-      const mtimeMs = (await statIfExists(path))?.mtimeMs
+      const mtimeMs = statIfExists(path)?.mtimeMs
       // A stale file of ours is a dead earlier incarnation of this member id: replace it (tooz refuses).
       if (mtimeMs !== undefined && this.#isAlive(mtimeMs, Date.now())) throw new MemberExistsError(group, this.#ctx.memberId)
-      await this.#writeAtomically(path, encodeMemberRecord(this.#ctx.memberId, capabilities, new Date()))
+      this.#writeAtomically(path, encodeMemberRecord(this.#ctx.memberId, capabilities, new Date()))
     })
   }
 
   async leaveGroup(group: string): Promise<void> {
-    await this.#locked(async () => {
-      if (!(await exists(join(this.#groupDir(group), '.metadata')))) throw new GroupNotFoundError(group)
-      await unlink(this.#memberPath(group)).catch((err: unknown) => {
+    await this.#locked(() => {
+      if (!exists(join(this.#groupDir(group), '.metadata'))) throw new GroupNotFoundError(group)
+      try {
+        unlinkSync(this.#memberPath(group))
+      } catch (err) {
         if (isMissing(err)) throw new MemberNotJoinedError(group, this.#ctx.memberId)
         throw err
-      })
+      }
     })
   }
 
   async listMembers(group: string): Promise<Map<string, Uint8Array | SerializationError>> {
-    const dir = this.#groupDir(group)
-    return this.#locked(async () => {
-      const members = new Map<string, Uint8Array | SerializationError>()
-      const reads = (await this.#entries(group)).filter((e) => e.endsWith('.raw')).map(async (entry) => {
-        const path = join(dir, entry)
-        if (await this.#collectIfStale(path, entry)) return
-        const entryRead = await this.#readEntry(path)
-        if (entryRead) members.set(...entryRead)
-      })
-      await Promise.all(reads)
-      return members
-    })
+    const members = new Map<string, Uint8Array | SerializationError>()
+    for (const { path, record } of await this.#liveFiles(group)) {
+      const read = record.read
+      if (!(read instanceof CorruptRecordError)) members.set(read.memberId, read.capabilities)
+      else if (read.memberId !== undefined) members.set(read.memberId, new SerializationError(`Member record ${path} is unreadable (${read.message})`, { cause: read, driver: 'file' }))
+      else this.#warnUnnamed(path, record, read)
+    }
+    return members
+  }
+
+  /** The same files as listMembers(), and the same cost: the ids are inside the records (file names are hashes). */
+  async listMemberIds(group: string): Promise<string[]> {
+    const ids = new Set<string>()
+    for (const { path, record } of await this.#liveFiles(group)) {
+      const read = record.read
+      if (read.memberId !== undefined) ids.add(read.memberId)
+      else if (read instanceof CorruptRecordError) this.#warnUnnamed(path, record, read)
+    }
+    return [...ids]
   }
 
   async getMemberCapabilities(group: string, member: string): Promise<Uint8Array> {
@@ -216,20 +315,23 @@ class FileDriver implements CoordinationDriver {
   }
 
   async updateCapabilities(group: string, capabilities: Uint8Array): Promise<void> {
-    await this.#locked(async () => {
+    await this.#locked(() => {
       const path = this.#memberPath(group)
-      const bytes = await readFile(path).catch(async (err: unknown) => {
+      let bytes: Buffer
+      try {
+        bytes = readFileSync(path)
+      } catch (err) {
         if (!isMissing(err)) throw err
-        if (!(await exists(this.#groupDir(group)))) throw new GroupNotFoundError(group)
+        if (!exists(this.#groupDir(group))) throw new GroupNotFoundError(group)
         throw new MemberNotJoinedError(group, this.#ctx.memberId)
-      })
+      }
       let joinedOn: Date | Uint8Array = new Date()
       try {
         joinedOn = decodeMemberRecord(bytes).joinedOnRaw ?? joinedOn
       } catch {
         // Our own record is unreadable: rewrite it whole.
       }
-      await this.#writeAtomically(path, encodeMemberRecord(this.#ctx.memberId, capabilities, joinedOn))
+      this.#writeAtomically(path, encodeMemberRecord(this.#ctx.memberId, capabilities, joinedOn))
     })
   }
 
@@ -274,16 +376,22 @@ class FileDriver implements CoordinationDriver {
   }
 
   /** The names in a group's directory (GroupNotFoundError when there is none). */
-  async #entries(group: string): Promise<string[]> {
+  #entries(group: string): string[] {
     try {
-      return await readdir(this.#groupDir(group))
+      return readdirSync(this.#groupDir(group))
     } catch (err) {
       if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') throw new GroupNotFoundError(group)
       throw err
     }
   }
 
-  #locked<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` under `.driver_lock`. The file calls inside are synchronous: each is a local metadata
+   * operation of a few microseconds, cheaper than a hop through libuv's thread pool, and the member
+   * files they read cannot change meanwhile, since every writer of them (tooz's too) holds the same
+   * lock. Only the wait for the lock is asynchronous.
+   */
+  #locked<T>(fn: () => T | Promise<T>): Promise<T> {
     return withFileLock(this.#driverLock, DRIVER_LOCK_WAIT_MS, fn)
   }
 
@@ -291,8 +399,12 @@ class FileDriver implements CoordinationDriver {
     return join(this.#groupsDir, safeName(group))
   }
 
+  #memberFile(member: string): string {
+    return member === this.#ctx.memberId ? this.#ownFile : `${safeName(member)}.raw`
+  }
+
   #memberPath(group: string, member = this.#ctx.memberId): string {
-    return join(this.#groupDir(group), member === this.#ctx.memberId ? this.#ownFile : `${safeName(member)}.raw`)
+    return join(this.#groupDir(group), this.#memberFile(member))
   }
 
   #leaderPath(group: string): string {
@@ -305,63 +417,92 @@ class FileDriver implements CoordinationDriver {
   }
 
   /** Deletes another member's `.raw` whose mtime is older than the timeout; true when it is not alive. */
-  async #collectIfStale(path: string, entry: string): Promise<boolean> {
-    const s = await statIfExists(path)
+  #collectIfStale(path: string, entry: string): boolean {
+    const s = statIfExists(path)
     if (!s) return true
     if (this.#isAlive(s.mtimeMs, Date.now())) return false
-    if (entry !== this.#ownFile) {
-      await unlink(path).catch((err: unknown) => {
-        if (!isMissing(err)) throw err
-      })
-    }
+    this.#collect(path, entry)
     return true
+  }
+
+  /** Deletes a stale member file, unless it is this member's own (its next heartbeat revives it). */
+  #collect(path: string, entry: string): void {
+    if (entry === this.#ownFile) return
+    try {
+      unlinkSync(path)
+    } catch (err) {
+      if (!isMissing(err)) throw err
+    }
+  }
+
+  /**
+   * A group's live member files and their records, under the driver lock: one stat per file (its
+   * mtime is the liveness), and a read only for a file that is new or changed since the group's
+   * last listing (CachedRecord). Other members' stale files are collected on the way.
+   */
+  #liveFiles(group: string): Promise<LiveFile[]> {
+    const dir = this.#groupDir(group)
+    return this.#locked(async () => {
+      const names = this.#entries(group)
+      const before = this.#records.get(dir)
+      const seen = new Map<string, CachedRecord>()
+      const live: LiveFile[] = []
+      let files = 0
+      for (const name of names) {
+        if (!name.endsWith('.raw')) continue
+        if (++files % YIELD_EVERY === 0) await yieldToLoop()
+        // The group directory is normalized and the name has no slash: no need for join().
+        const path = `${dir}/${name}`
+        const nowMs = Date.now()
+        const s = statSync(path, { throwIfNoEntry: false })
+        if (!s) continue
+        if (!this.#isAlive(s.mtimeMs, nowMs)) {
+          this.#collect(path, name)
+          continue
+        }
+        const record = recordAt(path, s, nowMs, before?.get(name))
+        if (!record) continue
+        seen.set(name, record)
+        live.push({ path, record })
+      }
+      // What this listing saw replaces what the last one saw, so files that went are forgotten.
+      this.#records.delete(dir)
+      this.#records.set(dir, seen)
+      if (this.#records.size > CACHED_GROUPS) this.#records.delete(this.#records.keys().next().value!)
+      return live
+    })
   }
 
   /** One live member's record and file times (GroupNotFoundError, MemberNotJoinedError, SerializationError). */
   async #memberEntry(group: string, member: string): Promise<{ record: MemberRecord; birthtimeMs: number; mtimeMs: number }> {
-    const path = this.#memberPath(group, member)
-    return this.#locked(async () => {
-      let bytes: Buffer
-      let s: Stats
-      try {
-        ;[s, bytes] = await Promise.all([stat(path), readFile(path)])
-      } catch (err) {
-        if (!isMissing(err)) throw err
-        if (!(await exists(this.#groupDir(group)))) throw new GroupNotFoundError(group)
+    const dir = this.#groupDir(group)
+    const name = this.#memberFile(member)
+    const path = join(dir, name)
+    return this.#locked(() => {
+      const nowMs = Date.now()
+      const s = statSync(path, { throwIfNoEntry: false })
+      const cached = this.#records.get(dir)
+      const record = s && recordAt(path, s, nowMs, cached?.get(name))
+      if (!s || !record) {
+        if (!exists(dir)) throw new GroupNotFoundError(group)
         throw new MemberNotJoinedError(group, member)
       }
-      if (!this.#isAlive(s.mtimeMs, Date.now())) throw new MemberNotJoinedError(group, member)
-      let record: MemberRecord
-      try {
-        record = decodeMemberRecord(bytes)
-      } catch (err) {
-        throw new SerializationError(`The record of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} (${path}) is unreadable: ${(err as Error).message}`, { cause: err, driver: 'file' })
+      if (!this.#isAlive(s.mtimeMs, nowMs)) throw new MemberNotJoinedError(group, member)
+      cached?.set(name, record)
+      if (record.read instanceof CorruptRecordError) {
+        throw new SerializationError(`The record of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} (${path}) is unreadable: ${record.read.message}`, { cause: record.read, driver: 'file' })
       }
-      return { record, birthtimeMs: s.birthtimeMs, mtimeMs: s.mtimeMs }
+      return { record: record.read, birthtimeMs: s.birthtimeMs, mtimeMs: s.mtimeMs }
     })
   }
 
-  /** A member's id and capabilities (or a SerializationError when only its id is readable); undefined when skipped. */
-  async #readEntry(path: string): Promise<[string, Uint8Array | SerializationError] | undefined> {
-    const bytes = await readFile(path).catch((err: unknown) => {
-      if (isMissing(err)) return undefined
-      throw err
-    })
-    if (!bytes) return undefined
-    try {
-      const record = decodeMemberRecord(bytes)
-      return [record.memberId, record.capabilities]
-    } catch (err) {
-      const message = `Member record ${path} is unreadable (${(err as Error).message})`
-      if (err instanceof CorruptRecordError && err.memberId !== undefined) return [err.memberId, new SerializationError(message, { cause: err, driver: 'file' })]
-      await this.#warnCorrupt(path, `${message}; its member id is unknown, so it is not listed`, err)
-      return undefined
-    }
+  /** Warns (once per file version) about a listed record whose member id cannot be read. */
+  #warnUnnamed(path: string, record: CachedRecord, err: CorruptRecordError): void {
+    const message = `Member record ${path} is unreadable (${err.message}); its member id is unknown, so it is not listed`
+    this.#warnCorrupt(`${path}:${record.ino}:${record.size}`, message, err)
   }
 
-  async #warnCorrupt(path: string, message: string, cause: unknown): Promise<void> {
-    const s = await stat(path).catch(() => undefined)
-    const key = `${path}:${s?.ino}:${s?.size}`
+  #warnCorrupt(key: string, message: string, cause: unknown): void {
     if (this.#warned.has(key)) return
     if (this.#warned.size > 1_000) this.#warned.clear()
     this.#warned.add(key)
@@ -369,30 +510,55 @@ class FileDriver implements CoordinationDriver {
   }
 
   /** Writes `DIR/tmp/<random>` and renames it over `path`: readers see the old file or the new one. */
-  async #writeAtomically(path: string, bytes: Uint8Array): Promise<void> {
+  #writeAtomically(path: string, bytes: Uint8Array): void {
     const tmp = join(this.#tmpDir, `tmp${randomBytes(6).toString('hex')}rollcall`)
     try {
-      await writeFile(tmp, bytes, { flag: 'wx' })
-      await rename(tmp, path)
+      writeFileSync(tmp, bytes, { flag: 'wx' })
+      renameSync(tmp, path)
     } catch (err) {
-      await unlink(tmp).catch(() => {})
+      try {
+        unlinkSync(tmp)
+      } catch {
+        // Never created, or already renamed.
+      }
       throw err
     }
   }
 }
 
-async function statIfExists(path: string): Promise<Stats | undefined> {
-  return stat(path).catch((err: unknown) => {
+/**
+ * The record of the member file at `path`, whose fresh stat is `s` (taken at `nowMs`): `cached`
+ * while the file still holds what it decoded, else read and decoded now. Undefined when the file
+ * vanished before it could be read.
+ */
+function recordAt(path: string, s: Stats, nowMs: number, cached: CachedRecord | undefined): CachedRecord | undefined {
+  if (cached && holdsSame(cached, s)) return cached
+  let bytes: Buffer
+  try {
+    bytes = readFileSync(path)
+  } catch (err) {
     if (isMissing(err)) return undefined
     throw err
-  })
+  }
+  const bornMs = bornMsOf(s)
+  const newestMs = Math.max(bornMs, s.ctimeMs)
+  const racyMs = newestMs % 1000 === 0 ? RACY_WHOLE_SECONDS_MS : RACY_MS
+  // A size that differs from the stat's means the file changed in between: decode it, trust it not.
+  const trusted = bytes.length === s.size && nowMs - newestMs > racyMs
+  return { ino: s.ino, size: s.size, bornMs, ctimeMs: s.ctimeMs, trusted, read: decodeRecord(bytes) }
 }
 
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(() => true, (err: unknown) => {
-    if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return false
+function statIfExists(path: string): Stats | undefined {
+  return statSync(path, { throwIfNoEntry: false })
+}
+
+function exists(path: string): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false }) !== undefined
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return false
     throw err
-  })
+  }
 }
 
 export default defineDriver({
@@ -406,6 +572,8 @@ export default defineDriver({
     'Stale .raw files of other members (older than timeout) are deleted by listings and deleteGroup(), unlike tooz: a tooz process paused for longer than timeout leaves its groups for good.',
     'break() unlinks the lock file; a tooz process already waiting on the old file may take it while a new holder holds the new one.',
     'Ids are written as bytes (encoded: False), as tooz documents them; a tooz program using str ids reads rollcall\'s ids back as bytes.',
+    'Listings cache decoded member records (keyed by inode, size and birth time): a tool that rewrites a member file in place, followed by a rollcall heartbeat before the next listing, goes unseen until the file is replaced (tooz and rollcall always replace files, never rewrite them).',
+    'Calls inside the driver lock use synchronous file-system calls (they are short and the lock is held anyway): on a hung network mount they would block the event loop.',
   ],
   clientPackage: 'fs-native-extensions',
   capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses'],
