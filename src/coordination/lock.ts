@@ -148,29 +148,30 @@ export class Lock implements HeldLock {
   }
 
   async #wait(timeoutMs: number | undefined, userSignal: AbortSignal | undefined): Promise<boolean> {
-    const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(Math.ceil(timeoutMs)) // it takes whole ms only
-    const signals = [this.#host.stopSignal, userSignal, timeout].filter((s): s is AbortSignal => s !== undefined)
-    const signal = AbortSignal.any(signals)
+    const { driverLock } = this
     const settle = (): boolean => {
       if (userSignal?.aborted) throw userSignal.reason
       if (this.#host.stopSignal.aborted) throw new CoordinatorStoppedError('acquire a lock')
       return false
     }
+    if (userSignal?.aborted || this.#host.stopSignal.aborted) return settle()
+    const attempt = (): Promise<boolean> => this.#host.call('acquire a lock', () => driverLock.tryAcquire())
+    // A free lock is taken at once, before any timer or signal is set up for waiting.
+    if (!driverLock.acquireWaiting && (await attempt())) return true
+    const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(Math.ceil(timeoutMs)) // it takes whole ms only
+    const signal = AbortSignal.any([this.#host.stopSignal, userSignal, timeout].filter((s): s is AbortSignal => s !== undefined))
     if (signal.aborted) return settle()
-    const { driverLock } = this
     if (driverLock.acquireWaiting) {
       const got = await this.#host.call('acquire a lock', () => driverLock.acquireWaiting!(signal))
       return got || settle()
     }
-    let delay = POLL_FIRST_MS
-    for (;;) {
-      if (await this.#host.call('acquire a lock', () => driverLock.tryAcquire())) return true
+    for (let delay = POLL_FIRST_MS; ; delay = Math.min(delay * 1.5, POLL_MAX_MS)) {
       try {
         await sleep(delay * (0.5 + Math.random()), signal, true)
       } catch {
         return settle()
       }
-      delay = Math.min(delay * 1.5, POLL_MAX_MS)
+      if (await attempt()) return true
     }
   }
 
