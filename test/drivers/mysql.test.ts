@@ -19,7 +19,7 @@ import { openSql, sqlAdmin } from './sql-support.js'
 const URL = serverUrl('mysql')
 
 describe('mysql driver', { concurrency: 4 }, () => {
-  it('mysql: locks: the lock is GET_LOCK(<name>), unprefixed, on a connection of its own', async (t) => {
+  it('mysql: locks: the lock is GET_LOCK(<name>), unprefixed, on a connection kept for the next acquire', async (t) => {
     const admin = sqlAdmin(t, 'mysql', URL)
     const a = await openSql(t, URL)
     const name = rid('l')
@@ -33,7 +33,13 @@ describe('mysql driver', { concurrency: 4 }, () => {
     assert.equal(conn!.db, 'rollcall')
     await lock.release()
     assert.equal(await holder(), null)
-    // Released with its connection closed, as tooz does.
+    // As tooz keeps a Lock's connection, the released one stays open and serves the next acquire.
+    assert.equal((await admin.query('SELECT id FROM information_schema.processlist WHERE id = $1', [Number(id)])).length, 1)
+    await lock.acquire()
+    assert.equal(String(await holder()), String(id), 'the same connection took it again')
+    await lock.release()
+    // Closed when the coordinator stops.
+    await a.stop()
     await waitFor('the lock connection to close', async () => (await admin.query('SELECT id FROM information_schema.processlist WHERE id = $1', [Number(id)])).length === 0, TIMING.eventMs)
   })
 

@@ -9,6 +9,7 @@ import { describe, it } from 'node:test'
 import { pgLockKey } from '../../src/coordination/drivers/postgresql-lock.js'
 import { InvalidUrlError, connect, type MemberEvent } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
+import { TcpProxy } from '../support/proxy.js'
 import { TIMING } from '../support/timing.js'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
 import { sqlDriverCases } from './sql-cases.js'
@@ -35,7 +36,7 @@ function collidingNames(prefix: string): [string, string] {
 }
 
 describe('postgresql driver', { concurrency: 4 }, () => {
-  it('postgresql: locks: the key is tooz\'s, the first two md5 bytes as (classid, objid), on a session of its own', async (t) => {
+  it('postgresql: locks: the key is tooz\'s, the first two md5 bytes as (classid, objid), on a session kept for the next acquire', async (t) => {
     assert.deepEqual(pgLockKey('abc'), [0x90, 0x01], 'md5("abc") = 900150983cd2...')
     assert.deepEqual(pgLockKey('замок'), toozKey('замок'))
     const admin = sqlAdmin(t, 'postgresql', URL)
@@ -52,8 +53,16 @@ describe('postgresql driver', { concurrency: 4 }, () => {
     assert.equal(rows[0]!.application_name, 'rollcall')
     await lock.release()
     assert.deepEqual(await holders(), [])
-    // Released with its connection closed, as tooz does.
-    assert.deepEqual(await admin.query('SELECT pid FROM pg_stat_activity WHERE pid = $1', [rows[0]!.pid]), [])
+    // Unlike tooz, the released session stays open, holding no lock, and serves the next acquire.
+    const pid = rows[0]!.pid
+    assert.deepEqual(await admin.query('SELECT pid FROM pg_stat_activity WHERE pid = $1', [pid]), [{ pid }])
+    assert.deepEqual(await admin.query(`SELECT 1 FROM pg_locks WHERE pid = $1 AND locktype = 'advisory'`, [pid]), [])
+    await lock.acquire()
+    assert.deepEqual((await holders()).map((r) => r.pid), [pid], 'the same session took it again')
+    await lock.release()
+    // Closed when the coordinator stops.
+    await a.stop()
+    assert.deepEqual(await admin.query('SELECT pid FROM pg_stat_activity WHERE pid = $1', [pid]), [])
   })
 
   it('postgresql: locks: two names whose md5 share their first two bytes falsely contend (65,536 keys, as in tooz)', async (t) => {
@@ -102,6 +111,20 @@ describe('postgresql driver', { concurrency: 4 }, () => {
     await b.leaveGroup(g)
     assert.deepEqual(await left, { group: g, member: b.memberId })
     t.diagnostic(`memberLeft ${Date.now() - started} ms after leave`)
+  })
+
+  it('postgresql: connections: the LISTEN connection is open only while a group is watched', async (t) => {
+    const { port } = new globalThis.URL(URL.replace(/^postgresql:/, 'http:'))
+    const proxy = await TcpProxy.start(Number(port))
+    t.after(() => proxy.close())
+    const a = await openSql(t, URL.replace(`:${port}/`, `:${proxy.port}/`))
+    const g = rid('g')
+    await a.joinGroupCreate(g)
+    assert.equal(proxy.connections, 1)
+    const unwatch = await a.watchGroup(g)
+    assert.equal(proxy.connections, 2, 'LISTEN')
+    await unwatch()
+    await waitFor('the LISTEN connection to close', () => proxy.connections === 1, TIMING.eventMs)
   })
 
   it('postgresql: options: tooz\'s host, port and dbname query options override the URL', async (t) => {

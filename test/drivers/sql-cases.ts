@@ -1,19 +1,24 @@
 /**
  * Driver tests that read the same on PostgreSQL and MySQL: the tables (created once, however many
  * start at once), expiry by the server's clock, recovery from a row deleted behind the member's
- * back, corrupt capabilities, locks freed by a killed process, leader rows that outlive their lock,
- * validation before I/O, and connection failures. Each backend's file calls sqlDriverCases().
+ * back, corrupt capabilities, the statements a join, a read and a lock cycle cost, the
+ * connections a coordinator holds, locks freed by a killed process, leader rows that outlive their
+ * lock, validation before I/O, and connection failures. Each backend's file calls sqlDriverCases().
  */
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import {
-  connect, ConnectionError, InvalidIdError, InvalidOptionError, SerializationError, type RollcallError,
+  connect, ConnectionError, InvalidIdError, InvalidOptionError, MemberExistsError, SerializationError, type RollcallError,
 } from '../../src/index.js'
+import { pgLockKey } from '../../src/coordination/drivers/postgresql-lock.js'
+import { MAX_IDLE_LOCK_SESSIONS } from '../../src/coordination/drivers/sql-membership.js'
 import { TcpProxy } from '../support/proxy.js'
 import { TIMING } from '../support/timing.js'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
 import type { ConnectionState } from '../../src/coordination/driver.js'
-import { closedPort, openSql, silentServer, spawnLockHolder, sqlAdmin, withQuery, type SqlBackend } from './sql-support.js'
+import {
+  closedPort, openSql, recordStatements, silentServer, spawnLockHolder, sqlAdmin, withQuery, type SentStatement, type SqlBackend,
+} from './sql-support.js'
 
 const MEMBERS = 'rollcall_members'
 const LEADERS = 'rollcall_leaders'
@@ -90,6 +95,72 @@ export function sqlDriverCases(backend: SqlBackend, url: string): void {
     await warning
     await assert.rejects(a.getMemberCapabilities(g, b.memberId), SerializationError)
     assert.deepEqual(await a.getMembers(g), [a.memberId, b.memberId].sort())
+  })
+
+  it(title('membership: a join is one statement, also when it takes over a lapsed row of its own; getMembers reads ids only'), async (t) => {
+    const admin = sqlAdmin(t, backend, url)
+    const a = await openSql(t, url, { heartbeat: false })
+    const g = rid('g')
+    await a.createGroup(g)
+    const sent = recordStatements(t, backend)
+    /** The statements naming the group that `op` sends. */
+    const statements = async (op: () => Promise<unknown>): Promise<SentStatement[]> => {
+      const before = sent.length
+      await op()
+      return sent.slice(before).filter((s) => s.values.includes(g))
+    }
+    assert.equal((await statements(() => a.joinGroup(g, { v: 1 }))).length, 1, 'a join')
+    // A second coordinator with the same member id: the live row is in the way.
+    const twin = await openSql(t, url, { memberId: a.memberId, heartbeat: false })
+    assert.equal((await statements(() => assert.rejects(twin.joinGroup(g, { v: 2 }), MemberExistsError))).length, 1, 'a refused join')
+    const lapsed = backend === 'postgresql' ? `now() - interval '1 second'` : 'TIMESTAMPADD(SECOND, -1, UTC_TIMESTAMP(6))'
+    await admin.query(`UPDATE ${MEMBERS} SET expires_at = ${lapsed} WHERE group_id = $1`, [g])
+    assert.equal((await statements(() => twin.joinGroup(g, { v: 2 }))).length, 1, 'a join over a lapsed row')
+    assert.deepEqual(await twin.getMemberCapabilities(g, a.memberId), { v: 2 })
+    const reads = await statements(async () => assert.deepEqual(await a.getMembers(g), [a.memberId]))
+    assert.equal(reads.length, 1)
+    assert.doesNotMatch(reads[0]!.text, /capabilities/, 'getMembers reads no capabilities')
+  })
+
+  it(title('locks: an acquire is one statement that also takes the fencing token, and the released session serves the next acquire'), async (t) => {
+    const a = await openSql(t, url, { heartbeat: false })
+    const name = rid('l')
+    const key = pgLockKey(name)
+    const sent = recordStatements(t, backend)
+    const lock = a.getLock(name)
+    const tokens: bigint[] = []
+    for (let i = 0; i < 4; i++) {
+      // The non-blocking form and the one that waits in the server's queue, in turn.
+      assert.equal(await lock.acquire(i % 2 === 0 ? { blocking: false } : {}), true)
+      tokens.push(lock.fencingToken!)
+      assert.equal(await lock.release(), true)
+    }
+    for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `fencing tokens grow: ${tokens.join(', ')}`)
+    const named = sent.filter((s) => backend === 'mysql' ? s.values.includes(name) : /advisory/.test(s.text) && s.values[0] === key[0] && s.values[1] === key[1])
+    const sessions = new Set(named.map((s) => s.session))
+    assert.equal(sessions.size, 1, 'every cycle on one session')
+    const onSession = sent.filter((s) => sessions.has(s.session))
+    assert.equal(onSession.length, 8, `two statements per cycle:\n${onSession.map((s) => s.text).join('\n')}`)
+  })
+
+  it(title('connections: one per coordinator, plus one per held lock and a few unused lock sessions; none after stop'), async (t) => {
+    const proxy = await TcpProxy.start(Number(hostPort.split(':')[1]))
+    t.after(() => proxy.close())
+    const a = await connect(url.replace(hostPort, `127.0.0.1:${proxy.port}`), { memberId: rid('m'), watchIntervalMs: TIMING.watchIntervalMs })
+    t.after(() => a.stop())
+    const g = rid('g')
+    await a.joinGroupCreate(g)
+    await a.getMembersWithCapabilities(g)
+    assert.equal(proxy.connections, 1, 'membership and heartbeats share one connection')
+    const locks = Array.from({ length: MAX_IDLE_LOCK_SESSIONS + 2 }, () => a.getLock(rid('l')))
+    for (const lock of locks) assert.equal(await lock.acquire({ blocking: false }), true)
+    assert.equal(proxy.connections, 1 + locks.length, 'one session per held lock')
+    for (const lock of locks) await lock.release()
+    await waitFor('the unused lock sessions beyond the kept ones to close', () => proxy.connections === 1 + MAX_IDLE_LOCK_SESSIONS, TIMING.eventMs)
+    assert.equal(await locks[0]!.acquire({ blocking: false }), true)
+    assert.equal(proxy.connections, 1 + MAX_IDLE_LOCK_SESSIONS, 'a kept session took the lock')
+    await a.stop()
+    await waitFor('every connection to close', () => proxy.connections === 0, TIMING.eventMs)
   })
 
   it(title('locks: a lock is freed when its holder process is SIGKILLed (its session ends)'), async (t) => {

@@ -1,13 +1,14 @@
 /**
  * Helpers for the postgresql and mysql driver tests: a raw SQL connection to look at (and tamper
- * with) what the driver stored, a lock holder in another process to SIGKILL, and TCP endpoints
- * that refuse or never answer.
+ * with) what the driver stored, a record of the statements drivers send, a lock holder in another
+ * process to SIGKILL, and TCP endpoints that refuse or never answer.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer, type Socket } from 'node:net'
 import type { TestContext } from 'node:test'
 import mysql from 'mysql2/promise'
+import mysqlCore from 'mysql2'
 import pg from 'pg'
 import { connect, type ConnectOptions, type Coordinator } from '../../src/index.js'
 import { toPositional } from '../../src/coordination/drivers/sql-schema.js'
@@ -50,6 +51,43 @@ export function sqlAdmin(t: TestContext, backend: SqlBackend, url: string): SqlA
     tableExists: async (name) => Number((await query('SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = $1', [name]))[0]?.n) === 1,
     killSession: async (id) => void (await query(`KILL CONNECTION ${Number(id)}`)),
   }
+}
+
+/** One statement a driver sent: the connection it went through, its text and its values. */
+export interface SentStatement {
+  readonly session: object
+  readonly text: string
+  readonly values: readonly unknown[]
+}
+
+const recorders = new Set<SentStatement[]>()
+const patched = new Set<SqlBackend>()
+
+/**
+ * Records every statement this test process sends through the client library (pg's Client,
+ * mysql2's Connection, pooled or not) until the test ends. Tests run alongside each other: keep
+ * the statements that name your own groups or locks.
+ */
+export function recordStatements(t: TestContext, backend: SqlBackend): SentStatement[] {
+  if (!patched.has(backend)) {
+    patched.add(backend)
+    // Installed once and never removed, so that concurrent tests cannot undo each other's patch.
+    const proto = (backend === 'postgresql' ? pg.Client.prototype : mysqlCore.Connection.prototype) as unknown as { query: (...args: unknown[]) => unknown }
+    const original = proto.query
+    proto.query = function (this: object, ...args: unknown[]): unknown {
+      const [first, second] = args as [unknown, unknown]
+      // mysql2's pool hands its connection a Query command (sql, values) instead of a string.
+      const command = first as { text?: unknown; sql?: unknown; values?: unknown } | undefined
+      const text = typeof first === 'string' ? first : String(command?.text ?? command?.sql ?? '')
+      const values = Array.isArray(second) ? second : Array.isArray(command?.values) ? command.values : []
+      for (const sent of recorders) sent.push({ session: this, text, values })
+      return original.apply(this, args)
+    }
+  }
+  const sent: SentStatement[] = []
+  recorders.add(sent)
+  t.after(() => recorders.delete(sent))
+  return sent
 }
 
 /** A started coordinator, stopped when the test ends. */

@@ -1,16 +1,21 @@
 /**
  * MySQL/MariaDB locks exactly as tooz takes them (`tooz/drivers/mysql.py`): the server's named
- * user lock `GET_LOCK(name, timeout)` / `RELEASE_LOCK(name)`, unprefixed, on a connection opened
- * for that one lock and closed on release.
+ * user lock `GET_LOCK(name, timeout)` / `RELEASE_LOCK(name)`, unprefixed, on a session that holds
+ * no other lock.
  *
  * The server frees a GET_LOCK lock when its session ends (process crash, closed connection,
  * KILL), which is what makes a crashed holder safe. Names are limited to 64 characters by MySQL
  * (validateId enforces it; MariaDB would allow more, MySQL 5.7+ would refuse). Whether `Job` and
  * `job` are one lock depends on the server: MySQL 5.7+ documents case-insensitive names, MariaDB
  * 10.11 compared them exactly in our tests.
+ *
+ * As tooz's driver keeps one connection per Lock object, a released session is kept (in the
+ * coordinator's LockSessions, sql-membership.ts) for the next acquire: a lock taken in a loop
+ * costs two round trips per cycle (GET_LOCK with its fencing token, RELEASE_LOCK).
  */
+import { BackendError, ConnectionError } from '../../errors.js'
 import { sleep } from '../../internal/sleep.js'
-import type { SessionLock } from './sql-membership.js'
+import type { LockSessions, SessionLock } from './sql-membership.js'
 
 /** The subset of a mysql2/promise connection these drivers use. */
 export interface MysqlConnection {
@@ -25,14 +30,22 @@ export interface MysqlConnection {
 
 /** What a lock needs from its driver. */
 export interface MysqlLockHost {
-  /** A new connected connection, used by one lock only; it already has an 'error' listener. */
-  connect(): Promise<MysqlConnection>
+  /** The coordinator's lock sessions (connections that allow multiple statements). */
+  readonly sessions: LockSessions<MysqlConnection>
   /** Runs a statement on the shared pool and returns its rows. */
   query(sql: string, values: unknown[]): Promise<Record<string, unknown>[]>
-  /** Ends a connection, forcibly if the server does not answer. */
-  endSession(conn: MysqlConnection): Promise<void>
-  /** `UPDATE <fence> SET value = LAST_INSERT_ID(value + 1) WHERE id = 1`. */
-  readonly fenceSql: string
+  /** {@link mysqlLockSql}. */
+  readonly lockSql: string
+}
+
+/**
+ * GET_LOCK and the fencing token in one round trip (two statements): the counter row is bumped,
+ * with LAST_INSERT_ID(expr) making the new value the statement's insert id, only when this
+ * session now holds the lock. Parameters: name, timeout in seconds, name.
+ */
+export function mysqlLockSql(fenceTable: string): string {
+  return `SELECT GET_LOCK(?, ?) AS ok;
+    UPDATE ${fenceTable} SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND IS_USED_LOCK(?) = CONNECTION_ID()`
 }
 
 /**
@@ -48,7 +61,7 @@ function rowsOf(result: [unknown, unknown]): Record<string, unknown>[] {
   return Array.isArray(result[0]) ? (result[0] as Record<string, unknown>[]) : []
 }
 
-/** One GET_LOCK lock on a session of its own. */
+/** One GET_LOCK lock, on a session of the coordinator's LockSessions while held. */
 export class MysqlLock implements SessionLock {
   fencingToken: bigint | undefined
   readonly #host: MysqlLockHost
@@ -68,48 +81,56 @@ export class MysqlLock implements SessionLock {
 
   async tryAcquire(): Promise<boolean> {
     if (this.#conn) return false
-    const conn = await this.#host.connect()
-    let ok: unknown
-    try {
-      ok = rowsOf(await conn.query('SELECT GET_LOCK(?, 0) AS ok', [this.#name]))[0]?.ok
-    } catch (err) {
-      await this.#host.endSession(conn)
-      throw err
+    const { sessions } = this.#host
+    for (;;) {
+      const { session: conn, reused } = await sessions.take()
+      let token: bigint | undefined
+      try {
+        token = await this.#attempt(conn, 0)
+      } catch (err) {
+        // The lock may have been taken before the error: closing the session frees it.
+        await sessions.discard(conn)
+        // A kept session may have died unnoticed: once more, on another session.
+        if (reused) continue
+        throw err
+      }
+      if (token === undefined) {
+        sessions.give(conn)
+        return false
+      }
+      this.#taken(conn, token)
+      return true
     }
-    // 1: taken; 0: held by another session; NULL: an error. tooz closes the connection unless taken.
-    if (Number(ok) !== 1) {
-      await this.#host.endSession(conn)
-      return false
-    }
-    await this.#taken(conn)
-    return true
   }
 
   /** Waits on the server in GET_LOCK rounds of half a second; an abort closes the connection at once. */
   async acquireWaiting(signal: AbortSignal): Promise<boolean> {
     if (this.#conn || signal.aborted) return false
-    const conn = await this.#host.connect()
-    const onAbort = (): void => conn.destroy()
-    signal.addEventListener('abort', onAbort, { once: true })
-    try {
-      while (!signal.aborted) {
-        const ok = rowsOf(await conn.query('SELECT GET_LOCK(?, ?) AS ok', [this.#name, WAIT_SLICE_S]))[0]?.ok
-        if (Number(ok) === 1) break
+    const { sessions } = this.#host
+    for (;;) {
+      const { session: conn, reused } = await sessions.take()
+      const onAbort = (): void => conn.destroy()
+      signal.addEventListener('abort', onAbort, { once: true })
+      let token: bigint | undefined
+      try {
+        while (token === undefined && !signal.aborted) token = await this.#attempt(conn, WAIT_SLICE_S)
+      } catch (err) {
+        await sessions.discard(conn)
+        if (signal.aborted) return false
+        if (reused) continue
+        throw err
+      } finally {
+        signal.removeEventListener('abort', onAbort)
       }
-    } catch (err) {
-      await this.#host.endSession(conn)
-      if (signal.aborted) return false
-      throw err
-    } finally {
-      signal.removeEventListener('abort', onAbort)
+      if (token === undefined || signal.aborted) {
+        // Aborted (the connection is destroyed), or taken just as the wait was abandoned: ending
+        // the session gives it back.
+        await sessions.discard(conn)
+        return false
+      }
+      this.#taken(conn, token)
+      return true
     }
-    if (signal.aborted) {
-      // Taken just as the wait was abandoned: ending the session gives it back.
-      await this.#host.endSession(conn)
-      return false
-    }
-    await this.#taken(conn)
-    return true
   }
 
   async release(): Promise<boolean> {
@@ -117,14 +138,16 @@ export class MysqlLock implements SessionLock {
     if (!conn) return false
     this.#conn = undefined
     this.fencingToken = undefined
+    let released = false
     try {
-      return Number(rowsOf(await conn.query('SELECT RELEASE_LOCK(?) AS ok', [this.#name]))[0]?.ok) === 1
+      released = Number(rowsOf(await conn.query('SELECT RELEASE_LOCK(?) AS ok', [this.#name]))[0]?.ok) === 1
     } catch {
       // The session is gone, and the server released the lock with it.
-      return false
-    } finally {
-      await this.#host.endSession(conn)
     }
+    // Only a session that the server says holds nothing any more serves another lock.
+    if (released) this.#host.sessions.give(conn)
+    else await this.#host.sessions.discard(conn)
+    return released
   }
 
   refresh(): Promise<boolean> {
@@ -142,7 +165,7 @@ export class MysqlLock implements SessionLock {
       // fall through: a session we cannot talk to is given up, which frees the lock if it held it
     }
     if (this.#conn === conn) this.#conn = undefined
-    await this.#host.endSession(conn)
+    await this.#host.sessions.discard(conn)
     return false
   }
 
@@ -163,22 +186,30 @@ export class MysqlLock implements SessionLock {
     return true
   }
 
-  async #taken(conn: MysqlConnection): Promise<void> {
-    try {
-      // LAST_INSERT_ID(expr) makes the new counter value this statement's insert id.
-      const [header] = await conn.query(this.#host.fenceSql)
-      this.fencingToken = BigInt(String((header as { insertId: number | string }).insertId))
-    } catch (err) {
-      await this.#host.endSession(conn)
-      throw err
-    }
+  /**
+   * One GET_LOCK(name, waitS) with its fence: the token when taken, undefined when not (GET_LOCK
+   * answers 1 when taken, 0 on timeout, NULL on an error; tooz takes only 1).
+   */
+  async #attempt(conn: MysqlConnection, waitS: number): Promise<bigint | undefined> {
+    const [results] = await conn.query(this.#host.lockSql, [this.#name, waitS, this.#name])
+    const [rows, header] = results as [Record<string, unknown>[], { affectedRows: number; insertId: number | string }]
+    if (Number(rows[0]?.ok) !== 1) return undefined
+    if (header.affectedRows !== 1) throw new BackendError('The fencing counter row is missing (id 1 of the fence table): the lock was not kept', { driver: 'mysql' })
+    return BigInt(String(header.insertId))
+  }
+
+  /** Records a granted lock; from now on the end of its session reports the lock lost. */
+  #taken(conn: MysqlConnection, token: bigint): void {
     this.#conn = conn
-    const gone = (reason: string): void => {
+    this.fencingToken = token
+    const alive = this.#host.sessions.hold(conn, (reason) => {
       if (this.#conn !== conn) return
       this.#conn = undefined
       this.#onLost(reason)
+    })
+    if (!alive) {
+      this.#conn = undefined
+      throw new ConnectionError('The MySQL session ended just as the lock was granted', { driver: 'mysql' })
     }
-    conn.on('error', (err) => gone(`its MySQL session failed (${err.message})`))
-    conn.on('end', () => gone('its MySQL session ended'))
   }
 }

@@ -6,10 +6,15 @@
  * (tooz's form and options; port 3306 by default). Unlike tooz's lock-only driver, rollcall needs
  * the database in the path: its tables live there.
  *
- * Locks: `GET_LOCK(name, timeout)` / `RELEASE_LOCK(name)`, the name unprefixed, each on a
- * connection of its own (mysql-lock.ts), so a Python tooz process and this driver exclude each
+ * Locks: `GET_LOCK(name, timeout)` / `RELEASE_LOCK(name)`, the name unprefixed, each held on a
+ * session of its own (mysql-lock.ts), so a Python tooz process and this driver exclude each
  * other on the same name on the same server (GET_LOCK names are server-wide, whatever the
- * database). Fencing tokens come from a counter row bumped with LAST_INSERT_ID(expr).
+ * database). Fencing tokens come from a counter row bumped with LAST_INSERT_ID(expr), in the
+ * same round trip as GET_LOCK. A released session is kept a few seconds for the next acquire
+ * (sql-membership.ts LockSessions), as tooz keeps one per Lock object.
+ *
+ * Connections per coordinator: one for membership and heartbeats (the pool), plus one per held
+ * or waiting lock (and up to two unused ones, closed after 10 s).
  *
  * Groups (tooz has none on MySQL): tables `<namespace>groups`, `<namespace>members`,
  * `<namespace>leaders`, `<namespace>fence` (sql-schema.ts), created at start if missing. Liveness
@@ -27,7 +32,9 @@
  *   MariaDB 10.11 was seen comparing them exactly): do not rely on `Job` and `job` being two locks.
  * - A waiting acquire re-enters GET_LOCK every half second: the server wakes it at once on release,
  *   but waiters are not served in arrival order.
- * - Each held or waiting lock uses a server connection of its own (mind max_connections).
+ * - Each held or waiting lock uses a server connection of its own (max_connections): a
+ *   coordinator uses 1 + locks held or waiting (+ up to 2 unused lock sessions for 10 s after a
+ *   release).
  * - break() KILLs the holder's connection: it needs the right to, and ends anything else that
  *   connection was doing.
  */
@@ -37,8 +44,10 @@ import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionErr
 import { defineDriver } from '../driver.js'
 import { opt } from '../options.js'
 import { formatHosts } from '../url.js'
-import { MysqlLock, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
-import { DeadlineError, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from './sql-membership.js'
+import { MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
+import {
+  DeadlineError, LockSessions, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult,
+} from './sql-membership.js'
 import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql, namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from './sql-schema.js'
 
 type Mysql = typeof import('mysql2/promise')
@@ -48,7 +57,13 @@ type SslConfig = Exclude<MysqlConfig['ssl'], string | undefined>
 
 /** MySQL's limit on GET_LOCK names, in characters. */
 export const MAX_LOCK_NAME_CHARS = 64
-const POOL_SIZE = 2
+/**
+ * Connections of the shared pool, which runs every membership statement and the heartbeat (each
+ * lock has its own session). One: statements queue on it, and a coordinator's footprint on the
+ * server's max_connections stays one connection plus one per held or waiting lock. mysql2 closes
+ * idle pool connections only beyond maxIdle, so this one stays open while the coordinator runs.
+ */
+const POOL_SIZE = 1
 const CLOSE_GRACE_MS = 2_000
 const CONNECTION_CODES = new Set([
   'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH',
@@ -123,16 +138,23 @@ export async function tlsConfig(o: MysqlTlsOptions): Promise<SslConfig | undefin
   }
 }
 
+/** A statement rewritten for mysql2: positional text, parameter order, and whether it is several statements. */
+interface Prepared {
+  readonly text: string
+  readonly order: number[]
+  readonly multiple: boolean
+}
+
 /** The dialect: pool, statements and lock sessions. */
 class MysqlDialect implements SqlDialect, MysqlLockHost {
-  readonly fenceSql: string
+  readonly lockSql: string
+  readonly sessions: LockSessions<MysqlConnection>
   readonly #config: MysqlConfig
   readonly #tls: MysqlTlsOptions
   readonly #where: string
   readonly #timeoutMs: number
   readonly #names: SqlNames
-  readonly #statements: Record<StatementName, { text: string; order: number[] }>
-  readonly #sessions = new Set<MysqlConnection>()
+  readonly #statements: Record<StatementName, Prepared>
   #lib: Mysql | undefined
   #pool: MysqlPool | undefined
   #closed = false
@@ -144,8 +166,16 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     this.#timeoutMs = timeoutMs
     this.#names = names
     const statements = mysqlStatements(names)
-    this.#statements = Object.fromEntries(Object.entries(statements).map(([k, sql]) => [k, toPositional(sql)])) as Record<StatementName, { text: string; order: number[] }>
-    this.fenceSql = `UPDATE ${names.fence} SET value = LAST_INSERT_ID(value + 1) WHERE id = 1`
+    this.#statements = Object.fromEntries(Object.entries(statements).map(([k, sql]) => [k, { ...toPositional(sql), multiple: sql.includes(';') }])) as Record<StatementName, Prepared>
+    this.lockSql = mysqlLockSql(names.fence)
+    this.sessions = new LockSessions<MysqlConnection>({
+      open: () => this.#connect(),
+      end: (conn) => this.#endSession(conn),
+      onDeath: (conn, died) => {
+        conn.on('error', (err) => died(`its MySQL session failed (${err.message})`))
+        conn.on('end', () => died('its MySQL session ended'))
+      },
+    })
   }
 
   async open(): Promise<void> {
@@ -156,7 +186,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     }
     const ssl = await tlsConfig(this.#tls)
     if (ssl) this.#config.ssl = ssl
-    this.#pool = this.#lib.createPool({ ...this.#config, connectionLimit: POOL_SIZE, maxIdle: POOL_SIZE, idleTimeout: 10_000 })
+    this.#pool = this.#lib.createPool({ ...this.#config, connectionLimit: POOL_SIZE, maxIdle: POOL_SIZE })
     try {
       await withDeadline(this.#createTables(), this.#timeoutMs)
     } catch (err) {
@@ -166,13 +196,15 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
 
   async close(): Promise<void> {
     this.#closed = true
-    await Promise.all([...this.#sessions].map((c) => this.endSession(c)))
+    await this.sessions.close()
     await withDeadline(this.#pool?.end() ?? Promise.resolve(), CLOSE_GRACE_MS).catch(() => undefined)
   }
 
   async run(statement: StatementName, params: readonly unknown[]): Promise<SqlResult> {
-    const { text, order } = this.#statements[statement]
-    const [result] = await this.#requirePool().query(text, order.map((i) => param(params[i])))
+    const { text, order, multiple } = this.#statements[statement]
+    const [answer] = await this.#requirePool().query(text, order.map((i) => param(params[i])))
+    // Several statements answer one result each: the last one is the statement's outcome.
+    const result: unknown = multiple ? (answer as unknown[]).at(-1) : answer
     if (Array.isArray(result)) return { rows: result as Record<string, unknown>[], affected: result.length }
     return { rows: [], affected: (result as { affectedRows: number }).affectedRows }
   }
@@ -194,14 +226,16 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     return new MysqlLock(this, name, onLost)
   }
 
-  /** A dedicated connection for one lock, ended by close() if still open then. */
-  async connect(): Promise<MysqlConnection> {
+  /** A new lock session; closed by close() (through LockSessions) if still open then. */
+  async #connect(): Promise<MysqlConnection> {
     if (!this.#lib || this.#closed) throw new ConnectionError('The mysql driver is not started', { driver: 'mysql' })
     const conn = (await this.#lib.createConnection(this.#config)) as unknown as MysqlConnection
     // Errors are reported through the queries that fail; an idle connection must not crash the process.
     conn.on('error', () => undefined)
-    this.#sessions.add(conn)
-    conn.on('end', () => this.#sessions.delete(conn))
+    if (this.#closed) {
+      conn.destroy()
+      throw new ConnectionError('The mysql driver stopped while a lock session was opening', { driver: 'mysql' })
+    }
     return conn
   }
 
@@ -210,8 +244,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     return Array.isArray(rows) ? (rows as Record<string, unknown>[]) : []
   }
 
-  async endSession(conn: MysqlConnection): Promise<void> {
-    this.#sessions.delete(conn)
+  async #endSession(conn: MysqlConnection): Promise<void> {
     const ended = await withDeadline(conn.end().then(() => true, () => false), 1_000).catch(() => false)
     if (!ended) conn.destroy()
   }
@@ -247,7 +280,7 @@ export default defineDriver({
     'Lock names are at most 64 characters, so group ids (whose leader lock is leader_of_<group>) at most 54.',
     'Lock names may compare case-insensitively (MySQL 5.7+; MariaDB 10.11 compared them exactly here): do not rely on names differing only in case.',
     'A waiting acquire re-enters GET_LOCK every half second: woken at once on release, but waiters are not served in arrival order.',
-    'Each held or waiting lock uses a server connection of its own (mind max_connections).',
+    'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to 2 unused lock sessions kept for 10 s after a release.',
     'break() KILLs the holding connection, which needs the right to.',
   ],
   clientPackage: 'mysql2',
@@ -289,6 +322,9 @@ export default defineDriver({
       host, port, user: url.username, password: url.password, database,
       ...(options.unixSocket ? { socketPath: options.unixSocket } : {}),
       connectTimeout: options.timeoutMs, enableKeepAlive: true,
+      // A join and a lock acquire are two statements each, sent in one round trip. Every value is
+      // still a bound parameter (escaped by mysql2), and table names are checked identifiers.
+      multipleStatements: true,
       // DATETIME columns hold UTC (UTC_TIMESTAMP); read them as such. Fencing counters are BIGINT.
       timezone: 'Z', supportBigNumbers: true, bigNumberStrings: true,
     }

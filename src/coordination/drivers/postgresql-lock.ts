@@ -1,17 +1,22 @@
 /**
  * PostgreSQL locks exactly as tooz takes them (`tooz/drivers/pgsql.py`): a session-level advisory
  * lock `pg_advisory_lock(k1, k2)` where k1 and k2 are the first two bytes of md5(name) as small
- * integers, on a connection opened for that one lock and closed on release.
+ * integers, on a session that holds no other lock.
  *
  * Because the key is only 16 bits, there are 65,536 distinct locks: two different names whose md5
  * digests share their first two bytes exclude each other (false contention, never false sharing).
  * The lock is freed by `pg_advisory_unlock` or by the end of its session (process crash, closed
  * connection, terminated backend): PostgreSQL guarantees the latter, which is what makes a crashed
  * holder safe.
+ *
+ * Unlike tooz, a released session is not closed at once: it goes back to the coordinator's
+ * LockSessions (sql-membership.ts) for the next acquire, so a lock taken in a loop costs two round
+ * trips per cycle (lock with its fencing token, unlock) and no connection set-up.
  */
 import { createHash } from 'node:crypto'
+import { ConnectionError } from '../../errors.js'
 import { sleep } from '../../internal/sleep.js'
-import type { SessionLock } from './sql-membership.js'
+import type { LockSessions, SessionLock } from './sql-membership.js'
 
 /** The subset of a node-postgres Client these drivers use. */
 export interface PgClient {
@@ -26,14 +31,31 @@ export interface PgClient {
 
 /** What a lock needs from its driver. */
 export interface PgLockHost {
-  /** A new connected client, used by one lock only; it already has an 'error' listener. */
-  connect(): Promise<PgClient>
+  /** The coordinator's lock sessions. */
+  readonly sessions: LockSessions<PgClient>
   /** Runs a statement on the shared pool. */
   query(text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[] }>
-  /** Ends a client, forcibly if the server does not answer. */
-  endSession(client: PgClient): Promise<void>
-  /** `SELECT nextval(<fence sequence>)::text AS token`. */
-  readonly fenceSql: string
+  /** The statements of {@link pgLockStatements}. */
+  readonly lockSql: PgLockStatements
+}
+
+/** The lock statements; each answers one row whose `token` is the fencing token, or null when not taken. */
+export interface PgLockStatements {
+  readonly try: string
+  readonly wait: string
+}
+
+/**
+ * Lock and fencing token in one round trip. CASE evaluates nextval() only when the lock was taken;
+ * in the waiting form the subquery (never flattened: it calls a volatile function) takes the lock
+ * before the outer nextval() runs.
+ */
+export function pgLockStatements(fenceSequence: string): PgLockStatements {
+  const next = `nextval('${fenceSequence}')::text`
+  return {
+    try: `SELECT CASE WHEN pg_try_advisory_lock($1, $2) THEN ${next} END AS token`,
+    wait: `SELECT ${next} AS token FROM (SELECT pg_advisory_lock($1, $2)) AS granted`,
+  }
 }
 
 /** tooz's key for a lock name: the first two bytes of md5(UTF-8 name), each 0–255. */
@@ -51,7 +73,7 @@ const CANCEL_REPEAT_MS = 500
 /** How long break() waits for a terminated holder to exit (pg_terminate_backend's timeout, PostgreSQL ≥ 14). */
 const TERMINATE_WAIT_MS = 5_000
 
-/** One named advisory lock on a session of its own. */
+/** One named advisory lock, on a session of the coordinator's LockSessions while held. */
 export class PgLock implements SessionLock {
   fencingToken: bigint | undefined
   readonly #host: PgLockHost
@@ -76,20 +98,26 @@ export class PgLock implements SessionLock {
 
   async tryAcquire(): Promise<boolean> {
     if (this.#client) return false
-    const client = await this.#host.connect()
-    try {
-      const { rows } = await client.query('SELECT pg_try_advisory_lock($1, $2) AS ok', this.#key)
-      if (rows[0]?.ok !== true) {
-        // As tooz does: a lock object that does not hold its lock keeps no connection open.
-        await this.#host.endSession(client)
+    const { sessions } = this.#host
+    for (;;) {
+      const { session: client, reused } = await sessions.take()
+      let token: unknown
+      try {
+        token = (await client.query(this.#host.lockSql.try, this.#key)).rows[0]?.token
+      } catch (err) {
+        // The lock may have been taken before the error: closing the session frees it.
+        await sessions.discard(client)
+        // A kept session may have died unnoticed: once more, on another session.
+        if (reused) continue
+        throw err
+      }
+      if (token === null || token === undefined) {
+        sessions.give(client)
         return false
       }
-    } catch (err) {
-      await this.#host.endSession(client)
-      throw err
+      this.#taken(client, token)
+      return true
     }
-    await this.#taken(client)
-    return true
   }
 
   /**
@@ -99,37 +127,44 @@ export class PgLock implements SessionLock {
    */
   async acquireWaiting(signal: AbortSignal): Promise<boolean> {
     if (this.#client || signal.aborted) return false
-    const client = await this.#host.connect()
-    if (signal.aborted) {
-      await this.#host.endSession(client)
-      return false
+    const { sessions } = this.#host
+    for (;;) {
+      const { session: client, reused } = await sessions.take()
+      if (signal.aborted) {
+        sessions.give(client)
+        return false
+      }
+      let repeat: NodeJS.Timeout | undefined
+      const cancel = (): void => {
+        void this.#host.query('SELECT pg_cancel_backend($1)', [client.processID]).catch(() => sessions.discard(client))
+      }
+      const onAbort = (): void => {
+        cancel()
+        repeat = setInterval(cancel, CANCEL_REPEAT_MS)
+        repeat.unref()
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      let token: unknown
+      try {
+        token = (await client.query(this.#host.lockSql.wait, this.#key)).rows[0]?.token
+      } catch (err) {
+        await sessions.discard(client)
+        if (signal.aborted) return false
+        if (reused) continue
+        throw err
+      } finally {
+        signal.removeEventListener('abort', onAbort)
+        clearInterval(repeat)
+      }
+      if (signal.aborted) {
+        // Granted as the wait was abandoned. A cancel may still be on its way to this session, so
+        // it is closed (which gives the lock back) rather than kept.
+        await sessions.discard(client)
+        return false
+      }
+      this.#taken(client, token)
+      return true
     }
-    let repeat: NodeJS.Timeout | undefined
-    const cancel = (): void => {
-      void this.#host.query('SELECT pg_cancel_backend($1)', [client.processID]).catch(() => this.#host.endSession(client))
-    }
-    const onAbort = (): void => {
-      cancel()
-      repeat = setInterval(cancel, CANCEL_REPEAT_MS)
-      repeat.unref()
-    }
-    signal.addEventListener('abort', onAbort, { once: true })
-    try {
-      await client.query('SELECT pg_advisory_lock($1, $2)', this.#key)
-    } catch (err) {
-      await this.#host.endSession(client)
-      if (signal.aborted) return false
-      throw err
-    } finally {
-      signal.removeEventListener('abort', onAbort)
-      clearInterval(repeat)
-    }
-    if (signal.aborted) {
-      await this.#host.endSession(client)
-      return false
-    }
-    await this.#taken(client)
-    return true
   }
 
   async release(): Promise<boolean> {
@@ -137,15 +172,17 @@ export class PgLock implements SessionLock {
     if (!client) return false
     this.#client = undefined
     this.fencingToken = undefined
+    let released = false
     try {
       const { rows } = await client.query('SELECT pg_advisory_unlock($1, $2) AS ok', this.#key)
-      return rows[0]?.ok === true
+      released = rows[0]?.ok === true
     } catch {
       // The session is gone, and the server released the lock with it.
-      return false
-    } finally {
-      await this.#host.endSession(client)
     }
+    // Only a session that the server says holds nothing any more serves another lock.
+    if (released) this.#host.sessions.give(client)
+    else await this.#host.sessions.discard(client)
+    return released
   }
 
   refresh(): Promise<boolean> {
@@ -163,7 +200,7 @@ export class PgLock implements SessionLock {
       // fall through: give the session up, which frees the lock if it still held it
     }
     if (this.#client === client) this.#client = undefined
-    await this.#host.endSession(client)
+    await this.#host.sessions.discard(client)
     return false
   }
 
@@ -177,22 +214,19 @@ export class PgLock implements SessionLock {
     return rows.length > 0
   }
 
-  async #taken(client: PgClient): Promise<void> {
-    try {
-      const { rows } = await client.query(this.#host.fenceSql)
-      this.fencingToken = BigInt(String(rows[0]?.token))
-    } catch (err) {
-      await this.#host.endSession(client)
-      throw err
-    }
+  /** Records a granted lock; from now on the end of its session reports the lock lost. */
+  #taken(client: PgClient, token: unknown): void {
     this.#client = client
-    const gone = (reason: string): void => {
+    this.fencingToken = BigInt(String(token))
+    const alive = this.#host.sessions.hold(client, (reason) => {
       if (this.#client !== client) return
       this.#client = undefined
       this.#onLost(reason)
+    })
+    if (!alive) {
+      this.#client = undefined
+      throw new ConnectionError('The PostgreSQL session ended just as the lock was granted', { driver: 'postgresql' })
     }
-    client.on('error', (err) => gone(`its PostgreSQL session failed (${err.message})`))
-    client.on('end', () => gone('its PostgreSQL session ended'))
   }
 }
 

@@ -7,10 +7,16 @@
  * path names a Unix socket directory). Without a database name, PostgreSQL's default applies: a
  * database named like the user.
  *
- * Locks: `pg_advisory_lock(k1, k2)`, k1 and k2 being the first two bytes of md5(name), each on a
- * connection of its own (postgresql-lock.ts), so a Python tooz process and this driver exclude
+ * Locks: `pg_advisory_lock(k1, k2)`, k1 and k2 being the first two bytes of md5(name), each held
+ * on a session of its own (postgresql-lock.ts), so a Python tooz process and this driver exclude
  * each other on the same lock name in the same database. Waiting happens in PostgreSQL's lock
- * queue. Fencing tokens come from the sequence `<namespace>fence`, taken right after acquiring.
+ * queue. Fencing tokens come from the sequence `<namespace>fence`, in the statement that takes
+ * the lock. A released session is kept a few seconds for the next acquire (sql-membership.ts
+ * LockSessions).
+ *
+ * Connections per coordinator: one for membership and heartbeats (the pool), one per held or
+ * waiting lock (plus up to two unused ones, closed after 10 s), and the LISTEN connection while
+ * some group is watched.
  *
  * Groups (tooz has none on PostgreSQL): tables `<namespace>groups`, `<namespace>members`,
  * `<namespace>leaders` (sql-schema.ts), created at start if missing. Liveness is
@@ -26,7 +32,9 @@
  *   each other, including a group's leader lock `leader_of_<group>` and an unrelated lock.
  * - Advisory locks are per database: Python tooz and rollcall must name the same database, or
  *   their locks do not meet.
- * - Each held lock and each waiting acquire occupies a server connection (max_connections).
+ * - Each held lock and each waiting acquire occupies a server connection (max_connections): a
+ *   coordinator uses 1 + locks held or waiting (+ up to 2 unused lock sessions for 10 s after a
+ *   release) + 1 while it watches a group.
  * - break() terminates the holder's backend (pg_terminate_backend, PostgreSQL ≥ 14): it needs the
  *   right to signal it, and ends anything else that session was doing.
  */
@@ -35,9 +43,11 @@ import { defineDriver, type DriverEvents } from '../driver.js'
 import type { Logger } from '../logger.js'
 import { opt } from '../options.js'
 import { formatHosts, type BackendUrl } from '../url.js'
-import { endPgClient, PgLock, type PgClient, type PgLockHost } from './postgresql-lock.js'
+import { endPgClient, PgLock, pgLockStatements, type PgClient, type PgLockHost, type PgLockStatements } from './postgresql-lock.js'
 import { PgNotifier } from './postgresql-notify.js'
-import { DeadlineError, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from './sql-membership.js'
+import {
+  DeadlineError, LockSessions, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult,
+} from './sql-membership.js'
 import {
   namespaceProblem, postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql, sqlNames,
   type SqlNames, type SqlStatements, type StatementName,
@@ -47,8 +57,14 @@ type Pg = (typeof import('pg'))['default']
 type PgPool = InstanceType<Pg['Pool']>
 type PgConfig = ConstructorParameters<Pg['Client']>[0] & object
 
-/** Connections of the shared pool (locks and LISTEN have their own). */
-const POOL_SIZE = 2
+/**
+ * Connections of the shared pool, which runs every membership statement and the heartbeat (locks
+ * and LISTEN have their own). One: statements queue on it, and a coordinator's footprint on the
+ * server's max_connections stays one connection plus one per held or waiting lock.
+ */
+const POOL_SIZE = 1
+/** The pool's connection closes after this long unused (longer when the heartbeat is slower). */
+const POOL_IDLE_MS = 10_000
 /** How long stop() waits for the pool to close. */
 const CLOSE_GRACE_MS = 2_000
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE'])
@@ -72,11 +88,13 @@ function isAccessError(err: unknown): boolean {
 
 /** The dialect: pool, statements, lock sessions and the LISTEN connection. */
 class PgDialect implements SqlDialect, PgLockHost {
-  readonly fenceSql: string
+  readonly lockSql: PgLockStatements
   readonly notifier: PgNotifier
+  readonly sessions: LockSessions<PgClient>
   readonly #config: PgConfig
   readonly #where: string
   readonly #timeoutMs: number
+  readonly #poolIdleMs: number
   readonly #names: SqlNames
   readonly #statements: SqlStatements
   readonly #clients = new Set<PgClient>()
@@ -84,14 +102,24 @@ class PgDialect implements SqlDialect, PgLockHost {
   #pool: PgPool | undefined
   #closed = false
 
-  constructor(config: PgConfig, where: string, timeoutMs: number, names: SqlNames, log: Logger) {
+  constructor(config: PgConfig, where: string, timeoutMs: number, membershipTimeoutMs: number, names: SqlNames, log: Logger) {
     this.#config = config
     this.#where = where
     this.#timeoutMs = timeoutMs
+    // A heartbeat comes every half membership timeout: it keeps the one connection rather than reopening it.
+    this.#poolIdleMs = Math.max(POOL_IDLE_MS, membershipTimeoutMs)
     this.#names = names
     this.#statements = postgresqlStatements(names)
-    this.fenceSql = `SELECT nextval('${names.fence}')::text AS token`
+    this.lockSql = pgLockStatements(names.fence)
     this.notifier = new PgNotifier(() => this.connect(), names.channel, log)
+    this.sessions = new LockSessions<PgClient>({
+      open: () => this.connect(),
+      end: (client) => endPgClient(client),
+      onDeath: (client, died) => {
+        client.on('error', (err) => died(`its PostgreSQL session failed (${err.message})`))
+        client.on('end', () => died('its PostgreSQL session ended'))
+      },
+    })
   }
 
   async open(): Promise<void> {
@@ -100,7 +128,7 @@ class PgDialect implements SqlDialect, PgLockHost {
     } catch (err) {
       throw new DriverUnavailableError('postgresql', 'pg', { cause: err })
     }
-    const pool = new this.#lib.Pool({ ...this.#config, max: POOL_SIZE, idleTimeoutMillis: 10_000, allowExitOnIdle: true })
+    const pool = new this.#lib.Pool({ ...this.#config, max: POOL_SIZE, idleTimeoutMillis: this.#poolIdleMs, allowExitOnIdle: true })
     // An idle pooled connection failed: the next query opens a new one (and reports the outage).
     pool.on('error', () => undefined)
     this.#pool = pool
@@ -114,6 +142,7 @@ class PgDialect implements SqlDialect, PgLockHost {
   async close(): Promise<void> {
     this.#closed = true
     await this.notifier.close()
+    await this.sessions.close()
     await Promise.all([...this.#clients].map((c) => endPgClient(c)))
     await withDeadline(this.#pool?.end() ?? Promise.resolve(), CLOSE_GRACE_MS).catch(() => undefined)
   }
@@ -136,7 +165,7 @@ class PgDialect implements SqlDialect, PgLockHost {
     return new PgLock(this, name, onLost)
   }
 
-  /** A dedicated client (one lock, or LISTEN), ended by close() if still open then. */
+  /** A dedicated client (a lock session, or LISTEN), ended by close() if still open then. */
   async connect(): Promise<PgClient> {
     if (!this.#lib || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started', { driver: 'postgresql' })
     const client = new this.#lib.Client(this.#config)
@@ -156,10 +185,6 @@ class PgDialect implements SqlDialect, PgLockHost {
 
   async query(text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[] }> {
     return this.#requirePool().query(text, values)
-  }
-
-  endSession(client: PgClient): Promise<void> {
-    return endPgClient(client)
   }
 
   #requirePool(): PgPool {
@@ -231,7 +256,7 @@ export default defineDriver({
   hazards: [
     'Lock keys are tooz\'s 16 bits of md5(name): only 65,536 distinct locks, so unrelated names (leader locks included) can falsely contend.',
     'Advisory locks are per database: Python tooz and rollcall must connect to the same database to exclude each other.',
-    'Each held or waiting lock uses a server connection of its own (mind max_connections).',
+    'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to 2 unused lock sessions kept for 10 s after a release, plus 1 (LISTEN) while a group is watched.',
     'break() terminates the holding backend (PostgreSQL 14 or later), which needs the right to signal it.',
   ],
   clientPackage: 'pg',
@@ -255,7 +280,7 @@ export default defineDriver({
     const problem = namespaceProblem(options.namespace)
     if (problem) throw new InvalidOptionError(`Option namespace "${options.namespace}" for the postgresql driver is not usable: ${problem}`)
     const { config, where } = clientConfig(url, options)
-    const dialect = new PgDialect(config, where, options.timeoutMs, sqlNames(options.namespace), log)
+    const dialect = new PgDialect(config, where, options.timeoutMs, options.membershipTimeoutMs, sqlNames(options.namespace), log)
     return new PgDriver(dialect, memberId, options.membershipTimeoutMs, events)
   },
 })

@@ -11,6 +11,10 @@
  * Election: the leader lock is the dialect's session lock named `leader_of_<group>` (the name
  * tooz's Redis driver uses), plus a `leaders` row naming the holder and its session, so that any
  * member can answer getLeader(). A row counts only while that session still holds the lock.
+ *
+ * Lock sessions: both dialects hold each lock on a server session of its own, drawn from one
+ * {@link LockSessions} per coordinator, which keeps a released session a few seconds for the next
+ * acquire instead of opening a connection per acquire.
  */
 import {
   GroupExistsError, GroupNotEmptyError, GroupNotFoundError, MemberExistsError, MemberNotJoinedError, SerializationError, asRollcallError,
@@ -31,6 +35,117 @@ export type SqlFailure = 'duplicate' | 'foreignKey' | 'connection'
 export interface SessionLock extends DriverLock {
   /** The holding session's id on the server (PostgreSQL backend pid, MySQL connection id) while held. */
   readonly sessionId: number | undefined
+}
+
+/** How {@link LockSessions} opens and ends one dialect's server sessions. */
+export interface SessionOps<S> {
+  /** A new connected session (fails with the dialect's error once the driver is stopped). */
+  open(): Promise<S>
+  /** Ends a session, forcibly if the server does not answer. */
+  end(session: S): Promise<void>
+  /** Calls `onDeath` when the session fails or ends; called once per session. */
+  onDeath(session: S, onDeath: (reason: string) => void): void
+}
+
+/** How long an unused lock session is kept for the next acquire before it is closed. */
+export const LOCK_SESSION_IDLE_MS = 10_000
+/** How many unused lock sessions a coordinator keeps at most. */
+export const MAX_IDLE_LOCK_SESSIONS = 2
+
+/**
+ * The server sessions one coordinator's locks run on (the server ties each lock to a session).
+ * A lock takes a session while it waits for or holds its lock, and gives it back once the server
+ * confirmed the release; such a session holds no lock, so the next acquire of any lock may reuse
+ * it. Unused sessions are kept for LOCK_SESSION_IDLE_MS, at most MAX_IDLE_LOCK_SESSIONS of them:
+ * a lock taken again and again costs no connection set-up, and the server sees one session per
+ * held or waiting lock plus those few. A session that may still hold a lock is never reused: it
+ * is discarded (closed), and the server frees whatever it held.
+ */
+export class LockSessions<S extends object> {
+  readonly #ops: SessionOps<S>
+  readonly #live = new Set<S>()
+  /** Unused sessions, the most recently used last, with the timers that close them. */
+  readonly #idle = new Map<S, NodeJS.Timeout>()
+  /** Whom to tell when a session holding a lock dies. */
+  readonly #holders = new Map<S, (reason: string) => void>()
+  #closed = false
+
+  constructor(ops: SessionOps<S>) {
+    this.#ops = ops
+  }
+
+  /**
+   * The most recently used unused session, or a new one. `reused` tells the caller that the
+   * session may have died unnoticed: if its statement fails, discard it and take another.
+   */
+  async take(): Promise<{ session: S; reused: boolean }> {
+    const kept = [...this.#idle.keys()].pop()
+    if (kept) {
+      clearTimeout(this.#idle.get(kept))
+      this.#idle.delete(kept)
+      return { session: kept, reused: true }
+    }
+    const session = await this.#ops.open()
+    this.#live.add(session)
+    this.#ops.onDeath(session, (reason) => this.#died(session, reason))
+    return { session, reused: false }
+  }
+
+  /** Marks `session` as holding a lock: `onLost` runs if it dies before give() or discard(). False when it is dead already. */
+  hold(session: S, onLost: (reason: string) => void): boolean {
+    if (!this.#live.has(session)) return false
+    this.#holders.set(session, onLost)
+    return true
+  }
+
+  /** Takes back a session that holds no lock (the server said so), to be reused or closed. */
+  give(session: S): void {
+    this.#holders.delete(session)
+    if (!this.#live.has(session)) return
+    if (this.#closed || this.#idle.size >= MAX_IDLE_LOCK_SESSIONS) {
+      void this.#end(session)
+      return
+    }
+    const timer = setTimeout(() => {
+      this.#idle.delete(session)
+      void this.#end(session)
+    }, LOCK_SESSION_IDLE_MS)
+    timer.unref()
+    this.#idle.set(session, timer)
+  }
+
+  /** Closes a session that may hold a lock: its end frees the lock on the server. */
+  async discard(session: S): Promise<void> {
+    this.#holders.delete(session)
+    clearTimeout(this.#idle.get(session))
+    this.#idle.delete(session)
+    await this.#end(session)
+  }
+
+  /** Closes every session, without reporting locks lost (the Coordinator released them). */
+  async close(): Promise<void> {
+    this.#closed = true
+    for (const timer of this.#idle.values()) clearTimeout(timer)
+    this.#idle.clear()
+    this.#holders.clear()
+    await Promise.all([...this.#live].map((s) => this.#end(s)))
+  }
+
+  #died(session: S, reason: string): void {
+    if (!this.#live.delete(session)) return
+    clearTimeout(this.#idle.get(session))
+    this.#idle.delete(session)
+    const onLost = this.#holders.get(session)
+    this.#holders.delete(session)
+    void this.#ops.end(session)
+    onLost?.(reason)
+  }
+
+  async #end(session: S): Promise<void> {
+    // Out of #live first: the 'end' this causes is ours, not a death to report.
+    this.#live.delete(session)
+    await this.#ops.end(session)
+  }
 }
 
 /** The dialect-specific half of a SQL driver. */
@@ -188,18 +303,19 @@ export class SqlDriver implements CoordinationDriver {
     return rows.map((r) => this.#id(r.group_id, 'group')).filter((g): g is string => g !== undefined)
   }
 
+  /** One round trip; a lapsed row of ours is not a live member, so it gives way (a rejoin). */
   async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
     const me = this.#s.memberId
-    // A lapsed row of ours is not a live member: clear it so that the join (or rejoin) succeeds.
-    await this.#run('clearOwnExpired', [group, me])
+    let result: SqlResult
     try {
-      await this.#run('insertMember', [group, me, capabilities, this.#s.membershipTimeoutMs])
+      result = await this.#run('joinMember', [group, me, capabilities, this.#s.membershipTimeoutMs])
     } catch (err) {
       const failure = this.#dialect.classify(err)
       if (failure === 'duplicate') throw new MemberExistsError(group, me, { cause: err })
       if (failure === 'foreignKey') throw new GroupNotFoundError(group, { cause: err })
       throw err
     }
+    if (result.affected === 0) throw new MemberExistsError(group, me)
   }
 
   async leaveGroup(group: string): Promise<void> {
@@ -209,23 +325,16 @@ export class SqlDriver implements CoordinationDriver {
 
   /** One query; expired rows of others seen on the way are deleted afterwards. */
   async listMembers(group: string): Promise<Map<string, Uint8Array>> {
-    const { rows } = await this.#run('listMembers', [group])
-    if (rows.length === 0) throw new GroupNotFoundError(group)
     const members = new Map<string, Uint8Array>()
-    let expired = 0
-    for (const row of rows) {
-      if (row.member_id === null || row.member_id === undefined) continue
-      const member = this.#id(row.member_id, `member of group ${JSON.stringify(group)}`)
-      if (member === undefined) continue
-      if (truthy(row.live)) members.set(member, bytes(row.capabilities))
-      else if (member !== this.#s.memberId) expired += 1
-    }
-    if (expired > 0) {
-      await this.#run('collectExpired', [group, this.#s.memberId]).catch((err: unknown) => {
-        this.#s.events.warning(asRollcallError(err, `Deleting ${expired} expired member row(s) of group ${JSON.stringify(group)}`))
-      })
-    }
+    await this.#list('listMembers', group, (member, row) => members.set(member, bytes(row.capabilities)))
     return members
+  }
+
+  /** listMembers() without the capabilities column: the same liveness rule and collection. */
+  async listMemberIds(group: string): Promise<string[]> {
+    const ids: string[] = []
+    await this.#list('listMemberIds', group, (member) => ids.push(member))
+    return ids
   }
 
   async getMemberCapabilities(group: string, member: string): Promise<Uint8Array> {
@@ -269,6 +378,25 @@ export class SqlDriver implements CoordinationDriver {
     const { rows } = await this.#run('groupExists', [group])
     if (rows.length === 0) throw new GroupNotFoundError(group)
     throw new MemberNotJoinedError(group, member)
+  }
+
+  /** Runs a member listing, hands each live row to `live`, then collects others' expired rows. */
+  async #list(statement: 'listMembers' | 'listMemberIds', group: string, live: (member: string, row: Record<string, unknown>) => void): Promise<void> {
+    const { rows } = await this.#run(statement, [group])
+    if (rows.length === 0) throw new GroupNotFoundError(group)
+    let expired = 0
+    for (const row of rows) {
+      if (row.member_id === null || row.member_id === undefined) continue
+      const member = this.#id(row.member_id, `member of group ${JSON.stringify(group)}`)
+      if (member === undefined) continue
+      if (truthy(row.live)) live(member, row)
+      else if (member !== this.#s.memberId) expired += 1
+    }
+    if (expired > 0) {
+      await this.#run('collectExpired', [group, this.#s.memberId]).catch((err: unknown) => {
+        this.#s.events.warning(asRollcallError(err, `Deleting ${expired} expired member row(s) of group ${JSON.stringify(group)}`))
+      })
+    }
   }
 
   #id(v: unknown, what: string): string | undefined {

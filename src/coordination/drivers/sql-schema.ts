@@ -58,16 +58,19 @@ export function sqlNames(namespace: string): SqlNames {
 /** Names of the statements the shared membership code runs (see {@link SqlStatements}). */
 export type StatementName =
   | 'probe' | 'createGroup' | 'deleteExpired' | 'deleteGroup' | 'listGroups' | 'groupExists'
-  | 'clearOwnExpired' | 'insertMember' | 'deleteMember' | 'listMembers' | 'collectExpired'
+  | 'joinMember' | 'deleteMember' | 'listMembers' | 'listMemberIds' | 'collectExpired'
   | 'updateCapabilities' | 'memberInfo' | 'setLeader' | 'clearLeader' | 'getLeader'
 
 /**
  * Every statement, per dialect. Parameters by statement (canonical order):
  * - createGroup, deleteExpired, deleteGroup, groupExists: `$1` group
- * - clearOwnExpired, deleteMember, memberInfo: `$1` group, `$2` member
- * - insertMember, updateCapabilities: `$1` group, `$2` member, `$3` capabilities, `$4` TTL ms
+ * - deleteMember, memberInfo: `$1` group, `$2` member
+ * - joinMember, updateCapabilities: `$1` group, `$2` member, `$3` capabilities, `$4` TTL ms.
+ *   joinMember inserts the row, or replaces this member's own lapsed row, in one round trip. A
+ *   live row in the way (already a member): 0 rows on PostgreSQL, a duplicate key error on MySQL.
+ *   A missing group: a foreign key error.
  * - listMembers: `$1` group. Rows: member_id (null for an empty group), capabilities, live.
- *   No row at all: the group does not exist.
+ *   No row at all: the group does not exist. listMemberIds: the same without capabilities.
  * - collectExpired: `$1` group, `$2` the member that must never be collected (self)
  * - setLeader: `$1` group, `$2` member, `$3` session id; clearLeader: `$1` group, `$2` session id
  * - getLeader: `$1` group, `$2` leader lock name
@@ -139,11 +142,16 @@ export function postgresqlStatements(t: SqlNames): SqlStatements {
     deleteGroup: notifying(`DELETE FROM ${t.groups} WHERE group_id = $1`),
     listGroups: `SELECT group_id FROM ${t.groups}`,
     groupExists: `SELECT 1 FROM ${t.groups} WHERE group_id = $1`,
-    clearOwnExpired: `DELETE FROM ${t.members} WHERE group_id = $1 AND member_id = $2 AND expires_at <= now()`,
-    insertMember: notifying(`INSERT INTO ${t.members} (group_id, member_id, capabilities, created_at, updated_at, expires_at)
-      VALUES ($1, $2, $3, now(), now(), ${ttl})`),
+    // A conflicting row is taken over only when it has lapsed (a lapsed row of ours is not a live
+    // member); a live one makes the upsert return nothing, and nothing is NOTIFYed.
+    joinMember: notifying(`INSERT INTO ${t.members} AS m (group_id, member_id, capabilities, created_at, updated_at, expires_at)
+      VALUES ($1, $2, $3, now(), now(), ${ttl})
+      ON CONFLICT (group_id, member_id) DO UPDATE SET capabilities = EXCLUDED.capabilities, created_at = EXCLUDED.created_at,
+        updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at WHERE m.expires_at <= now()`),
     deleteMember: notifying(`DELETE FROM ${t.members} WHERE group_id = $1 AND member_id = $2`),
     listMembers: `SELECT m.member_id, m.capabilities, m.expires_at > now() AS live
+      FROM ${t.groups} g LEFT JOIN ${t.members} m ON m.group_id = g.group_id WHERE g.group_id = $1`,
+    listMemberIds: `SELECT m.member_id, m.expires_at > now() AS live
       FROM ${t.groups} g LEFT JOIN ${t.members} m ON m.group_id = g.group_id WHERE g.group_id = $1`,
     collectExpired: `DELETE FROM ${t.members} WHERE group_id = $1 AND member_id <> $2 AND expires_at <= now()`,
     updateCapabilities: notifying(`UPDATE ${t.members} SET capabilities = $3, updated_at = now(), expires_at = ${ttl}
@@ -174,11 +182,16 @@ export function mysqlStatements(t: SqlNames): SqlStatements {
     deleteGroup: `DELETE FROM ${t.groups} WHERE group_id = $1`,
     listGroups: `SELECT group_id FROM ${t.groups}`,
     groupExists: `SELECT 1 FROM ${t.groups} WHERE group_id = $1`,
-    clearOwnExpired: `DELETE FROM ${t.members} WHERE group_id = $1 AND member_id = $2 AND expires_at <= ${now}`,
-    insertMember: `INSERT INTO ${t.members} (group_id, member_id, capabilities, created_at, updated_at, expires_at)
+    // Two statements in one round trip (the pool allows multiple statements): clear a lapsed row of
+    // ours, which is not a live member, then insert; a live row makes the INSERT fail as a duplicate.
+    // (An upsert cannot tell "inserted" from "left alone": mysql2 counts found rows, 1 for both.)
+    joinMember: `DELETE FROM ${t.members} WHERE group_id = $1 AND member_id = $2 AND expires_at <= ${now};
+      INSERT INTO ${t.members} (group_id, member_id, capabilities, created_at, updated_at, expires_at)
       VALUES ($1, $2, $3, ${now}, ${now}, ${ttl})`,
     deleteMember: `DELETE FROM ${t.members} WHERE group_id = $1 AND member_id = $2`,
     listMembers: `SELECT m.member_id, m.capabilities, m.expires_at > ${now} AS live
+      FROM ${t.groups} g LEFT JOIN ${t.members} m ON m.group_id = g.group_id WHERE g.group_id = $1`,
+    listMemberIds: `SELECT m.member_id, m.expires_at > ${now} AS live
       FROM ${t.groups} g LEFT JOIN ${t.members} m ON m.group_id = g.group_id WHERE g.group_id = $1`,
     collectExpired: `DELETE FROM ${t.members} WHERE group_id = $1 AND member_id <> $2 AND expires_at <= ${now}`,
     updateCapabilities: `UPDATE ${t.members} SET capabilities = $3, updated_at = ${now}, expires_at = ${ttl}
