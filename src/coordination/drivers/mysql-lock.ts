@@ -10,12 +10,13 @@
  * 10.11 compared them exactly in our tests.
  *
  * As tooz's driver keeps one connection per Lock object, a released session is kept (in the
- * coordinator's LockSessions, sql-membership.ts) for the next acquire: a lock taken in a loop
+ * coordinator's LockSessions, sql-sessions.ts) for the next acquire: a lock taken in a loop
  * costs two round trips per cycle (GET_LOCK with its fencing token, RELEASE_LOCK).
  */
 import { BackendError, ConnectionError } from '../../errors.js'
 import { sleep } from '../../internal/sleep.js'
-import type { LockSessions, SessionLock } from './sql-membership.js'
+import type { SessionLock } from './sql-membership.js'
+import type { LockSessions } from './sql-sessions.js'
 
 /** The subset of a mysql2/promise connection these drivers use. */
 export interface MysqlConnection {

@@ -45,9 +45,8 @@ import { defineDriver } from '../driver.js'
 import { opt } from '../options.js'
 import { formatHosts } from '../url.js'
 import { MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
-import {
-  DeadlineError, LockSessions, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult,
-} from './sql-membership.js'
+import { DeadlineError, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from './sql-membership.js'
+import { LockSessions } from './sql-sessions.js'
 import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql, namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from './sql-schema.js'
 
 type Mysql = typeof import('mysql2/promise')

@@ -10,13 +10,14 @@
  * holder safe.
  *
  * Unlike tooz, a released session is not closed at once: it goes back to the coordinator's
- * LockSessions (sql-membership.ts) for the next acquire, so a lock taken in a loop costs two round
+ * LockSessions (sql-sessions.ts) for the next acquire, so a lock taken in a loop costs two round
  * trips per cycle (lock with its fencing token, unlock) and no connection set-up.
  */
 import { createHash } from 'node:crypto'
 import { ConnectionError } from '../../errors.js'
 import { sleep } from '../../internal/sleep.js'
-import type { LockSessions, SessionLock } from './sql-membership.js'
+import type { SessionLock } from './sql-membership.js'
+import type { LockSessions } from './sql-sessions.js'
 
 /** The subset of a node-postgres Client these drivers use. */
 export interface PgClient {

@@ -45,9 +45,8 @@ import { opt } from '../options.js'
 import { formatHosts, type BackendUrl } from '../url.js'
 import { endPgClient, PgLock, pgLockStatements, type PgClient, type PgLockHost, type PgLockStatements } from './postgresql-lock.js'
 import { PgNotifier } from './postgresql-notify.js'
-import {
-  DeadlineError, LockSessions, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult,
-} from './sql-membership.js'
+import { DeadlineError, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from './sql-membership.js'
+import { LockSessions } from './sql-sessions.js'
 import {
   namespaceProblem, postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql, sqlNames,
   type SqlNames, type SqlStatements, type StatementName,

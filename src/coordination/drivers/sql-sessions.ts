@@ -1,0 +1,115 @@
+/**
+ * Server sessions for SQL locks. tooz takes every lock on a connection of its own (an advisory
+ * lock or GET_LOCK belongs to the session); opening one per acquire cost a connection setup each
+ * time, so a coordinator keeps a released session a few seconds for its next acquire.
+ */
+/** How {@link LockSessions} opens and ends one dialect's server sessions. */
+export interface SessionOps<S> {
+  /** A new connected session (fails with the dialect's error once the driver is stopped). */
+  open(): Promise<S>
+  /** Ends a session, forcibly if the server does not answer. */
+  end(session: S): Promise<void>
+  /** Calls `onDeath` when the session fails or ends; called once per session. */
+  onDeath(session: S, onDeath: (reason: string) => void): void
+}
+
+/** How long an unused lock session is kept for the next acquire before it is closed. */
+export const LOCK_SESSION_IDLE_MS = 10_000
+/** How many unused lock sessions a coordinator keeps at most. */
+export const MAX_IDLE_LOCK_SESSIONS = 2
+
+/**
+ * The server sessions one coordinator's locks run on (the server ties each lock to a session).
+ * A lock takes a session while it waits for or holds its lock, and gives it back once the server
+ * confirmed the release; such a session holds no lock, so the next acquire of any lock may reuse
+ * it. Unused sessions are kept for LOCK_SESSION_IDLE_MS, at most MAX_IDLE_LOCK_SESSIONS of them:
+ * a lock taken again and again costs no connection set-up, and the server sees one session per
+ * held or waiting lock plus those few. A session that may still hold a lock is never reused: it
+ * is discarded (closed), and the server frees whatever it held.
+ */
+export class LockSessions<S extends object> {
+  readonly #ops: SessionOps<S>
+  readonly #live = new Set<S>()
+  /** Unused sessions, the most recently used last, with the timers that close them. */
+  readonly #idle = new Map<S, NodeJS.Timeout>()
+  /** Whom to tell when a session holding a lock dies. */
+  readonly #holders = new Map<S, (reason: string) => void>()
+  #closed = false
+
+  constructor(ops: SessionOps<S>) {
+    this.#ops = ops
+  }
+
+  /**
+   * The most recently used unused session, or a new one. `reused` tells the caller that the
+   * session may have died unnoticed: if its statement fails, discard it and take another.
+   */
+  async take(): Promise<{ session: S; reused: boolean }> {
+    const kept = [...this.#idle.keys()].pop()
+    if (kept) {
+      clearTimeout(this.#idle.get(kept))
+      this.#idle.delete(kept)
+      return { session: kept, reused: true }
+    }
+    const session = await this.#ops.open()
+    this.#live.add(session)
+    this.#ops.onDeath(session, (reason) => this.#died(session, reason))
+    return { session, reused: false }
+  }
+
+  /** Marks `session` as holding a lock: `onLost` runs if it dies before give() or discard(). False when it is dead already. */
+  hold(session: S, onLost: (reason: string) => void): boolean {
+    if (!this.#live.has(session)) return false
+    this.#holders.set(session, onLost)
+    return true
+  }
+
+  /** Takes back a session that holds no lock (the server said so), to be reused or closed. */
+  give(session: S): void {
+    this.#holders.delete(session)
+    if (!this.#live.has(session)) return
+    if (this.#closed || this.#idle.size >= MAX_IDLE_LOCK_SESSIONS) {
+      void this.#end(session)
+      return
+    }
+    const timer = setTimeout(() => {
+      this.#idle.delete(session)
+      void this.#end(session)
+    }, LOCK_SESSION_IDLE_MS)
+    timer.unref()
+    this.#idle.set(session, timer)
+  }
+
+  /** Closes a session that may hold a lock: its end frees the lock on the server. */
+  async discard(session: S): Promise<void> {
+    this.#holders.delete(session)
+    clearTimeout(this.#idle.get(session))
+    this.#idle.delete(session)
+    await this.#end(session)
+  }
+
+  /** Closes every session, without reporting locks lost (the Coordinator released them). */
+  async close(): Promise<void> {
+    this.#closed = true
+    for (const timer of this.#idle.values()) clearTimeout(timer)
+    this.#idle.clear()
+    this.#holders.clear()
+    await Promise.all([...this.#live].map((s) => this.#end(s)))
+  }
+
+  #died(session: S, reason: string): void {
+    if (!this.#live.delete(session)) return
+    clearTimeout(this.#idle.get(session))
+    this.#idle.delete(session)
+    const onLost = this.#holders.get(session)
+    this.#holders.delete(session)
+    void this.#ops.end(session)
+    onLost?.(reason)
+  }
+
+  async #end(session: S): Promise<void> {
+    // Out of #live first: the 'end' this causes is ours, not a death to report.
+    this.#live.delete(session)
+    await this.#ops.end(session)
+  }
+}
