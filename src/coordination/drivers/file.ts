@@ -24,7 +24,7 @@
  * hop through libuv's thread pool costs more than the call; only the wait for the lock is
  * asynchronous), so a join is about ten system calls. Member ids live inside the records (file
  * names are hashes), so a listing must know every record: it keeps the decoded records of each
- * group it listed and, next time, reads only files that are new or changed (CachedRecord says how
+ * group it listed and, next time, reads only files that are new or changed (file-records.ts says how
  * a stat proves a file unchanged), so a listing of unchanged members is a readdir and one stat each.
  *
  * Hazards:
@@ -46,14 +46,14 @@
  *   that passes str ids gets rollcall's members and groups back as bytes.
  * - A tool that rewrites a member file in place, keeping its size, and is followed by a rollcall
  *   heartbeat before the next listing, goes unnoticed by this process's record cache until the file
- *   is replaced (rollcall and tooz never write member files that way; see CachedRecord).
+ *   is replaced (rollcall and tooz never write member files that way; see file-records.ts).
  * - The synchronous file calls block the event loop for as long as the file system takes: fine on
  *   a local disk, not on a hung network mount (which the driver does not support anyway).
  * - getMemberInfo(): createdAt is `joined_on`; updatedAt is the birth time of the member's current
  *   record (written at join and by each updateCapabilities; heartbeats only touch its mtime), or
  *   its mtime where the file system records no birth time.
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync, type Stats } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
@@ -63,10 +63,11 @@ import {
 } from '../../errors.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../driver.js'
 import { opt, type ResolvedOptions } from '../options.js'
-import { CorruptRecordError, decodeGroupMetadata, decodeMemberRecord, encodeGroupMetadata, encodeMemberRecord, safeName, type MemberRecord } from './file-format.js'
+import { CorruptRecordError, decodeGroupMetadata, decodeMemberRecord, encodeGroupMetadata, encodeMemberRecord, safeName } from './file-format.js'
 import { LeaderLock, readLeader } from './file-leader.js'
 import { directoryOf, normalizeLockName, validateId } from './file-paths.js'
 import { nativeLocks, RecordLock, withFileLock } from './file-lock.js'
+import { exists, isMissing, MemberRecords, statIfExists, type CachedRecord, type LiveFile, type MemberEntry } from './file-records.js'
 
 const OPTIONS = {
   timeoutMs: opt.seconds('timeout', { default: 10, doc: 'Liveness window: a member whose .raw file was not touched for this long is gone. Also the interval the heartbeat returns (the coordinator beats at half of it).' }),
@@ -77,76 +78,6 @@ type FileOptions = ResolvedOptions<typeof OPTIONS>
 
 /** Longest wait for `.driver_lock`, which tooz and rollcall hold only for one short operation. */
 const DRIVER_LOCK_WAIT_MS = 10_000
-/** A member file touched up to this far in the future still counts as alive (coarse file clocks). */
-const FUTURE_SLACK_MS = 1_000
-/**
- * How long after a file's newest timestamp (birth or ctime) another file may still get the same
- * one: file clocks advance by kernel ticks (at most 10 ms), or by whole seconds on file systems
- * that keep no fraction (RACY_WHOLE_SECONDS_MS). A record read sooner is not trusted (CachedRecord).
- */
-const RACY_MS = 50
-const RACY_WHOLE_SECONDS_MS = 2_000
-/** A listing lets the event loop run after this many member files, so that a huge group does not stall it. */
-const YIELD_EVERY = 1_000
-/** Groups whose decoded records are kept; the least recently listed is dropped first. */
-const CACHED_GROUPS = 64
-
-function isMissing(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException)?.code === 'ENOENT'
-}
-
-/**
- * A decoded member file, and what proves that the file at its path still holds the bytes decoded.
- *
- * Nobody rewrites a member file in place: rollcall writes a new file and renames it over the old
- * one, tooz creates the file once (its join refuses an existing one), and heartbeats only utime
- * it, which moves mtime and ctime but not the birth time. So the bytes change exactly when the
- * path names another file: another inode number, or, when the number was reused (ext4 reuses a
- * freed one at once), another birth time. Two guards for the rest:
- * - coarse file clocks: a file created in the same clock tick as the cached one could share its
- *   birth time, so a record is trusted only when it was read well after that tick (RACY_MS);
- * - a writer that does rewrite in place sets mtime and ctime to one instant, which a rollcall
- *   heartbeat (utime to its own clock) does not: a ctime that moved to equal mtime is a miss.
- *   tooz's heartbeat (utime to "now") looks the same, so a tooz member is read again once per beat.
- * Where the file system keeps no birth time, ctime stands in for it, and every heartbeat is a miss.
- */
-interface CachedRecord {
-  readonly ino: number
-  readonly size: number
-  /** Birth time, or ctime where there is none. */
-  readonly bornMs: number
-  readonly ctimeMs: number
-  /** False when read too soon after bornMs or ctimeMs to tell this file from a newer one: read again. */
-  readonly trusted: boolean
-  readonly read: MemberRecord | CorruptRecordError
-}
-
-/** One live member file of a listing. */
-interface LiveFile {
-  readonly path: string
-  readonly record: CachedRecord
-}
-
-function bornMsOf(s: Stats): number {
-  return s.birthtimeMs > 0 ? s.birthtimeMs : s.ctimeMs
-}
-
-/** True when `s`, a fresh stat of the record's path, proves that the file still holds what `c` decoded. */
-function holdsSame(c: CachedRecord, s: Stats): boolean {
-  return c.trusted && s.ino === c.ino && s.size === c.size && bornMsOf(s) === c.bornMs && (s.ctimeMs === c.ctimeMs || s.mtimeMs !== s.ctimeMs)
-}
-
-function decodeRecord(bytes: Uint8Array): MemberRecord | CorruptRecordError {
-  try {
-    return decodeMemberRecord(bytes)
-  } catch (err) {
-    return err instanceof CorruptRecordError ? err : new CorruptRecordError((err as Error).message, undefined, err)
-  }
-}
-
-function yieldToLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve))
-}
 
 class FileDriver implements CoordinationDriver {
   readonly #ctx: DriverContext<FileOptions>
@@ -159,8 +90,8 @@ class FileDriver implements CoordinationDriver {
   readonly #locks = new Set<RecordLock>()
   /** Corrupt files already reported (path, inode and size), so a poll does not warn every time. */
   readonly #warned = new Set<string>()
-  /** Per group directory, the decoded records of the member files its last listing saw. */
-  readonly #records = new Map<string, Map<string, CachedRecord>>()
+  /** Member files: liveness, and their records read through a cache. */
+  readonly #records: MemberRecords
 
   constructor(ctx: DriverContext<FileOptions>, dir: string) {
     this.#ctx = ctx
@@ -170,6 +101,7 @@ class FileDriver implements CoordinationDriver {
     this.#driverLock = join(dir, '.driver_lock')
     this.#ownFile = `${safeName(ctx.memberId)}.raw`
     this.#timeoutMs = ctx.options.timeoutMs
+    this.#records = new MemberRecords(this.#timeoutMs, this.#ownFile)
   }
 
   async start(): Promise<void> {
@@ -223,13 +155,13 @@ class FileDriver implements CoordinationDriver {
       const left: string[] = []
       for (const entry of this.#entries(group)) {
         if (entry === '.metadata') continue
-        if (entry.endsWith('.raw') && this.#collectIfStale(join(dir, entry), entry)) continue
+        if (entry.endsWith('.raw') && this.#records.collectIfStale(join(dir, entry), entry)) continue
         left.push(entry)
       }
       if (left.some((e) => e.endsWith('.raw'))) throw new GroupNotEmptyError(group)
       if (left.length > 0) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: unexpected ${left.map((e) => JSON.stringify(e)).join(', ')} in ${dir}, which should hold only .metadata and member files`, { driver: 'file' })
       rmSync(dir, { recursive: true, force: true })
-      this.#records.delete(dir)
+      this.#records.forget(dir)
     })
     // The group's leader lock file goes too, when nobody holds it.
     const leader = new RecordLock(this.#leaderPath(group))
@@ -271,7 +203,7 @@ class FileDriver implements CoordinationDriver {
       const path = this.#memberPath(group)
       const mtimeMs = statIfExists(path)?.mtimeMs
       // A stale file of ours is a dead earlier incarnation of this member id: replace it (tooz refuses).
-      if (mtimeMs !== undefined && this.#isAlive(mtimeMs, Date.now())) throw new MemberExistsError(group, this.#ctx.memberId)
+      if (mtimeMs !== undefined && this.#records.isAlive(mtimeMs, Date.now())) throw new MemberExistsError(group, this.#ctx.memberId)
       this.#writeAtomically(path, encodeMemberRecord(this.#ctx.memberId, capabilities, new Date()))
     })
   }
@@ -411,89 +343,17 @@ class FileDriver implements CoordinationDriver {
     return join(this.#dir, '.leaders', safeName(group))
   }
 
-  #isAlive(mtimeMs: number, nowMs: number): boolean {
-    const ageMs = nowMs - mtimeMs
-    return ageMs >= -FUTURE_SLACK_MS && ageMs <= this.#timeoutMs
-  }
-
-  /** Deletes another member's `.raw` whose mtime is older than the timeout; true when it is not alive. */
-  #collectIfStale(path: string, entry: string): boolean {
-    const s = statIfExists(path)
-    if (!s) return true
-    if (this.#isAlive(s.mtimeMs, Date.now())) return false
-    this.#collect(path, entry)
-    return true
-  }
-
-  /** Deletes a stale member file, unless it is this member's own (its next heartbeat revives it). */
-  #collect(path: string, entry: string): void {
-    if (entry === this.#ownFile) return
-    try {
-      unlinkSync(path)
-    } catch (err) {
-      if (!isMissing(err)) throw err
-    }
-  }
-
-  /**
-   * A group's live member files and their records, under the driver lock: one stat per file (its
-   * mtime is the liveness), and a read only for a file that is new or changed since the group's
-   * last listing (CachedRecord). Other members' stale files are collected on the way.
-   */
+  /** A group's live member files and their records, under the driver lock (MemberRecords.live()). */
   #liveFiles(group: string): Promise<LiveFile[]> {
     const dir = this.#groupDir(group)
-    return this.#locked(async () => {
-      const names = this.#entries(group)
-      const before = this.#records.get(dir)
-      const seen = new Map<string, CachedRecord>()
-      const live: LiveFile[] = []
-      let files = 0
-      for (const name of names) {
-        if (!name.endsWith('.raw')) continue
-        if (++files % YIELD_EVERY === 0) await yieldToLoop()
-        // The group directory is normalized and the name has no slash: no need for join().
-        const path = `${dir}/${name}`
-        const nowMs = Date.now()
-        const s = statSync(path, { throwIfNoEntry: false })
-        if (!s) continue
-        if (!this.#isAlive(s.mtimeMs, nowMs)) {
-          this.#collect(path, name)
-          continue
-        }
-        const record = recordAt(path, s, nowMs, before?.get(name))
-        if (!record) continue
-        seen.set(name, record)
-        live.push({ path, record })
-      }
-      // What this listing saw replaces what the last one saw, so files that went are forgotten.
-      this.#records.delete(dir)
-      this.#records.set(dir, seen)
-      if (this.#records.size > CACHED_GROUPS) this.#records.delete(this.#records.keys().next().value!)
-      return live
-    })
+    return this.#locked(async () => this.#records.live(dir, this.#entries(group)))
   }
 
-  /** One live member's record and file times (GroupNotFoundError, MemberNotJoinedError, SerializationError). */
-  async #memberEntry(group: string, member: string): Promise<{ record: MemberRecord; birthtimeMs: number; mtimeMs: number }> {
+  /** One live member's record and file times, under the driver lock (MemberRecords.entry()). */
+  async #memberEntry(group: string, member: string): Promise<MemberEntry> {
     const dir = this.#groupDir(group)
     const name = this.#memberFile(member)
-    const path = join(dir, name)
-    return this.#locked(() => {
-      const nowMs = Date.now()
-      const s = statSync(path, { throwIfNoEntry: false })
-      const cached = this.#records.get(dir)
-      const record = s && recordAt(path, s, nowMs, cached?.get(name))
-      if (!s || !record) {
-        if (!exists(dir)) throw new GroupNotFoundError(group)
-        throw new MemberNotJoinedError(group, member)
-      }
-      if (!this.#isAlive(s.mtimeMs, nowMs)) throw new MemberNotJoinedError(group, member)
-      cached?.set(name, record)
-      if (record.read instanceof CorruptRecordError) {
-        throw new SerializationError(`The record of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} (${path}) is unreadable: ${record.read.message}`, { cause: record.read, driver: 'file' })
-      }
-      return { record: record.read, birthtimeMs: s.birthtimeMs, mtimeMs: s.mtimeMs }
-    })
+    return this.#locked(() => this.#records.entry(group, member, dir, name))
   }
 
   /** Warns (once per file version) about a listed record whose member id cannot be read. */
@@ -523,41 +383,6 @@ class FileDriver implements CoordinationDriver {
       }
       throw err
     }
-  }
-}
-
-/**
- * The record of the member file at `path`, whose fresh stat is `s` (taken at `nowMs`): `cached`
- * while the file still holds what it decoded, else read and decoded now. Undefined when the file
- * vanished before it could be read.
- */
-function recordAt(path: string, s: Stats, nowMs: number, cached: CachedRecord | undefined): CachedRecord | undefined {
-  if (cached && holdsSame(cached, s)) return cached
-  let bytes: Buffer
-  try {
-    bytes = readFileSync(path)
-  } catch (err) {
-    if (isMissing(err)) return undefined
-    throw err
-  }
-  const bornMs = bornMsOf(s)
-  const newestMs = Math.max(bornMs, s.ctimeMs)
-  const racyMs = newestMs % 1000 === 0 ? RACY_WHOLE_SECONDS_MS : RACY_MS
-  // A size that differs from the stat's means the file changed in between: decode it, trust it not.
-  const trusted = bytes.length === s.size && nowMs - newestMs > racyMs
-  return { ino: s.ino, size: s.size, bornMs, ctimeMs: s.ctimeMs, trusted, read: decodeRecord(bytes) }
-}
-
-function statIfExists(path: string): Stats | undefined {
-  return statSync(path, { throwIfNoEntry: false })
-}
-
-function exists(path: string): boolean {
-  try {
-    return statSync(path, { throwIfNoEntry: false }) !== undefined
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return false
-    throw err
   }
 }
 

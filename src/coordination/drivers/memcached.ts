@@ -16,10 +16,11 @@
  * member). Locks and leadership are `add`-ed keys with an expiry; release and refresh compare the
  * CAS value of our own hold (memcached-lock.ts), which tooz cannot do.
  *
- * A heartbeat is one write and one round trip whatever the group sizes: the member key `set` (with
- * a reply, unlike tooz's noreply, so that a failed beat is noticed), the refresh of every held lock,
- * and for each joined group a probe of its CAS alone (`mg <key> c`). A group value is read again
- * only when its CAS differs from the last one at which this member saw its own entry there.
+ * A heartbeat (memcached-heartbeat.ts) is one write and one round trip whatever the group sizes:
+ * the member key `set` (with a reply, unlike tooz's noreply, so that a failed beat is noticed), the
+ * refresh of every held lock, and for each joined group a probe of its CAS alone (`mg <key> c`). A
+ * group value is read again only when its CAS differs from the last one at which this member saw
+ * its own entry there.
  *
  * Hazards, plainly:
  * - memcached is a cache. LRU eviction can drop a group, the group list, a member key or a lock at
@@ -48,12 +49,13 @@ import { sleep } from '../../internal/sleep.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult, type IdKind } from '../driver.js'
 import { opt, type ResolvedOptions } from '../options.js'
 import {
-  MAX_KEY_BYTES, MemcachedClient, MemcachedConnectionError, MemcachedKeyError, MemcachedServerError, MemcachedTimeoutError, type MemcachedItem, type MemcachedServer,
+  MAX_KEY_BYTES, MemcachedClient, MemcachedConnectionError, MemcachedKeyError, MemcachedServerError, MemcachedTimeoutError, type MemcachedServer,
 } from './memcached-client.js'
 import {
-  FLAG_BYTES, FLAG_MSGPACK, KEYS, LONGEST_PREFIX_BYTES, STILL_ALIVE, capabilitiesOf, decodeGroup, decodeGroupList, decodeOwner,
+  FLAG_MSGPACK, KEYS, LONGEST_PREFIX_BYTES, capabilitiesOf, decodeGroup, decodeGroupList, decodeOwner,
   encodeGroup, encodeGroupList, groupListId, memberEntry, type GroupEntry,
 } from './memcached-layout.js'
+import { MemcachedHeartbeat } from './memcached-heartbeat.js'
 import { MemcachedLock } from './memcached-lock.js'
 
 const DEFAULT_PORT = 11211
@@ -90,13 +92,8 @@ class MemcachedDriver implements CoordinationDriver {
   #meta = false
   /** Locks this member holds; the heartbeat refreshes them. */
   readonly #heldLocks = new Set<MemcachedLock>()
-  /**
-   * Per joined group, the CAS of a value in which this member saw its own entry. memcached gives
-   * every write of an item a new CAS, so while the group's CAS is still this one, the entry is
-   * still there and the heartbeat need not read the value. Cleared on every (re)connect: a
-   * restarted server counts CAS values from the start again.
-   */
-  readonly #listedAt = new Map<string, bigint>()
+  /** The member key, the held locks' refreshes and the per-group CAS probes (memcached-heartbeat.ts). */
+  readonly #heartbeat: MemcachedHeartbeat
 
   constructor(ctx: DriverContext<MemcachedOptions>) {
     this.#ctx = ctx
@@ -104,6 +101,7 @@ class MemcachedDriver implements CoordinationDriver {
     const o = ctx.options
     const secs = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
     this.#ttl = { membership: secs(o.membershipTimeoutMs), lock: secs(o.lockTimeoutMs), leader: secs(o.leaderTimeoutMs) }
+    this.#heartbeat = new MemcachedHeartbeat(() => this.#c, this.#me, this.#ttl, () => this.#meta, this.#heldLocks)
   }
 
   get #c(): MemcachedClient {
@@ -143,76 +141,9 @@ class MemcachedDriver implements CoordinationDriver {
     await client.close()
   }
 
+  /** One write and one round trip whatever the group sizes (MemcachedHeartbeat.beat()). */
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
-    for (const g of this.#listedAt.keys()) if (!joined.has(g)) this.#listedAt.delete(g)
-    const groups = [...joined.keys()]
-    // One write, one round trip: the requests below all leave before any reply is awaited.
-    // Replied-to set, not noreply as in tooz: a failed beat must be noticed.
-    const beat = this.#beat()
-    if (this.#heldLocks.size === 0) return this.#beatGroups(groups, beat)
-    const unclaimed = [...this.#heldLocks].map((lock) => lock.beatRefresh())
-    try {
-      return await this.#beatGroups(groups, beat)
-    } finally {
-      // The Coordinator claims the refreshes as soon as this resolves; what it left is stale after this turn.
-      setImmediate(() => unclaimed.forEach((drop) => drop()))
-    }
-  }
-
-  /** The rest of a beat: waits for the member key's `set`, and says which groups no longer list this member. */
-  async #beatGroups(groups: readonly string[], beat: Promise<unknown>): Promise<HeartbeatResult> {
-    const [, probed] = await Promise.all([beat, this.#probe(groups)])
-    const lostGroups: string[] = []
-    const changed: string[] = []
-    for (const [i, g] of groups.entries()) {
-      const p = probed[i]
-      if (p === undefined) lostGroups.push(g)
-      else if (p.cas !== undefined && p.cas === this.#listedAt.get(g)) continue
-      else if (p.item !== undefined) this.#check(g, p.item, lostGroups)
-      else changed.push(g)
-    }
-    if (changed.length > 0) {
-      // The rare second round trip: values that changed since our entry was last seen in them.
-      const items = await this.#c.get(changed.map(KEYS.group), true)
-      for (const g of changed) {
-        const item = items.get(KEYS.group(g))
-        if (item === undefined) lostGroups.push(g)
-        else this.#check(g, item, lostGroups)
-      }
-    }
-    // memcached's clock ticks in whole seconds: a key can lapse up to 1 s before its expiry.
-    const shortest = Math.min(this.#ttl.membership, this.#ttl.lock, this.#ttl.leader)
-    return { nextBeatMs: Math.max(500, (shortest - 1) * 1000), lostGroups }
-  }
-
-  /**
-   * Each group's CAS (undefined when the group is absent), by `mg <key> c`, which moves no value.
-   * Without meta commands, one `gets` of every group: the values come along, as `item`.
-   */
-  async #probe(groups: readonly string[]): Promise<({ cas: bigint | undefined; item?: MemcachedItem } | undefined)[]> {
-    if (!this.#meta) {
-      const items = await this.#c.get(groups.map(KEYS.group), true)
-      return groups.map((g) => {
-        const item = items.get(KEYS.group(g))
-        return item && { cas: item.cas, item }
-      })
-    }
-    const replies = await Promise.all(groups.map((g) => this.#c.meta('mg', KEYS.group(g), ['c'])))
-    return replies.map((r) => (r.code === 'HD' ? { cas: casOf(r.flags.get('c')) } : undefined))
-  }
-
-  /** Adds `group` to `lost` unless its value lists this member; remembers the CAS when it does. */
-  #check(group: string, item: MemcachedItem, lost: string[]): void {
-    let listed: boolean
-    try {
-      listed = decodeGroup(item, group)?.some((e) => e.id === this.#me) ?? false
-    } catch {
-      listed = true // a corrupt group says nothing about us; reads of it report the corruption
-    }
-    if (!listed) {
-      this.#listedAt.delete(group)
-      lost.push(group)
-    } else if (item.cas !== undefined) this.#listedAt.set(group, item.cas)
+    return this.#heartbeat.beat(joined)
   }
 
   async createGroup(group: string): Promise<void> {
@@ -262,7 +193,7 @@ class MemcachedDriver implements CoordinationDriver {
 
   async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
     // Refresh our member key alongside the first read, so that nobody prunes us right after we join.
-    let beat: Promise<unknown> | undefined = this.#beat()
+    let beat: Promise<unknown> | undefined = this.#heartbeat.touch()
     beat.catch(() => {}) // awaited (and reported) by the first step; this only guards an early throw
     await this.#update(group, `joining group ${group}`, (entries) => {
       if (entries.some((e) => e.id === this.#me)) throw new MemberExistsError(group, this.#me)
@@ -275,7 +206,7 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   async leaveGroup(group: string): Promise<void> {
-    this.#listedAt.delete(group)
+    this.#heartbeat.forget(group)
     await this.#update(group, `leaving group ${group}`, (entries) => {
       if (!entries.some((e) => e.id === this.#me)) throw new MemberNotJoinedError(group, this.#me)
       return entries.filter((e) => e.id !== this.#me)
@@ -314,10 +245,6 @@ class MemcachedDriver implements CoordinationDriver {
     return decodeOwner((await this.#c.get([key])).get(key), key)
   }
 
-  #beat(): Promise<unknown> {
-    return this.#c.store('set', KEYS.member(this.#me), STILL_ALIVE, FLAG_BYTES, this.#ttl.membership)
-  }
-
   /** A group's entries; GroupNotFoundError when it does not exist. Unreadable member ids are reported. */
   #entries(item: Parameters<typeof decodeGroup>[0], group: string): GroupEntry[] {
     const entries = decodeGroup(item, group)
@@ -351,9 +278,9 @@ class MemcachedDriver implements CoordinationDriver {
       await this.#c.store('cas', key, encodeGroup(alive), FLAG_MSGPACK, 0, item!.cas).catch((err: unknown) => {
         this.#ctx.events.warning(new BackendError(`Pruning ${dead} dead members from group ${group} failed: ${(err as Error).message}`, { cause: err, driver: 'memcached' }))
       })
-    } else if (this.#listedAt.has(group) && alive.some((e) => e.id === this.#me)) {
+    } else if (alive.some((e) => e.id === this.#me)) {
       // A read the heartbeat need not repeat: our entry is in the value at this CAS.
-      this.#listedAt.set(group, item!.cas!)
+      this.#heartbeat.listed(group, item!.cas!)
     }
     return alive
   }
@@ -383,7 +310,7 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   #onConnected(server: MemcachedServer, reconnect: boolean): void {
-    this.#listedAt.clear()
+    this.#heartbeat.reset()
     const previous = this.#server
     this.#server = server
     const [major = 0, minor = 0, patch = 0] = server.version.split('.').map((n) => Number.parseInt(n, 10) || 0)
@@ -394,11 +321,6 @@ class MemcachedDriver implements CoordinationDriver {
     if (same) this.#ctx.events.connectionState('reconnected')
     else this.#ctx.events.connectionState('lost', new Error(`memcached at ${server.host}:${server.port} is not the server this member used before (restarted, or a fail-over host): every key is gone`))
   }
-}
-
-/** A CAS value as a meta reply's `c` flag gives it. */
-function casOf(text: string | undefined): bigint | undefined {
-  return text === undefined || text === '' ? undefined : BigInt(text)
 }
 
 /** node:tls options from use_ssl and friends; the files are read here, at start. */
