@@ -99,10 +99,7 @@ export async function deleteService(view: ServiceView | undefined, id: string): 
 export async function listGroups(view: GroupView | undefined): Promise<{ groups: GroupRow[] }> {
   const v = needGroups(view)
   const names = await v.coordinator.getGroups()
-  const groups = await Promise.all(names.map((g) => v.read(g).catch((err: unknown) => {
-    if ((err as { code?: string }).code === 'GROUP_NOT_FOUND') return undefined
-    throw err
-  })))
+  const groups = await Promise.all(names.map((g) => v.readOrReport(g)))
   return { groups: groups.filter((g): g is GroupRow => g !== undefined) }
 }
 

@@ -28,6 +28,8 @@ export interface GroupRow {
   members: GroupMemberRow[]
   /** The leader's member id; null when nobody leads; undefined when the driver cannot tell. */
   leader: string | null | undefined
+  /** Why the group could not be read (a corrupt or foreign value on the backend); the others still are. */
+  error?: { code: string; message: string }
 }
 
 /** Events of a {@link GroupView}. */
@@ -119,6 +121,22 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
     return this.#refresher.run()
   }
 
+  /**
+   * One group read now, or undefined when it no longer exists. A group that cannot be read (a
+   * value of the wrong type, written by someone else) comes back with its `error`, so that it hides
+   * no other group; an outage (a retryable error) is thrown: it is a health problem.
+   */
+  async readOrReport(group: string): Promise<GroupRow | undefined> {
+    try {
+      return await this.read(group)
+    } catch (err) {
+      const e = err as RollcallError
+      if (e.code === 'GROUP_NOT_FOUND') return undefined
+      if (e.retryable || typeof e.code !== 'string') throw err
+      return { group, members: [], leader: undefined, error: { code: e.code, message: e.message } }
+    }
+  }
+
   /** One group read now (GroupNotFoundError when it does not exist). */
   async read(group: string): Promise<GroupRow> {
     const members = await this.coordinator.getMembersWithCapabilities(group)
@@ -139,18 +157,11 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
     try {
       const names = full ? await this.coordinator.getGroups() : [...this.#dirty].filter((g) => this.#groups.has(g))
       this.#dirty.clear()
-      const read = await Promise.all(names.map(async (group) => {
-        try {
-          return await this.read(group)
-        } catch (err) {
-          if ((err as RollcallError).code === 'GROUP_NOT_FOUND') return { group, gone: true as const }
-          throw err
-        }
-      }))
+      const read = await Promise.all(names.map(async (group) => ({ group, row: await this.readOrReport(group) })))
       if (this.#stopped) return
-      for (const r of read) {
-        if ('gone' in r) this.#remove(r.group)
-        else this.#apply(r)
+      for (const { group, row } of read) {
+        if (row === undefined) this.#remove(group)
+        else this.#apply(row)
       }
       if (full) for (const g of [...this.#groups.keys()]) if (!names.includes(g)) this.#remove(g)
       this.#o.metrics?.refreshDuration('groups', (performance.now() - started) / 1000)

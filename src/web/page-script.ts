@@ -148,6 +148,7 @@ export const PAGE_SCRIPT = `
     var h = el('h3', null, g.group + ' ');
     h.appendChild(el('span', { 'class': 'count' }, g.members.length + (g.members.length === 1 ? ' member' : ' members')));
     fresh.appendChild(h);
+    if (g.error) fresh.appendChild(el('p', { 'class': 'error' }, 'Cannot be read: ' + g.error.message));
     var p = el('p', { 'class': 'leader' }, 'Leader: ');
     p.appendChild(el('b', null, !hasLeader || g.leader === undefined ? 'not reported by this driver' : (g.leader === null ? '(none)' : g.leader)));
     fresh.appendChild(p);

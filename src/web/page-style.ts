@@ -15,6 +15,7 @@ h1 { font-size: 1.4rem; margin: 0; }
 h2 { font-size: 1.15rem; margin: 24px 0 8px; }
 h3 { font-size: 1rem; margin: 16px 0 6px; }
 .meta { flex-basis: 100%; margin: 2px 0 0; color: var(--muted); font-size: .85rem; overflow-wrap: anywhere; }
+.group .error { color: var(--down); }
 .live { font-size: .8rem; padding: 1px 8px; border-radius: 10px; background: var(--up-bg); color: var(--up); }
 .live.off { background: var(--warn-bg); color: var(--muted); }
 #problems p { background: var(--warn-bg); border-left: 4px solid var(--down); padding: 8px 12px; margin: 12px 0 0; overflow-wrap: anywhere; }

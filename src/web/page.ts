@@ -156,7 +156,7 @@ function renderGroup(g: GroupRow, hasLeader: boolean): string {
   const members = g.members.map((m) => `<li><code class="member">${escapeHtml(m.member_id)}</code> <span class="caps">${escapeHtml(JSON.stringify(m.capabilities))}</span></li>`).join('')
   return `<article class="group" data-group="${escapeHtml(g.group)}">
 <h3>${escapeHtml(g.group)} <span class="count">${g.members.length} member${g.members.length === 1 ? '' : 's'}</span></h3>
-<p class="leader">Leader: <b>${escapeHtml(leader)}</b></p>
+${g.error ? `<p class="error">Cannot be read: ${escapeHtml(g.error.message)}</p>\n` : ''}<p class="leader">Leader: <b>${escapeHtml(leader)}</b></p>
 <ul class="members">${members}</ul>
 </article>`
 }

@@ -45,6 +45,8 @@ interface Tamper {
   wrap?(member: string, caps: Buffer): Buffer
   /** Puts a value of the wrong backend type in the slot, when the backend has types; returns a fingerprint to compare later. */
   wrongType?(group: string, member: string): Promise<() => Promise<string>>
+  /** Removes a tampered group from a shared server, so that it breaks nobody else's reads. */
+  cleanup?(group: string): Promise<void>
   close(): Promise<void>
 }
 
@@ -88,6 +90,7 @@ const TAMPERS: Partial<Record<Backend, (config: BackendConfig) => Promise<Tamper
         await r.rpush(`_tooz_group:${g}`, 'not', 'a', 'hash')
         return async () => `${await r.type(`_tooz_group:${g}`)}:${(await r.lrange(`_tooz_group:${g}`, 0, -1)).join(',')}`
       },
+      cleanup: async (g) => void (await r.multi().del(`_tooz_group:${g}`).srem('_tooz_groups', g).exec()),
       close: async () => void r.disconnect(),
     }
   },
@@ -119,6 +122,7 @@ const TAMPERS: Partial<Record<Backend, (config: BackendConfig) => Promise<Tamper
           return `${now?.flags}:${now?.value.toString('hex')}`
         }
       },
+      cleanup: async (g) => void (await memcached(port, Buffer.from(`delete _TOOZ_GROUP_${g}\r\n`), /\r\n$/)),
       close: async () => {},
     }
   },
@@ -226,7 +230,11 @@ describe('fault: hostile data', { concurrency: 4 }, () => {
     for (const kind of KINDS) {
       it(`${b.name}: fault: hostile data: ${kind} where capabilities belong gives typed errors; the rest of the group works; nothing is written over`, { skip, timeout: 300_000 }, async (t) => {
         const tamper = await TAMPERS[b.name]!(b.config)
-        t.after(() => tamper.close())
+        const tampered: string[] = []
+        t.after(async () => {
+          for (const g of tampered) await tamper.cleanup?.(g)
+          await tamper.close()
+        })
         if (kind === 'wrong-type' && !tamper.wrongType) return t.skip(`${b.name} has no value types to confuse`)
         if (kind === 'huge-valid' && tamper.granularity === 'group') return t.skip('a huge valid value is not hostile for a group-wide value')
         const url = b.config.url
@@ -250,6 +258,7 @@ describe('fault: hostile data', { concurrency: 4 }, () => {
         }, async () => {
           const g = rid('g')
           const other = rid('g')
+          tampered.push(g)
           await reader.joinGroupCreate(g, { who: 'reader' })
           await writerC.joinGroup(g, { who: 'writer' })
           await victim.joinGroup(g, { who: 'victim' })
