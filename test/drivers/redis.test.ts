@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import {
-  connect, ConnectionError, InvalidIdError, InvalidOptionError, InvalidUrlError, MemberExistsError, MemberNotJoinedError, parseBackendUrl,
+  connect, ConnectionError, dumps, InvalidIdError, InvalidOptionError, InvalidUrlError, MemberExistsError, MemberNotJoinedError, parseBackendUrl,
   SerializationError, type ConnectOptions, type Coordinator, type RollcallError,
 } from '../../src/index.js'
 import { COMMON_OPTIONS } from '../../src/coordination/connect.js'
@@ -185,12 +185,54 @@ describe('redis driver', { concurrency: 4 }, () => {
     assert.deepEqual(await reader.getMembers(g), [dead.memberId, reader.memberId].sort())
     await waitFor('the beat key to lapse', async () => (await r.exists(`_tooz_beats:${dead.memberId}`)) === 0, 5_000, 50)
     assert.deepEqual(await dead.getMembers(g), [reader.memberId], 'a dead member does not report itself either')
+    assert.deepEqual([...(await dead.getMembersWithCapabilities(g)).keys()], [reader.memberId], 'nor with capabilities')
     assert.equal(await r.hexists(`_tooz_group:${g}`, dead.memberId), 1, 'but it never collects itself')
     await assert.rejects(reader.getMemberCapabilities(g, dead.memberId), MemberNotJoinedError)
     assert.deepEqual(await reader.getMembers(g), [reader.memberId])
     assert.equal(await r.hexists(`_tooz_group:${g}`, dead.memberId), 0, 'collected by a reader (tooz lazy GC)')
     await dead.heartbeat()
     await waitFor('the dead member to rejoin', async () => (await reader.getMembers(g)).includes(dead.memberId), TIMING.eventMs)
+  })
+
+  it('redis: members: getMembers never reads capabilities; each read is one script (or one MULTI) that collects the dead', async (t) => {
+    // A private server, so that its counters are this test's alone.
+    const { port } = await privateRedis(t)
+    const r = raw(t, port)
+    const c = await open(t, `redis://127.0.0.1:${port}`)
+    const g = rid('g')
+    await c.joinGroupCreate(g, { v: 1 })
+    const caps = Buffer.from(dumps({ blob: new Uint8Array(1_000) }))
+    const peers = Array.from({ length: 200 }, (_, i) => `peer-${i}`)
+    const fill = r.pipeline()
+    for (const p of peers) fill.hset(`_tooz_group:${g}`, p, caps).set(`_tooz_beats:${p}`, 'Not dead!', 'PX', 60_000)
+    fill.hset(`_tooz_group:${g}`, 'ghost', caps)
+    await fill.exec()
+    /** The server-side commands (those scripts call included; EVALSHA counted as EVAL) and reply bytes of one read. */
+    const measure = async (read: () => Promise<unknown>): Promise<{ bytes: number; calls: Record<string, number> }> => {
+      const counters = async (): Promise<{ out: number; calls: Map<string, number> }> => {
+        const stats = `${await r.info('stats')}${await r.info('commandstats')}`
+        return { out: Number(/^total_net_output_bytes:(\d+)/m.exec(stats)![1]), calls: new Map([...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])])) }
+      }
+      const before = await counters()
+      await read()
+      const after = await counters()
+      const calls: Record<string, number> = {}
+      for (const [name, n] of after.calls) {
+        const key = name === 'evalsha' ? 'eval' : name
+        if (name !== 'info' && n > (before.calls.get(name) ?? 0)) calls[key] = (calls[key] ?? 0) + n - (before.calls.get(name) ?? 0)
+      }
+      return { bytes: after.out - before.out, calls }
+    }
+    const ids = await measure(async () => assert.deepEqual(await c.getMembers(g), [c.memberId, ...peers].sort()))
+    assert.equal(await r.hexists(`_tooz_group:${g}`, 'ghost'), 0, 'the dead member was collected by the ids read')
+    assert.deepEqual(ids.calls, { eval: 1, exists: 203, hkeys: 1, hdel: 1 }, 'one script: HKEYS and an EXISTS per member, no capabilities read')
+    assert.ok(ids.bytes < 20_000, `an ids read sent ${ids.bytes} bytes for 201 ids (their capabilities are 200 kB)`)
+    await r.hset(`_tooz_group:${g}`, 'ghost', caps)
+    const withCaps = await measure(async () => assert.equal((await c.getMembersWithCapabilities(g)).size, 201))
+    assert.equal(await r.hexists(`_tooz_group:${g}`, 'ghost'), 0, 'the dead member was collected by the capabilities read')
+    assert.deepEqual(withCaps.calls, { multi: 1, eval: 1, exists: 203, hkeys: 1, hdel: 1, hgetall: 1, exec: 1 }, 'one MULTI sent in one write: the collection script, then HGETALL')
+    assert.ok(withCaps.bytes > 200_000 && withCaps.bytes < 230_000, `a capabilities read sent ${withCaps.bytes} bytes`)
+    t.diagnostic(`201 members: ids read ${ids.bytes} bytes, capabilities read ${withCaps.bytes} bytes`)
   })
 
   it('redis: recovery: a member whose field is HDEL\'d behind its back is told and rejoins with its capabilities', async (t) => {

@@ -8,9 +8,10 @@
  *
  * Where tooz has bugs, the scripts fix them without changing what is stored (tooz.md §6):
  * - join checks HEXISTS first, so a second join never overwrites the first one's capabilities;
- * - a member whose beat key is gone is never reported (by list_members or member_caps), and is
+ * - a member whose beat key is gone is never reported (by any listing or member_caps), and is
  *   collected (HDEL) by whoever reads, except the reader itself: tooz's lazy GC, minus its habit of
- *   reporting itself while dead and of returning the capabilities of dead members;
+ *   reporting itself while dead and of returning the capabilities of dead members. That rule is
+ *   written once (LIVE below) and spliced into every script that reads members;
  * - delete_group collects dead members before deciding that a group is not empty.
  *
  * Member keys are built inside the scripts (`<beat prefix> .. member`), so these scripts need a
@@ -20,6 +21,31 @@ import type { Redis } from 'ioredis'
 import { GROUP_EXISTS_FIELD, GROUP_EXISTS_VALUE } from './redis-keys.js'
 
 const CREATED = JSON.stringify(GROUP_EXISTS_FIELD)
+
+/**
+ * The liveness rule, once for every script that reads members. `live(group, beats, self, fields)`
+ * looks at the group-hash fields listed in `fields` and returns a table that is true at the
+ * position of each live member, and whether `self` is in the hash while dead. A member is live
+ * while its beat key exists. A dead member is never reported and is collected (HDEL) at once,
+ * except `self`: a reader never collects itself (it may be about to beat again).
+ *
+ * One EXISTS per member: MGET over batches of 1,000 beat keys measured no cheaper on Redis 7.0
+ * (100,000 members: about 100 ms of server CPU either way, within noise); building each beat key
+ * and looking it up is the cost, not the call.
+ */
+const LIVE = `
+local function live(group, beats, self, fields)
+  local alive, selfDead = {}, false
+  for i = 1, #fields do
+    local m = fields[i]
+    if m ~= ${CREATED} then
+      if redis.call('exists', beats .. m) == 1 then alive[i] = true
+      elseif m == self then selfDead = true
+      else redis.call('hdel', group, m) end
+    end
+  end
+  return alive, selfDead
+end`
 
 /** Every script by name. KEYS and ARGV are documented at the top of each. */
 export const SCRIPTS = {
@@ -31,19 +57,16 @@ redis.call('sadd', groups, gid)
 redis.call('hset', group, ${CREATED}, ${JSON.stringify(GROUP_EXISTS_VALUE)})
 return 1`,
 
-  /** KEYS: group, groups set. ARGV: group id, beat prefix, own member id. → 1, or -1..-4 as tooz. */
-  rollcallDeleteGroup: `
+  /**
+   * KEYS: group, groups set. ARGV: group id, beat prefix, own member id. → 1, or -1..-4 as tooz.
+   * Not empty (-3) once the dead are collected: live members remain, or this member (never collected).
+   */
+  rollcallDeleteGroup: `${LIVE}
 local group, groups, gid, beats, self = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
 if redis.call('exists', group) == 0 then return -1 end
 if redis.call('sismember', groups, gid) == 0 then return -2 end
-local live = 0
-for _, m in ipairs(redis.call('hkeys', group)) do
-  if m ~= ${CREATED} then
-    if m == self or redis.call('exists', beats .. m) == 1 then live = live + 1
-    else redis.call('hdel', group, m) end
-  end
-end
-if live > 0 then return -3 end
+live(group, beats, self, redis.call('hkeys', group))
+if redis.call('hlen', group) > 1 then return -3 end
 if redis.call('srem', groups, gid) == 0 then return -4 end
 redis.call('del', group)
 return 1`,
@@ -68,38 +91,38 @@ if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return -2 end
 redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
 return 1`,
 
-  /**
-   * KEYS: group. ARGV: beat prefix, own member id.
-   * → -1 no group, else a flat array member, capabilities, ... of live members. Collects the dead.
-   */
-  rollcallListMembers: `
+  /** KEYS: group. ARGV: beat prefix, own member id. → -1 no group, else the ids of live members. Collects the dead. */
+  rollcallListMemberIds: `${LIVE}
 local group, beats, self = KEYS[1], ARGV[1], ARGV[2]
 if redis.call('exists', group) == 0 then return -1 end
-local all = redis.call('hgetall', group)
+local ids = redis.call('hkeys', group)
+local alive = live(group, beats, self, ids)
 local out = {}
-for i = 1, #all, 2 do
-  local m = all[i]
-  if m ~= ${CREATED} then
-    if redis.call('exists', beats .. m) == 1 then
-      out[#out + 1] = m
-      out[#out + 1] = all[i + 1]
-    elseif m ~= self then
-      redis.call('hdel', group, m)
-    end
-  end
+for i = 1, #ids do
+  if alive[i] then out[#out + 1] = ids[i] end
 end
 return out`,
 
+  /**
+   * KEYS: group. ARGV: beat prefix, own member id. Collects the dead; → -1 no group, 1 when this
+   * member is in the hash while dead (so a reader must not report it), else 0. Sent inside
+   * MULTI before an HGETALL of the group (redis.ts listMembers): the capabilities then go straight
+   * from the hash to the socket instead of through Lua tables (about a quarter less server CPU at
+   * 100,000 members), and the HGETALL sees exactly the live members plus, perhaps, this one.
+   */
+  rollcallCollectDead: `${LIVE}
+local group, beats, self = KEYS[1], ARGV[1], ARGV[2]
+if redis.call('exists', group) == 0 then return -1 end
+local _, selfDead = live(group, beats, self, redis.call('hkeys', group))
+if selfDead then return 1 end
+return 0`,
+
   /** KEYS: group. ARGV: member, beat prefix, own member id. → capabilities, -1 no group, -2 not a live member. */
-  rollcallMemberCapabilities: `
+  rollcallMemberCapabilities: `${LIVE}
 local group, m, beats, self = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 if redis.call('exists', group) == 0 then return -1 end
 local caps = redis.call('hget', group, m)
-if not caps then return -2 end
-if redis.call('exists', beats .. m) == 0 then
-  if m ~= self then redis.call('hdel', group, m) end
-  return -2
-end
+if not caps or not live(group, beats, self, { m })[1] then return -2 end
 return caps`,
 
   /**

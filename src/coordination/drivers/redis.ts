@@ -8,12 +8,13 @@
  * `redis://SENTINEL_HOST:PORT?sentinel=<master>&sentinel_fallback=host:port&...`.
  * Options keep tooz's spellings and units (redis-options.ts).
  *
- * Consistency: every check-and-act is one Lua script, so it is atomic on the server. A member is
- * alive while its beat key `<ns>_beats:<member>` exists: the heartbeat re-sets it with a TTL of
- * membership_timeout and, in the same round trip, checks that this member is still in every group
- * it joined (the Coordinator rejoins where it is not). Dead members are removed lazily, by whoever
- * lists the group (tooz's garbage collection), and are never reported meanwhile. Watchers poll:
- * Redis offers no membership notifications that cover expiry without server configuration.
+ * Consistency: every check-and-act is one Lua script (the read with capabilities: a script and an
+ * HGETALL in one MULTI), so it is atomic on the server. A member is alive while its beat key
+ * `<ns>_beats:<member>` exists: the heartbeat re-sets it with a TTL of membership_timeout and, in
+ * the same round trip, checks that this member is still in every group it joined (the
+ * Coordinator rejoins where it is not). Dead members are removed lazily, by whoever lists the
+ * group (tooz's garbage collection), and are never reported meanwhile. Watchers poll: Redis
+ * offers no membership notifications that cover expiry without server configuration.
  *
  * Hazards:
  * - Everything lives in Redis memory. A restart without persistence (or a Sentinel failover to a
@@ -40,7 +41,7 @@ import { describeTarget, ioredisOptions, readTlsMaterial, redisTarget, translate
 import { decodeId, GROUP_EXISTS_FIELD, holderOfToken, RedisKeys, STILL_ALIVE } from './redis-keys.js'
 import { RedisLock } from './redis-lock.js'
 import { REDIS_OPTIONS, type RedisOptions } from './redis-options.js'
-import { installScripts, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
+import { installScripts, SCRIPTS, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
 
 /**
  * Reconnect delays once started: 100 ms more per attempt, capped at 1 s, plus up to 100 ms of
@@ -137,7 +138,7 @@ class RedisDriver implements CoordinationDriver {
 
   async listGroups(): Promise<string[]> {
     const raw = await this.#redis().smembersBuffer(this.#keys.groups)
-    return raw.flatMap((bytes) => this.#decodeOrWarn(bytes, `an entry of ${this.#keys.groups}`))
+    return raw.flatMap((bytes) => this.#decodeOrWarn(bytes, `an entry of ${this.#keys.groups}`) ?? [])
   }
 
   async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
@@ -154,18 +155,48 @@ class RedisDriver implements CoordinationDriver {
     if (r === -2) throw new MemberNotJoinedError(group, this.#ctx.memberId)
   }
 
-  /** One script, one round trip: live members with their capabilities; dead ones are collected. */
+  /**
+   * Live members with their capabilities, in one round trip and one transaction: MULTI, the
+   * collection script (dead members removed; is this member dead itself?), HGETALL, EXEC. The
+   * script goes as EVAL, not EVALSHA: inside MULTI a NOSCRIPT error could not be retried without
+   * leaving the transaction.
+   */
   async listMembers(group: string): Promise<Map<string, Uint8Array>> {
-    const r = await this.#run('rollcallListMembers', [this.#keys.group(group)], [this.#keys.beat(), this.#ctx.memberId])
+    const key = this.#keys.group(group)
+    // callBuffer('HGETALL') rather than hgetallBuffer(): ioredis turns the latter's reply into an
+    // object keyed by lossily decoded strings; this keeps the flat array of exact field bytes.
+    const replies = await this.#redis().multi()
+      .eval(SCRIPTS.rollcallCollectDead, 1, key, this.#keys.beat(), this.#ctx.memberId)
+      .callBuffer('HGETALL', key)
+      .exec()
+    const [[collectErr, selfDead] = [], [hgetallErr, all] = []] = replies ?? []
+    if (collectErr ?? hgetallErr) throw collectErr ?? hgetallErr
+    if (selfDead === -1) throw new GroupNotFoundError(group)
+    if (!Array.isArray(all)) throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`, { driver: 'redis' })
+    const out = new Map<string, Uint8Array>()
+    for (let i = 0; i + 1 < all.length; i += 2) {
+      const field: unknown = all[i]
+      const caps: unknown = all[i + 1]
+      if (!Buffer.isBuffer(field) || !Buffer.isBuffer(caps)) continue
+      const member = this.#decodeOrWarn(field, `a member of group ${JSON.stringify(group)}`)
+      if (member === undefined || member === GROUP_EXISTS_FIELD || (selfDead === 1 && member === this.#ctx.memberId)) continue
+      // The reply's own bytes, not a copy: ioredis hands out views of socket chunks that nothing
+      // writes to again, and the codec copies whatever it keeps. The Coordinator decodes them, so
+      // a corrupt value fails for its member alone.
+      out.set(member, caps)
+    }
+    return out
+  }
+
+  /** Live member ids, without their capabilities (HKEYS in the script); dead ones are collected. */
+  async listMemberIds(group: string): Promise<string[]> {
+    const r = await this.#run('rollcallListMemberIds', [this.#keys.group(group)], [this.#keys.beat(), this.#ctx.memberId])
     if (r === -1) throw new GroupNotFoundError(group)
     if (!Array.isArray(r)) throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`, { driver: 'redis' })
-    const out = new Map<string, Uint8Array>()
-    for (let i = 0; i + 1 < r.length; i += 2) {
-      const [field, caps] = [r[i], r[i + 1]]
-      if (!Buffer.isBuffer(field) || !Buffer.isBuffer(caps)) continue
-      // Capabilities pass through as the exact bytes stored; the Coordinator decodes them, so a
-      // corrupt value fails for its member alone.
-      for (const member of this.#decodeOrWarn(field, `a member of group ${JSON.stringify(group)}`)) out.set(member, new Uint8Array(caps))
+    const out: string[] = []
+    for (const field of r) {
+      const member = Buffer.isBuffer(field) ? this.#decodeOrWarn(field, `a member of group ${JSON.stringify(group)}`) : undefined
+      if (member !== undefined) out.push(member)
     }
     return out
   }
@@ -175,7 +206,7 @@ class RedisDriver implements CoordinationDriver {
     const r = await this.#run('rollcallMemberCapabilities', [this.#keys.group(group)], [member, this.#keys.beat(), this.#ctx.memberId])
     if (r === -1) throw new GroupNotFoundError(group)
     if (!Buffer.isBuffer(r)) throw new MemberNotJoinedError(group, member)
-    return new Uint8Array(r)
+    return r
   }
 
   async updateCapabilities(group: string, capabilities: Uint8Array): Promise<void> {
@@ -265,11 +296,10 @@ class RedisDriver implements CoordinationDriver {
     }
   }
 
-  #decodeOrWarn(bytes: Buffer, what: string): string[] {
+  #decodeOrWarn(bytes: Buffer, what: string): string | undefined {
     const id = decodeId(bytes)
-    if (id !== undefined) return [id]
-    this.#ctx.events.warning(new SerializationError(`Skipped ${what}: its id is not UTF-8 (hex ${bytes.toString('hex')}), so rollcall cannot name it`, { driver: 'redis' }))
-    return []
+    if (id === undefined) this.#ctx.events.warning(new SerializationError(`Skipped ${what}: its id is not UTF-8 (hex ${bytes.toString('hex')}), so rollcall cannot name it`, { driver: 'redis' }))
+    return id
   }
 
   #redis(): Redis {
