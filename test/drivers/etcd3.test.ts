@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict'
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
 import { createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -90,6 +91,28 @@ async function pauseFully(srv: PrivateServer): Promise<void> {
   }), 5_000, 5)
 }
 
+/** An HTTP proxy in front of the shared etcd that records the gateway path of every request (`kv/txn`, `lease/grant`, ...). */
+async function countingGateway(t: TestContext): Promise<{ port: number; paths: string[] }> {
+  const paths: string[] = []
+  const server = http.createServer((req, res) => {
+    paths.push((req.url ?? '').replace(/^\/v3[a-z]*\//, ''))
+    const upstream = http.request({ host: '127.0.0.1', port: SHARED_PORT, method: req.method, path: req.url, headers: req.headers, agent: false }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers)
+      answer.pipe(res)
+    })
+    upstream.on('error', () => res.destroy())
+    // A watch stream lasts until the client goes: end its upstream request with it, or the test process never exits.
+    res.on('close', () => upstream.destroy())
+    req.pipe(upstream)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(() => {
+    server.closeAllConnections()
+    server.close()
+  })
+  return { port: (server.address() as { port: number }).port, paths }
+}
+
 function recordStates(c: Coordinator): ConnectionState[] {
   const states: ConnectionState[] = []
   c.on('connectionStateChanged', (e) => states.push(e.state))
@@ -132,7 +155,8 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
 
     assert.equal(await lock.release(), true)
     assert.equal(await rawGet(`/tooz/locks${name}`), undefined)
-    assert.equal((await rawLease(lockKv!.lease)).ttl, -1, 'release revokes the lock\'s lease (tooz leaves it)')
+    // Kept a second for the lock object's next acquire, then revoked: well before its 9 s TTL.
+    await waitFor('the released lock\'s lease to be revoked (tooz leaves it)', async () => (await rawLease(lockKv!.lease)).ttl === -1, 3_000)
     await c.stop()
     assert.equal(await rawGet(`tooz/groups/${g}/${c.memberId}`), undefined)
     assert.equal((await rawLease(member!.lease)).ttl, -1, 'stop() revokes the membership lease')
@@ -152,13 +176,64 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     assert.equal(await leases(), 3, 'two membership leases and one lock lease')
     for (let i = 0; i < 5; i++) assert.equal(await b.getLock(name).acquire({ blocking: false }), false)
     assert.equal(await b.getLock(name).acquire({ timeoutMs: 300 }), false)
-    assert.equal(await leases(), 3, 'tooz grants (and leaks) a lease per failed attempt; we must not')
+    // tooz grants (and leaks, for lock_timeout = 30 s) a lease per failed attempt; ours go within a second or so.
+    await waitFor('the failed attempts\' leases to be revoked', async () => (await leases()) === 3, 3_000, 100)
     assert.equal(await held.release(), true)
-    assert.equal(await leases(), 2)
+    await waitFor('the released lock\'s lease to be revoked', async () => (await leases()) === 2, 3_000, 100)
     assert.equal(await b.getLock(name).acquire({ blocking: false }), true)
+    // A failed attempt's lease, kept a second for a retry by the same object, goes with stop() at once.
+    assert.equal(await a.getLock(name).acquire({ blocking: false }), false)
     await a.stop()
+    assert.equal(await leases(), 2)
     await b.stop()
     assert.equal(await leases(), 0)
+  })
+
+  it('etcd3: locks: acquire is one txn (plus a grant when the object has no fresh lease), release one txn; tooz needs three', async (t) => {
+    const proxy = await countingGateway(t)
+    // Heartbeats every ~30 s: none falls inside the test unless it asks for one.
+    const c = await open(t, `etcd3+http://127.0.0.1:${proxy.port}?membership_timeout=60&lock_timeout=60`)
+    const other = await open(t)
+    const name = rid('l')
+    const lock = c.getLock(name)
+    const requests = async (fn: () => Promise<unknown>): Promise<string[]> => {
+      const from = proxy.paths.length
+      await fn()
+      return proxy.paths.slice(from)
+    }
+    assert.deepEqual(await requests(() => lock.acquire({ blocking: false })), ['lease/grant', 'kv/txn'])
+    const first = await rawGet(`/tooz/locks${name}`)
+    const firstToken = lock.fencingToken!
+    assert.deepEqual(await requests(() => lock.release()), ['kv/txn'])
+    assert.deepEqual(await requests(() => lock.acquire({ blocking: false })), ['kv/txn'], 'the released lease carries the next hold')
+    assert.equal((await rawGet(`/tooz/locks${name}`))?.lease, first?.lease)
+    assert.ok(lock.fencingToken! > firstToken, 'a new hold, with a larger fencing token')
+    assert.deepEqual(await requests(() => lock.release()), ['kv/txn'])
+    // A heartbeat began since the lease was last renewed: the Coordinator's lock deadline now runs
+    // past the lease's end, so the next hold needs a new lease (the old one is revoked meanwhile).
+    await c.heartbeat()
+    const renewed = await requests(() => lock.acquire({ blocking: false }))
+    assert.deepEqual(renewed.filter((p) => p !== 'kv/lease/revoke'), ['lease/grant', 'kv/txn'])
+    assert.notEqual((await rawGet(`/tooz/locks${name}`))?.lease, first?.lease)
+    assert.equal((await rawLease(first!.lease)).ttl, -1)
+    assert.deepEqual(await requests(() => lock.release()), ['kv/txn'])
+    // Contended: a failed attempt is one txn on the spare lease, which is revoked a second later.
+    const rival = other.getLock(name)
+    assert.equal(await rival.acquire({ blocking: false }), true)
+    const spare = proxy.paths.length
+    assert.deepEqual(await requests(() => lock.acquire({ blocking: false })), ['kv/txn'])
+    await waitFor('the unused spare lease to be revoked', () => proxy.paths.slice(spare).includes('kv/lease/revoke'), 3_000)
+    // A waiter keeps one watch for its whole wait, however often the rival takes the lock back first.
+    const waitFrom = proxy.paths.length
+    const waiting = lock.acquire({ timeoutMs: 10_000 })
+    await waitFor('the waiter\'s watch', () => proxy.paths.slice(waitFrom).includes('watch'), TIMING.eventMs)
+    for (let i = 0; i < 5; i++) {
+      await rival.release()
+      await rival.acquire({ blocking: false })
+    }
+    await rival.release()
+    assert.equal(await waiting, true)
+    assert.equal(proxy.paths.slice(waitFrom).filter((p) => p === 'watch').length, 1)
   })
 
   it('etcd3: heartbeat: nextBeatMs is the smaller of the membership and lock TTLs', async (t) => {
@@ -211,7 +286,10 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
 
   it('etcd3: lease lapse: a server paused past the TTL → lost, reconnected, rejoined, lockLost', async (t) => {
     const srv = await privateEtcd(t)
-    const c = await open(t, `${srv.url}?membership_timeout=2&lock_timeout=2&timeout=1`)
+    // Beats every ~1.4 s, each request bounded at 1 s: the first beat of the pause fails about half
+    // a second before the 3 s liveness deadline (with a 2 s TTL the two raced within the beat's
+    // 10 % jitter, and `lost` came first whenever the event loop was a few ms late).
+    const c = await open(t, `${srv.url}?membership_timeout=3&lock_timeout=3&timeout=1`)
     const observer = await open(t, srv.url)
     const g = rid('g')
     const name = rid('l')
@@ -224,7 +302,7 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     const membershipLost = nextEvent<{ group: string }>(c, 'membershipLost', (e) => e.group === g, 20_000)
     const rejoined = nextEvent<{ group: string }>(c, 'rejoined', (e) => e.group === g, 30_000)
     await pauseFully(srv)
-    await new Promise((r) => setTimeout(r, 4_500))
+    await new Promise((r) => setTimeout(r, 5_500))
     const resumedAt = Date.now()
     srv.resume()
     await Promise.all([lockLost, membershipLost, rejoined])

@@ -53,6 +53,9 @@ export class EtcdApiError extends Error {
 /** gRPC status codes the driver branches on. */
 export const GRPC = { NOT_FOUND: 5, FAILED_PRECONDITION: 9, UNAVAILABLE: 14, UNAUTHENTICATED: 16 } as const
 
+/** etcd refused a request because the lease it names no longer exists (revoked, or lapsed). */
+export const isLeaseGone = (err: unknown): boolean => err instanceof EtcdApiError && err.grpcCode === GRPC.NOT_FOUND && /lease not found/.test(err.detail)
+
 /** A key-value pair as etcd stores it. `lease` is '0' for none. */
 export interface KeyValue {
   key: Buffer

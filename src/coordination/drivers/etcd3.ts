@@ -43,7 +43,7 @@ import {
 import { dumps, loads } from '../codec.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../driver.js'
 import { opt, type ResolvedOptions } from '../options.js'
-import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
+import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
 import { Etcd3Lock, lockKey, type LockHost } from './etcd3-lock.js'
 import { openWatch } from './etcd3-watch.js'
 
@@ -71,7 +71,6 @@ const memberKey = (group: string, member: string): Buffer => key(`${GROUP_PREFIX
 const ttlSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
 const exists = (k: Uint8Array): Compare => ({ key: k, target: 'CREATE', result: 'GREATER', operand: 0n })
 const absent = (k: Uint8Array): Compare => ({ key: k, target: 'CREATE', result: 'EQUAL', operand: 0n })
-const isLeaseGone = (err: unknown): boolean => err instanceof EtcdApiError && err.grpcCode === GRPC.NOT_FOUND && /lease not found/.test(err.detail)
 
 class Etcd3Driver implements CoordinationDriver {
   readonly #ctx: DriverContext<Etcd3Options>
@@ -87,6 +86,10 @@ class Etcd3Driver implements CoordinationDriver {
   #outageCheck: Promise<void> | undefined
   #started = false
   #suspended = false
+  /** performance.now() when the latest heartbeat began (a lock may reuse only a lease renewed since). */
+  #beatStartedAt = 0
+  /** Lease revokes under way in the background; stop() waits for them. */
+  readonly #background = new Set<Promise<void>>()
 
   constructor(ctx: DriverContext<Etcd3Options>) {
     this.#ctx = ctx
@@ -138,11 +141,12 @@ class Etcd3Driver implements CoordinationDriver {
     const lease = this.#lease
     this.#lease = undefined
     this.#joined.clear()
-    await Promise.allSettled([lease ? gw.leaseRevoke(lease) : undefined, ...[...this.#holding].map((l) => l.abandon())])
+    await Promise.allSettled([lease ? gw.leaseRevoke(lease) : undefined, ...[...this.#holding].map((l) => l.abandon()), ...this.#background])
     gw.close()
   }
 
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
+    this.#beatStartedAt = performance.now()
     const gw = this.#client
     const lease = this.#lease!
     if ((await gw.leaseKeepAlive(lease)) <= 0) {
@@ -203,10 +207,8 @@ class Etcd3Driver implements CoordinationDriver {
   }
 
   async listMembers(group: string): Promise<Map<string, Uint8Array>> {
-    const out = new Map<string, Uint8Array>()
-    // A plain Uint8Array: the codec hands out slices of it, and bytes must not come back as Buffers.
-    for (const [member, value] of await this.#members(group, false)) out.set(member, new Uint8Array(value))
-    return out
+    // The decoded values themselves, not copies: nothing writes to them again, and the codec copies what it keeps.
+    return this.#members(group, false)
   }
 
   async listMemberIds(group: string): Promise<string[]> {
@@ -256,7 +258,21 @@ class Etcd3Driver implements CoordinationDriver {
   }
 
   #lockHost(): LockHost {
-    return { gw: this.#client, lockTtlSeconds: ttlSeconds(this.#ctx.options.lockTimeoutMs), holding: this.#holding }
+    return {
+      gw: this.#client,
+      lockTtlSeconds: ttlSeconds(this.#ctx.options.lockTimeoutMs),
+      holding: this.#holding,
+      lastBeatAt: () => this.#beatStartedAt,
+      background: (what, task) => this.#inBackground(what, task),
+    }
+  }
+
+  /** Lets `task` run on; stop() waits for it, and its failure is reported as a warning. */
+  #inBackground(what: string, task: Promise<unknown>): void {
+    const done: Promise<void> = task.then(() => {}, (err: unknown) => {
+      this.#ctx.events.warning(new BackendError(`Could not ${what}; it lapses by itself after lock_timeout: ${(err as Error).message}`, { cause: err, driver: 'etcd3' }))
+    }).finally(() => this.#background.delete(done))
+    this.#background.add(done)
   }
 
   async #members(group: string, keysOnly: boolean): Promise<Map<string, Buffer>> {
