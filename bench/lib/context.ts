@@ -119,11 +119,12 @@ export async function stopFleet(coords: readonly Coordinator[]): Promise<void> {
 }
 
 /**
- * How many members (one rollcall coordinator, so one connection pool, each) a scenario may start:
- * PostgreSQL's and MariaDB's connection limits (100 and 151 by default) cap them.
+ * How many members (one rollcall coordinator, so one server connection, each) a scenario may
+ * start: PostgreSQL's and MariaDB's connection limits (100 and 151 by default, less the superuser
+ * reserve and the bench's own observers and raw clients) cap them.
  */
 export function memberCap(backend: BenchBackend, wanted: number): number {
-  if (backend === 'postgresql') return Math.min(wanted, 25)
-  if (backend === 'mysql') return Math.min(wanted, 40)
+  if (backend === 'postgresql') return Math.min(wanted, 80)
+  if (backend === 'mysql') return Math.min(wanted, 130)
   return wanted
 }

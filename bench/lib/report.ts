@@ -111,8 +111,8 @@ export async function generateDocs(log: (m: string) => void): Promise<void> {
 ${R.join.title}: N = ${R.join.params.members} members, each its own coordinator (connected beforehand, not timed), join one
 group one after another. tooz does the same in one Python process; the floor is one raw join per member
 (Redis HSETNX, memcached gets+cas, ZooKeeper create, etcd txn, SQL INSERT, file write) on one connection.
-PostgreSQL and MariaDB runs use fewer members: each rollcall member holds its own connection pool, and the
-servers' default max_connections (100 and 151) allow about 25 and 40. "vs tooz" is rollcall's rate over
+PostgreSQL and MariaDB runs use fewer members: each rollcall member holds one server connection, and the
+servers' default max_connections (100 and 151) allow about 80 and 130 beside the bench's own. "vs tooz" is rollcall's rate over
 tooz's; "vs floor" is the floor's rate over rollcall's (1× = at the floor).
 
 ${img('join', { title: 'Join: members per second (higher is better)', unit: 'members/s', series: [SERIES.rollcall, SERIES.tooz, SERIES.raw], groups, log: true }, log)}

@@ -168,8 +168,8 @@ ${perBackend.join('\n')}
   jute.maxbuffer on servers and clients, or split the fleet over several groups.
 - **etcd**: one lease per member; every keepalive goes to the leader (~${formatValue(FLEET / (30 * PERIOD_FACTOR))}/s at the default 30 s). A full read
   is one range whose response grows with the group (gRPC message size limits apply above ~2 GiB, far off).
-- **PostgreSQL and MariaDB**: each rollcall member holds a connection pool (2 connections) plus one session per
-  held lock; 100,000 members need 200,000 server connections, far beyond max_connections (100 / 151 by
+- **PostgreSQL and MariaDB**: each rollcall member holds one connection (its pool of one) plus one session per
+  held lock; 100,000 members need 100,000 server connections, far beyond max_connections (100 / 151 by
   default) and beyond what either server can hold. Put a connection pooler in front (PgBouncer in
   transaction mode works for membership; session locks need session mode), or run one member per host
   rather than per process.
