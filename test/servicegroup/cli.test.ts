@@ -187,6 +187,11 @@ describe('cli: service commands', { concurrency: 4 }, () => {
     await old
     const both = rollcall(['service', 'run', '--binary', 'worker', '--host', host, '--topic', topic], { ...env, ROLLCALL_SERVICEGROUP_DRIVER: 'tooz', ROLLCALL_REPORT_TO_PREVIOUS_DRIVER: 'mc' })
     t.after(() => both.child.kill('SIGKILL'))
+    // Up on both first: until it has joined, both drivers agree that it is down (and a SIGTERM sent
+    // before the CLI has loaded would kill it outright).
+    for (const driver of ['tooz', 'mc']) {
+      await waitFor(`the service up on ${driver}`, async () => (await list({ ...env, ROLLCALL_SERVICEGROUP_DRIVER: driver })).some((r) => r.state === 'up'), 60_000, 200)
+    }
     const agreed = await waitFor('agreement', async () => {
       const r = await rollcall(['migrate', 'check', '--from', 'mc', '--to', 'tooz', '--topic', topic, '--json'], env)
       return r.code === 0 ? r : undefined
