@@ -4,9 +4,12 @@
  * (polled every 50 ms) names the new leader. Five groups, two candidate processes each, leaders
  * killed 500 ms apart. tooz's candidates call run_watchers() every second (its elections run only
  * there), as rollcall retries elections that have no wait queue every second (watch_interval).
+ * Where the leader lock lives on a lease or session (etcd, ZooKeeper), a raw client polls the lock
+ * every 25 ms to time the backend's own expiry of the dead leader's hold, run by run.
  */
 import { BACKENDS, rollcallUrl, toozUrl, uniq, withQuery, type BenchBackend } from './lib/backends.js'
 import { forEachBackend, type BenchContext } from './lib/context.js'
+import { rawBackend } from './lib/raw.js'
 import { endAll, rollcall, sleep, tooz, type Agent } from './lib/procs.js'
 import { median, round, summarize } from './lib/stats.js'
 
@@ -32,6 +35,9 @@ async function session(impl: 'rollcall' | 'tooz', backend: BenchBackend, groupsN
   const base = uniq('fo')
   const groups = Array.from({ length: groupsN }, (_, i) => `${base}-g${i}`)
   const agents: Agent[] = []
+  const raw = rawBackend(backend, url)
+  const freedAt = new Map<string, number>()
+  let polling = true
   try {
     const candidates = new Map<string, Agent[]>()
     for (const g of groups) {
@@ -49,6 +55,14 @@ async function session(impl: 'rollcall' | 'tooz', backend: BenchBackend, groupsN
     while (Date.now() < until && groups.some((g) => !leaderOf(g))) await sleep(100)
     await sleep(1000)
     const killed = new Map<string, { at: number; survivor: Agent; survivorId: string }>()
+    // The backend's own expiry of each dead leader's hold: the first poll that sees another holder, or none.
+    const pollers = raw.leaderToken ? groups.map(async (g) => {
+      const before = await raw.leaderToken!(g)
+      while (polling && !freedAt.has(g)) {
+        await sleep(25)
+        if (killed.has(g) && (await raw.leaderToken!(g).catch(() => before)) !== before) freedAt.set(g, Date.now())
+      }
+    }) : []
     for (const g of groups) {
       const leader = leaderOf(g)
       if (!leader) continue
@@ -61,24 +75,34 @@ async function session(impl: 'rollcall' | 'tooz', backend: BenchBackend, groupsN
     const knownAt = (g: string): number | undefined => observer.lines.find((l) => l.group === g && l.leader === killed.get(g)!.survivorId)?.t as number | undefined
     const observerFailed = (): boolean => observer.lines.some((l) => l.error)
     while (Date.now() < deadline && [...killed.keys()].some((g) => electedAt(g) === undefined || (!observerFailed() && knownAt(g) === undefined))) await sleep(100)
+    polling = false
+    await Promise.all(pollers)
     const elected: number[] = []
     const known: number[] = []
+    const freed: number[] = []
+    const afterFreed: number[] = []
     let missed = 0
     for (const [g, k] of killed) {
       const e = electedAt(g)
+      const fr = freedAt.get(g)
+      if (fr !== undefined) freed.push(fr - k.at)
       if (e === undefined) missed++
       else elected.push(e - k.at)
+      if (e !== undefined && fr !== undefined) afterFreed.push(e - fr)
       const kn = knownAt(g)
       if (kn !== undefined) known.push(kn - k.at)
     }
     const obsError = observer.lines.find((l) => l.error)
     ctx.log(`failover ${backend} ${impl}: elected median ${round(median(elected), 0)} ms, known ${round(median(known), 0)} ms, missed ${missed}`)
     return {
-      electedMs: summarize(elected), knownMs: summarize(known), missed, runs: killed.size, groupsWithoutFirstLeader: groups.length - killed.size,
+      electedMs: summarize(elected), knownMs: summarize(known), missed,
+      ...(freed.length ? { lockFreedMs: summarize(freed), electedAfterFreedMs: summarize(afterFreed) } : {}), runs: killed.size, groupsWithoutFirstLeader: groups.length - killed.size,
       ...(obsError ? { knownNa: `get_leader() raises ${obsError.error} on this backend` } : {}),
     }
   } finally {
+    polling = false
     await endAll(agents, 3000)
+    await raw.close()
   }
 }
 

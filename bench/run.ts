@@ -11,7 +11,8 @@
  * --backend and --scenario take comma-separated lists and may repeat. A filtered run replaces
  * only the rows it measures; the docs are always regenerated from every result file.
  */
-import { existsSync, writeFileSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { BACKENDS, removeFileDir, type BenchBackend } from './lib/backends.js'
@@ -51,9 +52,10 @@ async function main(): Promise<void> {
   const log = (m: string): void => console.log(`[bench ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${m}`)
   mkdirSync(RESULTS_DIR, { recursive: true })
   if (!args.docsOnly) {
-    const machine = { ...machineInfo(), command: process.argv.length > 2 ? `npm run bench -- ${process.argv.slice(2).join(' ')}` : 'npm run bench', load1AtStart: load1() }
-    writeFileSync(join(RESULTS_DIR, 'machine.json'), `${JSON.stringify(machine, null, 2)}\n`)
-    log(`load average at start ${machine.loadavg.join(' ')}${machine.load1AtStart > 1.5 ? ' (above 1.5: figures are provisional)' : ''}`)
+    await waitForQuiet(log)
+    const command = process.argv.length > 2 ? `npm run bench -- ${process.argv.slice(2).join(' ')}` : 'npm run bench'
+    recordRun(command, args.backends.length < BACKENDS.length || args.scenarios.length < SCENARIOS.length)
+    log(`load average at start ${loadavg().map((l) => l.toFixed(2)).join(' ')}${load1() > QUIET_LOAD ? ` (above ${QUIET_LOAD}: figures are provisional)` : ''}`)
     const ctx: BenchContext = { backends: args.backends, quick: args.quick, log }
     for (const s of args.scenarios) {
       if (s === 'servicegroup') {
@@ -69,6 +71,32 @@ async function main(): Promise<void> {
   await generateDocs(log)
   log('done')
   process.exit(0)
+}
+
+/** The 1-minute load average above which a run counts as taken while other work was running. */
+const QUIET_LOAD = 1.5
+/** How long a run waits for the load to settle (the previous run's, say) before it starts anyway. */
+const QUIET_WAIT_MS = 180_000
+
+async function waitForQuiet(log: (m: string) => void): Promise<void> {
+  const until = Date.now() + QUIET_WAIT_MS
+  if (load1() > QUIET_LOAD) log(`load ${load1()}: waiting up to ${QUIET_WAIT_MS / 1000} s for it to fall to ${QUIET_LOAD}`)
+  while (load1() > QUIET_LOAD && Date.now() < until) await new Promise((r) => setTimeout(r, 5_000))
+}
+
+/**
+ * Writes bench/results/machine.json. A full run starts it afresh; a filtered run keeps the full
+ * run's record and appends itself to `reruns`, so the docs can say which figures were retaken when.
+ */
+function recordRun(command: string, filtered: boolean): Record<string, unknown> {
+  const file = join(RESULTS_DIR, 'machine.json')
+  const run = { command, takenAt: new Date().toISOString(), load1AtStart: load1() }
+  const previous = filtered && existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>) : undefined
+  const machine = previous
+    ? { ...previous, reruns: [...((previous.reruns as unknown[] | undefined) ?? []), run] }
+    : { ...machineInfo(), ...run, reruns: [] }
+  writeFileSync(file, `${JSON.stringify(machine, null, 2)}\n`)
+  return machine
 }
 
 /** bench/servicegroup.bench.ts belongs to the service-group engineer: run it as it is, if present. */

@@ -128,3 +128,12 @@ export function memberCap(backend: BenchBackend, wanted: number): number {
   if (backend === 'mysql') return Math.min(wanted, 130)
   return wanted
 }
+
+/**
+ * A row's conditions: the 1-minute load average when it started. That average includes the bench's
+ * own previous scenario (closed loops keep both cores busy), so it does not mark a row provisional;
+ * only the load before the run began says whether other work shared the machine.
+ */
+export function conditions(e: { load1: number; quick?: boolean } | undefined): string {
+  return e ? `load ${e.load1}${e.quick ? ', quick' : ''}` : ''
+}

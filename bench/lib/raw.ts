@@ -38,6 +38,12 @@ export interface RawBackend {
   join(group: string, member: RawMember, ttlSeconds: number): Promise<void>
   /** One uncontended acquire + release. */
   lockCycle(name: string): Promise<void>
+  /**
+   * Who holds the group's leader lock, as the backend says (etcd: the key's revision and lease;
+   * ZooKeeper: the first contender node), or null when nobody does. Only where leader locks
+   * expire with a lease or session that the bench can watch for.
+   */
+  leaderToken?(group: string): Promise<string | null>
   /** Removes the group and its members (best effort). */
   drop(group: string, ids: readonly string[]): Promise<void>
   close(): Promise<void>

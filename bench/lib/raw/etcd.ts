@@ -65,6 +65,10 @@ export class EtcdRaw implements RawBackend {
     const r = await this.call('kv/range', { key: b64(p), range_end: b64(prefixEnd(p)), keys_only: keysOnly })
     return (r.kvs ?? []).filter((kv: any) => Buffer.from(kv.key, 'base64').length > p.length)
   }
+  async leaderToken(group: string): Promise<string | null> {
+    const kv = (await this.call('kv/range', { key: b64(`/tooz/locksleader_of_${group}`) })).kvs?.[0]
+    return kv ? `${kv.mod_revision}/${kv.lease}` : null
+  }
   async readIds(group: string): Promise<string[]> {
     const plen = `tooz/groups/${group}/`.length
     return (await this.#range(group, true)).map((kv) => Buffer.from(kv.key, 'base64').subarray(plen).toString())

@@ -38,6 +38,11 @@ export class ZookeeperRaw implements RawBackend {
     const data = await Promise.all(ids.map((id) => zk<Buffer>((cb) => this.#c.getData(`/tooz/${group}/${id}`, cb)).catch(() => undefined)))
     return new Map(ids.flatMap((id, i) => (data[i] ? [[id, data[i]!] as [string, Uint8Array]] : [])))
   }
+  async leaderToken(group: string): Promise<string | null> {
+    await this.ready
+    const children = await zk<string[]>((cb) => this.#c.getChildren(`/tooz/${group}/leader`, cb)).catch(() => [] as string[])
+    return children.sort((a, b) => a.slice(-10).localeCompare(b.slice(-10)))[0] ?? null
+  }
   async beat(): Promise<void> {
     await this.ready
     await zk((cb) => this.#c.exists('/tooz', cb))
