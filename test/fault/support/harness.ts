@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { connect, type Coordinator } from '../../../src/index.js'
+import { waitFor } from '../../support/wait.js'
 import type { ContenderSpec } from './contender.js'
 import type { MemberSpec } from './member.js'
 import { FAULT_RUNS, type ResultsWriter } from './results.js'
@@ -282,20 +283,9 @@ export async function spawnContender(spec: ContenderSpec): Promise<ChildProcess>
   return child
 }
 
-/** Polls until `check` holds, or throws naming `what` after `ms`. */
-export async function until<T>(what: string, check: () => T | Promise<T>, ms: number, everyMs = 50): Promise<NonNullable<T>> {
-  const deadline = Date.now() + ms
-  let last: unknown
-  for (;;) {
-    try {
-      const v = await check()
-      if (v) return v as NonNullable<T>
-    } catch (err) {
-      last = err
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`)
-    await sleep(everyMs)
-  }
+/** Polls until `check` holds, or throws naming `what` after `ms` (test/support/wait.ts, polling every 50 ms by default). */
+export function until<T>(what: string, check: () => T | Promise<T>, ms: number, everyMs = 50): Promise<NonNullable<T>> {
+  return waitFor(what, check, ms, everyMs)
 }
 
 /** A started coordinator, stopped when the scope closes. */
