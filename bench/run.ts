@@ -16,7 +16,8 @@ import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { BACKENDS, removeFileDir, type BenchBackend } from './lib/backends.js'
-import { BENCH_DIR, RESULTS_DIR, load1, type BenchContext } from './lib/context.js'
+import { BENCH_DIR, QUIET_LOAD, RESULTS_DIR, load1, type BenchContext } from './lib/context.js'
+import { sleep } from './lib/procs.js'
 import { machineInfo } from './lib/machine.js'
 import { generateDocs } from './lib/report.js'
 
@@ -73,22 +74,20 @@ async function main(): Promise<void> {
   process.exit(0)
 }
 
-/** The 1-minute load average above which a run counts as taken while other work was running. */
-const QUIET_LOAD = 1.5
 /** How long a run waits for the load to settle (the previous run's, say) before it starts anyway. */
 const QUIET_WAIT_MS = 180_000
 
 async function waitForQuiet(log: (m: string) => void): Promise<void> {
   const until = Date.now() + QUIET_WAIT_MS
   if (load1() > QUIET_LOAD) log(`load ${load1()}: waiting up to ${QUIET_WAIT_MS / 1000} s for it to fall to ${QUIET_LOAD}`)
-  while (load1() > QUIET_LOAD && Date.now() < until) await new Promise((r) => setTimeout(r, 5_000))
+  while (load1() > QUIET_LOAD && Date.now() < until) await sleep(5_000)
 }
 
 /**
  * Writes bench/results/machine.json. A full run starts it afresh; a filtered run keeps the full
  * run's record and appends itself to `reruns`, so the docs can say which figures were retaken when.
  */
-function recordRun(command: string, filtered: boolean): Record<string, unknown> {
+function recordRun(command: string, filtered: boolean): void {
   const file = join(RESULTS_DIR, 'machine.json')
   const run = { command, takenAt: new Date().toISOString(), load1AtStart: load1() }
   const previous = filtered && existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>) : undefined
@@ -96,7 +95,6 @@ function recordRun(command: string, filtered: boolean): Record<string, unknown> 
     ? { ...previous, reruns: [...((previous.reruns as unknown[] | undefined) ?? []), run] }
     : { ...machineInfo(), ...run, reruns: [] }
   writeFileSync(file, `${JSON.stringify(machine, null, 2)}\n`)
-  return machine
 }
 
 /** bench/servicegroup.bench.ts belongs to the service-group engineer: run it as it is, if present. */

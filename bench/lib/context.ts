@@ -58,6 +58,9 @@ export function writeResult(r: ResultFile): void {
   writeFileSync(join(RESULTS_DIR, `${r.scenario}.json`), `${JSON.stringify(r, null, 2)}\n`)
 }
 
+/** The 1-minute load average above which a run counts as taken while other work was running (its figures provisional). */
+export const QUIET_LOAD = 1.5
+
 export const load1 = (): number => Math.round(loadavg()[0]! * 100) / 100
 
 /**
