@@ -11,6 +11,7 @@ import { connect as tcpConnect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './servers.js'
+import { waitFor } from './wait.js'
 
 /** One process of a cluster. */
 export interface ClusterNode {
@@ -48,8 +49,6 @@ process.once('exit', () => {
   for (const p of live) p.kill('SIGKILL')
 })
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
-
 /**
  * Sends `request` to 127.0.0.1:port and returns what came back before the server closed, `until`
  * matched the reply, or `ms` passed.
@@ -84,13 +83,9 @@ async function redisAsk(port: number, ...args: string[]): Promise<string> {
   return ask(port, resp(...args) + resp('PING'), 2_000, /\+PONG\r\n$/)
 }
 
+/** Polls `check` every 200 ms (wait.ts's waitFor) until it holds, or throws naming `what` after `ms`. */
 async function waitUntil(what: string, check: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    if (await check().catch(() => false)) return
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
-    await sleep(200)
-  }
+  await waitFor(what, check, ms, 200)
 }
 
 class Proc implements ClusterNode {
