@@ -119,11 +119,10 @@ class Proc implements ClusterNode {
     this.#child = p
   }
 
+  /** Resolves once the node answers; rejects at once (NodeExitedError) if it exits first. */
   async ready(ms: number): Promise<void> {
-    await waitUntil(`${this.name} on port ${this.port} (${this.#stderr.trim().split('\n').slice(-2).join(' | ')})`, async () => {
-      if (!this.running) throw new Error(`${this.name} exited: ${this.#stderr}`)
-      return this.answers()
-    }, ms)
+    const state = await waitFor(`${this.name} on port ${this.port}`, async () => (!this.running ? 'exited' : (await this.answers()) ? 'up' : undefined), ms)
+    if (state === 'exited') throw new NodeExitedError(`${this.name} (port ${this.port}) exited while starting: ${this.#stderr.trim().split('\n').slice(-3).join(' | ')}`)
   }
 
   async kill(): Promise<void> {
@@ -141,6 +140,20 @@ class Proc implements ClusterNode {
     this.launch()
     await this.ready(60_000)
   }
+}
+
+/** A node's process ended before it answered (most often: a port it was given was taken meanwhile). */
+class NodeExitedError extends Error {}
+
+/**
+ * Starts a cluster; if a node exits while starting, starts it once more on fresh ports (ports are
+ * picked free, but another process may take one before the node binds it).
+ */
+async function onFreshPortsIfExited(start: () => Promise<Cluster>): Promise<Cluster> {
+  return start().catch((err: unknown) => {
+    if (err instanceof NodeExitedError) return start()
+    throw err
+  })
 }
 
 /** Starts nodes together; on failure kills them and removes `dir` (all the cluster's data). */
@@ -165,9 +178,10 @@ async function ports(n: number): Promise<number[]> {
 }
 
 /** A three-node ZooKeeper ensemble (tickTime 500 ms, sessions from 1 s up). */
-export async function startZookeeperEnsemble(size = 3): Promise<Cluster> {
+async function zookeeperEnsemble(size = 3): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-zk-ensemble-'))
-  const [client, peer, election] = [await ports(size), await ports(size), await ports(size)]
+  const all = await ports(3 * size)
+  const [client, peer, election] = [all.slice(0, size), all.slice(size, 2 * size), all.slice(2 * size)]
   const servers = client.map((_, i) => `server.${i + 1}=127.0.0.1:${peer[i]}:${election[i]}`)
   const nodes = client.map((port, i) => {
     const home = join(dir, `zk${i + 1}`)
@@ -222,9 +236,10 @@ async function etcdPost(port: number, path: string, body: unknown = {}): Promise
 }
 
 /** A three-node etcd cluster (heartbeat 200 ms, election timeout 2 s: steady on a loaded machine). */
-export async function startEtcdCluster(size = 3): Promise<Cluster> {
+async function etcdCluster(size = 3): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-etcd-cluster-'))
-  const [client, peer] = [await ports(size), await ports(size)]
+  const all = await ports(2 * size)
+  const [client, peer] = [all.slice(0, size), all.slice(size)]
   const token = `rollcall-${Math.random().toString(36).slice(2, 10)}`
   const initial = client.map((_, i) => `etcd${i + 1}=http://127.0.0.1:${peer[i]}`).join(',')
   const nodes = client.map((port, i) => new Proc(`etcd${i + 1}`, port, () => ({
@@ -281,9 +296,10 @@ export const SENTINEL_MASTER = 'rcmaster'
  * Redis with Sentinel: a master and two replicas (no persistence), three sentinels with quorum 2,
  * down-after 1 s. `leader()` is the current master; nodes are named after their first role.
  */
-export async function startRedisSentinel(): Promise<Cluster> {
+async function redisSentinel(): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-sentinel-'))
-  const [dataPorts, sentinelPorts] = [await ports(3), await ports(3)]
+  const all = await ports(6)
+  const [dataPorts, sentinelPorts] = [all.slice(0, 3), all.slice(3)]
   const [masterPort] = dataPorts as [number]
   // A data node restarts as a replica of the master the sentinels name then, as an operator
   // would restart it (an old master restarted empty as a master would wait for the sentinels).
@@ -335,21 +351,33 @@ export async function startRedisSentinel(): Promise<Cluster> {
       return data.find((n) => n.port === port && n.running)
     },
     async healthy(ms = 60_000) {
+      // What the last check found wanting, for the timeout message.
+      let wanting = 'no check ran'
+      const not = (why: string): false => {
+        wanting = why
+        return false
+      }
       await waitUntil('the sentinels agreeing on a running master with every running replica in sync and every running sentinel known', async () => {
         const port = await masterAddr()
         const master = data.find((n) => n.port === port)
-        if (!master?.running) return false
+        if (!master?.running) return not(`the sentinels name port ${port}, which runs no data node`)
         const info = await redisAsk(master.port, 'INFO', 'replication')
-        if (!/role:master/.test(info)) return false
+        if (!/role:master/.test(info)) return not(`${master.name} is not a master: ${info.replace(/\r\n/g, ' ')}`)
         const synced = (info.match(/slave\d+:ip=[^,]+,port=\d+,state=online/g) ?? []).length
-        if (synced !== data.filter((n) => n.running).length - 1) return false
+        if (synced !== data.filter((n) => n.running).length - 1) return not(`${synced} replicas of ${master.name} online: ${info.replace(/\r\n/g, ' ')}`)
         for (const s of sentinels.filter((x) => x.running)) {
           const view = await redisAsk(s.port, 'SENTINEL', 'master', SENTINEL_MASTER)
           const field = (name: string): number => Number(new RegExp(`\\$\\d+\\r\\n${name}\\r\\n\\$\\d+\\r\\n(\\d+)`).exec(view)?.[1] ?? -1)
-          if (field('port') !== master.port || field('num-other-sentinels') < sentinels.filter((x) => x.running).length - 1) return false
+          if (field('port') !== master.port) return not(`${s.name} names port ${field('port')}, not ${master.name}`)
+          if (field('num-other-sentinels') < sentinels.filter((x) => x.running).length - 1) return not(`${s.name} knows ${field('num-other-sentinels')} other sentinels`)
+          // A sentinel learns replicas from the master's INFO, every 10 s: one that does not know a
+          // replica yet would leave it behind in a failover, following the dead master for good.
+          if (field('num-slaves') < synced) return not(`${s.name} knows ${field('num-slaves')} of the ${synced} replicas`)
         }
         return true
-      }, ms)
+      }, ms).catch(async (err: Error) => {
+        throw new Error(`${err.message}; last found: ${wanting}; cluster: ${await cluster.describe().catch(() => '?')}`)
+      })
     },
     async describe() {
       const views = await Promise.all(sentinels.map(async (s) => {
@@ -372,4 +400,19 @@ export async function startRedisSentinel(): Promise<Cluster> {
     throw err
   }
   return cluster
+}
+
+/** {@link zookeeperEnsemble}, on fresh ports once more if a node exits while starting. */
+export function startZookeeperEnsemble(size = 3): Promise<Cluster> {
+  return onFreshPortsIfExited(() => zookeeperEnsemble(size))
+}
+
+/** {@link etcdCluster}, on fresh ports once more if a node exits while starting. */
+export function startEtcdCluster(size = 3): Promise<Cluster> {
+  return onFreshPortsIfExited(() => etcdCluster(size))
+}
+
+/** {@link redisSentinel}, on fresh ports once more if a node exits while starting. */
+export function startRedisSentinel(): Promise<Cluster> {
+  return onFreshPortsIfExited(() => redisSentinel())
 }
