@@ -16,7 +16,7 @@ import {
   BackendError, ConnectionError, connect, dumps, InvalidIdError, InvalidOptionError, loads, type ConnectionState, type Coordinator,
   type MemberEvent,
 } from '../../src/index.js'
-import { EtcdGateway, prefixEnd } from '../../src/coordination/drivers/etcd3-gateway.js'
+import { EtcdGateway, EtcdTransportError, prefixEnd } from '../../src/coordination/drivers/etcd3-gateway.js'
 import { openWatch, type WatchEvent } from '../../src/coordination/drivers/etcd3-watch.js'
 import { serverUrl } from '../support/backends.js'
 import { TcpProxy } from '../support/proxy.js'
@@ -343,6 +343,29 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     assert.equal(states.at(-1), 'reconnected')
     assert.ok(!states.includes('lost'), `the lease outlived the pause, so it was never lost: ${states.join(', ')}`)
     assert.deepEqual(await c.getMembers(g), [c.memberId, other.memberId].sort())
+  })
+
+  it('etcd3: transport: a request that fails after a later one succeeded reports no outage; a fresh failure still does', async (t) => {
+    // Seen in CI: a request sent during a server pause timed out just after the pause ended, and
+    // turned `reconnected` back into `suspended` although every later request worked.
+    const proxy = await TcpProxy.start(SHARED_PORT)
+    t.after(() => proxy.close())
+    const reports: boolean[] = []
+    const gw = new EtcdGateway({ endpoints: [{ protocol: 'http:', host: '127.0.0.1', port: proxy.port, label: `http://127.0.0.1:${proxy.port}` }], timeoutMs: 1_000, onTransport: (ok) => reports.push(ok) })
+    t.after(() => gw.close())
+    gw.setApiVersion('v3')
+    const key = Buffer.from(rid('k'))
+    await gw.range(key)
+    proxy.stall()
+    // The kept-alive connection is silent now: this request hangs on it until its 1 s bound.
+    const stale = assert.rejects(gw.range(key), EtcdTransportError)
+    await new Promise((r) => setTimeout(r, 100))
+    await gw.range(key)
+    await stale
+    assert.deepEqual(reports, [true, true], 'the stale failure is not reported')
+    proxy.cut()
+    await assert.rejects(gw.range(key), EtcdTransportError)
+    assert.deepEqual(reports, [true, true, false], 'a failure after the last success is reported')
   })
 
   it('etcd3: watch: a broken stream resumes from the next revision and loses no event, not even a put-then-delete', async (t) => {

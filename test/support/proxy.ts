@@ -4,6 +4,7 @@
  * - pause(): stop forwarding in both directions; connections stay open and silent (a partition);
  * - resume(): forward again, delivering what was held back;
  * - cut(): reset every connection and refuse new ones (a dead link) until restore();
+ * - stall(): the connections open now go silent for good, new ones forward (half-open links);
  * - close(): end everything.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net'
@@ -13,6 +14,7 @@ export class TcpProxy {
   readonly port: number
   readonly #server: Server
   readonly #pairs = new Set<[Socket, Socket]>()
+  readonly #stalled = new Set<[Socket, Socket]>()
   #paused = false
   #cut = false
   /** Writes held back while paused, in order. */
@@ -60,6 +62,10 @@ export class TcpProxy {
     this.#held.length = 0
   }
 
+  stall(): void {
+    for (const pair of this.#pairs) this.#stalled.add(pair)
+  }
+
   restore(): void {
     this.#cut = false
   }
@@ -79,6 +85,7 @@ export class TcpProxy {
     this.#pairs.add(pair)
     const end = (): void => {
       this.#pairs.delete(pair)
+      this.#stalled.delete(pair)
       client.destroy()
       upstream.destroy()
     }
@@ -87,6 +94,7 @@ export class TcpProxy {
     // Forwarding by hand (not pipe()), so that a pause holds data back deterministically.
     const forward = (from: Socket, to: Socket): void => {
       from.on('data', (chunk: Buffer) => {
+        if (this.#stalled.has(pair)) return
         const write = (): void => {
           if (!to.destroyed) to.write(chunk)
         }

@@ -30,7 +30,11 @@ export interface GatewayConfig {
   tls?: { ca?: Buffer; cert?: Buffer; key?: Buffer }
   /** etcd user and password: a token from auth/authenticate goes in the Authorization header. */
   auth?: { user: string; password: string }
-  /** Told after every exchange whether the transport worked (true) or failed on every endpoint (false). */
+  /**
+   * Told after every exchange whether the transport worked (true) or failed on every endpoint
+   * (false). A failure of an exchange that began before the latest success is not told: it
+   * belongs to an outage that is already over.
+   */
   onTransport?(ok: boolean, cause?: unknown): void
 }
 
@@ -161,6 +165,8 @@ export class EtcdGateway {
   #token: string | undefined
   #authenticating: Promise<void> | undefined
   #closed = false
+  /** When (performance.now()) an exchange last succeeded. */
+  #upAtMs = -Infinity
 
   constructor(config: GatewayConfig) {
     if (config.endpoints.length === 0) throw new TypeError('at least one etcd endpoint is required')
@@ -295,11 +301,11 @@ export class EtcdGateway {
     return this.#config.timeoutMs
   }
 
-  /** @internal After a failed stream: moves on to the next endpoint, re-authenticates on a token error, reports the transport. */
-  async recover(err: unknown): Promise<void> {
+  /** @internal After a failed stream opened at `startedAtMs`: moves on to the next endpoint, re-authenticates on a token error, reports the transport. */
+  async recover(err: unknown, startedAtMs: number): Promise<void> {
     if (err instanceof EtcdTransportError) {
       this.#rotate()
-      this.#config.onTransport?.(false, err)
+      this.#transportFailed(startedAtMs, err)
     } else if (err instanceof EtcdApiError && err.grpcCode === GRPC.UNAUTHENTICATED && this.#config.auth) {
       await this.authenticate()
     }
@@ -307,7 +313,17 @@ export class EtcdGateway {
 
   /** @internal A stream answered: the transport works. */
   streamUp(): void {
+    this.#transportWorked()
+  }
+
+  #transportWorked(): void {
+    this.#upAtMs = performance.now()
     this.#config.onTransport?.(true)
+  }
+
+  /** A stale failure (the exchange began before the latest success, as one sent during a pause that ends in time) says nothing about now. */
+  #transportFailed(startedAtMs: number, cause: unknown): void {
+    if (startedAtMs >= this.#upAtMs) this.#config.onTransport?.(false, cause)
   }
 
   /** @internal */
@@ -337,12 +353,13 @@ export class EtcdGateway {
   /** One request, moving through the endpoints while connections cannot be opened. */
   async #request(method: string, path: string, body: Json | undefined, signal: AbortSignal | undefined, withToken: boolean): Promise<Json> {
     const text = body === undefined ? undefined : JSON.stringify(body)
+    const startedAtMs = performance.now()
     let last: unknown
     for (let tried = 0; tried < this.#config.endpoints.length; tried++) {
       const endpoint = this.endpoint
       try {
         const answer = await this.#exchange(endpoint, method, path, text, signal, withToken)
-        this.#config.onTransport?.(true)
+        this.#transportWorked()
         return answer
       } catch (err) {
         if (!(err instanceof EtcdTransportError)) {
@@ -356,7 +373,7 @@ export class EtcdGateway {
         if (err.delivered || signal?.aborted) break
       }
     }
-    this.#config.onTransport?.(false, last)
+    this.#transportFailed(startedAtMs, last)
     throw last
   }
 

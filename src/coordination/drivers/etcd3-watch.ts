@@ -84,6 +84,7 @@ export class Watch {
       if (this.#request.rangeEnd) create.range_end = b64(this.#request.rangeEnd)
       if (this.#next !== undefined) create.start_revision = String(this.#next)
       if (this.#request.filters) create.filters = this.#request.filters
+      const startedAtMs = performance.now()
       const { req, endpoint } = this.#gw.openStream({ create_request: create })
       this.#req = req
       let created = false
@@ -100,7 +101,8 @@ export class Watch {
         const planned = this.#planned
         this.#planned = false
         if (planned) this.#failures = 0
-        const recovering = planned ? Promise.resolve() : this.#gw.recover(err).catch(() => {})
+        // A stream that was up breaks now; one still opening may have been sent during an outage already over.
+        const recovering = planned ? Promise.resolve() : this.#gw.recover(err, created ? performance.now() : startedAtMs).catch(() => {})
         if (created || planned) void recovering.then(() => this.#reconnectLater())
       }
       req.on('error', (err: NodeJS.ErrnoException) => broken(err instanceof EtcdTransportError ? err : new EtcdTransportError(endpoint.label, err.code ?? err.message, true, { cause: err })))
