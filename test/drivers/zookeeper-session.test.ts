@@ -131,6 +131,28 @@ describe('zookeeper sessions', { concurrency: 3 }, () => {
     await c.stop() // while the proxy still forwards
   })
 
+  it('zookeeper: session: a connection that ends part way through a reply reconnects within the session; the partial reply is dropped', { timeout: 60_000 }, async (t) => {
+    // node-zookeeper-client keeps the bytes of an unfinished frame across connections and glued
+    // them to the next connect response, parsing garbage: a handshake that hung, or a bogus session.
+    const proxy = await TcpProxy.start(sharedHostPort().port)
+    t.after(() => proxy.close())
+    const c = await connect(`zookeeper://127.0.0.1:${proxy.port}?timeout=10`, { memberId: rid('m'), watchIntervalMs: TIMING.watchIntervalMs })
+    t.after(() => c.stop())
+    const log = record(c)
+    const g = rid('g')
+    await c.joinGroupCreate(g, { v: 1 })
+    const raw = await rawZk(t)
+    const owner = hex((await raw.get(`/tooz/${g}/${c.memberId}`)).stat.ephemeralOwner)
+    const cutAt = Date.now()
+    // A frame header announcing 100 bytes, and one of them.
+    proxy.endMidFrame(Buffer.from([0, 0, 0, 100, 1]))
+    await waitFor('reconnected', () => has(log, 'reconnected'), 5_000)
+    t.diagnostic(`reconnected ${has(log, 'reconnected')!.at - cutAt} ms after the cut`)
+    assert.deepEqual(log.map((e) => e.what), ['suspended', 'reconnected'])
+    assert.deepEqual(await c.getMembers(g), [c.memberId])
+    assert.equal(hex((await raw.get(`/tooz/${g}/${c.memberId}`)).stat.ephemeralOwner), owner, 'same session, same node')
+  })
+
   it('zookeeper: session: expiry reported by the server → lost, a new session, watches re-armed', { timeout: 60_000 }, async (t) => {
     const lib = await zkLib()
     const target = sharedHostPort()

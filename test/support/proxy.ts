@@ -5,6 +5,8 @@
  * - resume(): forward again, delivering what was held back;
  * - cut(): reset every connection and refuse new ones (a dead link) until restore();
  * - stall(): the connections open now go silent for good, new ones forward (half-open links);
+ * - endMidFrame(tail): sends `tail` to every client, then closes its connection politely (a
+ *   reply cut off part way);
  * - close(): end everything.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net'
@@ -64,6 +66,13 @@ export class TcpProxy {
 
   stall(): void {
     for (const pair of this.#pairs) this.#stalled.add(pair)
+  }
+
+  endMidFrame(tail: Buffer): void {
+    for (const pair of this.#pairs) {
+      this.#stalled.add(pair)
+      pair[0].end(tail)
+    }
   }
 
   restore(): void {

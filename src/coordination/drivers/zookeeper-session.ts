@@ -11,10 +11,12 @@
  *   reconnects within the session.
  * - Abandoning. A dead session's client is shut for good: its socket destroyed, a connect it had
  *   under way dropped, its pending operations rejected.
+ * - A clean slate per socket. The library carries the bytes of a frame cut off by a broken
+ *   connection over to the next one; they are dropped when the socket closes.
  *
  * The library's ConnectionManager is reached through four internal methods (socket data, connect,
- * close and error), wrapped per instance. This is the one place that depends on the library's
- * internals, and it is pinned to 1.1.3.
+ * close and error), wrapped per instance, and its pending-frame buffer. This is the one place that
+ * depends on the library's internals, and it is pinned to 1.1.3.
  */
 import type { Socket } from 'node:net'
 import type * as Zk from 'node-zookeeper-client'
@@ -41,6 +43,8 @@ export interface ZkSessionOptions {
 interface ConnectionManagerInternals {
   socket: Socket | undefined
   connectTimeoutHandler: NodeJS.Timeout | null
+  /** Bytes of a frame not yet complete. */
+  pendingBuffer: Buffer | null
   servers: { host: string; port: number | string }[]
   onSocketData(this: ConnectionManagerInternals, buffer: Buffer): void
   onSocketConnected(this: ConnectionManagerInternals): void
@@ -181,6 +185,9 @@ export class ZkSession {
     }
     cm.onSocketClosed = function (hadError) {
       session.#socketOpen = false
+      // The library keeps an unfinished frame across connections and glues it to the next connect
+      // response, parsing garbage (a handshake that hangs, or a bogus session): it dies here.
+      this.pendingBuffer = null
       onSocketClosed.call(this, hadError)
     }
     cm.onSocketError = function (err) {
