@@ -35,7 +35,7 @@ export interface WatcherHost {
   /**
    * True when the subscription pushes every change, expiries included (capability `pushWatch`):
    * such groups are then only re-read as a slow safety net. False: they are polled as well, the
-  
+   * subscription merely making joins and leaves arrive sooner.
    */
   pushesEverything: boolean
 }
