@@ -112,6 +112,12 @@ export interface CoordinationDriver {
   listMembers(group: string): Promise<Map<string, Uint8Array | SerializationError>>
   /** Live member ids only, when that is cheaper than listMembers(). */
   listMemberIds?(group: string): Promise<string[]>
+  /**
+   * When (performance.now() ms) the first member seen by the latest listing of `group` expires
+   * unless it beats again; undefined when unknown or when none will. For backends whose expiries
+   * are not pushed: the Coordinator re-reads the group then, instead of at its next poll.
+   */
+  nextExpiryAt?(group: string): number | undefined
   /** One member's encoded capabilities, when that is cheaper than listMembers(). */
   getMemberCapabilities?(group: string, member: string): Promise<Uint8Array>
   updateCapabilities?(group: string, capabilities: Uint8Array): Promise<void>

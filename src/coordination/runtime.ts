@@ -108,6 +108,8 @@ export class DriverRuntime {
       warn: (err) => this.warn(err),
       subscribe: d.watchGroup ? (g, onChange) => this.call('watch a group', () => d.watchGroup!(g, onChange)) : undefined,
       pushesEverything: this.capabilities.has('pushWatch'),
+      nextExpiryAt: d.nextExpiryAt && this.capabilities.has('expiryWake') && parts.autoWatch ? (g) => d.nextExpiryAt!(g) : undefined,
+      watchIntervalMs: parts.watchIntervalMs,
     })
     this.elections = new Elections({
       memberId: this.memberId,

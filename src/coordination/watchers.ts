@@ -7,6 +7,10 @@
  * push and poll cannot disagree. Refreshes of one group never overlap: a wake-up during a
  * refresh runs it once more afterwards (SingleFlight).
  *
+ * A polled group whose listing showed when its first member expires (nextExpiryAt) is re-read
+ * just after that moment too, so a crashed member is seen leaving within milliseconds of the
+ * backend's expiry rather than up to a poll interval later.
+ *
  * As in tooz, a group that disappears counts as empty (everyone "leaves"), and a member that finds
  * itself missing from a group it joined reports it (the Coordinator then rejoins).
  */
@@ -38,7 +42,17 @@ export interface WatcherHost {
    * subscription merely making joins and leaves arrive sooner.
    */
   pushesEverything: boolean
+  /**
+   * When the first member of `group` seen by the latest listing expires (performance.now() ms).
+   * Given only when the Coordinator polls by itself; a tooz-style caller of runWatchers() polls.
+   */
+  nextExpiryAt?: (group: string) => number | undefined
+  /** Groups are polled this often anyway: an expiry further off than this waits for the poll. */
+  watchIntervalMs: number
 }
+
+/** How long after a member's expiry its group is re-read: the backend's clock may run a little behind ours. */
+const EXPIRY_MARGIN_MS = 5
 
 interface GroupWatch {
   members: Set<string>
@@ -49,6 +63,9 @@ interface GroupWatch {
   unsubscribe: (() => Promise<void>) | undefined
   /** Re-reads the group; runs never overlap. */
   refresher: SingleFlight
+  /** The re-read due at the next expiry, and when it fires (performance.now() ms). */
+  expiryTimer: NodeJS.Timeout | undefined
+  expiryTimerAt: number
 }
 
 /** The watcher engine of one Coordinator. */
@@ -83,14 +100,14 @@ export class Watchers {
     if (kind === 'plain') watch.plain -= 1
     if (watch.onJoin.size + watch.onLeave.size + watch.plain === 0) {
       this.#groups.delete(group)
+      clearTimeout(watch.expiryTimer)
       await watch.unsubscribe?.().catch((err: unknown) => this.#host.warn(asRollcallError(err, `Ending the watch on ${group}`)))
     }
   }
 
   /** Re-reads every watched group whose changes are not all pushed (every group with `all`). */
   async poll(all = false): Promise<void> {
-    const pushed = (w: GroupWatch): boolean => w.unsubscribe !== undefined && this.#host.pushesEverything
-    await Promise.all([...this.#groups].filter(([, w]) => all || !pushed(w)).map(([g]) => this.refresh(g)))
+    await Promise.all([...this.#groups].filter(([, w]) => all || !this.#pushed(w)).map(([g]) => this.refresh(g)))
   }
 
   /** Re-reads one group now; concurrent calls coalesce. Never rejects. */
@@ -109,12 +126,13 @@ export class Watchers {
   async stop(): Promise<void> {
     const watches = [...this.#groups.values()]
     this.#groups.clear()
+    for (const w of watches) clearTimeout(w.expiryTimer)
     await Promise.allSettled(watches.map((w) => w.unsubscribe?.()))
   }
 
   async #open(group: string): Promise<GroupWatch> {
     const watch: GroupWatch = {
-      members: new Set(), onJoin: new Set(), onLeave: new Set(), plain: 0, unsubscribe: undefined,
+      members: new Set(), onJoin: new Set(), onLeave: new Set(), plain: 0, unsubscribe: undefined, expiryTimer: undefined, expiryTimerAt: Infinity,
       refresher: new SingleFlight(() => this.#diff(group, watch), () => this.#groups.get(group) === watch),
     }
     // Subscribe before the first read, so that no change between the two is missed.
@@ -132,6 +150,7 @@ export class Watchers {
       return existing
     }
     this.#groups.set(group, watch)
+    this.#scheduleExpiry(group, watch)
     return watch
   }
 
@@ -148,6 +167,7 @@ export class Watchers {
       now = new Set()
     }
     if (this.#groups.get(group) !== watch) return
+    this.#scheduleExpiry(group, watch)
     const joined = [...now].filter((m) => !watch.members.has(m))
     const left = [...watch.members].filter((m) => !now.has(m))
     watch.members = now
@@ -156,6 +176,28 @@ export class Watchers {
     if (epoch !== undefined && epoch === this.#host.joinEpoch(group) && !now.has(this.#host.memberId)) {
       this.#host.selfMissing(group, epoch)
     }
+  }
+
+  #pushed(w: GroupWatch): boolean {
+    return w.unsubscribe !== undefined && this.#host.pushesEverything
+  }
+
+  /** Re-reads the group just after its first member expires, when that comes before the next poll. */
+  #scheduleExpiry(group: string, watch: GroupWatch): void {
+    const expiresAt = this.#host.nextExpiryAt?.(group)
+    if (expiresAt === undefined || this.#pushed(watch)) return
+    const at = expiresAt + EXPIRY_MARGIN_MS
+    const now = performance.now()
+    // Past already (a listing that disagrees with its own expiry): the poll deals with it, no hot loop.
+    if (at <= now || at - now > this.#host.watchIntervalMs) return
+    if (watch.expiryTimer !== undefined && watch.expiryTimerAt <= at) return
+    clearTimeout(watch.expiryTimer)
+    watch.expiryTimerAt = at
+    watch.expiryTimer = setTimeout(() => {
+      watch.expiryTimer = undefined
+      void this.refresh(group)
+    }, Math.max(0, at - now))
+    watch.expiryTimer.unref()
   }
 
   #fire(callbacks: Set<WatchCallback>, event: MemberEvent, emit: (e: MemberEvent) => void): void {

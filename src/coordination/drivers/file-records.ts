@@ -146,6 +146,8 @@ export class MemberRecords {
   readonly #ownFile: string
   /** Per group directory, the decoded records of the member files its last listing saw. */
   readonly #groups = new Map<string, Map<string, CachedRecord>>()
+  /** Per group directory, when (performance.now() ms) the first member its last listing saw expires. */
+  readonly #firstExpiry = new Map<string, number>()
 
   /** `timeoutMs` is the liveness window; `ownFile` is this member's file name, which is never collected. */
   constructor(timeoutMs: number, ownFile: string) {
@@ -179,6 +181,7 @@ export class MemberRecords {
     const seen = new Map<string, CachedRecord>()
     const live: LiveFile[] = []
     let files = 0
+    let firstMtimeMs = Infinity
     for (const name of names) {
       if (!name.endsWith('.raw')) continue
       if (++files % YIELD_EVERY === 0) await yieldToLoop()
@@ -195,12 +198,25 @@ export class MemberRecords {
       if (!record) continue
       seen.set(name, record)
       live.push({ path, record })
+      if (s.mtimeMs < firstMtimeMs) firstMtimeMs = s.mtimeMs
     }
     // What this listing saw replaces what the last one saw, so files that went are forgotten.
     this.#groups.delete(dir)
     this.#groups.set(dir, seen)
-    if (this.#groups.size > CACHED_GROUPS) this.#groups.delete(this.#groups.keys().next().value!)
+    this.#firstExpiry.delete(dir)
+    // isAlive() holds while the age is at most the timeout: dead 1 ms later, by the wall clock.
+    if (firstMtimeMs < Infinity) this.#firstExpiry.set(dir, performance.now() + (firstMtimeMs + this.#timeoutMs + 1 - Date.now()))
+    if (this.#groups.size > CACHED_GROUPS) {
+      const oldest = this.#groups.keys().next().value!
+      this.#groups.delete(oldest)
+      this.#firstExpiry.delete(oldest)
+    }
     return live
+  }
+
+  /** When (performance.now() ms) the first member seen by the last listing of `dir` expires, unless it beats again. */
+  firstExpiryAt(dir: string): number | undefined {
+    return this.#firstExpiry.get(dir)
   }
 
   /**

@@ -242,6 +242,10 @@ class FileDriver implements CoordinationDriver {
     return [...ids]
   }
 
+  nextExpiryAt(group: string): number | undefined {
+    return this.#records.firstExpiryAt(this.#groupDir(group))
+  }
+
   async getMemberCapabilities(group: string, member: string): Promise<Uint8Array> {
     return (await this.#memberEntry(group, member)).record.capabilities
   }
@@ -401,7 +405,7 @@ export default defineDriver({
     'Calls inside the driver lock use synchronous file-system calls (they are short and the lock is held anyway): on a hung network mount they would block the event loop.',
   ],
   clientPackage: 'fs-native-extensions',
-  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses'],
+  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses'],
   options: OPTIONS,
   validateId,
   translateError(err) {

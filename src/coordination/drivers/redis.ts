@@ -73,6 +73,8 @@ class RedisDriver implements CoordinationDriver {
   #joined = new Set<string>()
   /** Locks taken and not released, re-checked after a reconnect. */
   readonly #heldLocks = new Set<RedisLock>()
+  /** Per group, when the first member seen by the latest listMemberIds() expires (performance.now() ms). */
+  readonly #expiries = new Map<string, number>()
   #healthTimer: NodeJS.Timeout | undefined
 
   constructor(ctx: DriverContext<RedisOptions>, target: RedisTarget) {
@@ -191,14 +193,25 @@ class RedisDriver implements CoordinationDriver {
   /** Live member ids, without their capabilities (HKEYS in the script); dead ones are collected. */
   async listMemberIds(group: string): Promise<string[]> {
     const r = await this.#run('rollcallListMemberIds', [this.#keys.group(group)], [this.#keys.beat(), this.#ctx.memberId])
-    if (r === -1) throw new GroupNotFoundError(group)
-    if (!Array.isArray(r)) throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`, { driver: 'redis' })
+    if (r === -1) {
+      this.#expiries.delete(group)
+      throw new GroupNotFoundError(group)
+    }
+    const [ids, soonestMs] = Array.isArray(r) ? (r as unknown[]) : []
+    if (!Array.isArray(ids) || typeof soonestMs !== 'number') throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`, { driver: 'redis' })
+    // Measured from the answer's arrival: never earlier than the server's own expiry.
+    if (soonestMs >= 0) this.#expiries.set(group, performance.now() + soonestMs)
+    else this.#expiries.delete(group)
     const out: string[] = []
-    for (const field of r) {
+    for (const field of ids) {
       const member = Buffer.isBuffer(field) ? this.#decodeOrWarn(field, `a member of group ${JSON.stringify(group)}`) : undefined
       if (member !== undefined) out.push(member)
     }
     return out
+  }
+
+  nextExpiryAt(group: string): number | undefined {
+    return this.#expiries.get(group)
   }
 
   /** Unlike tooz, a member whose beat key is gone is not joined (tooz returns stale capabilities, §6.3). */
@@ -341,7 +354,7 @@ export default defineDriver({
     'Not Redis Cluster-safe, like tooz: the scripts touch keys in different hash slots.',
   ],
   clientPackage: 'ioredis',
-  capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'leaderElection', 'getLeader', 'locks', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: REDIS_OPTIONS,
   validateId(kind, id) {
     if (LONE_SURROGATE.test(id)) return 'it contains an unpaired UTF-16 surrogate, which has no UTF-8 form; use well-formed text'

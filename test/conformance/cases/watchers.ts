@@ -89,6 +89,20 @@ export function watcherCases(h: Harness): void {
     assert.deepEqual(await a.runWatchers(), [b.memberId])
   })
 
+  h.gated('expiryWake', 'watchers: a member that stops beating is seen leaving at its expiry, though polls are a minute apart', async (t) => {
+    const a = await h.open(t, { fast: true, watchIntervalMs: 60_000 })
+    const b = await h.open(t, { fast: true, heartbeat: false })
+    const g = rid('g')
+    await a.joinGroupCreate(g)
+    await b.joinGroup(g)
+    await a.watchGroup(g)
+    const startedAt = Date.now()
+    // Nothing polls within the wait: only the wake at b's expiry can deliver this.
+    await nextEvent<MemberEvent>(a, 'memberLeft', (e) => e.member === b.memberId, TIMING.expirySeconds * 1000 + TIMING.expirySlackMs)
+    t.diagnostic(`memberLeft ${Date.now() - startedAt} ms after the watch began (liveness window ${TIMING.expirySeconds} s, polls 60 s apart)`)
+    assert.deepEqual(await a.getMembers(g), [a.memberId])
+  })
+
   h.gated(['groups', 'acrossProcesses'], 'expiry: a member killed with SIGKILL is seen leaving, without runWatchers()', async (t) => {
     if (!h.caps.has('memberExpiry') && !h.caps.has('sessionExpiry')) throw new Error('a cross-process driver must declare memberExpiry or sessionExpiry')
     const a = await h.open(t, { fast: true })
