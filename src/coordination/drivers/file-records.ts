@@ -33,6 +33,7 @@
 import { readFileSync, statSync, unlinkSync, type Stats } from 'node:fs'
 import { join } from 'node:path'
 import { GroupNotFoundError, MemberNotJoinedError, SerializationError } from '../../errors.js'
+import { FirstExpiries } from '../expiries.js'
 import { CorruptRecordError, decodeMemberRecord, type MemberRecord } from './file-format.js'
 
 /** A member file touched up to this far in the future still counts as alive (coarse file clocks). */
@@ -146,8 +147,8 @@ export class MemberRecords {
   readonly #ownFile: string
   /** Per group directory, the decoded records of the member files its last listing saw. */
   readonly #groups = new Map<string, Map<string, CachedRecord>>()
-  /** Per group directory, when (performance.now() ms) the first member its last listing saw expires. */
-  readonly #firstExpiry = new Map<string, number>()
+  /** Per group directory, when the first member its last listing saw expires. */
+  readonly #firstExpiry = new FirstExpiries(CACHED_GROUPS)
 
   /** `timeoutMs` is the liveness window; `ownFile` is this member's file name, which is never collected. */
   constructor(timeoutMs: number, ownFile: string) {
@@ -203,14 +204,9 @@ export class MemberRecords {
     // What this listing saw replaces what the last one saw, so files that went are forgotten.
     this.#groups.delete(dir)
     this.#groups.set(dir, seen)
-    this.#firstExpiry.delete(dir)
     // isAlive() holds while the age is at most the timeout: dead 1 ms later, by the wall clock.
-    if (firstMtimeMs < Infinity) this.#firstExpiry.set(dir, performance.now() + (firstMtimeMs + this.#timeoutMs + 1 - Date.now()))
-    if (this.#groups.size > CACHED_GROUPS) {
-      const oldest = this.#groups.keys().next().value!
-      this.#groups.delete(oldest)
-      this.#firstExpiry.delete(oldest)
-    }
+    this.#firstExpiry.note(dir, firstMtimeMs + this.#timeoutMs + 1 - Date.now())
+    if (this.#groups.size > CACHED_GROUPS) this.#groups.delete(this.#groups.keys().next().value!)
     return live
   }
 

@@ -37,6 +37,7 @@
 import { BackendError, DriverUnavailableError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, ConnectionError, MemberExistsError, MemberNotJoinedError, SerializationError } from '../../errors.js'
 import type { Redis } from 'ioredis'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../driver.js'
+import { FirstExpiries } from '../expiries.js'
 import { describeTarget, ioredisOptions, readTlsMaterial, redisTarget, translateRedisError, type RedisTarget } from './redis-connection.js'
 import { decodeId, GROUP_EXISTS_FIELD, holderOfToken, RedisKeys, STILL_ALIVE } from './redis-keys.js'
 import { RedisLock } from './redis-lock.js'
@@ -73,8 +74,8 @@ class RedisDriver implements CoordinationDriver {
   #joined = new Set<string>()
   /** Locks taken and not released, re-checked after a reconnect. */
   readonly #heldLocks = new Set<RedisLock>()
-  /** Per group, when the first member seen by the latest listMemberIds() expires (performance.now() ms). */
-  readonly #expiries = new Map<string, number>()
+  /** When the first member of each group's latest listMemberIds() expires. */
+  readonly #expiries = new FirstExpiries()
   #healthTimer: NodeJS.Timeout | undefined
 
   constructor(ctx: DriverContext<RedisOptions>, target: RedisTarget) {
@@ -194,14 +195,12 @@ class RedisDriver implements CoordinationDriver {
   async listMemberIds(group: string): Promise<string[]> {
     const r = await this.#run('rollcallListMemberIds', [this.#keys.group(group)], [this.#keys.beat(), this.#ctx.memberId])
     if (r === -1) {
-      this.#expiries.delete(group)
+      this.#expiries.note(group, Infinity)
       throw new GroupNotFoundError(group)
     }
     const [ids, soonestMs] = Array.isArray(r) ? (r as unknown[]) : []
     if (!Array.isArray(ids) || typeof soonestMs !== 'number') throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`, { driver: 'redis' })
-    // Measured from the answer's arrival: never earlier than the server's own expiry.
-    if (soonestMs >= 0) this.#expiries.set(group, performance.now() + soonestMs)
-    else this.#expiries.delete(group)
+    this.#expiries.note(group, soonestMs >= 0 ? soonestMs : Infinity)
     const out: string[] = []
     for (const field of ids) {
       const member = Buffer.isBuffer(field) ? this.#decodeOrWarn(field, `a member of group ${JSON.stringify(group)}`) : undefined

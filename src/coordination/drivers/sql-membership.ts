@@ -20,6 +20,7 @@ import {
   GroupExistsError, GroupNotEmptyError, GroupNotFoundError, MemberExistsError, MemberNotJoinedError, SerializationError, asRollcallError,
 } from '../../errors.js'
 import type { CoordinationDriver, DriverEvents, DriverLock, DriverMemberInfo, HeartbeatResult, IdKind } from '../driver.js'
+import { FirstExpiries } from '../expiries.js'
 import type { StatementName } from './sql-schema.js'
 
 /** One statement's outcome. `affected` counts changed rows (or returned rows, for SELECT). */
@@ -137,6 +138,8 @@ export class SqlDriver implements CoordinationDriver {
   readonly #dialect: SqlDialect
   readonly #s: SqlDriverSettings
   #suspended = false
+  /** When the first member of each group's latest listMemberIds() expires. */
+  readonly #expiries = new FirstExpiries()
 
   constructor(dialect: SqlDialect, settings: SqlDriverSettings) {
     this.#dialect = dialect
@@ -219,10 +222,16 @@ export class SqlDriver implements CoordinationDriver {
     return members
   }
 
-  /** listMembers() without the capabilities column: the same liveness rule and collection. */
+  /** listMembers() without the capabilities column (the same liveness rule and collection), noting when the first expires. */
   async listMemberIds(group: string): Promise<string[]> {
     const ids: string[] = []
-    await this.#list('listMemberIds', group, (member) => ids.push(member))
+    let soonestMs = Infinity
+    this.#expiries.note(group, Infinity)
+    await this.#list('listMemberIds', group, (member, row) => {
+      ids.push(member)
+      soonestMs = Math.min(soonestMs, Number(row.ttl_ms))
+    })
+    this.#expiries.note(group, soonestMs)
     return ids
   }
 
@@ -267,6 +276,10 @@ export class SqlDriver implements CoordinationDriver {
     const { rows } = await this.#run('groupExists', [group])
     if (rows.length === 0) throw new GroupNotFoundError(group)
     throw new MemberNotJoinedError(group, member)
+  }
+
+  nextExpiryAt(group: string): number | undefined {
+    return this.#expiries.get(group)
   }
 
   /** Runs a member listing, hands each live row to `live`, then collects others' expired rows. */

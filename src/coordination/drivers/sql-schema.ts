@@ -70,7 +70,8 @@ export type StatementName =
  *   live row in the way (already a member): 0 rows on PostgreSQL, a duplicate key error on MySQL.
  *   A missing group: a foreign key error.
  * - listMembers: `$1` group. Rows: member_id (null for an empty group), capabilities, live.
- *   No row at all: the group does not exist. listMemberIds: the same without capabilities.
+ *   No row at all: the group does not exist. listMemberIds: the same without capabilities, plus
+ *   ttl_ms, the milliseconds (server clock) until the row expires.
  * - collectExpired: `$1` group, `$2` the member that must never be collected (self)
  * - setLeader: `$1` group, `$2` member, `$3` session id; clearLeader: `$1` group, `$2` session id
  * - getLeader: `$1` group, `$2` leader lock name
@@ -151,7 +152,7 @@ export function postgresqlStatements(t: SqlNames): SqlStatements {
     deleteMember: notifying(`DELETE FROM ${t.members} WHERE group_id = $1 AND member_id = $2`),
     listMembers: `SELECT m.member_id, m.capabilities, m.expires_at > now() AS live
       FROM ${t.groups} g LEFT JOIN ${t.members} m ON m.group_id = g.group_id WHERE g.group_id = $1`,
-    listMemberIds: `SELECT m.member_id, m.expires_at > now() AS live
+    listMemberIds: `SELECT m.member_id, m.expires_at > now() AS live, EXTRACT(EPOCH FROM m.expires_at - now())::float8 * 1000 AS ttl_ms
       FROM ${t.groups} g LEFT JOIN ${t.members} m ON m.group_id = g.group_id WHERE g.group_id = $1`,
     collectExpired: `DELETE FROM ${t.members} WHERE group_id = $1 AND member_id <> $2 AND expires_at <= now()`,
     updateCapabilities: notifying(`UPDATE ${t.members} SET capabilities = $3, updated_at = now(), expires_at = ${ttl}
@@ -191,7 +192,7 @@ export function mysqlStatements(t: SqlNames): SqlStatements {
     deleteMember: `DELETE FROM ${t.members} WHERE group_id = $1 AND member_id = $2`,
     listMembers: `SELECT m.member_id, m.capabilities, m.expires_at > ${now} AS live
       FROM ${t.groups} g LEFT JOIN ${t.members} m ON m.group_id = g.group_id WHERE g.group_id = $1`,
-    listMemberIds: `SELECT m.member_id, m.expires_at > ${now} AS live
+    listMemberIds: `SELECT m.member_id, m.expires_at > ${now} AS live, TIMESTAMPDIFF(MICROSECOND, ${now}, m.expires_at) DIV 1000 AS ttl_ms
       FROM ${t.groups} g LEFT JOIN ${t.members} m ON m.group_id = g.group_id WHERE g.group_id = $1`,
     collectExpired: `DELETE FROM ${t.members} WHERE group_id = $1 AND member_id <> $2 AND expires_at <= ${now}`,
     updateCapabilities: `UPDATE ${t.members} SET capabilities = $3, updated_at = ${now}, expires_at = ${ttl}
