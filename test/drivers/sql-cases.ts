@@ -244,6 +244,27 @@ export function sqlDriverCases(backend: SqlBackend, url: string): void {
     assert.ok(took >= 900 && took < 1_000 + 3_000, `failed after ${took} ms with timeout=1`)
   })
 
+  it(title('connection: a silent link is reported suspended by the heartbeat\'s own deadline, before the membership lapses'), async (t) => {
+    // membership_timeout 6 s: a beat every ~3 s, each given 1.5 s to answer, so a beat that meets
+    // the silence says so within about 4.8 s, while the membership would be called lost at 6 s.
+    const proxy = await TcpProxy.start(Number(hostPort.split(':')[1]))
+    t.after(() => proxy.close())
+    const a = await openSql(t, withQuery(url.replace(hostPort, `127.0.0.1:${proxy.port}`), 'membership_timeout=6'))
+    const g = rid('g')
+    await a.joinGroupCreate(g)
+    const states: ConnectionState[] = []
+    a.on('connectionStateChanged', ({ state }) => states.push(state))
+    const pausedAt = Date.now()
+    proxy.pause()
+    await waitFor('suspended', () => states.length > 0, 10_000)
+    const suspendedMs = Date.now() - pausedAt
+    proxy.resume()
+    await waitFor('reconnected', () => states.at(-1) === 'reconnected', TIMING.eventMs)
+    t.diagnostic(`suspended ${suspendedMs} ms after the link went silent; states: ${states.join(' → ')}`)
+    assert.equal(states[0], 'suspended', `states: ${states.join(', ')}`)
+    assert.deepEqual(await a.getMembers(g), [a.memberId])
+  })
+
   it(title('connection: a cut link is reported suspended then reconnected; a lock on a cut session is reported lost'), async (t) => {
     const port = Number(hostPort.split(':')[1])
     const proxy = await TcpProxy.start(port)

@@ -90,8 +90,9 @@ export function sqlIdProblem(kind: IdKind, id: string, maxLockChars?: number): s
   return undefined
 }
 
-/** Rejected by {@link withDeadline}: the server did not answer in time. */
+/** Rejected by {@link withDeadline}: the server did not answer in time. Reads as a network timeout (ETIMEDOUT). */
 export class DeadlineError extends Error {
+  readonly code = 'ETIMEDOUT'
   constructor(readonly afterMs: number) {
     super(`no answer within ${afterMs / 1000} s`)
   }
@@ -154,15 +155,18 @@ export class SqlDriver implements CoordinationDriver {
     await this.#dialect.close()
   }
 
-  /** One UPDATE of this member's rows; groups whose row is gone (or lapsed) are reported lost. */
+  /**
+   * One UPDATE of this member's rows; groups whose row is gone (or lapsed) are reported lost. No
+   * answer within a quarter of membership_timeout counts as a broken link (`suspended`), reported
+   * well before the rows lapse and the Coordinator calls the membership lost.
+   */
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
     const nextBeatMs = this.#s.membershipTimeoutMs
     const groups = [...joined.keys()]
-    if (groups.length === 0) {
-      await this.#run('probe', [])
-      return { nextBeatMs }
-    }
-    const refreshed = new Set(await this.#guard(() => this.#dialect.refreshMembers(this.#s.memberId, groups, nextBeatMs)))
+    const beat = groups.length === 0
+      ? this.#dialect.run('probe', []).then(() => [])
+      : this.#dialect.refreshMembers(this.#s.memberId, groups, nextBeatMs)
+    const refreshed = new Set(await this.#guard(() => withDeadline(beat, nextBeatMs / 4)))
     const lostGroups = groups.filter((g) => !refreshed.has(g))
     return lostGroups.length ? { nextBeatMs, lostGroups } : { nextBeatMs }
   }
