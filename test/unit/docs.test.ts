@@ -11,7 +11,7 @@ describe('unit: docs and registry', () => {
   })
 
   it('registry: every driver file is registered, and every driver documents itself', async () => {
-    const helpers = /-(client|scripts|keys|lock|options|connection|layout|format|paths|leader|gateway|watch|notify|membership|schema|dialect|session|election|protocol|codec|fence|shim|records|heartbeat)\.ts$|^sql-/
+    const helpers = /-(client|scripts|keys|lock|options|connection|layout|format|paths|leader|gateway|watch|notify|membership|schema|dialect|session|election|protocol|codec|fence|shim|records|heartbeat|wire)\.ts$|^sql-/
     const files = readdirSync('src/coordination/drivers').filter((f) => f.endsWith('.ts') && !helpers.test(f)).map((f) => f.replace(/\.ts$/, ''))
     const registered = new Set<string>()
     for (const scheme of Object.keys(BUILTIN_DRIVERS)) {
