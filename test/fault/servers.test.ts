@@ -14,7 +14,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { connect, type Capability, type Coordinator } from '../../src/index.js'
+import { connect, RollcallError, type Capability, type Coordinator } from '../../src/index.js'
 import type { Backend } from '../support/backends.js'
 import { TcpProxy } from '../support/proxy.js'
 import { startEtcd, startMemcached, startRedis, startZookeeper, type PrivateServer } from '../support/servers.js'
@@ -70,6 +70,22 @@ function applicable(b: FaultBackend): string | undefined {
   if (missing.length > 0) return `unsupported by ${b.name}: ${missing.join(', ')}`
   if (!declares(b, [], ['memberExpiry', 'sessionExpiry'])) return `unsupported by ${b.name}: memberExpiry or sessionExpiry`
   return undefined
+}
+
+/**
+ * `read()`, again while it fails with a retryable error, for at most RECOVERY_MS: a server just
+ * back may still time a request out under load, which a caller is meant to retry.
+ */
+async function afterRecovery<T>(read: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + RECOVERY_MS
+  for (;;) {
+    try {
+      return await read()
+    } catch (err) {
+      if (!(err instanceof RollcallError && err.retryable) || Date.now() > deadline) throw err
+      await sleep(100)
+    }
+  }
 }
 
 /** Watches for C taking A's lock; `takenAt` is when C's acquire resolved. */
@@ -179,7 +195,7 @@ async function runFault(scope: Scope, b: FaultBackend, srv: PrivateServer, fc: F
   assert.deepEqual(problems, [], `${problems.join('; ')}; A: ${show(log)}; B: ${show(m.events)}`)
   const bStatus = await m.status()
   assert.deepEqual(bStatus.joined, [g], `B still counts itself in the group: ${JSON.stringify(bStatus)}`)
-  const dataLost = !(await a.getGroups()).includes(canary)
+  const dataLost = !(await afterRecovery(() => a.getGroups())).includes(canary)
   if (fc.outlastsLiveness) {
     // Liveness lapsed on the server, so the member must have been told, and reconnected.
     assert.ok(states(log).some((st) => st === 'suspended' || st === 'lost'), `A reported its connection suspended or lost: ${show(log)}`)
@@ -195,7 +211,7 @@ async function runFault(scope: Scope, b: FaultBackend, srv: PrivateServer, fc: F
     let heldUntil = log.find((e) => e.what === `lockLost:${name}`)?.at
     if (heldUntil === undefined) {
       assert.equal(lockA.acquired, true, 'A was not told it lost the lock, so it still holds it')
-      assert.equal(await lockA.isStillOwner(), true, 'A believes it holds the lock: the server must agree')
+      assert.equal(await afterRecovery(() => lockA.isStillOwner()), true, 'A believes it holds the lock: the server must agree')
       heldUntil = Date.now()
       assert.equal(await lockA.release(), true)
     }
