@@ -62,13 +62,6 @@ export interface HeartbeatResult {
   nextBeatMs: number
   /** Joined groups where the backend no longer lists this member; the Coordinator rejoins them. */
   lostGroups?: readonly string[]
-  /**
-   * True when liveness is kept by the driver's session (ZooKeeper's pings), not by these beats:
-   * nextBeatMs then only paces the checks, and the driver reports `lost` itself, counting from
-   * the server's last answer. The Coordinator then keeps no lapse deadline of its own, which
-   * would count from the last beat and fire early.
-   */
-  keptBySession?: boolean
 }
 
 /** getMemberInfo()'s raw answer. */

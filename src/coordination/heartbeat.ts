@@ -7,9 +7,7 @@
  * had already lapsed is reported, and the moment the lapse deadline passes without a successful
  * beat (whether beats fail or hang on a silent server) the owner is told that everything ephemeral
  * must be presumed lost (client-side expiry, as the Java ZooKeeper client does it). The deadline
- * runs from when the last good beat was sent. A driver whose session keeps liveness between
- * beats (ZooKeeper's pings) keeps that deadline itself, from the server's last answer: then the
- * loop keeps none. Timers are unref'd: they never keep a process alive.
+ * runs from when the last good beat was sent. Timers are unref'd: they never keep a process alive.
  */
 import { asRollcallError, type RollcallError } from '../errors.js'
 
@@ -23,8 +21,6 @@ export interface HeartbeatHooks {
   onSuccess(lateByMs: number): void
   /** The lapse deadline passed without a successful beat (one may still be in flight). */
   onExpired?(): void
-  /** False when, as of the last beat, liveness does not lapse between beats (a session keeps it): no deadline then. */
-  lapses?(): boolean
 }
 
 /** Tuning; the defaults suit every built-in driver. */
@@ -113,9 +109,9 @@ export class HeartbeatLoop {
 
   #record(intervalMs: number, from = Date.now()): void {
     this.#lastIntervalMs = intervalMs
-    this.#deadline = this.#hooks.lapses?.() === false ? Number.POSITIVE_INFINITY : from + intervalMs
+    this.#deadline = from + intervalMs
     clearTimeout(this.#expiry)
-    if (this.#stopped || !Number.isFinite(this.#deadline)) return
+    if (this.#stopped || !Number.isFinite(intervalMs)) return
     // Client-side expiry does not wait for a beat to fail: a beat stuck on a silent server never does.
     this.#expiry = setTimeout(() => this.#hooks.onExpired?.(), Math.max(0, this.#deadline - Date.now()))
     this.#expiry.unref()

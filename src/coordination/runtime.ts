@@ -75,8 +75,6 @@ export class DriverRuntime {
   #ticks = 0
   #stopping: Promise<void> | undefined
   #lastBeatAt: Date | undefined
-  /** The last beat said a session keeps liveness (HeartbeatResult.keptBySession). */
-  #keptBySession = false
 
   constructor(parts: CoordinatorParts, emit: Emit) {
     this.#p = parts
@@ -137,7 +135,6 @@ export class DriverRuntime {
         if (this.#connection === 'lost') this.setConnection('reconnected')
       },
       onExpired: () => this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
-      lapses: () => !this.#keptBySession,
     })
   }
 
@@ -187,7 +184,6 @@ export class DriverRuntime {
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
     const result = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
     this.#lastBeatAt = new Date()
-    this.#keptBySession = result.keptBySession === true
     if (result.lostGroups?.length) this.membership.lost(result.lostGroups, 'the backend no longer lists this member')
     const outcomes = await Promise.allSettled([...this.locks].filter((l) => l.driverLock.refresh).map(async (l) => {
       if (!(await l.driverLock.refresh!())) l.lost('its lease lapsed or another holder took it')

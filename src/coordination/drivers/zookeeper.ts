@@ -123,10 +123,7 @@ class ZookeeperDriver implements CoordinationDriver {
     await this.#conn?.stop()
   }
 
-  /**
-   * tooz's heartbeat (`get /<ns>`), plus a check that our member nodes still exist. The session is
-   * kept alive by the client's pings, not by this; its loss is reported by the session watchdog.
-   */
+  /** tooz's heartbeat (`get /<ns>`), plus a check that our member nodes still exist. */
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
     const conn = this.#c()
     await conn.exists(this.#base)
@@ -136,7 +133,7 @@ class ZookeeperDriver implements CoordinationDriver {
       // Missing, or left over from a session of ours that was lost: either way not a live membership.
       if (!stat || conn.isDeadSession(stat.ephemeralOwner.toString('hex'))) lostGroups.push(g)
     }))
-    return { nextBeatMs: conn.sessionTimeoutMs, lostGroups, keptBySession: true }
+    return { nextBeatMs: conn.sessionTimeoutMs, lostGroups }
   }
 
   async createGroup(group: string): Promise<void> {
