@@ -88,6 +88,8 @@ start_zookeeper() {
 tickTime=500
 minSessionTimeout=1000
 maxSessionTimeout=60000
+# A test server: no fsync per transaction, which the suite's disk load can stall for seconds.
+forceSync=no
 dataDir=$dir/data
 clientPort=$ZOOKEEPER_PORT
 clientPortAddress=127.0.0.1

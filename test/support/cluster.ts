@@ -188,7 +188,8 @@ async function zookeeperEnsemble(size = 3): Promise<Cluster> {
     mkdirSync(join(home, 'data'), { recursive: true })
     writeFileSync(join(home, 'data', 'myid'), `${i + 1}\n`)
     writeFileSync(join(home, 'zoo.cfg'), [
-      'tickTime=500', 'initLimit=20', 'syncLimit=10', 'minSessionTimeout=1000', 'maxSessionTimeout=60000', `dataDir=${join(home, 'data')}`,
+      // forceSync=no, as for the single private server (servers.ts): no multi-second fsync stalls.
+      'tickTime=500', 'initLimit=20', 'syncLimit=10', 'minSessionTimeout=1000', 'maxSessionTimeout=60000', 'forceSync=no', `dataDir=${join(home, 'data')}`,
       `clientPort=${port}`, 'clientPortAddress=127.0.0.1', 'admin.enableServer=false', '4lw.commands.whitelist=*', 'maxClientCnxns=0',
       'quorumListenOnAllIPs=false', ...servers, '',
     ].join('\n'))
