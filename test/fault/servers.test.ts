@@ -110,6 +110,28 @@ function contend(scope: Scope, c: Coordinator, name: string): { takenAt: () => n
   return { takenAt: () => takenAt, token: () => token }
 }
 
+/** What a server-fault run sets up before the fault: A (through the proxy, if any), B, and C contending for A's lock. */
+async function setUp(scope: Scope, b: FaultBackend, viaA: string, direct: string, n: number) {
+  const withLocks = b.caps.has('locks')
+  const g = rid('g')
+  const name = rid('l')
+  const capsA = { who: 'A', run: n, zone: 'az1' }
+  const capsB = { who: 'B', run: n, list: [1, 2, 3] }
+  const a = await open(scope, viaA)
+  const log = recordEvents(a)
+  // Nobody joins or recreates the canary: gone after the fault means the server came back empty.
+  const canary = rid('canary')
+  await a.createGroup(canary)
+  await a.joinGroupCreate(g, capsA)
+  const lockA = a.getLock(name)
+  if (withLocks) assert.equal(await lockA.acquire({ timeoutMs: 10_000 }), true, 'A takes the lock')
+  const tokenA = lockA.fencingToken
+  const m = await spawnMember(scope, { url: direct, memberId: rid('B'), group: g, capabilities: capsB })
+  const c = withLocks ? await open(scope, direct) : undefined
+  const rival = c && contend(scope, c, name)
+  return { withLocks, g, name, capsA, capsB, a, log, canary, lockA, tokenA, m, c, rival }
+}
+
 async function runFault(scope: Scope, b: FaultBackend, srv: PrivateServer, fc: FaultCase, n: number): Promise<{ ms: number; counts: Record<string, number> }> {
   const liveness = fc.fault === 'cut-short' ? LONG_S : SHORT_S
   const query = `timeout=${liveness}`
@@ -129,23 +151,18 @@ async function runFault(scope: Scope, b: FaultBackend, srv: PrivateServer, fc: F
     await probe.getGroups().finally(() => probe.stop())
     return true
   }, RECOVERY_MS, 250)
-  const withLocks = b.caps.has('locks')
-  const g = rid('g')
-  const name = rid('l')
-  const capsA = { who: 'A', run: n, zone: 'az1' }
-  const capsB = { who: 'B', run: n, list: [1, 2, 3] }
-  const a = await open(scope, viaA)
-  const log = recordEvents(a)
-  // Nobody joins or recreates the canary: gone after the fault means the server came back empty.
-  const canary = rid('canary')
-  await a.createGroup(canary)
-  await a.joinGroupCreate(g, capsA)
-  const lockA = a.getLock(name)
-  if (withLocks) assert.equal(await lockA.acquire({ timeoutMs: 10_000 }), true, 'A takes the lock')
-  const tokenA = lockA.fencingToken
-  const m = await spawnMember(scope, { url: direct, memberId: rid('B'), group: g, capabilities: capsB })
-  const c = withLocks ? await open(scope, direct) : undefined
-  const rival = c && contend(scope, c, name)
+  // Setting up is not what is tested: a request that a loaded machine times out before the fault
+  // is begun again with fresh names (at most 3 times); what an attempt left is cleaned up with the run.
+  let set: Awaited<ReturnType<typeof setUp>> | undefined
+  for (let attempt = 1; set === undefined; attempt++) {
+    try {
+      set = await setUp(scope, b, viaA, direct, n)
+    } catch (err) {
+      if (attempt >= 3 || !(err instanceof RollcallError && err.retryable)) throw err
+      await sleep(500)
+    }
+  }
+  const { withLocks, g, name, capsA, capsB, a, log, canary, lockA, tokenA, m, rival } = set
 
   // The fault.
   switch (fc.fault) {
