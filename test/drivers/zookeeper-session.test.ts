@@ -45,6 +45,23 @@ async function privateZookeeper(t: TestContext): Promise<PrivateServer> {
 const has = (log: Entry[], what: string): Entry | undefined => log.find((e) => e.what === what)
 const hex = (b: Buffer): string => b.toString('hex')
 
+/**
+ * A member on the shared server through a TcpProxy, recorded, joined to a fresh group with
+ * `{ v: 1 }`; `owner()` reads which session owns its node, with a plain client.
+ */
+async function proxiedMember(t: TestContext, timeoutSeconds: number) {
+  const proxy = await TcpProxy.start(sharedHostPort().port)
+  t.after(() => proxy.close())
+  const c = await connect(`zookeeper://127.0.0.1:${proxy.port}?timeout=${timeoutSeconds}`, { memberId: rid('m'), watchIntervalMs: TIMING.watchIntervalMs })
+  t.after(() => c.stop())
+  const log = record(c)
+  const g = rid('g')
+  await c.joinGroupCreate(g, { v: 1 })
+  const raw = await rawZk(t)
+  const owner = async (): Promise<string> => hex((await raw.get(`/tooz/${g}/${c.memberId}`)).stat.ephemeralOwner)
+  return { proxy, c, log, g, raw, owner }
+}
+
 describe('zookeeper sessions', { concurrency: 3 }, () => {
   it('zookeeper: session: a server silent past the session timeout → suspended, lost, new session, rejoined; locks and leadership lost', { timeout: 90_000 }, async (t) => {
     const zk = await privateZookeeper(t)
@@ -103,19 +120,12 @@ describe('zookeeper sessions', { concurrency: 3 }, () => {
   })
 
   it('zookeeper: session: a cut connection is suspended, then reconnected within the session; nothing is lost', { timeout: 60_000 }, async (t) => {
-    const proxy = await TcpProxy.start(sharedHostPort().port)
-    t.after(() => proxy.close())
-    const c = await connect(`zookeeper://127.0.0.1:${proxy.port}?timeout=4`, { memberId: rid('m'), watchIntervalMs: TIMING.watchIntervalMs })
-    t.after(() => c.stop())
-    const log = record(c)
-    const g = rid('g')
-    await c.joinGroupCreate(g, { v: 1 })
+    const { proxy, c, log, g, raw, owner } = await proxiedMember(t, 4)
     const lock = c.getLock(rid('l'))
     await lock.acquire()
     c.watchElectedAsLeader(g, () => {})
     await waitFor('the election', () => c.isLeader(g), TIMING.eventMs)
-    const raw = await rawZk(t)
-    const owner = hex((await raw.get(`/tooz/${g}/${c.memberId}`)).stat.ephemeralOwner)
+    const ownerBefore = await owner()
     const cutAt = Date.now()
     proxy.cut()
     proxy.restore()
@@ -126,23 +136,16 @@ describe('zookeeper sessions', { concurrency: 3 }, () => {
     assert.equal(await lock.isStillOwner(), true)
     assert.equal(await lock.heartbeat(), true)
     assert.ok(c.isLeader(g))
-    assert.equal(hex((await raw.get(`/tooz/${g}/${c.memberId}`)).stat.ephemeralOwner), owner, 'same session, same node')
+    assert.equal(await owner(), ownerBefore, 'same session, same node')
     assert.deepEqual(loads((await raw.get(`/tooz/${g}/${c.memberId}`)).data), { v: 1 })
     await c.stop() // while the proxy still forwards
   })
 
   it('zookeeper: session: a connection that ends part way through a reply reconnects within the session; the partial reply is dropped', { timeout: 60_000 }, async (t) => {
-    // node-zookeeper-client keeps the bytes of an unfinished frame across connections and glued
-    // them to the next connect response, parsing garbage: a handshake that hung, or a bogus session.
-    const proxy = await TcpProxy.start(sharedHostPort().port)
-    t.after(() => proxy.close())
-    const c = await connect(`zookeeper://127.0.0.1:${proxy.port}?timeout=10`, { memberId: rid('m'), watchIntervalMs: TIMING.watchIntervalMs })
-    t.after(() => c.stop())
-    const log = record(c)
-    const g = rid('g')
-    await c.joinGroupCreate(g, { v: 1 })
-    const raw = await rawZk(t)
-    const owner = hex((await raw.get(`/tooz/${g}/${c.memberId}`)).stat.ephemeralOwner)
+    // node-zookeeper-client keeps the bytes of an unfinished frame across connections and glues
+    // them to the next connect response, parsing garbage: a handshake that hangs, or a bogus session.
+    const { proxy, c, log, g, owner } = await proxiedMember(t, 10)
+    const ownerBefore = await owner()
     const cutAt = Date.now()
     // A frame header announcing 100 bytes, and one of them.
     proxy.endMidFrame(Buffer.from([0, 0, 0, 100, 1]))
@@ -150,7 +153,7 @@ describe('zookeeper sessions', { concurrency: 3 }, () => {
     t.diagnostic(`reconnected ${has(log, 'reconnected')!.at - cutAt} ms after the cut`)
     assert.deepEqual(log.map((e) => e.what), ['suspended', 'reconnected'])
     assert.deepEqual(await c.getMembers(g), [c.memberId])
-    assert.equal(hex((await raw.get(`/tooz/${g}/${c.memberId}`)).stat.ephemeralOwner), owner, 'same session, same node')
+    assert.equal(await owner(), ownerBefore, 'same session, same node')
   })
 
   it('zookeeper: session: expiry reported by the server → lost, a new session, watches re-armed', { timeout: 60_000 }, async (t) => {
