@@ -73,17 +73,18 @@ function applicable(b: FaultBackend): string | undefined {
 }
 
 /**
- * `read()`, again while it fails with a retryable error, for at most RECOVERY_MS: a server just
- * back may still time a request out under load, which a caller is meant to retry.
+ * `fn()`, again while it fails with a retryable error (a loaded machine, or a server just back,
+ * may time a request out, which a caller is meant to retry): at most `attempts` times and for at
+ * most `withinMs`, pausing `pauseMs` between tries.
  */
-async function afterRecovery<T>(read: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + RECOVERY_MS
-  for (;;) {
+async function retrying<T>(fn: () => Promise<T>, { attempts = Infinity, withinMs = RECOVERY_MS, pauseMs = 100 } = {}): Promise<T> {
+  const deadline = Date.now() + withinMs
+  for (let attempt = 1; ; attempt++) {
     try {
-      return await read()
+      return await fn()
     } catch (err) {
-      if (!(err instanceof RollcallError && err.retryable) || Date.now() > deadline) throw err
-      await sleep(100)
+      if (!(err instanceof RollcallError && err.retryable) || attempt >= attempts || Date.now() > deadline) throw err
+      await sleep(pauseMs)
     }
   }
 }
@@ -153,16 +154,8 @@ async function runFault(scope: Scope, b: FaultBackend, srv: PrivateServer, fc: F
   }, RECOVERY_MS, 250)
   // Setting up is not what is tested: a request that a loaded machine times out before the fault
   // is begun again with fresh names (at most 3 times); what an attempt left is cleaned up with the run.
-  let set: Awaited<ReturnType<typeof setUp>> | undefined
-  for (let attempt = 1; set === undefined; attempt++) {
-    try {
-      set = await setUp(scope, b, viaA, direct, n)
-    } catch (err) {
-      if (attempt >= 3 || !(err instanceof RollcallError && err.retryable)) throw err
-      await sleep(500)
-    }
-  }
-  const { withLocks, g, name, capsA, capsB, a, log, canary, lockA, tokenA, m, rival } = set
+  const { withLocks, g, name, capsA, capsB, a, log, canary, lockA, tokenA, m, rival } =
+    await retrying(() => setUp(scope, b, viaA, direct, n), { attempts: 3, withinMs: Infinity, pauseMs: 500 })
 
   // The fault.
   switch (fc.fault) {
@@ -212,7 +205,7 @@ async function runFault(scope: Scope, b: FaultBackend, srv: PrivateServer, fc: F
   assert.deepEqual(problems, [], `${problems.join('; ')}; A: ${show(log)}; B: ${show(m.events)}`)
   const bStatus = await m.status()
   assert.deepEqual(bStatus.joined, [g], `B still counts itself in the group: ${JSON.stringify(bStatus)}`)
-  const dataLost = !(await afterRecovery(() => a.getGroups())).includes(canary)
+  const dataLost = !(await retrying(() => a.getGroups())).includes(canary)
   if (fc.outlastsLiveness) {
     // Liveness lapsed on the server, so the member must have been told, and reconnected.
     assert.ok(states(log).some((st) => st === 'suspended' || st === 'lost'), `A reported its connection suspended or lost: ${show(log)}`)
@@ -228,7 +221,7 @@ async function runFault(scope: Scope, b: FaultBackend, srv: PrivateServer, fc: F
     let heldUntil = log.find((e) => e.what === `lockLost:${name}`)?.at
     if (heldUntil === undefined) {
       assert.equal(lockA.acquired, true, 'A was not told it lost the lock, so it still holds it')
-      assert.equal(await afterRecovery(() => lockA.isStillOwner()), true, 'A believes it holds the lock: the server must agree')
+      assert.equal(await retrying(() => lockA.isStillOwner()), true, 'A believes it holds the lock: the server must agree')
       heldUntil = Date.now()
       assert.equal(await lockA.release(), true)
     }
