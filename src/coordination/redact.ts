@@ -4,7 +4,8 @@
  * Two functions, both linear in the length of their input:
  * - {@link redactUrl} works on any text (a log line, an error message, a capability string) and
  *   hides, for every URL in it, everything between `scheme:` and the last `@` before the next URL
- *   (user name and password, whatever characters they hold: a raw `/`, `?`, `#`, `@`, a newline),
+ *   that a host part may follow (user name and password, whatever characters they hold: a raw
+ *   `/`, `?`, `#`, `@`, a newline),
  *   plus the values of password, token and secret query options. In free text the end of a URL
  *   cannot be known, so it errs on the side of hiding.
  * - {@link displayUrl} is how a URL that could not be parsed is shown: its scheme and what follows
@@ -22,6 +23,9 @@ const SCHEME_AT = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*):/gi
 
 /** Schemes recognised even without `//` after the colon (`redis::pw@host` is a typo for `redis://`). */
 const BARE_SCHEME = /^(?:redis|rediss|memcached|zookeeper|kazoo|zake|etcd3?|etcd3\+https?|postgres(?:ql)?|mysql|mariadb|sqlite|file|memory)(?:\+[a-z0-9]+)?$/i
+
+/** What may follow the `@` that ends a user information: a host, a port, a path, or nothing. */
+const HOST_START = /[A-Za-z0-9[\]_%.:/~-]/
 
 /** Query options whose values are secrets. `[a-z_]*` is bounded by the `?`/`&` the match starts at. */
 const SECRET_QUERY = /([?&](?:[a-z_]*password|[a-z_]*token|secret|keyfile_password)=)[^&#\s]*/gi
@@ -56,8 +60,10 @@ function hideUserinfo(s: string): string {
   for (let i = 0; i < zones.length; i++) {
     const { from } = zones[i]!
     const to = i + 1 < zones.length ? zones[i + 1]!.schemeAt : s.length
+    // The last "@" followed by something a host part may start with: not a space, quote or bracket
+    // of the prose around the URL (`... an "@" after a "/" (@ as %40)` keeps its host shown).
     let at = to - 1
-    while (at >= from && s.charCodeAt(at) !== 64 /* @ */) at--
+    while (at >= from && (s.charCodeAt(at) !== 64 /* @ */ || (at + 1 < s.length && !HOST_START.test(s[at + 1]!)))) at--
     if (at <= from) continue
     out += `${s.slice(copied, from)}***`
     copied = at
