@@ -121,10 +121,11 @@ describe('cli: edges', { concurrency: 4 }, () => {
     const dir = tempDir(t)
     const file = join(dir, 'rollcall.conf')
     writeFileSync(file, `[DEFAULT]\n${'k'.repeat(1_000_000)} = 1\nreport_intervall = 10\n`)
-    const r = await run(['service', 'list', '--config', file], {}, 30_000)
+    const r = await run(['service', 'list', '--config', file], {}, 60_000)
     assert.equal(r.code, 0, r.stderr)
     assert.match(r.stderr, /report_intervall is ignored; did you mean report_interval\?/, 'short keys still get a suggestion')
-    assert.ok(r.ms < 8_000, `took ${Math.round(r.ms)} ms`)
+    // About 1 s on an idle machine; over 10 s (30 s here) before suggestions were limited to near-length keys.
+    assert.ok(r.ms < 15_000, `took ${Math.round(r.ms)} ms`)
   })
 
   it('cli: serve refuses a token that cannot be sent in a header, without printing it', async () => {

@@ -233,7 +233,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
         }
         const seconds = Number(value)
         if (o.type === 'seconds' && Number.isFinite(seconds) && seconds * 1000 > MAX_TIMER_MS) {
-          await assert.rejects(createCoordinator(`${o.base}${o.base.includes('?') ? '&' : '?'}${o.query}=${value}`, { memberId: 'fuzz' }), (err: Error) => /at most \d/.test(err.message), `${o.query}=${value}`)
+          await assert.rejects(createCoordinator(`${o.base}${o.base.includes('?') ? '&' : '?'}${o.query}=${encodeURIComponent(value)}`, { memberId: 'fuzz' }), (err: Error) => /at most \d/.test(err.message), `${o.query}=${value}`)
         }
         if (o.type === 'seconds' && !(Number.isFinite(n) && n <= MAX_TIMER_MS)) {
           await assert.rejects(createCoordinator(o.base, { memberId: 'fuzz', [o.name]: n }), (err: Error) => err instanceof RollcallError && err.code === 'INVALID_OPTION', `${o.name}: ${n}`)
