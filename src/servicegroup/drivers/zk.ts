@@ -17,7 +17,7 @@
  * wait (its report fails, latched) until the old node goes.
  */
 import { BackendError, ConnectionError, DriverUnavailableError, InvalidArgumentError, ServiceGroupUnavailableError, type Logger, type RollcallError } from '../../index.js'
-import { ZK_CODES, ZkConnection, isConnectionProblem, zkCode, type ZkLib } from '../../coordination/drivers/zookeeper-client.js'
+import { ZK_CODES, ZkConnection, isConnectionProblem, zkCode, type ZkLib } from '../../clients/zookeeper/zookeeper-client.js'
 import { warnDeprecated } from '../deprecation.js'
 import type { DriverStats, LiveView, LivenessChange, ServiceGroupDriver } from '../driver.js'
 import type { ServiceRecord, ServiceRef } from '../types.js'

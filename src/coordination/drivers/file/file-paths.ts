@@ -8,9 +8,9 @@
  * groups/ and tmp/ (a lock there could overwrite a member record) and its own `.leaders/`.
  */
 import { posix } from 'node:path'
-import { InvalidUrlError } from '../../errors.js'
-import type { IdKind } from '../driver.js'
-import type { BackendUrl } from '../url.js'
+import { InvalidUrlError } from '../../../errors.js'
+import type { IdKind } from '../../driver.js'
+import type { BackendUrl } from '../../url.js'
 
 /** First path segments a lock name may not have: tooz's reserved paths and rollcall's leader locks. */
 export const RESERVED_LOCK_SEGMENTS: ReadonlySet<string> = new Set(['groups', 'tmp', '.driver_lock', '.leaders'])

@@ -39,10 +39,10 @@ import { readFile } from 'node:fs/promises'
 import {
   BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidOptionError, MemberExistsError,
   MemberNotJoinedError, OperationTimeoutError, SerializationError,
-} from '../../errors.js'
-import { dumps, loads } from '../codec.js'
-import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../driver.js'
-import { opt, type ResolvedOptions } from '../options.js'
+} from '../../../errors.js'
+import { dumps, loads } from '../../codec.js'
+import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
+import { opt, type ResolvedOptions } from '../../options.js'
 import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
 import { Etcd3Lock, lockKey, type LockHost } from './etcd3-lock.js'
 import { openWatch } from './etcd3-watch.js'

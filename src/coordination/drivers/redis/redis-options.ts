@@ -7,7 +7,7 @@
  * here they configure ioredis to the same effect, as far as ioredis has the knob (each doc says
  * where it does not).
  */
-import { opt, type OptionSpec, type ResolvedOptions } from '../options.js'
+import { opt, type OptionSpec, type ResolvedOptions } from '../../options.js'
 
 /** Spellings of UTF-8 that Python's codec registry accepts (normalised: lower case, `-` → `_`). */
 const UTF8_NAMES = new Set(['utf8', 'utf_8', 'u8', 'utf', 'cp65001'])

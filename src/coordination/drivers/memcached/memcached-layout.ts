@@ -15,9 +15,9 @@
  * read as, so rewriting a group never re-encodes another member's capabilities (a Python datetime
  * keeps its microseconds, a UUID stays an ext value).
  */
-import { SerializationError } from '../../errors.js'
-import { dumps, loads } from '../codec.js'
-import type { MemcachedItem } from './memcached-client.js'
+import { SerializationError } from '../../../errors.js'
+import { dumps, loads } from '../../codec.js'
+import type { MemcachedItem } from '../../../clients/memcached/memcached-client.js'
 
 /** Client flags of a raw-bytes value (pymemcache serde as tooz sets it up). */
 export const FLAG_BYTES = 1

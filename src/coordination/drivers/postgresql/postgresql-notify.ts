@@ -11,7 +11,7 @@
  * A notification lost while the listening connection was down is covered by that polling too;
  * after reconnecting, every subscriber is woken once to re-read.
  */
-import type { Logger } from '../logger.js'
+import type { Logger } from '../../logger.js'
 import { endPgClient, type PgClient } from './postgresql-lock.js'
 
 /** Reconnect delays of the listening connection: doubles from the first to the last. */

@@ -18,8 +18,8 @@
  * (beatRefresh()), as tooz's heartbeat touches them; the Coordinator's refresh() that follows the
  * beat then takes that result instead of sending a second round of requests.
  */
-import type { DriverLock } from '../driver.js'
-import type { MemcachedClient } from './memcached-client.js'
+import type { DriverLock } from '../../driver.js'
+import type { MemcachedClient } from '../../../clients/memcached/memcached-client.js'
 import { FLAG_BYTES } from './memcached-layout.js'
 
 /** One lock object; `meta` says whether the server has meta commands. */

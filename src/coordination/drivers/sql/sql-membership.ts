@@ -18,9 +18,9 @@
  */
 import {
   GroupExistsError, GroupNotEmptyError, GroupNotFoundError, MemberExistsError, MemberNotJoinedError, SerializationError, asRollcallError,
-} from '../../errors.js'
-import type { CoordinationDriver, DriverEvents, DriverLock, DriverMemberInfo, HeartbeatResult, IdKind } from '../driver.js'
-import { FirstExpiries } from '../expiries.js'
+} from '../../../errors.js'
+import type { CoordinationDriver, DriverEvents, DriverLock, DriverMemberInfo, HeartbeatResult, IdKind } from '../../driver.js'
+import { FirstExpiries } from '../../expiries.js'
 import type { StatementName } from './sql-schema.js'
 
 /** One statement's outcome. `affected` counts changed rows (or returned rows, for SELECT). */

@@ -24,7 +24,7 @@
 import { createRequire } from 'node:module'
 import { closeSync, constants, fstatSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { DriverUnavailableError, OperationTimeoutError } from '../../errors.js'
+import { DriverUnavailableError, OperationTimeoutError } from '../../../errors.js'
 
 /** The subset of fs-native-extensions used here. */
 interface NativeLocks {

@@ -15,8 +15,8 @@
  * bytes, ids may be str, and `encoded` may be missing.
  */
 import { createHash } from 'node:crypto'
-import { SerializationError } from '../../errors.js'
-import { dumps, ExtData, loads } from '../codec.js'
+import { SerializationError } from '../../../errors.js'
+import { dumps, ExtData, loads } from '../../codec.js'
 
 const EXT_DATETIME = 1
 const MAX_DEPTH = 100

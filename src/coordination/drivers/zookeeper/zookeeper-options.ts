@@ -3,10 +3,10 @@
  * its URL becomes servers, a base path and credentials.
  */
 import { createHash } from 'node:crypto'
-import { InvalidOptionError, InvalidUrlError } from '../../errors.js'
-import type { IdKind } from '../driver.js'
-import { opt, type ResolvedOptions } from '../options.js'
-import { parseHostPort, type BackendUrl } from '../url.js'
+import { InvalidOptionError, InvalidUrlError } from '../../../errors.js'
+import type { IdKind } from '../../driver.js'
+import { opt, type ResolvedOptions } from '../../options.js'
+import { parseHostPort, type BackendUrl } from '../../url.js'
 
 /** ZooKeeper's client port. */
 export const DEFAULT_PORT = 2181

@@ -44,13 +44,13 @@ import type { ConnectionOptions } from 'node:tls'
 import {
   BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidIdError, InvalidOptionError,
   MemberExistsError, MemberNotJoinedError, OperationTimeoutError, SerializationError,
-} from '../../errors.js'
-import { sleep } from '../../internal/sleep.js'
-import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult, type IdKind } from '../driver.js'
-import { opt, type ResolvedOptions } from '../options.js'
+} from '../../../errors.js'
+import { sleep } from '../../../internal/sleep.js'
+import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult, type IdKind } from '../../driver.js'
+import { opt, type ResolvedOptions } from '../../options.js'
 import {
   MAX_KEY_BYTES, MemcachedClient, MemcachedConnectionError, MemcachedKeyError, MemcachedServerError, MemcachedTimeoutError, type MemcachedServer,
-} from './memcached-client.js'
+} from '../../../clients/memcached/memcached-client.js'
 import {
   FLAG_MSGPACK, KEYS, LONGEST_PREFIX_BYTES, capabilitiesOf, decodeGroup, decodeGroupList, decodeOwner,
   encodeGroup, encodeGroupList, groupListId, memberEntry, type GroupEntry,

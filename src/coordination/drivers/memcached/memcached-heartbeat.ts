@@ -18,8 +18,8 @@
  * Servers before 1.6.10 have no meta commands: the probe is then one `gets` of every joined group,
  * values included; a value is still decoded only when its CAS changed.
  */
-import type { HeartbeatResult } from '../driver.js'
-import type { MemcachedClient, MemcachedItem } from './memcached-client.js'
+import type { HeartbeatResult } from '../../driver.js'
+import type { MemcachedClient, MemcachedItem } from '../../../clients/memcached/memcached-client.js'
 import { FLAG_BYTES, KEYS, STILL_ALIVE, decodeGroup } from './memcached-layout.js'
 import type { MemcachedLock } from './memcached-lock.js'
 

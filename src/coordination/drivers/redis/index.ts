@@ -34,10 +34,10 @@
  *   `tooz:<token>` when a Python process holds it.
  * - Not Redis Cluster-safe (the scripts touch keys in different slots), like tooz.
  */
-import { BackendError, DriverUnavailableError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, ConnectionError, MemberExistsError, MemberNotJoinedError, SerializationError } from '../../errors.js'
+import { BackendError, DriverUnavailableError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, ConnectionError, MemberExistsError, MemberNotJoinedError, SerializationError } from '../../../errors.js'
 import type { Redis } from 'ioredis'
-import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../driver.js'
-import { FirstExpiries } from '../expiries.js'
+import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
+import { FirstExpiries } from '../../expiries.js'
 import { describeTarget, ioredisOptions, readTlsMaterial, redisTarget, translateRedisError, type RedisTarget } from './redis-connection.js'
 import { decodeId, GROUP_EXISTS_FIELD, holderOfToken, RedisKeys, STILL_ALIVE } from './redis-keys.js'
 import { RedisLock } from './redis-lock.js'

@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import type { DriverLock } from '../driver.js'
+import type { DriverLock } from '../../driver.js'
 import { lockToken } from './redis-keys.js'
 import type { ScriptArg, ScriptName, ScriptReply } from './redis-scripts.js'
 

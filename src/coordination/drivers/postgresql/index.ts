@@ -38,19 +38,19 @@
  * - break() terminates the holder's backend (pg_terminate_backend, PostgreSQL ≥ 14): it needs the
  *   right to signal it, and ends anything else that session was doing.
  */
-import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../errors.js'
-import { defineDriver, type DriverEvents } from '../driver.js'
-import type { Logger } from '../logger.js'
-import { opt } from '../options.js'
-import { formatHosts, type BackendUrl } from '../url.js'
+import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
+import { defineDriver, type DriverEvents } from '../../driver.js'
+import type { Logger } from '../../logger.js'
+import { opt } from '../../options.js'
+import { formatHosts, type BackendUrl } from '../../url.js'
 import { endPgClient, PgLock, pgLockStatements, type PgClient, type PgLockHost, type PgLockStatements } from './postgresql-lock.js'
 import { PgNotifier } from './postgresql-notify.js'
-import { DeadlineError, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from './sql-membership.js'
-import { LockSessions } from './sql-sessions.js'
+import { DeadlineError, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
+import { LockSessions } from '../sql/sql-sessions.js'
 import {
   namespaceProblem, postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql, sqlNames,
   type SqlNames, type SqlStatements, type StatementName,
-} from './sql-schema.js'
+} from '../sql/sql-schema.js'
 
 type Pg = (typeof import('pg'))['default']
 type PgPool = InstanceType<Pg['Pool']>

@@ -13,8 +13,8 @@
  */
 import { readFile } from 'node:fs/promises'
 import type { RedisOptions as IoRedisOptions } from 'ioredis'
-import { BackendError, ConnectionError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../errors.js'
-import { parseHostPort, type BackendUrl, type HostPort } from '../url.js'
+import { BackendError, ConnectionError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
+import { parseHostPort, type BackendUrl, type HostPort } from '../../url.js'
 import type { RedisOptions } from './redis-options.js'
 
 /** Port of a redis URL that names none. */

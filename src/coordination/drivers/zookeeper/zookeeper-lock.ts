@@ -16,9 +16,9 @@
  * version, which grows with every create and delete, so each new holder's is larger.
  */
 import { randomUUID } from 'node:crypto'
-import { ConnectionError } from '../../errors.js'
-import type { DriverLock } from '../driver.js'
-import { isConnectionProblem, ZK_CODES, zkCode, type ZkConnection } from './zookeeper-client.js'
+import { ConnectionError } from '../../../errors.js'
+import type { DriverLock } from '../../driver.js'
+import { isConnectionProblem, ZK_CODES, zkCode, type ZkConnection } from '../../../clients/zookeeper/zookeeper-client.js'
 
 /** What follows the uuid in a contender's name (kazoo `Lock._NODE_NAME`). */
 export const LOCK_NODE_NAME = '__lock__'

@@ -10,7 +10,7 @@
  * as in file-lock.ts: short, local, and never waiting for another process.
  */
 import { closeSync, constants, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs'
-import { dumps, loads } from '../codec.js'
+import { dumps, loads } from '../../codec.js'
 import { nativeLocks, pause, RecordLock } from './file-lock.js'
 
 const utf8 = new TextEncoder()

@@ -8,7 +8,7 @@
  * own; a release is one compare-and-delete txn. tooz grants a lease for every attempt (and leaks
  * the lease of each failed one), so its acquire + release is three requests, this one's two.
  */
-import type { DriverLock } from '../driver.js'
+import type { DriverLock } from '../../driver.js'
 import { isLeaseGone, type EtcdGateway, type TxnResult } from './etcd3-gateway.js'
 import { openWatch, type Watch } from './etcd3-watch.js'
 

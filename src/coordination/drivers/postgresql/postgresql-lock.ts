@@ -14,10 +14,10 @@
  * trips per cycle (lock with its fencing token, unlock) and no connection set-up.
  */
 import { createHash } from 'node:crypto'
-import { ConnectionError } from '../../errors.js'
-import { sleep } from '../../internal/sleep.js'
-import type { SessionLock } from './sql-membership.js'
-import type { LockSessions } from './sql-sessions.js'
+import { ConnectionError } from '../../../errors.js'
+import { sleep } from '../../../internal/sleep.js'
+import type { SessionLock } from '../sql/sql-membership.js'
+import type { LockSessions } from '../sql/sql-sessions.js'
 
 /** The subset of a node-postgres Client these drivers use. */
 export interface PgClient {

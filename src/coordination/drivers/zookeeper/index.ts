@@ -35,9 +35,9 @@
 import {
   BackendError, ConnectionError, DriverUnavailableError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidArgumentError,
   InvalidOptionError, MemberExistsError, MemberNotJoinedError, type RollcallError,
-} from '../../errors.js'
-import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../driver.js'
-import { isConnectionProblem, ZK_CODES, zkCode, ZkConnection, type ZkLib } from './zookeeper-client.js'
+} from '../../../errors.js'
+import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
+import { isConnectionProblem, ZK_CODES, zkCode, ZkConnection, type ZkLib } from '../../../clients/zookeeper/zookeeper-client.js'
 import { readHolder, ZkLock } from './zookeeper-lock.js'
 import { checkPath, digestCredential, idProblem, LEADER_NODE, LOCKS_NODE, MAX_NODE_BYTES, ZOOKEEPER_OPTIONS, serversOf, type ZookeeperOptions } from './zookeeper-options.js'
 

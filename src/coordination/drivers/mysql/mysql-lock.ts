@@ -13,10 +13,10 @@
  * coordinator's LockSessions, sql-sessions.ts) for the next acquire: a lock taken in a loop
  * costs two round trips per cycle (GET_LOCK with its fencing token, RELEASE_LOCK).
  */
-import { BackendError, ConnectionError } from '../../errors.js'
-import { sleep } from '../../internal/sleep.js'
-import type { SessionLock } from './sql-membership.js'
-import type { LockSessions } from './sql-sessions.js'
+import { BackendError, ConnectionError } from '../../../errors.js'
+import { sleep } from '../../../internal/sleep.js'
+import type { SessionLock } from '../sql/sql-membership.js'
+import type { LockSessions } from '../sql/sql-sessions.js'
 
 /** The subset of a mysql2/promise connection these drivers use. */
 export interface MysqlConnection {

@@ -60,9 +60,9 @@ import { join } from 'node:path'
 import {
   BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, MemberExistsError,
   MemberNotJoinedError, SerializationError,
-} from '../../errors.js'
-import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../driver.js'
-import { opt, type ResolvedOptions } from '../options.js'
+} from '../../../errors.js'
+import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
+import { opt, type ResolvedOptions } from '../../options.js'
 import { CorruptRecordError, decodeGroupMetadata, decodeMemberRecord, encodeGroupMetadata, encodeMemberRecord, safeName } from './file-format.js'
 import { LeaderLock, readLeader } from './file-leader.js'
 import { directoryOf, normalizeLockName, validateId } from './file-paths.js'

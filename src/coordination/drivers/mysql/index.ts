@@ -40,14 +40,14 @@
  */
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../errors.js'
-import { defineDriver } from '../driver.js'
-import { opt } from '../options.js'
-import { formatHosts } from '../url.js'
+import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
+import { defineDriver } from '../../driver.js'
+import { opt } from '../../options.js'
+import { formatHosts } from '../../url.js'
 import { MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
-import { DeadlineError, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from './sql-membership.js'
-import { LockSessions } from './sql-sessions.js'
-import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql, namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from './sql-schema.js'
+import { DeadlineError, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
+import { LockSessions } from '../sql/sql-sessions.js'
+import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql, namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from '../sql/sql-schema.js'
 
 type Mysql = typeof import('mysql2/promise')
 type MysqlPool = ReturnType<Mysql['createPool']>
