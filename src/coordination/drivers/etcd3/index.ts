@@ -35,7 +35,6 @@
  * - Python tooz 3.1 does not revoke its leases on stop(): its locks stay held until lock_timeout.
  */
 import { randomBytes } from 'node:crypto'
-import { readFile } from 'node:fs/promises'
 import {
   BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidOptionError, MemberExistsError,
   MemberNotJoinedError, OperationTimeoutError, SerializationError,
@@ -46,11 +45,12 @@ import { opt, type ResolvedOptions } from '../../options.js'
 import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
 import { Etcd3Lock, lockKey, type LockHost } from './etcd3-lock.js'
 import { openWatch } from './etcd3-watch.js'
+import { utf8IdProblem } from '../kit/ids.js'
+import { readTlsFile } from '../kit/tls-files.js'
 
 const GROUP_PREFIX = 'tooz/groups/'
 const DEFAULT_PORT = 2379
 const utf8 = new TextDecoder('utf-8', { fatal: true })
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 const OPTIONS = {
   timeoutMs: opt.seconds('timeout', { default: 30, doc: 'Bound on every HTTP request (and on start()); the default of membership_timeout and lock_timeout.' }),
@@ -374,16 +374,12 @@ class Etcd3Driver implements CoordinationDriver {
 }
 
 async function readTls(options: Etcd3Options): Promise<{ ca?: Buffer; cert?: Buffer; key?: Buffer }> {
-  const read = async (file: string | undefined, option: string): Promise<Buffer | undefined> => {
-    if (file === undefined) return undefined
-    try {
-      return await readFile(file)
-    } catch (err) {
-      throw new InvalidOptionError(`Option ${option} names ${JSON.stringify(file)}, which cannot be read: ${(err as Error).message}`)
-    }
-  }
-  const [ca, cert, keyPem] = await Promise.all([read(options.caCert as string | undefined, 'ca_cert'), read(options.certCert as string | undefined, 'cert_cert'), read(options.certKey as string | undefined, 'cert_key')])
-  return { ca, cert, key: keyPem }
+  const [ca, cert, key] = await Promise.all([
+    readTlsFile('etcd3', 'ca_cert', options.caCert as string | undefined),
+    readTlsFile('etcd3', 'cert_cert', options.certCert as string | undefined),
+    readTlsFile('etcd3', 'cert_key', options.certKey as string | undefined),
+  ])
+  return { ca, cert, key }
 }
 
 export default defineDriver({
@@ -401,7 +397,8 @@ export default defineDriver({
   capabilities: ['groups', 'updateCapabilities', 'sessionExpiry', 'pushWatch', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: OPTIONS,
   validateId(kind, id) {
-    if (LONE_SURROGATE.test(id)) return 'it contains a lone UTF-16 surrogate, so it has no UTF-8 form; use well-formed Unicode'
+    const text = utf8IdProblem(id)
+    if (text !== undefined) return text
     if (kind === 'group' && id.includes('/')) return 'group ids cannot contain "/": tooz\'s etcd layout (tooz/groups/<group>/<member>) would make it ambiguous; use another separator such as ":" or "."'
     return undefined
   },

@@ -39,7 +39,6 @@
  * - A member id, group id or lock name must fit a memcached key once prefixed (250 bytes, no
  *   spaces or control characters); validateId() refuses the rest before anything is written.
  */
-import { readFileSync } from 'node:fs'
 import type { ConnectionOptions } from 'node:tls'
 import {
   BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidIdError, InvalidOptionError,
@@ -57,6 +56,7 @@ import {
 } from './memcached-layout.js'
 import { MemcachedHeartbeat } from './memcached-heartbeat.js'
 import { MemcachedLock } from './memcached-lock.js'
+import { readTlsFile } from '../kit/tls-files.js'
 
 const DEFAULT_PORT = 11211
 
@@ -116,7 +116,7 @@ class MemcachedDriver implements CoordinationDriver {
       hosts,
       connectTimeoutMs: options.timeoutMs,
       requestTimeoutMs: options.timeoutMs,
-      tls: options.useSsl ? tlsOptions(options) : undefined,
+      tls: options.useSsl ? await tlsOptions(options) : undefined,
       onConnected: (server, reconnect) => this.#onConnected(server, reconnect),
       onDisconnected: (cause) => this.#ctx.events.connectionState('suspended', cause),
     })
@@ -324,19 +324,11 @@ class MemcachedDriver implements CoordinationDriver {
 }
 
 /** node:tls options from use_ssl and friends; the files are read here, at start. */
-function tlsOptions(o: MemcachedOptions): ConnectionOptions {
-  const file = (name: string, path: string | undefined): Buffer | undefined => {
-    if (!path) return undefined
-    try {
-      return readFileSync(path)
-    } catch (err) {
-      throw new InvalidOptionError(`Option ${name} of the memcached driver names ${path}, which cannot be read: ${(err as Error).message}`)
-    }
-  }
+async function tlsOptions(o: MemcachedOptions): Promise<ConnectionOptions> {
   return {
-    ca: file('ca_cert', o.caCert),
-    cert: file('ssl_cert', o.sslCert),
-    key: file('ssl_key', o.sslKey),
+    ca: await readTlsFile('memcached', 'ca_cert', o.caCert),
+    cert: await readTlsFile('memcached', 'ssl_cert', o.sslCert),
+    key: await readTlsFile('memcached', 'ssl_key', o.sslKey),
     passphrase: o.sslKeyPassword || undefined,
     ciphers: o.sslCiphers || undefined,
     rejectUnauthorized: true,

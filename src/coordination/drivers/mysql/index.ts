@@ -45,9 +45,12 @@ import { defineDriver } from '../../driver.js'
 import { opt } from '../../options.js'
 import { formatHosts } from '../../url.js'
 import { MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
-import { DeadlineError, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
+import { SqlDriver, sqlIdProblem, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import { LockSessions } from '../sql/sql-sessions.js'
 import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql, namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from '../sql/sql-schema.js'
+import { isMysqlConnectionFailure } from '../../../internal/network-errors.js'
+import { readTlsFile } from '../kit/tls-files.js'
 
 type Mysql = typeof import('mysql2/promise')
 type MysqlPool = ReturnType<Mysql['createPool']>
@@ -64,19 +67,14 @@ export const MAX_LOCK_NAME_CHARS = 64
  */
 const POOL_SIZE = 1
 const CLOSE_GRACE_MS = 2_000
-const CONNECTION_CODES = new Set([
-  'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH',
-  'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_CONNECTION_KILLED',
-])
 const ACCESS_CODES = new Set(['ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_NOT_SUPPORTED_AUTH_MODE'])
 
 /** How a MySQL or network error reads for the shared code. */
 function mysqlFailure(err: unknown): SqlFailure | undefined {
-  const e = err as { errno?: unknown; code?: unknown; fatal?: unknown; message?: unknown } | undefined
+  const e = err as { errno?: unknown } | undefined
   if (e?.errno === 1062) return 'duplicate'
   if (e?.errno === 1451 || e?.errno === 1452 || e?.errno === 1216 || e?.errno === 1217) return 'foreignKey'
-  if (e?.fatal === true || (typeof e?.code === 'string' && CONNECTION_CODES.has(e.code))) return 'connection'
-  if (typeof e?.message === 'string' && /Pool is closed|closed state/.test(e.message)) return 'connection'
+  if (isMysqlConnectionFailure(err)) return 'connection'
   return undefined
 }
 
@@ -107,15 +105,8 @@ const VERIFY_MODES: Record<string, boolean> = { none: false, '0': false, false: 
 /** mysql2's `ssl` settings for tooz's ssl_* options; undefined (no TLS) when none is set. @internal */
 export async function tlsConfig(o: MysqlTlsOptions): Promise<SslConfig | undefined> {
   if (Object.values(o).every((v) => v === undefined || v === '')) return undefined
-  const file = async (option: string, path: string): Promise<string> => {
-    try {
-      return await readFile(path, 'utf8')
-    } catch (err) {
-      throw new InvalidOptionError(`Option ${option} of the mysql driver names ${path}, which cannot be read: ${(err as Error).message}`)
-    }
-  }
   const ca: string[] = []
-  if (o.sslCa) ca.push(await file('ssl_ca', o.sslCa))
+  if (o.sslCa) ca.push((await readTlsFile('mysql', 'ssl_ca', o.sslCa))!.toString('utf8'))
   if (o.sslCapath) {
     const names = await readdir(o.sslCapath).catch((err: Error) => {
       throw new InvalidOptionError(`Option ssl_capath of the mysql driver names ${o.sslCapath}, which cannot be listed: ${err.message}`)
@@ -129,8 +120,8 @@ export async function tlsConfig(o: MysqlTlsOptions): Promise<SslConfig | undefin
   const verify = o.sslVerifyMode ? VERIFY_MODES[o.sslVerifyMode.toLowerCase()] ?? false : ca.length > 0
   return {
     ...(ca.length ? { ca } : {}),
-    ...(o.sslCert ? { cert: await file('ssl_cert', o.sslCert) } : {}),
-    ...(o.sslKey ? { key: await file('ssl_key', o.sslKey) } : {}),
+    ...(o.sslCert ? { cert: (await readTlsFile('mysql', 'ssl_cert', o.sslCert))!.toString('utf8') } : {}),
+    ...(o.sslKey ? { key: (await readTlsFile('mysql', 'ssl_key', o.sslKey))!.toString('utf8') } : {}),
     ...(o.sslCipher ? { ciphers: o.sslCipher } : {}),
     rejectUnauthorized: verify,
     verifyIdentity: ca.length > 0 && (o.sslCheckHostname ?? true),

@@ -45,12 +45,14 @@ import { opt } from '../../options.js'
 import { formatHosts, type BackendUrl } from '../../url.js'
 import { endPgClient, PgLock, pgLockStatements, type PgClient, type PgLockHost, type PgLockStatements } from './postgresql-lock.js'
 import { PgNotifier } from './postgresql-notify.js'
-import { DeadlineError, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
+import { SqlDriver, sqlIdProblem, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import { LockSessions } from '../sql/sql-sessions.js'
 import {
   namespaceProblem, postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql, sqlNames,
   type SqlNames, type SqlStatements, type StatementName,
 } from '../sql/sql-schema.js'
+import { isPgConnectionFailure } from '../../../internal/network-errors.js'
 
 type Pg = (typeof import('pg'))['default']
 type PgPool = InstanceType<Pg['Pool']>
@@ -66,16 +68,13 @@ const POOL_SIZE = 1
 const POOL_IDLE_MS = 10_000
 /** How long stop() waits for the pool to close. */
 const CLOSE_GRACE_MS = 2_000
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE'])
-const CONNECTION_MESSAGES = /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client was closed|Cannot use a pool after calling end|Client has encountered a connection error/i
 
 /** How a PostgreSQL or network error reads for the shared code. */
 function pgFailure(err: unknown): SqlFailure | undefined {
   const code = (err as { code?: unknown } | undefined)?.code
   if (code === '23505') return 'duplicate'
   if (code === '23503') return 'foreignKey'
-  if (typeof code === 'string' && (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code) || NETWORK_CODES.has(code))) return 'connection'
-  if (err instanceof Error && CONNECTION_MESSAGES.test(err.message)) return 'connection'
+  if (isPgConnectionFailure(err)) return 'connection'
   return undefined
 }
 

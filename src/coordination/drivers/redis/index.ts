@@ -43,6 +43,8 @@ import { decodeId, GROUP_EXISTS_FIELD, holderOfToken, RedisKeys, STILL_ALIVE } f
 import { RedisLock } from './redis-lock.js'
 import { REDIS_OPTIONS, type RedisOptions } from './redis-options.js'
 import { installScripts, SCRIPTS, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
+import { utf8IdProblem } from '../kit/ids.js'
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 
 /**
  * Reconnect delays once started: 100 ms more per attempt, capped at 1 s, plus up to 100 ms of
@@ -117,7 +119,7 @@ class RedisDriver implements CoordinationDriver {
     this.#client = undefined
     if (!client) return
     // As tooz's _stop: delete the beat key, so that others see this member gone at once.
-    if (this.#started && client.status === 'ready') await withinMs(client.del(this.#keys.beat(this.#ctx.memberId)), STOP_GRACE_MS).catch(() => {})
+    if (this.#started && client.status === 'ready') await withDeadline(client.del(this.#keys.beat(this.#ctx.memberId)), STOP_GRACE_MS).catch(() => {})
     client.disconnect()
   }
 
@@ -260,24 +262,17 @@ class RedisDriver implements CoordinationDriver {
   }
 
   async #connectWithin(client: Redis, timeoutMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs)
-      timer.unref()
-    })
     try {
-      await Promise.race([client.connect(), deadline])
+      await withDeadline(client.connect(), timeoutMs)
     } catch (err) {
       client.disconnect()
-      const timedOut = (err as Error).message.startsWith('no answer within')
-      const detail = timedOut
-        ? `${(err as Error).message}${this.#lastError ? ` (last error: ${this.#lastError.message})` : ''}`
+      const detail = err instanceof DeadlineError
+        ? `${err.message}${this.#lastError ? ` (last error: ${this.#lastError.message})` : ''}`
         : (this.#lastError ?? (err as Error)).message
       throw new ConnectionError(`Cannot connect to Redis at ${describeTarget(this.#target)} (${this.#ctx.url.redacted}): ${detail}`, { cause: this.#lastError ?? err, driver: 'redis' })
-    } finally {
-      clearTimeout(timer)
     }
   }
+
 
   /** The transport broke: report `suspended` once; members and locks may still be valid on the server. */
   #onDown(): void {
@@ -325,17 +320,6 @@ class RedisDriver implements CoordinationDriver {
   }
 }
 
-/** Rejects when `promise` has not settled within `ms`. */
-function withinMs<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([promise, new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
-    timer.unref()
-  })]).finally(() => clearTimeout(timer))
-}
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-
 export default defineDriver({
   name: 'redis',
   summary: 'Redis (or a Redis Sentinel master): groups, member expiry, leader election and locks with fencing tokens, wire-compatible with Python tooz\'s redis driver.',
@@ -356,7 +340,8 @@ export default defineDriver({
   capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: REDIS_OPTIONS,
   validateId(kind, id) {
-    if (LONE_SURROGATE.test(id)) return 'it contains an unpaired UTF-16 surrogate, which has no UTF-8 form; use well-formed text'
+    const text = utf8IdProblem(id)
+    if (text !== undefined) return text
     if (kind === 'member' && id === GROUP_EXISTS_FIELD) return `"${GROUP_EXISTS_FIELD}" is the hash field tooz uses to mark that a group exists; choose another member id`
     return undefined
   },

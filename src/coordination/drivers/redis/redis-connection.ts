@@ -11,11 +11,11 @@
  *   `sentinel_password` credentials, and TLS only with `sentinel_ssl`; the URL's credentials,
  *   `db` and `ssl` are for the master.
  */
-import { readFile } from 'node:fs/promises'
 import type { RedisOptions as IoRedisOptions } from 'ioredis'
 import { BackendError, ConnectionError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
 import { parseHostPort, type BackendUrl, type HostPort } from '../../url.js'
 import type { RedisOptions } from './redis-options.js'
+import { readTlsFile } from '../kit/tls-files.js'
 
 /** Port of a redis URL that names none. */
 export const REDIS_PORT = 6379
@@ -72,15 +72,7 @@ export function redisTarget(url: BackendUrl, o: RedisOptions): RedisTarget {
 
 /** Reads the ssl_* files named by the options; InvalidOptionError naming the option when one cannot be read. */
 export async function readTlsMaterial(o: RedisOptions): Promise<TlsMaterial> {
-  const read = async (option: string, path: string | undefined): Promise<Buffer | undefined> => {
-    if (path === undefined) return undefined
-    try {
-      return await readFile(path)
-    } catch (err) {
-      throw new InvalidOptionError(`Option "${option}": cannot read ${JSON.stringify(path)} (${(err as NodeJS.ErrnoException).code ?? String(err)})`)
-    }
-  }
-  const [cert, key, ca] = await Promise.all([read('ssl_certfile', o.sslCertfile), read('ssl_keyfile', o.sslKeyfile), read('ssl_ca_certs', o.sslCaCerts)])
+  const [cert, key, ca] = await Promise.all([readTlsFile('redis', 'ssl_certfile', o.sslCertfile), readTlsFile('redis', 'ssl_keyfile', o.sslKeyfile), readTlsFile('redis', 'ssl_ca_certs', o.sslCaCerts)])
   const out: TlsMaterial = {}
   if (cert) out.cert = cert
   if (key) out.key = key
