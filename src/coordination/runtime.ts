@@ -17,7 +17,7 @@ import { HeartbeatLoop } from './heartbeat.js'
 import type { HeldLock } from './lock.js'
 import type { Logger } from './logger.js'
 import { Membership } from './membership.js'
-import { translateError } from './translate.js'
+import { stampDriver, translateError } from './translate.js'
 import { Watchers } from './watchers.js'
 
 /** Lifecycle states. `failed` means start() failed; call it again to retry. */
@@ -87,7 +87,7 @@ export class DriverRuntime {
       connectionState: (state, cause) => this.setConnection(state, cause),
       membershipLost: (groups, reason) => this.membership.lost(groups, reason),
       lockLost: (lock, reason) => this.#lockLost(lock, reason),
-      warning: (err) => this.warn(err),
+      warning: (err) => this.warn(stampDriver(err, parts.definition.name)),
     })
     const d = this.driver
     this.membership = new Membership({
@@ -236,12 +236,12 @@ export class DriverRuntime {
 
   /** Decodes stored capabilities; a corrupt value throws (raise) or is returned as its error, with a warning. */
   decodeMember(group: string, member: string, value: Uint8Array | SerializationError, raise: boolean): unknown {
-    let error = value instanceof SerializationError ? value : undefined
+    let error = value instanceof SerializationError ? stampDriver(value, this.definition.name) : undefined
     if (!error) {
       try {
         return loads(value as Uint8Array)
       } catch (err) {
-        error = new SerializationError(`The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`, { cause: err })
+        error = new SerializationError(`The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`, { cause: err, driver: this.definition.name })
       }
     }
     if (raise) throw error
@@ -251,7 +251,7 @@ export class DriverRuntime {
 
   /** Returns the driver method behind a capability, or throws NotSupportedError naming it. */
   require<F>(capability: Capability, fn: F | undefined, what: string): F {
-    if (fn === undefined || !this.capabilities.has(capability)) throw new NotSupportedError(what, this.definition.name)
+    if (fn === undefined || !this.capabilities.has(capability)) throw new NotSupportedError(capability, what, this.definition.name)
     return fn
   }
 

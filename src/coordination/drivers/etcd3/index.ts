@@ -127,7 +127,7 @@ class Etcd3Driver implements CoordinationDriver {
       this.#lease = granted.id
       this.#leaseTtlSeconds = granted.ttlSeconds
     } catch (err) {
-      if (err instanceof EtcdTransportError) throw new ConnectionError(`Cannot connect to etcd at ${gw.endpoints} (${url.redacted}): ${err.message}`, { cause: err, driver: 'etcd3' })
+      if (err instanceof EtcdTransportError) throw new ConnectionError(`Cannot connect to etcd at ${gw.endpoints} (${url.redacted}): ${err.message}`, { cause: err })
       throw err
     }
     this.#started = true
@@ -270,7 +270,7 @@ class Etcd3Driver implements CoordinationDriver {
   /** Lets `task` run on; stop() waits for it, and its failure is reported as a warning. */
   #inBackground(what: string, task: Promise<unknown>): void {
     const done: Promise<void> = task.then(() => {}, (err: unknown) => {
-      this.#ctx.events.warning(new BackendError(`Could not ${what}; it lapses by itself after lock_timeout: ${(err as Error).message}`, { cause: err, driver: 'etcd3' }))
+      this.#ctx.events.warning(new BackendError(`Could not ${what}; it lapses by itself after lock_timeout: ${(err as Error).message}`, { cause: err }))
     }).finally(() => this.#background.delete(done))
     this.#background.add(done)
   }
@@ -403,11 +403,11 @@ export default defineDriver({
     return undefined
   },
   translateError(err) {
-    if (err instanceof EtcdTransportError) return new ConnectionError(err.message, { cause: err, driver: 'etcd3' })
+    if (err instanceof EtcdTransportError) return new ConnectionError(err.message, { cause: err })
     if (!(err instanceof EtcdApiError)) return undefined
-    if (err.grpcCode === GRPC.UNAVAILABLE || err.status === 503) return new ConnectionError(`${err.message} (etcd is unavailable)`, { cause: err, driver: 'etcd3' })
-    if (err.grpcCode === 4 || err.status === 408 || err.status === 504) return new OperationTimeoutError(err.message, { cause: err, driver: 'etcd3' })
-    return new BackendError(err.message, { cause: err, driver: 'etcd3' })
+    if (err.grpcCode === GRPC.UNAVAILABLE || err.status === 503) return new ConnectionError(`${err.message} (etcd is unavailable)`, { cause: err })
+    if (err.grpcCode === 4 || err.status === 408 || err.status === 504) return new OperationTimeoutError(err.message, { cause: err })
+    return new BackendError(err.message, { cause: err })
   },
   create: (ctx) => new Etcd3Driver(ctx),
 })

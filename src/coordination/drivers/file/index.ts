@@ -110,7 +110,7 @@ class FileDriver implements CoordinationDriver {
       for (const d of [this.#dir, this.#groupsDir, this.#tmpDir]) await mkdir(d, { recursive: true })
       await writeFile(this.#driverLock, '', { flag: 'a' })
     } catch (err) {
-      throw new ConnectionError(`Cannot use ${this.#dir} as a file:// backend: ${(err as Error).message}`, { cause: err, driver: 'file' })
+      throw new ConnectionError(`Cannot use ${this.#dir} as a file:// backend: ${(err as Error).message}`, { cause: err })
     }
   }
 
@@ -159,7 +159,7 @@ class FileDriver implements CoordinationDriver {
         left.push(entry)
       }
       if (left.some((e) => e.endsWith('.raw'))) throw new GroupNotEmptyError(group)
-      if (left.length > 0) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: unexpected ${left.map((e) => JSON.stringify(e)).join(', ')} in ${dir}, which should hold only .metadata and member files`, { driver: 'file' })
+      if (left.length > 0) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: unexpected ${left.map((e) => JSON.stringify(e)).join(', ')} in ${dir}, which should hold only .metadata and member files`)
       rmSync(dir, { recursive: true, force: true })
       this.#records.forget(dir)
     })
@@ -225,7 +225,7 @@ class FileDriver implements CoordinationDriver {
     for (const { path, record } of await this.#liveFiles(group)) {
       const read = record.read
       if (!(read instanceof CorruptRecordError)) members.set(read.memberId, read.capabilities)
-      else if (read.memberId !== undefined) members.set(read.memberId, new SerializationError(`Member record ${path} is unreadable (${read.message})`, { cause: read, driver: 'file' }))
+      else if (read.memberId !== undefined) members.set(read.memberId, new SerializationError(`Member record ${path} is unreadable (${read.message})`, { cause: read }))
       else this.#warnUnnamed(path, record, read)
     }
     return members
@@ -370,7 +370,7 @@ class FileDriver implements CoordinationDriver {
     if (this.#warned.has(key)) return
     if (this.#warned.size > 1_000) this.#warned.clear()
     this.#warned.add(key)
-    this.#ctx.events.warning(new SerializationError(message, { cause, driver: 'file' }))
+    this.#ctx.events.warning(new SerializationError(message, { cause }))
   }
 
   /** Writes `DIR/tmp/<random>` and renames it over `path`: readers see the old file or the new one. */
@@ -412,7 +412,7 @@ export default defineDriver({
     const e = err as NodeJS.ErrnoException
     if (typeof e?.code !== 'string' || typeof e.syscall !== 'string') return undefined
     const retryable = ['ESTALE', 'EIO', 'EAGAIN', 'EBUSY', 'ENOSPC', 'EDQUOT', 'EMFILE', 'ENFILE'].includes(e.code)
-    return new BackendError(`The file backend failed: ${e.message}`, { cause: err, driver: 'file', retryable })
+    return new BackendError(`The file backend failed: ${e.message}`, { cause: err, retryable })
   },
   create(ctx) {
     return new FileDriver(ctx, directoryOf(ctx.url))

@@ -105,7 +105,7 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   get #c(): MemcachedClient {
-    if (!this.#client) throw new ConnectionError('The memcached driver is not started', { driver: 'memcached' })
+    if (!this.#client) throw new ConnectionError('The memcached driver is not started')
     return this.#client
   }
 
@@ -123,13 +123,13 @@ class MemcachedDriver implements CoordinationDriver {
     try {
       await this.#client.connect()
     } catch (err) {
-      throw new ConnectionError(`Cannot connect to ${url.redacted}: ${(err as Error).message}`, { cause: err, driver: 'memcached' })
+      throw new ConnectionError(`Cannot connect to ${url.redacted}: ${(err as Error).message}`, { cause: err })
     }
     if (url.username !== undefined || url.password !== undefined) {
       this.#ctx.events.warning(new InvalidOptionError('memcached\'s text protocol has no authentication: the user name and password in the URL are ignored (as tooz ignores them)'))
     }
     if (!this.#meta) {
-      this.#ctx.events.warning(new BackendError(`memcached ${this.#server?.version} has no meta commands (they need 1.6.10 or later): locks are released with tooz's non-atomic get-compare-delete`, { driver: 'memcached' }))
+      this.#ctx.events.warning(new BackendError(`memcached ${this.#server?.version} has no meta commands (they need 1.6.10 or later): locks are released with tooz's non-atomic get-compare-delete`))
     }
   }
 
@@ -276,7 +276,7 @@ class MemcachedDriver implements CoordinationDriver {
       // Lazy garbage collection, as tooz does it. Losing the CAS race is fine: the next reader retries.
       // #alive() keeps every entry it cannot check, so the live entries are exactly what stays.
       await this.#c.store('cas', key, encodeGroup(alive), FLAG_MSGPACK, 0, item!.cas).catch((err: unknown) => {
-        this.#ctx.events.warning(new BackendError(`Pruning ${dead} dead members from group ${group} failed: ${(err as Error).message}`, { cause: err, driver: 'memcached' }))
+        this.#ctx.events.warning(new BackendError(`Pruning ${dead} dead members from group ${group} failed: ${(err as Error).message}`, { cause: err }))
       })
     } else if (alive.some((e) => e.id === this.#me)) {
       // A read the heartbeat need not repeat: our entry is in the value at this CAS.
@@ -303,7 +303,7 @@ class MemcachedDriver implements CoordinationDriver {
     for (let attempt = 1; ; attempt++) {
       if ((await step()) !== RETRY) return
       if (Date.now() - started > this.#ctx.options.timeoutMs) {
-        throw new OperationTimeoutError(`Gave up ${what} after ${attempt} compare-and-swap conflicts in ${Date.now() - started} ms (timeout)`, { driver: 'memcached' })
+        throw new OperationTimeoutError(`Gave up ${what} after ${attempt} compare-and-swap conflicts in ${Date.now() - started} ms (timeout)`)
       }
       await sleep(Math.min(100, 2 * 1.5 ** attempt) * (0.5 + Math.random()), this.#ctx.signal)
     }
@@ -360,12 +360,12 @@ export default defineDriver({
     return undefined
   },
   translateError(err) {
-    if (err instanceof MemcachedConnectionError) return new ConnectionError(err.message, { cause: err, driver: 'memcached' })
-    if (err instanceof MemcachedTimeoutError) return new OperationTimeoutError(`${err.message} (option timeout)`, { cause: err, driver: 'memcached' })
+    if (err instanceof MemcachedConnectionError) return new ConnectionError(err.message, { cause: err })
+    if (err instanceof MemcachedTimeoutError) return new OperationTimeoutError(`${err.message} (option timeout)`, { cause: err })
     if (err instanceof MemcachedKeyError) return new InvalidIdError(err.message)
     if (err instanceof MemcachedServerError) {
       const hint = /too large/i.test(err.message) ? '; the value exceeds memcached\'s item size limit (raise it with memcached -I)' : ''
-      return new BackendError(`${err.message}${hint}`, { cause: err, driver: 'memcached', retryable: err.kind === 'SERVER_ERROR' && /memory/i.test(err.message) })
+      return new BackendError(`${err.message}${hint}`, { cause: err, retryable: err.kind === 'SERVER_ERROR' && /memory/i.test(err.message) })
     }
     return undefined
   },

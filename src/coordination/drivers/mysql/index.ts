@@ -218,13 +218,13 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
 
   /** A new lock session; closed by close() (through LockSessions) if still open then. */
   async #connect(): Promise<MysqlConnection> {
-    if (!this.#lib || this.#closed) throw new ConnectionError('The mysql driver is not started', { driver: 'mysql' })
+    if (!this.#lib || this.#closed) throw new ConnectionError('The mysql driver is not started')
     const conn = (await this.#lib.createConnection(this.#config)) as unknown as MysqlConnection
     // Errors are reported through the queries that fail; an idle connection must not crash the process.
     conn.on('error', () => undefined)
     if (this.#closed) {
       conn.destroy()
-      throw new ConnectionError('The mysql driver stopped while a lock session was opening', { driver: 'mysql' })
+      throw new ConnectionError('The mysql driver stopped while a lock session was opening')
     }
     return conn
   }
@@ -240,7 +240,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   }
 
   #requirePool(): MysqlPool {
-    if (!this.#pool || this.#closed) throw new ConnectionError('The mysql driver is not started', { driver: 'mysql' })
+    if (!this.#pool || this.#closed) throw new ConnectionError('The mysql driver is not started')
     return this.#pool
   }
 
@@ -255,9 +255,9 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     if (err instanceof InvalidOptionError) return err
     const reason = err instanceof DeadlineError ? `it did not answer within ${this.#timeoutMs / 1000} s (timeout)` : (err as Error)?.message ?? String(err)
     if (err instanceof DeadlineError || mysqlFailure(err) === 'connection' || isAccessError(err)) {
-      return new ConnectionError(`Cannot connect to MySQL at ${this.#where}: ${reason}`, { cause: err, driver: 'mysql', retryable: !isAccessError(err) })
+      return new ConnectionError(`Cannot connect to MySQL at ${this.#where}: ${reason}`, { cause: err, retryable: !isAccessError(err) })
     }
-    return new BackendError(`Cannot prepare rollcall's tables on MySQL at ${this.#where}: ${reason}`, { cause: err, driver: 'mysql' })
+    return new BackendError(`Cannot prepare rollcall's tables on MySQL at ${this.#where}: ${reason}`, { cause: err })
   }
 }
 
@@ -291,7 +291,7 @@ export default defineDriver({
   validateId: (kind, id) => sqlIdProblem(kind, id, MAX_LOCK_NAME_CHARS),
   translateError(err) {
     if (mysqlFailure(err) === 'connection' || isAccessError(err)) {
-      return new ConnectionError(`MySQL connection failed: ${(err as Error).message}`, { cause: err, driver: 'mysql', retryable: !isAccessError(err) })
+      return new ConnectionError(`MySQL connection failed: ${(err as Error).message}`, { cause: err, retryable: !isAccessError(err) })
     }
     return undefined
   },

@@ -165,7 +165,7 @@ class PgDialect implements SqlDialect, PgLockHost {
 
   /** A dedicated client (a lock session, or LISTEN), ended by close() if still open then. */
   async connect(): Promise<PgClient> {
-    if (!this.#lib || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started', { driver: 'postgresql' })
+    if (!this.#lib || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started')
     const client = new this.#lib.Client(this.#config)
     const session = client as unknown as PgClient
     // Errors are reported through the queries that fail; an idle client must not crash the process.
@@ -186,7 +186,7 @@ class PgDialect implements SqlDialect, PgLockHost {
   }
 
   #requirePool(): PgPool {
-    if (!this.#pool || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started', { driver: 'postgresql' })
+    if (!this.#pool || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started')
     return this.#pool
   }
 
@@ -211,9 +211,9 @@ class PgDialect implements SqlDialect, PgLockHost {
   #startError(err: unknown): RollcallError {
     const reason = err instanceof DeadlineError ? `it did not answer within ${this.#timeoutMs / 1000} s (timeout)` : (err as Error)?.message ?? String(err)
     if (err instanceof DeadlineError || pgFailure(err) === 'connection' || isAccessError(err)) {
-      return new ConnectionError(`Cannot connect to PostgreSQL at ${this.#where}: ${reason}`, { cause: err, driver: 'postgresql', retryable: !isAccessError(err) })
+      return new ConnectionError(`Cannot connect to PostgreSQL at ${this.#where}: ${reason}`, { cause: err, retryable: !isAccessError(err) })
     }
-    return new BackendError(`Cannot prepare rollcall's tables on PostgreSQL at ${this.#where}: ${reason}`, { cause: err, driver: 'postgresql' })
+    return new BackendError(`Cannot prepare rollcall's tables on PostgreSQL at ${this.#where}: ${reason}`, { cause: err })
   }
 }
 
@@ -270,7 +270,7 @@ export default defineDriver({
   validateId: (kind, id) => sqlIdProblem(kind, id),
   translateError(err) {
     if (pgFailure(err) === 'connection' || isAccessError(err)) {
-      return new ConnectionError(`PostgreSQL connection failed: ${(err as Error).message}`, { cause: err, driver: 'postgresql', retryable: !isAccessError(err) })
+      return new ConnectionError(`PostgreSQL connection failed: ${(err as Error).message}`, { cause: err, retryable: !isAccessError(err) })
     }
     return undefined
   },

@@ -138,7 +138,7 @@ class RedisDriver implements CoordinationDriver {
     const r = await this.#run('rollcallDeleteGroup', [this.#keys.group(group), this.#keys.groups], [group, this.#keys.beat(), this.#ctx.memberId])
     if (r === -1 || r === -2) throw new GroupNotFoundError(group)
     if (r === -3) throw new GroupNotEmptyError(group)
-    if (r !== 1) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: removing it from ${this.#keys.groups} failed (script answered ${String(r)})`, { driver: 'redis' })
+    if (r !== 1) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: removing it from ${this.#keys.groups} failed (script answered ${String(r)})`)
   }
 
   async listGroups(): Promise<string[]> {
@@ -177,7 +177,7 @@ class RedisDriver implements CoordinationDriver {
     const [[collectErr, selfDead] = [], [hgetallErr, all] = []] = replies ?? []
     if (collectErr ?? hgetallErr) throw collectErr ?? hgetallErr
     if (selfDead === -1) throw new GroupNotFoundError(group)
-    if (!Array.isArray(all)) throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`, { driver: 'redis' })
+    if (!Array.isArray(all)) throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`)
     const out = new Map<string, Uint8Array>()
     for (let i = 0; i + 1 < all.length; i += 2) {
       const field: unknown = all[i]
@@ -201,7 +201,7 @@ class RedisDriver implements CoordinationDriver {
       throw new GroupNotFoundError(group)
     }
     const [ids, soonestMs] = Array.isArray(r) ? (r as unknown[]) : []
-    if (!Array.isArray(ids) || typeof soonestMs !== 'number') throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`, { driver: 'redis' })
+    if (!Array.isArray(ids) || typeof soonestMs !== 'number') throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`)
     this.#expiries.note(group, soonestMs >= 0 ? soonestMs : Infinity)
     const out: string[] = []
     for (const field of ids) {
@@ -269,7 +269,7 @@ class RedisDriver implements CoordinationDriver {
       const detail = err instanceof DeadlineError
         ? `${err.message}${this.#lastError ? ` (last error: ${this.#lastError.message})` : ''}`
         : (this.#lastError ?? (err as Error)).message
-      throw new ConnectionError(`Cannot connect to Redis at ${describeTarget(this.#target)} (${this.#ctx.url.redacted}): ${detail}`, { cause: this.#lastError ?? err, driver: 'redis' })
+      throw new ConnectionError(`Cannot connect to Redis at ${describeTarget(this.#target)} (${this.#ctx.url.redacted}): ${detail}`, { cause: this.#lastError ?? err })
     }
   }
 
@@ -305,12 +305,12 @@ class RedisDriver implements CoordinationDriver {
 
   #decodeOrWarn(bytes: Buffer, what: string): string | undefined {
     const id = decodeId(bytes)
-    if (id === undefined) this.#ctx.events.warning(new SerializationError(`Skipped ${what}: its id is not UTF-8 (hex ${bytes.toString('hex')}), so rollcall cannot name it`, { driver: 'redis' }))
+    if (id === undefined) this.#ctx.events.warning(new SerializationError(`Skipped ${what}: its id is not UTF-8 (hex ${bytes.toString('hex')}), so rollcall cannot name it`))
     return id
   }
 
   #redis(): Redis {
-    if (!this.#client) throw new ConnectionError('The redis driver is not connected', { driver: 'redis', retryable: false })
+    if (!this.#client) throw new ConnectionError('The redis driver is not connected', { retryable: false })
     return this.#client
   }
 

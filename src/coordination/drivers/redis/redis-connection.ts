@@ -160,16 +160,16 @@ export function translateRedisError(err: unknown): RollcallError | undefined {
   const message = err.message
   if (err.name === 'ReplyError') {
     if (/^(NOAUTH|WRONGPASS|NOPERM)\b/.test(message)) {
-      return new ConnectionError(`Redis refused this client: ${message}`, { cause: err, driver: 'redis', retryable: false })
+      return new ConnectionError(`Redis refused this client: ${message}`, { cause: err, retryable: false })
     }
     // A replica after a failover, a server still loading its data set, a master that lost its quorum.
     if (/^(READONLY|LOADING|MASTERDOWN|BUSY|TRYAGAIN)\b/.test(message)) {
-      return new ConnectionError(`Redis cannot serve this request right now: ${message}`, { cause: err, driver: 'redis' })
+      return new ConnectionError(`Redis cannot serve this request right now: ${message}`, { cause: err })
     }
-    return new BackendError(`Redis answered with an error: ${message}`, { cause: err, driver: 'redis' })
+    return new BackendError(`Redis answered with an error: ${message}`, { cause: err })
   }
   if (err.name === 'MaxRetriesPerRequestError' || CONNECTION_MESSAGES.some((m) => message.startsWith(m))) {
-    return new ConnectionError(`The connection to Redis broke: ${message}`, { cause: err, driver: 'redis' })
+    return new ConnectionError(`The connection to Redis broke: ${message}`, { cause: err })
   }
   return undefined
 }
