@@ -62,6 +62,12 @@ export interface HeartbeatResult {
   nextBeatMs: number
   /** Joined groups where the backend no longer lists this member; the Coordinator rejoins them. */
   lostGroups?: readonly string[]
+  /**
+   * Set by a driver whose beat also refreshed every held lock it was given (in the same round
+   * trip): the ones whose lease lapsed or that another holder took. The Coordinator then sends no
+   * refresh of its own. Left out, the Coordinator calls refresh() on every held lock after the beat.
+   */
+  lostLocks?: readonly DriverLock[]
 }
 
 /** getMemberInfo()'s raw answer. */
@@ -101,8 +107,12 @@ export interface CoordinationDriver {
   start(): Promise<void>
   /** Closes connections and ends every timer and stream. The Coordinator has already left groups and released locks. */
   stop(): Promise<void>
-  /** Refreshes liveness for the given joined groups (group → encoded capabilities). */
-  heartbeat?(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult>
+  /**
+   * Refreshes liveness for the given joined groups (group → encoded capabilities). `heldLocks` are
+   * the locks this member holds; a driver may refresh them in the same beat (see
+   * {@link HeartbeatResult.lostLocks}).
+   */
+  heartbeat?(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<DriverLock>): Promise<HeartbeatResult>
   createGroup(group: string): Promise<void>
   deleteGroup(group: string): Promise<void>
   listGroups(): Promise<string[]>

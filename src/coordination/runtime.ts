@@ -10,7 +10,7 @@ import {
 } from '../errors.js'
 import type { Capability } from './capabilities.js'
 import { loads } from './codec.js'
-import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, DriverLock, IdKind } from './driver.js'
+import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, DriverLock, HeartbeatResult, IdKind } from './driver.js'
 import { Elections } from './election.js'
 import type { CoordinatorEvents } from './events.js'
 import { HeartbeatLoop } from './heartbeat.js'
@@ -181,18 +181,28 @@ export class DriverRuntime {
   /** One heartbeat: driver liveness, lock leases, pending rejoins. Resolves to ms until the next is needed. */
   async beat(): Promise<number> {
     const d = this.driver
+    const held = new Map([...this.locks].map((l) => [l.driverLock, l]))
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
-    const result = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
+    const result: HeartbeatResult = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, new Set(held.keys())), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
     this.#lastBeatAt = new Date()
     if (result.lostGroups?.length) this.membership.lost(result.lostGroups, 'the backend no longer lists this member')
-    const outcomes = await Promise.allSettled([...this.locks].filter((l) => l.driverLock.refresh).map(async (l) => {
-      if (!(await l.driverLock.refresh!())) l.lost('its lease lapsed or another holder took it')
-    }))
-    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
-    if (failed) throw this.translate(failed.reason, 'refresh a lock')
+    const lapsed = 'its lease lapsed or another holder took it'
+    if (result.lostLocks) {
+      // A lock released while the beat ran is no longer tracked: its failed refresh is no loss.
+      for (const l of result.lostLocks.map((lock) => held.get(lock))) if (l && this.locks.has(l)) l.lost(lapsed)
+    } else await this.#refreshLocks(lapsed)
     if (this.membership.hasPending) await this.membership.rejoinPending()
     if (this.#abandoned.size > 0) await this.#releaseAbandoned()
     return result.nextBeatMs
+  }
+
+  /** Refreshes every held lock whose driver did not refresh it in the beat. */
+  async #refreshLocks(lapsed: string): Promise<void> {
+    const outcomes = await Promise.allSettled([...this.locks].filter((l) => l.driverLock.refresh).map(async (l) => {
+      if (!(await l.driverLock.refresh!())) l.lost(lapsed)
+    }))
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
+    if (failed) throw this.translate(failed.reason, 'refresh a lock')
   }
 
   /** Records a connection state and applies its consequences. */

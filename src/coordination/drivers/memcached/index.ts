@@ -90,8 +90,6 @@ class MemcachedDriver implements CoordinationDriver {
   #client: MemcachedClient | undefined
   #server: MemcachedServer | undefined
   #meta = false
-  /** Locks this member holds; the heartbeat refreshes them. */
-  readonly #heldLocks = new Set<MemcachedLock>()
   /** The member key, the held locks' refreshes and the per-group CAS probes (memcached-heartbeat.ts). */
   readonly #heartbeat: MemcachedHeartbeat
 
@@ -101,7 +99,7 @@ class MemcachedDriver implements CoordinationDriver {
     const o = ctx.options
     const secs = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
     this.#ttl = { membership: secs(o.membershipTimeoutMs), lock: secs(o.lockTimeoutMs), leader: secs(o.leaderTimeoutMs) }
-    this.#heartbeat = new MemcachedHeartbeat(() => this.#c, this.#me, this.#ttl, () => this.#meta, this.#heldLocks)
+    this.#heartbeat = new MemcachedHeartbeat(() => this.#c, this.#me, this.#ttl, () => this.#meta)
   }
 
   get #c(): MemcachedClient {
@@ -142,8 +140,8 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   /** One write and one round trip whatever the group sizes (MemcachedHeartbeat.beat()). */
-  async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
-    return this.#heartbeat.beat(joined)
+  async heartbeat(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<DriverLock>): Promise<HeartbeatResult> {
+    return this.#heartbeat.beat(joined, heldLocks)
   }
 
   async createGroup(group: string): Promise<void> {
@@ -233,11 +231,11 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   createLock(name: string): DriverLock {
-    return new MemcachedLock(this.#c, KEYS.lock(name), this.#me, this.#ttl.lock, () => this.#meta, this.#heldLocks)
+    return new MemcachedLock(this.#c, KEYS.lock(name), this.#me, this.#ttl.lock, () => this.#meta)
   }
 
   leaderLock(group: string): DriverLock {
-    return new MemcachedLock(this.#c, KEYS.leader(group), this.#me, this.#ttl.leader, () => this.#meta, this.#heldLocks)
+    return new MemcachedLock(this.#c, KEYS.leader(group), this.#me, this.#ttl.leader, () => this.#meta)
   }
 
   async getLeader(group: string): Promise<string | null> {
