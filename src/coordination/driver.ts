@@ -30,6 +30,13 @@ export type ConnectionState = 'connected' | 'suspended' | 'reconnected' | 'lost'
 export interface DriverEvents {
   /** The transport changed state. Report `lost` only when the backend itself dropped our session. */
   connectionState(state: ConnectionState, cause?: unknown): void
+  /**
+   * The backend ended this member's session and the driver is already on a new one (a lapsed
+   * lease replaced, a restarted server, a new ZooKeeper session): every membership, lock and
+   * leadership of the old one is gone. The Coordinator reports them lost, whatever state it was
+   * in, then `reconnected`, rejoins and beats at once. The one way to say "lost, and back".
+   */
+  sessionReplaced(reason: string): void
   /** The backend dropped this member from these groups (an evicted key, a lapsed lease). */
   membershipLost(groups: readonly string[], reason: string): void
   /** A lock this process held is no longer held (its lease lapsed or its node vanished). */

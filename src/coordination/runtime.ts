@@ -63,6 +63,8 @@ export class DriverRuntime {
   readonly watchers: Watchers
   readonly elections: Elections
   readonly locks = new Set<HeldLock>()
+  /** A beat sent after a reconnect while no heartbeat loop runs. */
+  #extraBeat: Promise<unknown> | undefined
   /** Driver locks given up on a lost connection, to release on the backend once it answers. */
   readonly #abandoned = new Set<DriverLock>()
   readonly stopSignal: AbortSignal
@@ -85,6 +87,7 @@ export class DriverRuntime {
     this.stopSignal = parts.stopController.signal
     this.driver = parts.createDriver({
       connectionState: (state, cause) => this.setConnection(state, cause),
+      sessionReplaced: (reason) => this.#sessionReplaced(reason),
       membershipLost: (groups, reason) => this.membership.lost(groups, reason),
       lockLost: (lock, reason) => this.#lockLost(lock, reason),
       warning: (err) => this.warn(stampDriver(err, parts.definition.name)),
@@ -214,20 +217,43 @@ export class DriverRuntime {
     if (state === 'suspended' && previous === 'lost') return
     this.#connection = state
     this.#emit('connectionStateChanged', { state, previous })
-    if (state === 'lost') {
-      const reason = `the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`
-      for (const l of [...this.locks]) {
-        l.lost(reason)
-        this.#abandoned.add(l.driverLock)
-      }
-      void this.#releaseAbandoned()
-      this.elections.loseAll(reason)
-      this.membership.lostAll(reason)
-    } else if (state === 'reconnected') {
+    if (state === 'lost') this.#loseEverything(`the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`)
+    else if (state === 'reconnected') {
       void this.#releaseAbandoned()
       void this.membership.rejoinPending()
       void this.watchers.poll(true)
+      // Whatever the outage cost (an emptied server, a lock taken meanwhile), the next beat tells: beat now.
+      void this.#beatOnce()
     }
+  }
+
+  /** The driver is on a new session: everything of the old one is lost, even if the Coordinator already said so; then back. */
+  #sessionReplaced(reason: string): void {
+    if (this.#state !== 'started') return
+    if (this.#connection === 'lost') this.#loseEverything(reason)
+    else this.setConnection('lost', new Error(reason))
+    this.setConnection('reconnected')
+  }
+
+  /** Tells every lock, leadership and membership that it is gone; locks are released on the backend once it answers. */
+  #loseEverything(reason: string): void {
+    for (const l of [...this.locks]) {
+      l.lost(reason)
+      this.#abandoned.add(l.driverLock)
+    }
+    void this.#releaseAbandoned()
+    this.elections.loseAll(reason)
+    this.membership.lostAll(reason)
+  }
+
+  /** One beat outside the schedule (the loop's, when it runs); failures are the loop's to report. */
+  #beatOnce(): Promise<unknown> {
+    if (this.#p.heartbeat && this.driver.heartbeat) return this.#heart.beatNow()
+    const beat = this.driver.heartbeat ? () => this.beat() : () => this.#refreshLocks('its lease lapsed or another holder took it')
+    this.#extraBeat ??= beat().catch(() => undefined).finally(() => {
+      this.#extraBeat = undefined
+    })
+    return this.#extraBeat
   }
 
   /** Member ids of a group, with the cheapest primitive the driver has. */

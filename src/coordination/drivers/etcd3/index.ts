@@ -318,10 +318,9 @@ class Etcd3Driver implements CoordinationDriver {
   }
 
   /**
-   * The membership lease lapsed, so etcd deleted every member key on it: grant a new one, then say
-   * so (`lost`: the Coordinator reports memberships and locks lost) and that we are back
-   * (`reconnected`: it rejoins every group, on the new lease). Locks under leases of their own
-   * are abandoned too, since the Coordinator has just told their holders they are gone.
+   * The membership lease lapsed, so etcd deleted every member key on it: grant a new one, abandon
+   * the locks (their holders are told they are gone), and report the session replaced (the
+   * Coordinator reports memberships and locks lost, then rejoins every group on the new lease).
    */
   #replaceLease(old: string, reason: string): Promise<void> {
     this.#renewing ??= (async () => {
@@ -330,12 +329,8 @@ class Etcd3Driver implements CoordinationDriver {
       this.#lease = granted.id
       this.#leaseTtlSeconds = granted.ttlSeconds
       this.#ctx.log.warn('etcd membership lease lost; granted a new one', { old, lease: granted.id })
-      this.#ctx.events.connectionState('lost', new Error(reason))
-      // Said explicitly too: when the Coordinator already counts the connection lost (client-side
-      // expiry), the state above changes nothing, yet a rejoin may have landed on the dying lease.
-      this.#ctx.events.membershipLost([...this.#joined], reason)
       await Promise.allSettled([...this.#holding].map((l) => l.abandon()))
-      this.#ctx.events.connectionState('reconnected')
+      this.#ctx.events.sessionReplaced(reason)
     })().finally(() => {
       this.#renewing = undefined
     })

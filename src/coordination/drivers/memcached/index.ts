@@ -317,7 +317,7 @@ class MemcachedDriver implements CoordinationDriver {
     const same = previous.host === server.host && previous.port === server.port && previous.pid === server.pid &&
       (previous.bootedAt === undefined || server.bootedAt === undefined || Math.abs(previous.bootedAt - server.bootedAt) <= 1)
     if (same) this.#ctx.events.connectionState('reconnected')
-    else this.#ctx.events.connectionState('lost', new Error(`memcached at ${server.host}:${server.port} is not the server this member used before (restarted, or a fail-over host): every key is gone`))
+    else this.#ctx.events.sessionReplaced(`memcached at ${server.host}:${server.port} is not the server this member used before (restarted, or a fail-over host): every key is gone`)
   }
 }
 
