@@ -48,10 +48,8 @@ import { PgNotifier } from './postgresql-notify.js'
 import { SqlDriver, sqlIdProblem, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
 import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import { LockSessions } from '../sql/sql-sessions.js'
-import {
-  namespaceProblem, postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql, sqlNames,
-  type SqlNames, type SqlStatements, type StatementName,
-} from '../sql/sql-schema.js'
+import { namespaceProblem, sqlNames, type SqlNames, type SqlStatements, type StatementName } from '../sql/sql-schema.js'
+import { postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql } from './postgresql-schema.js'
 import { isPgConnectionFailure } from '../../../internal/network-errors.js'
 
 type Pg = (typeof import('pg'))['default']
