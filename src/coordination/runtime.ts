@@ -17,6 +17,7 @@ import { HeartbeatLoop } from './heartbeat.js'
 import type { HeldLock } from './lock.js'
 import type { Logger } from './logger.js'
 import { Membership } from './membership.js'
+import { RepeatedWarnings } from '../internal/repeated-warnings.js'
 import { stampDriver, translateError } from './translate.js'
 import { Watchers } from './watchers.js'
 
@@ -44,6 +45,10 @@ export type Emit = <K extends keyof CoordinatorEvents>(event: K, ...args: Coordi
 
 /** Slower full re-read of pushed groups, a safety net against a missed notification. */
 const RESYNC_EVERY_TICKS = 30
+
+/** Key prefix of warnings that mean the backend cannot be reached (retryable errors). */
+const OUTAGE = 'outage:'
+const isOutageKey = (key: string): boolean => key.startsWith(OUTAGE)
 
 /** Heartbeat health, for metrics and status pages. */
 export interface Health {
@@ -77,9 +82,12 @@ export class DriverRuntime {
   #ticks = 0
   #stopping: Promise<void> | undefined
   #lastBeatAt: Date | undefined
+  /** The log's view of warnings: a backend that is down is one line, not one per group per poll. */
+  readonly #warnings: RepeatedWarnings
 
   constructor(parts: CoordinatorParts, emit: Emit) {
     this.#p = parts
+    this.#warnings = new RepeatedWarnings(parts.logger)
     this.#emit = emit
     this.definition = parts.definition
     this.memberId = parts.memberId
@@ -135,6 +143,7 @@ export class DriverRuntime {
       },
       onSuccess: (lateByMs) => {
         if (lateByMs > 0) emit('heartbeatFailed', { reason: 'late', consecutiveFailures: 0, lateByMs })
+        this.#warnings.recovered(isOutageKey)
         if (this.#connection === 'lost') this.setConnection('reconnected')
       },
       onExpired: () => this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
@@ -217,6 +226,7 @@ export class DriverRuntime {
     if (state === 'suspended' && previous === 'lost') return
     this.#connection = state
     this.#emit('connectionStateChanged', { state, previous })
+    if (state === 'connected' || state === 'reconnected') this.#warnings.recovered(isOutageKey)
     if (state === 'lost') this.#loseEverything(`the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`)
     else if (state === 'reconnected') {
       void this.#releaseAbandoned()
@@ -316,8 +326,12 @@ export class DriverRuntime {
     return translateError(err, operation, this.definition, this.#p.redactedUrl, this.#p.secrets)
   }
 
+  /**
+   * Reports a warning: always as a `warning` event; in the log, once per kind (a retryable error
+   * is one kind per code: the backend is down, whichever group noticed), then a summary now and then.
+   */
   warn(err: RollcallError): void {
-    this.#p.logger.warn(err.message, { code: err.code })
+    this.#warnings.warn(err.retryable ? `${OUTAGE}${err.code}` : `${err.code}:${err.message}`, err.message, { code: err.code })
     this.#emit('warning', err)
   }
 

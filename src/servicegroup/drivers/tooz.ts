@@ -24,6 +24,7 @@
  * RESYNC_MS old), so Updated At is approximate by that much.
  */
 import { InvalidArgumentError, ServiceGroupUnavailableError, connect, defaultMemberId, redactUrl, type Coordinator, type Logger, type RollcallError } from '../../index.js'
+import { RepeatedWarnings } from '../../internal/repeated-warnings.js'
 import type { DriverStats, LiveView, LivenessChange, ServiceGroupDriver } from '../driver.js'
 import type { ServiceRecord, ServiceRef } from '../types.js'
 import { ToozTopicView, memberInfo, type ServiceCapabilities } from './tooz-view.js'
@@ -61,9 +62,12 @@ export class ToozDriver implements ServiceGroupDriver {
   #c: Coordinator | undefined
   #resync: NodeJS.Timeout | undefined
   #closed = false
+  /** Failed refreshes, logged once per kind rather than once per topic per resync. */
+  readonly #refreshWarnings: RepeatedWarnings
 
   constructor(options: ToozDriverOptions) {
     this.#o = options
+    this.#refreshWarnings = new RepeatedWarnings(options.logger)
     this.backendName = `the coordination backend ${redactUrl(options.url)}`
   }
 
@@ -221,8 +225,14 @@ export class ToozDriver implements ServiceGroupDriver {
     for (const [topic, view] of this.#views) {
       this.stats.reads += 1
       view.refresh().then(
-        (changed) => changed && this.#settle(topic, view, 0),
-        (err: unknown) => this.#o.logger.warn(`Refreshing the view of ${topic} failed: ${(err as Error).message}`),
+        (changed) => {
+          this.#refreshWarnings.recovered()
+          if (changed) this.#settle(topic, view, 0)
+        },
+        (err: unknown) => {
+          const e = err as RollcallError
+          this.#refreshWarnings.warn(e?.retryable ? `outage:${e.code}` : String(e?.message), `Refreshing the view of ${topic} failed: ${e?.message ?? String(err)}`)
+        },
       )
     }
   }

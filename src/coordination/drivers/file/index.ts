@@ -54,9 +54,9 @@
  *   its mtime where the file system records no birth time.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs'
-import { mkdir, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import {
   BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, MemberExistsError,
   MemberNotJoinedError, SerializationError,
@@ -78,6 +78,25 @@ type FileOptions = ResolvedOptions<typeof OPTIONS>
 
 /** Longest wait for `.driver_lock`, which tooz and rollcall hold only for one short operation. */
 const DRIVER_LOCK_WAIT_MS = 10_000
+
+/**
+ * `mkdir -p` in at most one mkdir per missing component. Node's recursive mkdir retries forever
+ * when a parent exists but takes no new entries (`/proc/self`: ENOENT, then EEXIST, again).
+ */
+function makeDirectory(dir: string): void {
+  const missing: string[] = []
+  for (let d = resolve(dir); statSync(d, { throwIfNoEntry: false })?.isDirectory() !== true; d = dirname(d)) {
+    missing.push(d)
+    if (dirname(d) === d) break
+  }
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || statSync(d).isDirectory() !== true) throw err
+    }
+  }
+}
 
 class FileDriver implements CoordinationDriver {
   readonly #ctx: DriverContext<FileOptions>
@@ -107,7 +126,7 @@ class FileDriver implements CoordinationDriver {
   async start(): Promise<void> {
     nativeLocks()
     try {
-      for (const d of [this.#dir, this.#groupsDir, this.#tmpDir]) await mkdir(d, { recursive: true })
+      for (const d of [this.#dir, this.#groupsDir, this.#tmpDir]) makeDirectory(d)
       await writeFile(this.#driverLock, '', { flag: 'a' })
     } catch (err) {
       throw new ConnectionError(`Cannot use ${this.#dir} as a file:// backend: ${(err as Error).message}`, { cause: err })
@@ -144,7 +163,7 @@ class FileDriver implements CoordinationDriver {
     await this.#locked(() => {
       // tooz rewrites an existing .metadata here; rollcall leaves it, so a tooz writer's `encoded` flag stays.
       if (exists(join(dir, '.metadata'))) throw new GroupExistsError(group)
-      mkdirSync(dir, { recursive: true })
+      makeDirectory(dir)
       this.#writeAtomically(join(dir, '.metadata'), encodeGroupMetadata(group))
     })
   }
