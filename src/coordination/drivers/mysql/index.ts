@@ -43,6 +43,7 @@ import { join } from 'node:path'
 import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
 import { defineDriver } from '../../driver.js'
 import { opt } from '../../options.js'
+import { sqlCommonOptions } from '../sql/sql-options.js'
 import { formatHosts } from '../../url.js'
 import { MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
 import { SqlDriver, sqlIdProblem, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
@@ -277,9 +278,7 @@ export default defineDriver({
   clientPackage: 'mysql2',
   capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: {
-    timeoutMs: opt.seconds('timeout', { default: 30, doc: 'Connect timeout, and the default of membership_timeout. (tooz\'s MySQL driver has no timeout option.)' }),
-    membershipTimeoutMs: opt.seconds('membership_timeout', { defaultFrom: 'timeoutMs', doc: 'A member whose last heartbeat is older than this (by the server clock) is no longer listed.' }),
-    namespace: opt.string('namespace', { default: 'rollcall_', nonEmpty: true, doc: 'Prefix of the table names (letters, digits, "_"; lower-cased).' }),
+    ...sqlCommonOptions('MySQL', 'table'),
     unixSocket: opt.string('unix_socket', { doc: 'tooz: connect through this Unix socket instead of TCP.' }),
     sslCa: opt.string('ssl_ca', { doc: 'tooz: CA certificate file; turns TLS on and, by default, certificate and host name checks.' }),
     sslCapath: opt.string('ssl_capath', { doc: 'tooz: directory whose PEM files are trusted CA certificates.' }),

@@ -42,6 +42,7 @@ import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionErr
 import { defineDriver, type DriverEvents } from '../../driver.js'
 import type { Logger } from '../../logger.js'
 import { opt } from '../../options.js'
+import { sqlCommonOptions } from '../sql/sql-options.js'
 import { formatHosts, type BackendUrl } from '../../url.js'
 import { endPgClient, PgLock, pgLockStatements, type PgClient, type PgLockHost, type PgLockStatements } from './postgresql-lock.js'
 import { PgNotifier } from './postgresql-notify.js'
@@ -258,9 +259,7 @@ export default defineDriver({
   clientPackage: 'pg',
   capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: {
-    timeoutMs: opt.seconds('timeout', { default: 30, doc: 'Connect timeout, and the default of membership_timeout. (tooz\'s PostgreSQL driver has no timeout option.)' }),
-    membershipTimeoutMs: opt.seconds('membership_timeout', { defaultFrom: 'timeoutMs', doc: 'A member whose last heartbeat is older than this (by the server clock) is no longer listed.' }),
-    namespace: opt.string('namespace', { default: 'rollcall_', nonEmpty: true, doc: 'Prefix of the table, sequence and NOTIFY channel names (letters, digits, "_"; lower-cased).' }),
+    ...sqlCommonOptions('PostgreSQL', 'table, sequence and NOTIFY channel'),
     host: opt.string('host', { doc: 'tooz: overrides the URL host; a path names a Unix socket directory.' }),
     port: opt.integer('port', { min: 1, max: 65535, doc: 'tooz: overrides the URL port (default 5432).' }),
     dbname: opt.string('dbname', { doc: 'tooz: overrides the database named in the URL path.' }),
