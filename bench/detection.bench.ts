@@ -5,7 +5,7 @@
  * apart in one session (each kill is independent; the heartbeat phase at the kill is what varies).
  * The floor is the backend's own expiry: a raw client listing the live members every 25 ms.
  */
-import { safeName } from '../src/coordination/drivers/file-format.js'
+import { safeName } from '../src/coordination/drivers/file/file-format.js'
 import { BACKENDS, TOOZ_GROUPS, rollcallUrl, toozUrl, uniq, withQuery, type BenchBackend } from './lib/backends.js'
 import { capsOf, forEachBackend, inBatches, memberCap, type BenchContext } from './lib/context.js'
 import { endAll, rollcall, sleep, tooz, type Agent } from './lib/procs.js'

@@ -11,17 +11,17 @@ export type DriverLoader = () => Promise<{ default: DriverDefinition<any> }>
 /** The drivers that ship with rollcall, by URL scheme. */
 export const BUILTIN_DRIVERS = {
   memory: () => import('./drivers/memory.js'),
-  file: () => import('./drivers/file.js'),
-  redis: () => import('./drivers/redis.js'),
-  rediss: () => import('./drivers/redis.js'),
-  memcached: () => import('./drivers/memcached.js'),
-  zookeeper: () => import('./drivers/zookeeper.js'),
-  kazoo: () => import('./drivers/zookeeper.js'),
-  etcd3: () => import('./drivers/etcd3.js'),
-  'etcd3+http': () => import('./drivers/etcd3.js'),
-  'etcd3+https': () => import('./drivers/etcd3.js'),
-  postgresql: () => import('./drivers/postgresql.js'),
-  mysql: () => import('./drivers/mysql.js'),
+  file: () => import('./drivers/file/index.js'),
+  redis: () => import('./drivers/redis/index.js'),
+  rediss: () => import('./drivers/redis/index.js'),
+  memcached: () => import('./drivers/memcached/index.js'),
+  zookeeper: () => import('./drivers/zookeeper/index.js'),
+  kazoo: () => import('./drivers/zookeeper/index.js'),
+  etcd3: () => import('./drivers/etcd3/index.js'),
+  'etcd3+http': () => import('./drivers/etcd3/index.js'),
+  'etcd3+https': () => import('./drivers/etcd3/index.js'),
+  postgresql: () => import('./drivers/postgresql/index.js'),
+  mysql: () => import('./drivers/mysql/index.js'),
 } as const satisfies Record<string, DriverLoader>
 
 const custom = new Map<string, DriverLoader>()

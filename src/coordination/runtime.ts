@@ -10,7 +10,7 @@ import {
 } from '../errors.js'
 import type { Capability } from './capabilities.js'
 import { loads } from './codec.js'
-import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, DriverLock, IdKind } from './driver.js'
+import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, DriverLock, HeartbeatResult, IdKind } from './driver.js'
 import { Elections } from './election.js'
 import type { CoordinatorEvents } from './events.js'
 import { HeartbeatLoop } from './heartbeat.js'
@@ -19,7 +19,7 @@ import type { Logger } from './logger.js'
 import { Membership } from './membership.js'
 import { RepeatedWarnings } from '../internal/repeated-warnings.js'
 import { shorten } from './redact.js'
-import { translateError } from './translate.js'
+import { stampDriver, translateError } from './translate.js'
 import { Watchers } from './watchers.js'
 
 /** Lifecycle states. `failed` means start() failed; call it again to retry. */
@@ -69,6 +69,8 @@ export class DriverRuntime {
   readonly watchers: Watchers
   readonly elections: Elections
   readonly locks = new Set<HeldLock>()
+  /** A beat sent after a reconnect while no heartbeat loop runs. */
+  #extraBeat: Promise<unknown> | undefined
   /** Driver locks given up on a lost connection, to release on the backend once it answers. */
   readonly #abandoned = new Set<DriverLock>()
   readonly stopSignal: AbortSignal
@@ -94,9 +96,10 @@ export class DriverRuntime {
     this.stopSignal = parts.stopController.signal
     this.driver = parts.createDriver({
       connectionState: (state, cause) => this.setConnection(state, cause),
+      sessionReplaced: (reason) => this.#sessionReplaced(reason),
       membershipLost: (groups, reason) => this.membership.lost(groups, reason),
       lockLost: (lock, reason) => this.#lockLost(lock, reason),
-      warning: (err) => this.warn(err),
+      warning: (err) => this.warn(stampDriver(err, parts.definition.name)),
     })
     const d = this.driver
     this.membership = new Membership({
@@ -191,18 +194,28 @@ export class DriverRuntime {
   /** One heartbeat: driver liveness, lock leases, pending rejoins. Resolves to ms until the next is needed. */
   async beat(): Promise<number> {
     const d = this.driver
+    const held = new Map([...this.locks].map((l) => [l.driverLock, l]))
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
-    const result = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
+    const result: HeartbeatResult = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, new Set(held.keys())), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
     this.#lastBeatAt = new Date()
     if (result.lostGroups?.length) this.membership.lost(result.lostGroups, 'the backend no longer lists this member')
-    const outcomes = await Promise.allSettled([...this.locks].filter((l) => l.driverLock.refresh).map(async (l) => {
-      if (!(await l.driverLock.refresh!())) l.lost('its lease lapsed or another holder took it')
-    }))
-    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
-    if (failed) throw this.translate(failed.reason, 'refresh a lock')
+    const lapsed = 'its lease lapsed or another holder took it'
+    if (result.lostLocks) {
+      // A lock released while the beat ran is no longer tracked: its failed refresh is no loss.
+      for (const l of result.lostLocks.map((lock) => held.get(lock))) if (l && this.locks.has(l)) l.lost(lapsed)
+    } else await this.#refreshLocks(lapsed)
     if (this.membership.hasPending) await this.membership.rejoinPending()
     if (this.#abandoned.size > 0) await this.#releaseAbandoned()
     return result.nextBeatMs
+  }
+
+  /** Refreshes every held lock whose driver did not refresh it in the beat. */
+  async #refreshLocks(lapsed: string): Promise<void> {
+    const outcomes = await Promise.allSettled([...this.locks].filter((l) => l.driverLock.refresh).map(async (l) => {
+      if (!(await l.driverLock.refresh!())) l.lost(lapsed)
+    }))
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
+    if (failed) throw this.translate(failed.reason, 'refresh a lock')
   }
 
   /** Records a connection state and applies its consequences. */
@@ -215,20 +228,43 @@ export class DriverRuntime {
     this.#connection = state
     this.#emit('connectionStateChanged', { state, previous })
     if (state === 'connected' || state === 'reconnected') this.#warnings.recovered(isOutageKey)
-    if (state === 'lost') {
-      const reason = `the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`
-      for (const l of [...this.locks]) {
-        l.lost(reason)
-        this.#abandoned.add(l.driverLock)
-      }
-      void this.#releaseAbandoned()
-      this.elections.loseAll(reason)
-      this.membership.lostAll(reason)
-    } else if (state === 'reconnected') {
+    if (state === 'lost') this.#loseEverything(`the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`)
+    else if (state === 'reconnected') {
       void this.#releaseAbandoned()
       void this.membership.rejoinPending()
       void this.watchers.poll(true)
+      // Whatever the outage cost (an emptied server, a lock taken meanwhile), the next beat tells: beat now.
+      void this.#beatOnce()
     }
+  }
+
+  /** The driver is on a new session: everything of the old one is lost, even if the Coordinator already said so; then back. */
+  #sessionReplaced(reason: string): void {
+    if (this.#state !== 'started') return
+    if (this.#connection === 'lost') this.#loseEverything(reason)
+    else this.setConnection('lost', new Error(reason))
+    this.setConnection('reconnected')
+  }
+
+  /** Tells every lock, leadership and membership that it is gone; locks are released on the backend once it answers. */
+  #loseEverything(reason: string): void {
+    for (const l of [...this.locks]) {
+      l.lost(reason)
+      this.#abandoned.add(l.driverLock)
+    }
+    void this.#releaseAbandoned()
+    this.elections.loseAll(reason)
+    this.membership.lostAll(reason)
+  }
+
+  /** One beat outside the schedule (the loop's, when it runs); failures are the loop's to report. */
+  #beatOnce(): Promise<unknown> {
+    if (this.#p.heartbeat && this.driver.heartbeat) return this.#heart.beatNow()
+    const beat = this.driver.heartbeat ? () => this.beat() : () => this.#refreshLocks('its lease lapsed or another holder took it')
+    this.#extraBeat ??= beat().catch(() => undefined).finally(() => {
+      this.#extraBeat = undefined
+    })
+    return this.#extraBeat
   }
 
   /** Member ids of a group, with the cheapest primitive the driver has. */
@@ -247,12 +283,12 @@ export class DriverRuntime {
 
   /** Decodes stored capabilities; a corrupt value throws (raise) or is returned as its error, with a warning. */
   decodeMember(group: string, member: string, value: Uint8Array | SerializationError, raise: boolean): unknown {
-    let error = value instanceof SerializationError ? value : undefined
+    let error = value instanceof SerializationError ? stampDriver(value, this.definition.name) : undefined
     if (!error) {
       try {
         return loads(value as Uint8Array)
       } catch (err) {
-        error = new SerializationError(`The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`, { cause: err })
+        error = new SerializationError(`The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`, { cause: err, driver: this.definition.name })
       }
     }
     if (raise) throw error
@@ -262,7 +298,7 @@ export class DriverRuntime {
 
   /** Returns the driver method behind a capability, or throws NotSupportedError naming it. */
   require<F>(capability: Capability, fn: F | undefined, what: string): F {
-    if (fn === undefined || !this.capabilities.has(capability)) throw new NotSupportedError(what, this.definition.name)
+    if (fn === undefined || !this.capabilities.has(capability)) throw new NotSupportedError(capability, what, this.definition.name)
     return fn
   }
 

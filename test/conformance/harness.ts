@@ -11,6 +11,7 @@ import { connect, loadDriver, parseBackendUrl, type Capability, type ConnectOpti
 import { backend, type Backend, type BackendConfig } from '../support/backends.js'
 import { TIMING } from '../support/timing.js'
 import { rid } from '../support/wait.js'
+import { TcpProxy } from '../support/proxy.js'
 
 /** What every case file receives. */
 export interface Harness {
@@ -23,6 +24,8 @@ export interface Harness {
   gated(caps: Capability | Capability[], title: string, fn: (t: TestContext) => Promise<void>, twin?: (t: TestContext) => Promise<void>): void
   /** A plain test. */
   test(title: string, fn: (t: TestContext) => Promise<void>): void
+  /** A started coordinator on the fast URL, reaching its server through a fault proxy (network backends only). */
+  openProxied(t: TestContext, options?: ConnectOptions): Promise<{ coordinator: Coordinator; proxy: TcpProxy }>
   /** A member in another process, joined to `group`, that can be killed. */
   spawnMember(t: TestContext, group: string, member: string, options?: { fast?: boolean; capabilities?: unknown }): Promise<ChildProcess>
 }
@@ -52,6 +55,16 @@ export async function harness(name: Backend): Promise<Harness> {
     },
     test(area, fn) {
       it(title(area), fn)
+    },
+    async openProxied(t, options = {}) {
+      const at = /(\/\/|@)(127\.0\.0\.1|localhost):(\d+)/.exec(config.fastUrl)
+      if (!at) throw new Error(`${name}: no loopback host:port in ${config.fastUrl} to put a proxy in front of`)
+      const proxy = await TcpProxy.start(Number(at[3]))
+      t.after(() => proxy.close())
+      const url = config.fastUrl.replace(at[0], `${at[1]}127.0.0.1:${proxy.port}`)
+      const coordinator = await connect(url, { memberId: rid('m'), watchIntervalMs: TIMING.watchIntervalMs, ...options })
+      t.after(() => coordinator.stop())
+      return { coordinator, proxy }
     },
     async spawnMember(t, group, member, options = {}) {
       const url = options.fast ? config.fastUrl : config.url

@@ -16,8 +16,8 @@ import {
   BackendError, ConnectionError, connect, dumps, InvalidIdError, InvalidOptionError, loads, type ConnectionState, type Coordinator,
   type MemberEvent,
 } from '../../src/index.js'
-import { EtcdGateway, EtcdTransportError, prefixEnd } from '../../src/coordination/drivers/etcd3-gateway.js'
-import { openWatch, type WatchEvent } from '../../src/coordination/drivers/etcd3-watch.js'
+import { EtcdGateway, EtcdTransportError, prefixEnd } from '../../src/coordination/drivers/etcd3/etcd3-gateway.js'
+import { openWatch, type WatchEvent } from '../../src/coordination/drivers/etcd3/etcd3-watch.js'
 import { serverUrl } from '../support/backends.js'
 import { TcpProxy } from '../support/proxy.js'
 import { freePort, startEtcd, type PrivateServer } from '../support/servers.js'

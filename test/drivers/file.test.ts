@@ -16,9 +16,9 @@ import {
   connect, dumps, GroupNotEmptyError, InvalidIdError, InvalidOptionError, InvalidUrlError, parseBackendUrl, SerializationError, type ConnectOptions, type Coordinator,
 } from '../../src/index.js'
 import type { CoordinationDriver } from '../../src/coordination/driver.js'
-import fileDriver from '../../src/coordination/drivers/file.js'
-import { decodeMemberRecord, encodeMemberRecord } from '../../src/coordination/drivers/file-format.js'
-import { withFileLock } from '../../src/coordination/drivers/file-lock.js'
+import fileDriver from '../../src/coordination/drivers/file/index.js'
+import { decodeMemberRecord, encodeMemberRecord } from '../../src/coordination/drivers/file/file-format.js'
+import { withFileLock } from '../../src/coordination/drivers/file/file-lock.js'
 import { silentLogger } from '../../src/coordination/logger.js'
 import { TIMING } from '../support/timing.js'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
@@ -277,7 +277,7 @@ describe('file driver', { concurrency: 4 }, () => {
     const caps = dumps({ v: 1 })
     await withinOneTurn('createGroup', () => a.createGroup('g'))
     await withinOneTurn('joinGroup', () => a.joinGroup('g', caps))
-    await withinOneTurn('heartbeat', () => a.heartbeat!(new Map([['g', caps]])))
+    await withinOneTurn('heartbeat', () => a.heartbeat!(new Map([['g', caps]]), new Set()))
     assert.deepEqual([...(await withinOneTurn('listMembers', () => a.listMembers('g'))).keys()], ['a'])
     assert.deepEqual(await withinOneTurn('listMemberIds', () => a.listMemberIds!('g')), ['a'])
     await withinOneTurn('getMemberInfo', () => a.getMemberInfo!('g', 'a'))

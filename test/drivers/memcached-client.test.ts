@@ -3,8 +3,8 @@ import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
 import {
   MemcachedClient, MemcachedConnectionError, MemcachedKeyError, MemcachedServerError, MemcachedTimeoutError, type MemcachedClientOptions,
-} from '../../src/coordination/drivers/memcached-client.js'
-import { Reader, parseMeta, parseValues } from '../../src/coordination/drivers/memcached-protocol.js'
+} from '../../src/clients/memcached/memcached-client.js'
+import { Reader, parseMeta, parseValues } from '../../src/clients/memcached/memcached-protocol.js'
 import { TcpProxy } from '../support/proxy.js'
 import { freePort, startMemcached } from '../support/servers.js'
 import { rid, waitFor } from '../support/wait.js'

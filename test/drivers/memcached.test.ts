@@ -10,8 +10,8 @@ import { describe, it, type TestContext } from 'node:test'
 import {
   ConnectionError, GroupNotEmptyError, InvalidIdError, InvalidOptionError, SerializationError, connect, type ConnectOptions, type Coordinator,
 } from '../../src/index.js'
-import { MemcachedClient } from '../../src/coordination/drivers/memcached-client.js'
-import { KEYS, encodeGroup, memberEntry } from '../../src/coordination/drivers/memcached-layout.js'
+import { MemcachedClient } from '../../src/clients/memcached/memcached-client.js'
+import { KEYS, encodeGroup, memberEntry } from '../../src/coordination/drivers/memcached/memcached-layout.js'
 import { TIMING } from '../support/timing.js'
 import { TcpProxy } from '../support/proxy.js'
 import { freePort, startMemcached } from '../support/servers.js'

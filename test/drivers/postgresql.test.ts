@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { describe, it } from 'node:test'
-import { pgLockKey } from '../../src/coordination/drivers/postgresql-lock.js'
+import { pgLockKey } from '../../src/coordination/drivers/postgresql/postgresql-lock.js'
 import { InvalidUrlError, connect, type MemberEvent } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
 import { TcpProxy } from '../support/proxy.js'

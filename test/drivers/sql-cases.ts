@@ -10,8 +10,8 @@ import { it } from 'node:test'
 import {
   connect, ConnectionError, InvalidIdError, InvalidOptionError, MemberExistsError, SerializationError, type RollcallError,
 } from '../../src/index.js'
-import { pgLockKey } from '../../src/coordination/drivers/postgresql-lock.js'
-import { MAX_IDLE_LOCK_SESSIONS } from '../../src/coordination/drivers/sql-sessions.js'
+import { pgLockKey } from '../../src/coordination/drivers/postgresql/postgresql-lock.js'
+import { MAX_IDLE_LOCK_SESSIONS } from '../../src/coordination/drivers/sql/sql-sessions.js'
 import { TcpProxy } from '../support/proxy.js'
 import { TIMING } from '../support/timing.js'
 import { nextEvent, rid, waitFor } from '../support/wait.js'

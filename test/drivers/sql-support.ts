@@ -11,7 +11,7 @@ import mysql from 'mysql2/promise'
 import mysqlCore from 'mysql2'
 import pg from 'pg'
 import { connect, type ConnectOptions, type Coordinator } from '../../src/index.js'
-import { toPositional } from '../../src/coordination/drivers/sql-schema.js'
+import { toPositional } from '../../src/coordination/drivers/sql/sql-schema.js'
 import { TIMING } from '../support/timing.js'
 import { rid } from '../support/wait.js'
 

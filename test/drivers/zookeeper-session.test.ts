@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
 import { connect, ConnectionError, dumps, loads, type Coordinator } from '../../src/index.js'
-import { ZkConnection, type ZkSessionState } from '../../src/coordination/drivers/zookeeper-client.js'
+import { ZkConnection, type ZkSessionState } from '../../src/clients/zookeeper/zookeeper-client.js'
 import { TIMING } from '../support/timing.js'
 import { rid, waitFor } from '../support/wait.js'
 import { TcpProxy } from '../support/proxy.js'

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { MemcachedClient } from '../../src/coordination/drivers/memcached-client.js'
+import { MemcachedClient } from '../../src/clients/memcached/memcached-client.js'
 import { createServiceGroup, type ServiceGroup } from '../../src/servicegroup/index.js'
 import { McDriver } from '../../src/servicegroup/drivers/mc.js'
 import { startMemcached, type PrivateServer } from '../support/servers.js'

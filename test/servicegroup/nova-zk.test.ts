@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { ZkConnection } from '../../src/coordination/drivers/zookeeper-client.js'
+import { ZkConnection } from '../../src/clients/zookeeper/zookeeper-client.js'
 import { createServiceGroup } from '../../src/servicegroup/index.js'
 import { serverUrl } from '../support/backends.js'
 import { rid, waitFor } from '../support/wait.js'

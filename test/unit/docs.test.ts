@@ -11,8 +11,11 @@ describe('unit: docs and registry', () => {
   })
 
   it('registry: every driver file is registered, and every driver documents itself', async () => {
-    const helpers = /-(client|scripts|keys|lock|options|connection|layout|format|paths|leader|gateway|watch|notify|membership|schema|dialect|session|election|protocol|codec|fence|shim|records|heartbeat|wire)\.ts$|^sql-/
-    const files = readdirSync('src/coordination/drivers').filter((f) => f.endsWith('.ts') && !helpers.test(f)).map((f) => f.replace(/\.ts$/, ''))
+    // A driver is a folder with an index.ts (or memory.ts, one file); sql/ and kit/ are shared parts.
+    const shared = new Set(['sql', 'kit'])
+    const files = readdirSync('src/coordination/drivers', { withFileTypes: true })
+      .filter((e) => (e.isDirectory() && !shared.has(e.name)) || (e.isFile() && e.name.endsWith('.ts')))
+      .map((e) => e.name.replace(/\.ts$/, ''))
     const registered = new Set<string>()
     for (const scheme of Object.keys(BUILTIN_DRIVERS)) {
       const def = await loadDriver(scheme)

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import { mkdir, open, readdir, readFile, stat, utimes, writeFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseBackendUrl } from '../../../src/index.js'
-import { encodeGroupMetadata, encodeMemberRecord, safeName } from '../../../src/coordination/drivers/file-format.js'
+import { encodeGroupMetadata, encodeMemberRecord, safeName } from '../../../src/coordination/drivers/file/file-format.js'
 import type { RawBackend, RawMember } from '../raw.js'
 
 export class FileRaw implements RawBackend {

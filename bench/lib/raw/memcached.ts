@@ -1,7 +1,7 @@
 /** The raw floor on memcached: tooz's keys and flags, over a minimal text-protocol client. */
 import { connect as tcpConnect, type Socket } from 'node:net'
 import { parseBackendUrl } from '../../../src/index.js'
-import { encodeGroup, memberEntry, KEYS as MC_KEYS, decodeGroup, FLAG_BYTES, FLAG_MSGPACK } from '../../../src/coordination/drivers/memcached-layout.js'
+import { encodeGroup, memberEntry, KEYS as MC_KEYS, decodeGroup, FLAG_BYTES, FLAG_MSGPACK } from '../../../src/coordination/drivers/memcached/memcached-layout.js'
 import type { RawBackend, RawMember } from '../raw.js'
 
 interface McPending {

@@ -16,7 +16,7 @@
  * must reach the same one.
  */
 import { ConnectionError, InvalidArgumentError, ServiceGroupUnavailableError, type RollcallError } from '../../index.js'
-import { MemcachedClient, MemcachedServerError, keyProblem } from '../../coordination/drivers/memcached-client.js'
+import { MemcachedClient, MemcachedServerError, keyProblem } from '../../clients/memcached/memcached-client.js'
 import { warnDeprecated } from '../deprecation.js'
 import type { DriverStats, LiveView, ServiceGroupDriver } from '../driver.js'
 import { toDate } from '../times.js'
@@ -47,6 +47,7 @@ export class McDriver implements ServiceGroupDriver {
   readonly name = 'mc' as const
   readonly backendName = 'memcache server'
   readonly reportsOnJoin = false
+  readonly needsServiceRecord = true
   readonly stats: DriverStats = { reads: 0, writes: 0 }
   readonly #o: McDriverOptions
   readonly #client: MemcachedClient

@@ -9,8 +9,8 @@
  * fill reads the topic and every host in one pipelined burst; afterwards only what changed is
  * read. The view is fresh while the session is connected and every read succeeded.
  */
-import type { ZkConnection } from '../../coordination/drivers/zookeeper-client.js'
-import { ZK_CODES, zkCode } from '../../coordination/drivers/zookeeper-client.js'
+import type { ZkConnection } from '../../clients/zookeeper/zookeeper-client.js'
+import { ZK_CODES, zkCode } from '../../clients/zookeeper/zookeeper-client.js'
 import { HostIndex } from './host-index.js'
 
 /** One topic's view. */

@@ -17,7 +17,7 @@
  * wait (its report fails, latched) until the old node goes.
  */
 import { BackendError, ConnectionError, DriverUnavailableError, InvalidArgumentError, ServiceGroupUnavailableError, type Logger, type RollcallError } from '../../index.js'
-import { ZK_CODES, ZkConnection, isConnectionProblem, zkCode, type ZkLib } from '../../coordination/drivers/zookeeper-client.js'
+import { ZK_CODES, ZkConnection, isConnectionProblem, zkCode, type ZkLib } from '../../clients/zookeeper/zookeeper-client.js'
 import { warnDeprecated } from '../deprecation.js'
 import type { DriverStats, LiveView, LivenessChange, ServiceGroupDriver } from '../driver.js'
 import type { ServiceRecord, ServiceRef } from '../types.js'
@@ -41,6 +41,7 @@ export class ZkDriver implements ServiceGroupDriver {
   readonly name = 'zk' as const
   readonly backendName = 'ZooKeeper'
   readonly reportsOnJoin = true
+  readonly needsServiceRecord = false
   readonly stats: DriverStats = { reads: 0, writes: 0 }
   readonly #o: ZkDriverOptions
   readonly #views = new Map<string, ZkTopicView>()

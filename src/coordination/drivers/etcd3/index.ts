@@ -1,0 +1,376 @@
+/**
+ * etcd v3 through its JSON gateway, wire-compatible with tooz's `etcd3+http://` (etcd3gw) driver.
+ *
+ * URL: `etcd3+http://[user:password@]host[:port][,host[:port]...][?options]`, `etcd3+https://...`
+ * (with ca_cert, cert_key, cert_cert) and `etcd3://` (= http); options in etcd3-options.ts. With
+ * several hosts, a request whose connection cannot be opened moves on to the next one.
+ * Consistency and hazards: the declaration at the end of this file (docs/drivers.md).
+ *
+ * Layout (tooz 3.1, exactly):
+ * - group `tooz/groups/<g>/`, value = the key's own bytes, no lease;
+ * - member `tooz/groups/<g>/<m>`, value = msgpack capabilities, on the coordinator's membership
+ *   lease (TTL membership_timeout);
+ * - lock `/tooz/locks<name>` (no separator), value = 16 random bytes per lock object, on a lease
+ *   of its own (TTL lock_timeout), taken by a txn `CREATE(key) == 0`;
+ * - leader of `<g>` (tooz has no etcd election): the lock `leader_of_<g>`, whose value is
+ *   msgpack `{member, nonce}` so that getLeader() can name the holder.
+ *
+ * Ids: keys are the UTF-8 bytes of the ids, so NUL and any Unicode are fine. Refused: a "/" in a
+ * group id (`tooz/groups/a/b/` would read as group `a` with member `b/`, and tooz's get_groups
+ * would list it wrongly), and lone UTF-16 surrogates (no UTF-8 form). "/" in member ids and lock
+ * names is harmless. Keys with non-UTF-8 ids written by someone else are skipped with a warning.
+ */
+import { randomBytes } from 'node:crypto'
+import {
+  BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidOptionError, MemberExistsError,
+  MemberNotJoinedError, OperationTimeoutError, SerializationError,
+} from '../../../errors.js'
+import { dumps, loads } from '../../codec.js'
+import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
+import { OPTIONS, ttlSeconds, type Etcd3Options } from './etcd3-options.js'
+import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
+import { Etcd3Lock, lockKey, type LockHost } from './etcd3-lock.js'
+import { openWatch } from './etcd3-watch.js'
+import { utf8IdProblem } from '../kit/ids.js'
+import { readTlsFile } from '../kit/tls-files.js'
+
+const GROUP_PREFIX = 'tooz/groups/'
+const DEFAULT_PORT = 2379
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+
+const key = (text: string): Buffer => Buffer.from(text, 'utf8')
+const groupKey = (group: string): Buffer => key(`${GROUP_PREFIX}${group}/`)
+const memberKey = (group: string, member: string): Buffer => key(`${GROUP_PREFIX}${group}/${member}`)
+const exists = (k: Uint8Array): Compare => ({ key: k, target: 'CREATE', result: 'GREATER', operand: 0n })
+const absent = (k: Uint8Array): Compare => ({ key: k, target: 'CREATE', result: 'EQUAL', operand: 0n })
+
+class Etcd3Driver implements CoordinationDriver {
+  readonly #ctx: DriverContext<Etcd3Options>
+  readonly #endpoints: Endpoint[]
+  readonly #holding = new Set<Etcd3Lock>()
+  #gw: EtcdGateway | undefined
+  #lease: string | undefined
+  #leaseTtlSeconds: number
+  #renewing: Promise<void> | undefined
+  /** Set while the lease is being checked after an outage; writes on the lease wait for it. */
+  #outageCheck: Promise<void> | undefined
+  #started = false
+  #suspended = false
+  /** performance.now() when the latest heartbeat began (a lock may reuse only a lease renewed since). */
+  #beatStartedAt = 0
+  /** Lease revokes under way in the background; stop() waits for them. */
+  readonly #background = new Set<Promise<void>>()
+
+  constructor(ctx: DriverContext<Etcd3Options>) {
+    this.#ctx = ctx
+    const protocol = ctx.url.scheme === 'etcd3+https' ? 'https:' : 'http:'
+    const hosts = ctx.url.hosts.length > 0 ? ctx.url.hosts : [{ host: '', port: undefined }]
+    this.#endpoints = hosts.map((h) => {
+      const host = h.host === '' ? 'localhost' : h.host
+      const port = h.port ?? DEFAULT_PORT
+      return { protocol, host, port, label: `${protocol}//${host.includes(':') ? `[${host}]` : host}:${port}` }
+    })
+    this.#leaseTtlSeconds = ttlSeconds(ctx.options.membershipTimeoutMs)
+  }
+
+  get #client(): EtcdGateway {
+    if (!this.#gw) throw new ConnectionError('The etcd3 driver is not started')
+    return this.#gw
+  }
+
+  async start(): Promise<void> {
+    const { options, url } = this.#ctx
+    const gw = new EtcdGateway({
+      endpoints: this.#endpoints,
+      timeoutMs: options.timeoutMs,
+      tls: url.scheme === 'etcd3+https' ? await readTls(options) : undefined,
+      auth: url.username === undefined ? undefined : { user: url.username, password: url.password ?? '' },
+      onTransport: (ok, cause) => this.#onTransport(ok, cause),
+    })
+    this.#gw = gw
+    // One deadline for the whole start, whatever the number of endpoints and round trips.
+    const deadline = AbortSignal.timeout(options.timeoutMs)
+    try {
+      gw.setApiVersion((options.apiVersion as string | undefined) ?? (await gw.discoverApiVersion(deadline)))
+      await gw.authenticate(deadline)
+      const granted = await gw.leaseGrant(this.#leaseTtlSeconds, deadline)
+      this.#lease = granted.id
+      this.#leaseTtlSeconds = granted.ttlSeconds
+    } catch (err) {
+      if (err instanceof EtcdTransportError) throw new ConnectionError(`Cannot connect to etcd at ${gw.endpoints} (${url.redacted}): ${err.message}`, { cause: err })
+      throw err
+    }
+    this.#started = true
+  }
+
+  async stop(): Promise<void> {
+    this.#started = false
+    const gw = this.#gw
+    if (!gw) return
+    // tooz leaves its leases to expire; revoking frees member keys and locks at once.
+    const lease = this.#lease
+    this.#lease = undefined
+    await Promise.allSettled([lease ? gw.leaseRevoke(lease) : undefined, ...[...this.#holding].map((l) => l.abandon()), ...this.#background])
+    gw.close()
+  }
+
+  async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
+    this.#beatStartedAt = performance.now()
+    const gw = this.#client
+    const lease = this.#lease!
+    if ((await gw.leaseKeepAlive(lease)) <= 0) {
+      await this.#replaceLease(lease, 'the membership lease expired')
+      return { nextBeatMs: this.#nextBeatMs() }
+    }
+    if (joined.size === 0) return { nextBeatMs: this.#nextBeatMs() }
+    // The keys still attached to the lease are exactly the memberships etcd still holds.
+    const attached = new Set((await gw.leaseTimeToLive(lease)).keys.map((k) => k.toString('latin1')))
+    const lostGroups = [...joined.keys()].filter((g) => !attached.has(memberKey(g, this.#ctx.memberId).toString('latin1')))
+    return { nextBeatMs: this.#nextBeatMs(), lostGroups }
+  }
+
+  async createGroup(group: string): Promise<void> {
+    const k = groupKey(group)
+    // tooz compares VERSION == 0 and stores the key as its own value ("etcd3gw needs a value").
+    const r = await this.#client.txn([{ key: k, target: 'VERSION', result: 'EQUAL', operand: 0n }], [{ put: { key: k, value: k } }])
+    if (!r.succeeded) throw new GroupExistsError(group)
+  }
+
+  async deleteGroup(group: string): Promise<void> {
+    const k = groupKey(group)
+    // One txn: the group key exists and no key sorts after it under its prefix (no member).
+    const noMembers: Compare = { key: Buffer.concat([k, Buffer.from([0])]), rangeEnd: prefixEnd(k), target: 'CREATE', result: 'EQUAL', operand: 0n }
+    const r = await this.#client.txn([exists(k), noMembers], [{ deleteRange: { key: k } }], [{ range: { key: k, keysOnly: true } }])
+    if (!r.succeeded) throw r.responses[0]?.length ? new GroupNotEmptyError(group) : new GroupNotFoundError(group)
+  }
+
+  async listGroups(): Promise<string[]> {
+    const prefix = key(GROUP_PREFIX)
+    const { kvs } = await this.#client.range(prefix, { rangeEnd: prefixEnd(prefix), keysOnly: true })
+    const groups: string[] = []
+    // Only `tooz/groups/<g>/` with no other "/" is a group (tooz 3.1 also returns member-key debris).
+    for (const kv of kvs) {
+      const rest = kv.key.subarray(prefix.length)
+      if (rest.length < 2 || rest[rest.length - 1] !== 0x2f || rest.subarray(0, -1).includes(0x2f)) continue
+      const id = this.#decodeId(rest.subarray(0, -1), kv.key)
+      if (id !== undefined) groups.push(id)
+    }
+    return groups
+  }
+
+  async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
+    const g = groupKey(group)
+    const m = memberKey(group, this.#ctx.memberId)
+    const r = await this.#withLease((lease) => this.#client.txn([exists(g), absent(m)], [{ put: { key: m, value: capabilities, lease } }], [{ range: { key: g, keysOnly: true } }]))
+    if (!r.succeeded && !r.responses[0]?.length) throw new GroupNotFoundError(group)
+    // Joined now, or already (a rejoin counts that as success).
+    if (!r.succeeded) throw new MemberExistsError(group, this.#ctx.memberId)
+  }
+
+  async leaveGroup(group: string): Promise<void> {
+    const m = memberKey(group, this.#ctx.memberId)
+    const r = await this.#client.txn([exists(m)], [{ deleteRange: { key: m } }])
+    if (!r.succeeded) throw new MemberNotJoinedError(group, this.#ctx.memberId)
+  }
+
+  async listMembers(group: string): Promise<Map<string, Uint8Array>> {
+    // The decoded values themselves, not copies: nothing writes to them again, and the codec copies what it keeps.
+    return this.#members(group, false)
+  }
+
+  async listMemberIds(group: string): Promise<string[]> {
+    return [...(await this.#members(group, true)).keys()]
+  }
+
+  async getMemberCapabilities(group: string, member: string): Promise<Uint8Array> {
+    const r = await this.#client.txn([exists(groupKey(group))], [{ range: { key: memberKey(group, member) } }])
+    if (!r.succeeded) throw new GroupNotFoundError(group)
+    const kv = r.responses[0]?.[0]
+    if (!kv) throw new MemberNotJoinedError(group, member)
+    return new Uint8Array(kv.value)
+  }
+
+  async updateCapabilities(group: string, capabilities: Uint8Array): Promise<void> {
+    const m = memberKey(group, this.#ctx.memberId)
+    // Only while joined: tooz's get-then-put could resurrect a member that just left or expired.
+    const r = await this.#withLease((lease) => this.#client.txn([exists(m)], [{ put: { key: m, value: capabilities, lease } }]))
+    if (!r.succeeded) throw new MemberNotJoinedError(group, this.#ctx.memberId)
+  }
+
+  createLock(name: string): DriverLock {
+    return new Etcd3Lock(this.#lockHost(), name, randomBytes(16))
+  }
+
+  async watchGroup(group: string, onChange: () => void): Promise<() => Promise<void>> {
+    const k = groupKey(group)
+    const watch = await openWatch(this.#client, { key: k, rangeEnd: prefixEnd(k) }, { onEvents: () => onChange(), onGap: () => onChange() })
+    return async () => watch.close()
+  }
+
+  leaderLock(group: string): DriverLock {
+    return new Etcd3Lock(this.#lockHost(), `leader_of_${group}`, dumps({ member: this.#ctx.memberId, nonce: randomBytes(16) }))
+  }
+
+  async getLeader(group: string): Promise<string | null> {
+    const kv = (await this.#client.range(lockKey(`leader_of_${group}`))).kvs[0]
+    if (!kv) return null
+    try {
+      const value = loads(kv.value) as { member?: unknown } | null
+      if (value && typeof value.member === 'string') return value.member
+    } catch {
+      // Not ours: a plain tooz lock of that name (16 random bytes) holds the key.
+    }
+    this.#ctx.events.warning(new SerializationError(`The leader lock of group ${JSON.stringify(group)} is held by a lock that does not name a member (a plain tooz lock named "leader_of_${group}"?)`))
+    return null
+  }
+
+  #lockHost(): LockHost {
+    return {
+      gw: this.#client,
+      lockTtlSeconds: ttlSeconds(this.#ctx.options.lockTimeoutMs),
+      holding: this.#holding,
+      lastBeatAt: () => this.#beatStartedAt,
+      background: (what, task) => this.#inBackground(what, task),
+    }
+  }
+
+  /** Lets `task` run on; stop() waits for it, and its failure is reported as a warning. */
+  #inBackground(what: string, task: Promise<unknown>): void {
+    const done: Promise<void> = task.then(() => {}, (err: unknown) => {
+      this.#ctx.events.warning(new BackendError(`Could not ${what}; it lapses by itself after lock_timeout: ${(err as Error).message}`, { cause: err }))
+    }).finally(() => this.#background.delete(done))
+    this.#background.add(done)
+  }
+
+  async #members(group: string, keysOnly: boolean): Promise<Map<string, Buffer>> {
+    const g = groupKey(group)
+    const { kvs } = await this.#client.range(g, { rangeEnd: prefixEnd(g), keysOnly })
+    const out = new Map<string, Buffer>()
+    let found = false
+    for (const kv of kvs) {
+      if (kv.key.length === g.length) {
+        found = true
+        continue
+      }
+      const id = this.#decodeId(kv.key.subarray(g.length), kv.key)
+      if (id !== undefined) out.set(id, kv.value)
+    }
+    if (!found) throw new GroupNotFoundError(group)
+    return out
+  }
+
+  /** An id from a key, or undefined (with a warning) when someone stored bytes that are not UTF-8. */
+  #decodeId(bytes: Uint8Array, whole: Buffer): string | undefined {
+    try {
+      return utf8.decode(bytes)
+    } catch {
+      this.#ctx.events.warning(new SerializationError(`Skipping etcd key ${JSON.stringify(whole.toString('latin1'))}: its id is not UTF-8`))
+      return undefined
+    }
+  }
+
+  /** Runs a write on the membership lease; a lease found gone is replaced once (reporting it) and the write retried. */
+  async #withLease<T>(write: (lease: string) => Promise<T>): Promise<T> {
+    // Right after an outage the lease may have lapsed without etcd having revoked it yet: a write
+    // on it now would succeed and then vanish with it.
+    await this.#outageCheck
+    const lease = this.#lease!
+    try {
+      return await write(lease)
+    } catch (err) {
+      if (!isLeaseGone(err)) throw err
+      await this.#replaceLease(lease, 'the membership lease expired')
+      return write(this.#lease!)
+    }
+  }
+
+  /**
+   * The membership lease lapsed, so etcd deleted every member key on it: grant a new one, abandon
+   * the locks (their holders are told they are gone), and report the session replaced (the
+   * Coordinator reports memberships and locks lost, then rejoins every group on the new lease).
+   */
+  #replaceLease(old: string, reason: string): Promise<void> {
+    this.#renewing ??= (async () => {
+      if (this.#lease !== old) return
+      const granted = await this.#client.leaseGrant(ttlSeconds(this.#ctx.options.membershipTimeoutMs))
+      this.#lease = granted.id
+      this.#leaseTtlSeconds = granted.ttlSeconds
+      this.#ctx.log.warn('etcd membership lease lost; granted a new one', { old, lease: granted.id })
+      await Promise.allSettled([...this.#holding].map((l) => l.abandon()))
+      this.#ctx.events.sessionReplaced(reason)
+    })().finally(() => {
+      this.#renewing = undefined
+    })
+    return this.#renewing
+  }
+
+  #nextBeatMs(): number {
+    return Math.min(this.#leaseTtlSeconds, ttlSeconds(this.#ctx.options.lockTimeoutMs)) * 1000
+  }
+
+  #onTransport(ok: boolean, cause?: unknown): void {
+    if (!this.#started) return
+    if (!ok && !this.#suspended) {
+      this.#suspended = true
+      this.#ctx.events.connectionState('suspended', cause)
+    } else if (ok && this.#suspended) {
+      this.#suspended = false
+      // A stream that hung through the outage may be half-open: replace it (it resumes, losing nothing).
+      this.#gw?.restartWatches()
+      this.#outageCheck ??= this.#afterOutage().finally(() => {
+        this.#outageCheck = undefined
+      })
+    }
+  }
+
+  /** Back from an outage: `reconnected` if the lease outlived it, else `lost` then `reconnected` on a new one. */
+  async #afterOutage(): Promise<void> {
+    const lease = this.#lease
+    try {
+      if (lease === undefined || (await this.#client.leaseKeepAlive(lease)) > 0) this.#ctx.events.connectionState('reconnected')
+      else await this.#replaceLease(lease, 'the membership lease expired during a connection outage')
+    } catch {
+      // The transport failed again (reported as suspended); the next success retries this.
+    }
+  }
+}
+
+async function readTls(options: Etcd3Options): Promise<{ ca?: Buffer; cert?: Buffer; key?: Buffer }> {
+  const [ca, cert, key] = await Promise.all([
+    readTlsFile('etcd3', 'ca_cert', options.caCert as string | undefined),
+    readTlsFile('etcd3', 'cert_cert', options.certCert as string | undefined),
+    readTlsFile('etcd3', 'cert_key', options.certKey as string | undefined),
+  ])
+  return { ca, cert, key }
+}
+
+export default defineDriver({
+  name: 'etcd3',
+  summary: 'etcd v3 through its JSON gateway (no client library), laid out exactly as tooz\'s etcd3gw driver lays it out; membership by lease, pushed watches, locks with fencing and a native wait.',
+  urlForms: ['etcd3+http://127.0.0.1:2379', 'etcd3+https://etcd1:2379,etcd2:2379?ca_cert=/etc/ssl/etcd-ca.pem', 'etcd3://user:password@127.0.0.1:2379?membership_timeout=10'],
+  consistency: 'Linearizable reads and writes; every check-and-act is one etcd txn. A member lives as long as its lease: etcd deletes the keys of a member that stops heartbeating after membership_timeout and the watch pushes that deletion. Lock fencing tokens are the key\'s create revision, which grows with every holder.',
+  hazards: [
+    'A process paused longer than membership_timeout loses its lease, its memberships and its locks; the next heartbeat reports it (lost), takes a new lease and rejoins (reconnected).',
+    'Leases are timed by the etcd leader: while the etcd cluster itself is stalled nothing expires.',
+    'Group ids cannot contain "/" (tooz\'s layout would make them ambiguous).',
+    'A user lock named "leader_of_<group>" is the leader lock of that group.',
+    'Python tooz 3.1 leaves its locks to expire after stop() (up to lock_timeout); rollcall revokes its leases.',
+  ],
+  capabilities: ['groups', 'updateCapabilities', 'sessionExpiry', 'pushWatch', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  options: OPTIONS,
+  validateId(kind, id) {
+    const text = utf8IdProblem(id)
+    if (text !== undefined) return text
+    if (kind === 'group' && id.includes('/')) return 'group ids cannot contain "/": tooz\'s etcd layout (tooz/groups/<group>/<member>) would make it ambiguous; use another separator such as ":" or "."'
+    return undefined
+  },
+  translateError(err) {
+    if (err instanceof EtcdTransportError) return new ConnectionError(err.message, { cause: err })
+    if (!(err instanceof EtcdApiError)) return undefined
+    if (err.grpcCode === GRPC.UNAVAILABLE || err.status === 503) return new ConnectionError(`${err.message} (etcd is unavailable)`, { cause: err })
+    if (err.grpcCode === GRPC.DEADLINE_EXCEEDED || err.status === 408 || err.status === 504) return new OperationTimeoutError(err.message, { cause: err })
+    return new BackendError(err.message, { cause: err })
+  },
+  create: (ctx) => new Etcd3Driver(ctx),
+})

@@ -1,0 +1,76 @@
+/**
+ * Leader locks for the file driver (rollcall only: tooz's file driver has no election).
+ *
+ * The leader of group G is whoever holds the record lock on `DIR/.leaders/<sha1 G>`. The holder
+ * writes its member id into that same file (msgpack `{'member_id': bin, 'encoded': false}`) right
+ * after taking the lock, and empties it just before releasing; nobody else ever writes it.
+ * getLeader() tries the lock itself: if it can take it, nobody leads (a crashed leader's stale
+ * record is ignored because the kernel released its lock); if it cannot, the file names the
+ * leader. A holder between locking and writing is waited for briefly. The file calls are synchronous,
+ * as in file-lock.ts: short, local, and never waiting for another process.
+ */
+import { closeSync, constants, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs'
+import { dumps, loads } from '../../codec.js'
+import { nativeLocks, pause, RecordLock } from './file-lock.js'
+
+const utf8 = new TextEncoder()
+const utf8Strict = new TextDecoder('utf-8', { fatal: true })
+
+/** How long getLeader waits for a new holder to write its record. */
+const RECORD_WAIT_MS = 1_000
+
+/** The leader lock of one group, held by this member. */
+export class LeaderLock extends RecordLock {
+  readonly #record: Uint8Array
+
+  constructor(path: string, memberId: string) {
+    super(path)
+    this.#record = dumps({ member_id: utf8.encode(memberId), encoded: false })
+  }
+
+  protected override afterAcquire(fd: number): void {
+    ftruncateSync(fd, 0)
+    writeSync(fd, this.#record, 0, this.#record.length, 0)
+  }
+
+  protected override beforeRelease(fd: number): void {
+    ftruncateSync(fd, 0)
+  }
+}
+
+/** Read-write, without blocking on a FIFO (see file-lock.ts). */
+const READ_FLAGS = constants.O_RDWR | constants.O_NONBLOCK
+
+/** The member that holds the leader lock at `path`, or null when nobody does. */
+export async function readLeader(path: string): Promise<string | null> {
+  const deadline = Date.now() + RECORD_WAIT_MS
+  for (;;) {
+    let fd: number
+    try {
+      fd = openSync(path, READ_FLAGS)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+      throw err
+    }
+    try {
+      // Taking it means nobody holds it; closing the descriptor below gives it straight back.
+      if (nativeLocks().tryLock(fd)) return null
+      const leader = parseRecord(readFileSync(fd))
+      if (leader !== undefined || Date.now() >= deadline) return leader ?? null
+    } finally {
+      closeSync(fd)
+    }
+    await pause(5)
+  }
+}
+
+function parseRecord(bytes: Uint8Array): string | undefined {
+  try {
+    const v = loads(bytes) as { member_id?: unknown } | null
+    if (v?.member_id instanceof Uint8Array) return utf8Strict.decode(v.member_id)
+    if (typeof v?.member_id === 'string') return v.member_id
+  } catch {
+    // Empty or half-written: the holder is between locking and writing.
+  }
+  return undefined
+}

@@ -1,0 +1,371 @@
+/**
+ * memcached:// — tooz's memcached driver, key for key and byte for byte (memcached-layout.ts).
+ *
+ * URL: `memcached://[HOST[:PORT]][,HOST2[:PORT]...][?timeout=30&membership_timeout=..&lock_timeout=..&leader_timeout=..]`,
+ * default `localhost:11211`. tooz talks to one server; extra hosts here are a **fail-over list**
+ * (the first that answers is used, and every reconnect starts again from the first), never
+ * shards: a Python process would not find keys spread over servers. `use_ssl=true` (with
+ * `ca_cert`, `ssl_cert`, `ssl_key`, ...) connects over TLS.
+ *
+ * Consistency: every group is one value updated by compare-and-swap (`gets`/`cas`), so concurrent
+ * joins and leaves never lose each other; conflicts are retried with short jittered backoff
+ * (tooz sleeps 1 s). A member is alive while its key `_TOOZ_MEMBER_<id>` exists (expiry
+ * membership_timeout, renewed by the heartbeat); dead members are pruned from a group by whoever
+ * reads it (never the reader itself), as tooz does. Reading a group costs two round trips at any
+ * size (`gets` of the group, then one multi-key `get` of every member key; tooz does one per
+ * member). Locks and leadership are `add`-ed keys with an expiry; release and refresh compare the
+ * CAS value of our own hold (memcached-lock.ts), which tooz cannot do.
+ *
+ * A heartbeat (memcached-heartbeat.ts) is one write and one round trip whatever the group sizes:
+ * the member key `set` (with a reply, unlike tooz's noreply, so that a failed beat is noticed), the
+ * refresh of every held lock, and for each joined group a probe of its CAS alone (`mg <key> c`). A
+ * group value is read again only when its CAS differs from the last one at which this member saw
+ * its own entry there.
+ *
+ * Hazards, plainly:
+ * - memcached is a cache. LRU eviction can drop a group, the group list, a member key or a lock at
+ *   any moment, whatever its expiry. A dropped group or member key shows up as `membershipLost`
+ *   (then `rejoined`); a dropped lock lets another process take it before this one's next
+ *   refresh notices (`lockLost`). Give memcached memory to spare, or use another backend for
+ *   locks that guard anything important.
+ * - A restarted memcached forgets everything. The driver notices the restart on reconnect (new
+ *   pid / boot time) and reports `lost`: locks and leadership are dropped, groups are rejoined.
+ * - No fencing: an evicted or restarted server can hand the same lock to two holders in turn.
+ * - On a server without meta commands (before 1.6.10) the heartbeat reads every joined group's
+ *   value (one multi-key `gets`), as it cannot ask for the CAS alone; it still decodes a value only
+ *   when its CAS changed.
+ * - Expiry has one-second resolution and a key may lapse up to a second early, so heartbeats run
+ *   at half of (shortest timeout − 1 s); timeouts under 2 s are not useful.
+ * - A member id, group id or lock name must fit a memcached key once prefixed (250 bytes, no
+ *   spaces or control characters); validateId() refuses the rest before anything is written.
+ */
+import type { ConnectionOptions } from 'node:tls'
+import {
+  BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidIdError, InvalidOptionError,
+  MemberExistsError, MemberNotJoinedError, OperationTimeoutError, SerializationError,
+} from '../../../errors.js'
+import { sleep } from '../../../internal/sleep.js'
+import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult, type IdKind } from '../../driver.js'
+import { opt, type ResolvedOptions } from '../../options.js'
+import {
+  MAX_KEY_BYTES, MemcachedClient, MemcachedConnectionError, MemcachedKeyError, MemcachedServerError, MemcachedTimeoutError, type MemcachedServer,
+} from '../../../clients/memcached/memcached-client.js'
+import {
+  FLAG_MSGPACK, KEYS, LONGEST_PREFIX_BYTES, capabilitiesOf, decodeGroup, decodeGroupList, decodeOwner,
+  encodeGroup, encodeGroupList, groupListId, memberEntry, type GroupEntry,
+} from './memcached-layout.js'
+import { MemcachedHeartbeat } from './memcached-heartbeat.js'
+import { MemcachedLock } from './memcached-lock.js'
+import { readTlsFile } from '../kit/tls-files.js'
+
+const DEFAULT_PORT = 11211
+
+/** Every option of tooz's memcached driver, with tooz's spelling and units. */
+export const MEMCACHED_OPTIONS = {
+  timeoutMs: opt.seconds('timeout', { default: 30, doc: 'Connect and reply timeout, and the default of membership_timeout, lock_timeout and leader_timeout (tooz: 30).' }),
+  membershipTimeoutMs: opt.seconds('membership_timeout', { defaultFrom: 'timeoutMs', doc: 'Expiry of the member key `_TOOZ_MEMBER_<id>`: a member that stops heartbeating is gone after this long.' }),
+  lockTimeoutMs: opt.seconds('lock_timeout', { defaultFrom: 'timeoutMs', doc: 'Expiry of a lock key; the heartbeat extends held locks, so a crashed holder frees its locks after this long.' }),
+  leaderTimeoutMs: opt.seconds('leader_timeout', { defaultFrom: 'timeoutMs', doc: 'Expiry of a group\'s leader key; a crashed leader is replaced after this long.' }),
+  maxPoolSize: opt.integer('max_pool_size', { min: 1, ignored: true, doc: 'tooz\'s connection pool size; rollcall pipelines every request over one connection.' }),
+  useSsl: opt.boolean('use_ssl', { default: false, doc: 'Connect over TLS.' }),
+  caCert: opt.string('ca_cert', { doc: 'PEM file of the CA that signed the server certificate (default: the system CAs). The certificate is always verified.' }),
+  sslCert: opt.string('ssl_cert', { doc: 'PEM file of a client certificate.' }),
+  sslKey: opt.string('ssl_key', { doc: 'PEM file of the client certificate\'s key.' }),
+  sslKeyPassword: opt.string('ssl_key_password', { doc: 'Passphrase of ssl_key.' }),
+  sslCiphers: opt.string('ssl_ciphers', { doc: 'OpenSSL cipher list.' }),
+  sslCheckHostname: opt.boolean('ssl_check_hostname', { default: false, doc: 'Also check that the certificate names the host (tooz default: false).' }),
+  executor: opt.string('executor', { ignored: true, doc: 'tooz\'s executor choice (threaded or sync); rollcall has no executor threads.' }),
+}
+
+/** Resolved options of the memcached driver. */
+export type MemcachedOptions = ResolvedOptions<typeof MEMCACHED_OPTIONS>
+
+/** Returned by a CAS step that lost the race and must run again. */
+const RETRY = Symbol('retry')
+
+class MemcachedDriver implements CoordinationDriver {
+  readonly #ctx: DriverContext<MemcachedOptions>
+  readonly #me: string
+  readonly #ttl: { membership: number; lock: number; leader: number }
+  #client: MemcachedClient | undefined
+  #server: MemcachedServer | undefined
+  #meta = false
+  /** The member key, the held locks' refreshes and the per-group CAS probes (memcached-heartbeat.ts). */
+  readonly #heartbeat: MemcachedHeartbeat
+
+  constructor(ctx: DriverContext<MemcachedOptions>) {
+    this.#ctx = ctx
+    this.#me = ctx.memberId
+    const o = ctx.options
+    const secs = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
+    this.#ttl = { membership: secs(o.membershipTimeoutMs), lock: secs(o.lockTimeoutMs), leader: secs(o.leaderTimeoutMs) }
+    this.#heartbeat = new MemcachedHeartbeat(() => this.#c, this.#me, this.#ttl, () => this.#meta)
+  }
+
+  get #c(): MemcachedClient {
+    if (!this.#client) throw new ConnectionError('The memcached driver is not started')
+    return this.#client
+  }
+
+  async start(): Promise<void> {
+    const { url, options } = this.#ctx
+    const hosts = url.hosts.length ? url.hosts.map((h) => ({ host: h.host || 'localhost', port: h.port ?? DEFAULT_PORT })) : [{ host: 'localhost', port: DEFAULT_PORT }]
+    this.#client = new MemcachedClient({
+      hosts,
+      connectTimeoutMs: options.timeoutMs,
+      requestTimeoutMs: options.timeoutMs,
+      tls: options.useSsl ? await tlsOptions(options) : undefined,
+      onConnected: (server, reconnect) => this.#onConnected(server, reconnect),
+      onDisconnected: (cause) => this.#ctx.events.connectionState('suspended', cause),
+    })
+    try {
+      await this.#client.connect()
+    } catch (err) {
+      throw new ConnectionError(`Cannot connect to ${url.redacted}: ${(err as Error).message}`, { cause: err })
+    }
+    if (url.username !== undefined || url.password !== undefined) {
+      this.#ctx.events.warning(new InvalidOptionError('memcached\'s text protocol has no authentication: the user name and password in the URL are ignored (as tooz ignores them)'))
+    }
+    if (!this.#meta) {
+      this.#ctx.events.warning(new BackendError(`memcached ${this.#server?.version} has no meta commands (they need 1.6.10 or later): locks are released with tooz's non-atomic get-compare-delete`))
+    }
+  }
+
+  async stop(): Promise<void> {
+    const client = this.#client
+    if (!client) return
+    // tooz deletes its member key on stop; do it if the server answers quickly, never wait long.
+    if (client.server) await Promise.race([client.delete(KEYS.member(this.#me)).catch(() => false), sleep(2_000)])
+    await client.close()
+  }
+
+  /** One write and one round trip whatever the group sizes (MemcachedHeartbeat.beat()). */
+  async heartbeat(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<DriverLock>): Promise<HeartbeatResult> {
+    return this.#heartbeat.beat(joined, heldLocks)
+  }
+
+  async createGroup(group: string): Promise<void> {
+    if ((await this.#c.store('add', KEYS.group(group), encodeGroup([]), FLAG_MSGPACK, 0)) !== 'stored') throw new GroupExistsError(group)
+    await this.#casLoop(`adding ${group} to the group list`, async () => {
+      const item = await this.#c.gets(KEYS.groupList)
+      if (item === undefined) return (await this.#c.store('add', KEYS.groupList, encodeGroupList([Buffer.from(group)]), FLAG_MSGPACK, 0)) === 'stored' || RETRY
+      const list = decodeGroupList(item)
+      if (list.some((e) => groupListId(e) === group)) return true
+      return (await this.#c.store('cas', KEYS.groupList, encodeGroupList([...list, Buffer.from(group)]), FLAG_MSGPACK, 0, item.cas)) === 'stored' || RETRY
+    })
+  }
+
+  async deleteGroup(group: string): Promise<void> {
+    const key = KEYS.group(group)
+    await this.#casLoop(`deleting group ${group}`, async () => {
+      const item = await this.#c.gets(key)
+      const entries = this.#entries(item, group)
+      // Unlike tooz, members whose key has lapsed do not keep the group alive.
+      if ((await this.#alive(entries)).length > 0) throw new GroupNotEmptyError(group)
+      // As tooz: first CAS the value to nil (so no join can slip in), then delete it. The nil gets
+      // an expiry here, so that a delete cut short by a dropped connection cannot leave it forever.
+      const r = await this.#c.store('cas', key, Buffer.from([0xc0]), FLAG_MSGPACK, Math.ceil(this.#ctx.options.timeoutMs / 1000), item!.cas)
+      if (r === 'notFound') throw new GroupNotFoundError(group)
+      return r === 'stored' || RETRY
+    })
+    await this.#c.delete(key)
+    await this.#casLoop(`removing ${group} from the group list`, async () => {
+      const item = await this.#c.gets(KEYS.groupList)
+      if (item === undefined) return true // evicted: nothing to remove it from
+      const list = decodeGroupList(item)
+      const rest = list.filter((e) => groupListId(e) !== group)
+      if (rest.length === list.length) return true
+      return (await this.#c.store('cas', KEYS.groupList, encodeGroupList(rest), FLAG_MSGPACK, 0, item.cas)) !== 'exists' || RETRY
+    })
+  }
+
+  async listGroups(): Promise<string[]> {
+    const ids = new Set<string>()
+    for (const entry of decodeGroupList(await this.#c.get([KEYS.groupList]).then((m) => m.get(KEYS.groupList)))) {
+      const id = groupListId(entry)
+      if (id === undefined) this.#ctx.events.warning(new SerializationError(`The group list (${KEYS.groupList}) holds an entry that is not a UTF-8 group id; it is skipped`))
+      else ids.add(id)
+    }
+    return [...ids]
+  }
+
+  async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
+    // Refresh our member key alongside the first read, so that nobody prunes us right after we join.
+    let beat: Promise<unknown> | undefined = this.#heartbeat.touch()
+    beat.catch(() => {}) // awaited (and reported) by the first step; this only guards an early throw
+    await this.#update(group, `joining group ${group}`, (entries) => {
+      if (entries.some((e) => e.id === this.#me)) throw new MemberExistsError(group, this.#me)
+      return [...entries, memberEntry(this.#me, capabilities)]
+    }, () => {
+      const first = beat
+      beat = undefined
+      return first
+    })
+  }
+
+  async leaveGroup(group: string): Promise<void> {
+    this.#heartbeat.forget(group)
+    await this.#update(group, `leaving group ${group}`, (entries) => {
+      if (!entries.some((e) => e.id === this.#me)) throw new MemberNotJoinedError(group, this.#me)
+      return entries.filter((e) => e.id !== this.#me)
+    })
+  }
+
+  async updateCapabilities(group: string, capabilities: Uint8Array): Promise<void> {
+    await this.#update(group, `updating capabilities in group ${group}`, (entries) => {
+      if (!entries.some((e) => e.id === this.#me)) throw new MemberNotJoinedError(group, this.#me)
+      return entries.map((e) => (e.id === this.#me ? memberEntry(this.#me, capabilities) : e))
+    })
+  }
+
+  async listMembers(group: string): Promise<Map<string, Uint8Array | SerializationError>> {
+    const out = new Map<string, Uint8Array | SerializationError>()
+    for (const e of await this.#live(group)) if (e.id !== undefined) out.set(e.id, capabilitiesOf(e, group))
+    return out
+  }
+
+  async listMemberIds(group: string): Promise<string[]> {
+    const ids: string[] = []
+    for (const e of await this.#live(group)) if (e.id !== undefined) ids.push(e.id)
+    return ids
+  }
+
+  createLock(name: string): DriverLock {
+    return new MemcachedLock(this.#c, KEYS.lock(name), this.#me, this.#ttl.lock, () => this.#meta)
+  }
+
+  leaderLock(group: string): DriverLock {
+    return new MemcachedLock(this.#c, KEYS.leader(group), this.#me, this.#ttl.leader, () => this.#meta)
+  }
+
+  async getLeader(group: string): Promise<string | null> {
+    const key = KEYS.leader(group)
+    return decodeOwner((await this.#c.get([key])).get(key), key)
+  }
+
+  /** A group's entries; GroupNotFoundError when it does not exist. Unreadable member ids are reported. */
+  #entries(item: Parameters<typeof decodeGroup>[0], group: string): GroupEntry[] {
+    const entries = decodeGroup(item, group)
+    if (entries === undefined) throw new GroupNotFoundError(group)
+    for (const e of entries) {
+      if (e.id === undefined) this.#ctx.events.warning(new SerializationError(`Group ${JSON.stringify(group)} holds a member whose id is not UTF-8 text; it is left in place but not listed`))
+    }
+    return entries
+  }
+
+  /**
+   * The live entries of a group: self, members whose key exists (ONE multi-get for all of them),
+   * and members whose id cannot be read (their liveness cannot be checked, so they are kept).
+   */
+  async #alive(entries: readonly GroupEntry[]): Promise<GroupEntry[]> {
+    const keys = entries.map((e) => (e.id === undefined || e.id === this.#me ? undefined : KEYS.member(e.id)))
+    const beats = await this.#c.present(keys.filter((k): k is string => k !== undefined))
+    return entries.filter((_, i) => keys[i] === undefined || beats.has(keys[i]))
+  }
+
+  /** A group's live entries (two round trips at any size), pruning the dead ones from its value. */
+  async #live(group: string): Promise<GroupEntry[]> {
+    const key = KEYS.group(group)
+    const item = await this.#c.gets(key)
+    const entries = this.#entries(item, group)
+    const alive = await this.#alive(entries)
+    const dead = entries.length - alive.length
+    if (dead > 0) {
+      // Lazy garbage collection, as tooz does it. Losing the CAS race is fine: the next reader retries.
+      // #alive() keeps every entry it cannot check, so the live entries are exactly what stays.
+      await this.#c.store('cas', key, encodeGroup(alive), FLAG_MSGPACK, 0, item!.cas).catch((err: unknown) => {
+        this.#ctx.events.warning(new BackendError(`Pruning ${dead} dead members from group ${group} failed: ${(err as Error).message}`, { cause: err }))
+      })
+    } else if (alive.some((e) => e.id === this.#me)) {
+      // A read the heartbeat need not repeat: our entry is in the value at this CAS.
+      this.#heartbeat.listed(group, item!.cas!)
+    }
+    return alive
+  }
+
+  /** One gets/modify/cas loop over a group's value; `change` throws the domain errors. */
+  async #update(group: string, what: string, change: (entries: GroupEntry[]) => GroupEntry[], alongside?: () => Promise<unknown> | undefined): Promise<void> {
+    const key = KEYS.group(group)
+    await this.#casLoop(what, async () => {
+      const [item] = await Promise.all([this.#c.gets(key), alongside?.()])
+      const next = change(this.#entries(item, group))
+      const r = await this.#c.store('cas', key, encodeGroup(next), FLAG_MSGPACK, 0, item!.cas)
+      if (r === 'notFound') throw new GroupNotFoundError(group)
+      return r === 'stored' || RETRY
+    })
+  }
+
+  /** Runs `step` until it stops answering RETRY, with short jittered backoff, for at most `timeout`. */
+  async #casLoop(what: string, step: () => Promise<true | typeof RETRY>): Promise<void> {
+    const started = Date.now()
+    for (let attempt = 1; ; attempt++) {
+      if ((await step()) !== RETRY) return
+      if (Date.now() - started > this.#ctx.options.timeoutMs) {
+        throw new OperationTimeoutError(`Gave up ${what} after ${attempt} compare-and-swap conflicts in ${Date.now() - started} ms (timeout)`)
+      }
+      await sleep(Math.min(100, 2 * 1.5 ** attempt) * (0.5 + Math.random()), this.#ctx.signal)
+    }
+  }
+
+  #onConnected(server: MemcachedServer, reconnect: boolean): void {
+    this.#heartbeat.reset()
+    const previous = this.#server
+    this.#server = server
+    const [major = 0, minor = 0, patch = 0] = server.version.split('.').map((n) => Number.parseInt(n, 10) || 0)
+    this.#meta = major > 1 || (major === 1 && (minor > 6 || (minor === 6 && patch >= 10)))
+    if (!reconnect || !previous) return
+    const same = previous.host === server.host && previous.port === server.port && previous.pid === server.pid &&
+      (previous.bootedAt === undefined || server.bootedAt === undefined || Math.abs(previous.bootedAt - server.bootedAt) <= 1)
+    if (same) this.#ctx.events.connectionState('reconnected')
+    else this.#ctx.events.sessionReplaced(`memcached at ${server.host}:${server.port} is not the server this member used before (restarted, or a fail-over host): every key is gone`)
+  }
+}
+
+/** node:tls options from use_ssl and friends; the files are read here, at start. */
+async function tlsOptions(o: MemcachedOptions): Promise<ConnectionOptions> {
+  return {
+    ca: await readTlsFile('memcached', 'ca_cert', o.caCert),
+    cert: await readTlsFile('memcached', 'ssl_cert', o.sslCert),
+    key: await readTlsFile('memcached', 'ssl_key', o.sslKey),
+    passphrase: o.sslKeyPassword || undefined,
+    ciphers: o.sslCiphers || undefined,
+    rejectUnauthorized: true,
+    ...(o.sslCheckHostname ? {} : { checkServerIdentity: () => undefined }),
+  }
+}
+
+export default defineDriver({
+  name: 'memcached',
+  summary: 'tooz\'s memcached layout: groups as CAS-updated msgpack values, members alive while their expiring key exists, locks and leaders as added keys. Shares groups, locks and leaders with Python tooz processes.',
+  urlForms: ['memcached://127.0.0.1:11211', 'memcached://mc1:11211,mc2:11211?timeout=10', 'memcached://mc1:11211?use_ssl=true&ca_cert=/etc/ssl/mc-ca.pem'],
+  consistency: 'Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists (membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend another holder\'s lock. Watchers poll.',
+  hazards: [
+    'memcached is a cache: LRU eviction can drop a group, a member key or a lock at any moment, whatever its expiry. Dropped memberships are reported (membershipLost) and rejoined; a dropped lock can be taken by another process before the holder notices (lockLost).',
+    'A restarted memcached forgets everything; the driver reports the connection as lost on reconnect, so locks and leadership are dropped and groups rejoined.',
+    'No fencing: an evicted or restarted server can give one lock to two holders in turn.',
+    'Extra hosts in the URL are a fail-over list, not shards; keys live on whichever server answers first, and a fail-over starts from empty.',
+    'Expiry has one-second resolution; timeouts under 2 s are not useful.',
+  ],
+  capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses', 'acrossHosts'],
+  options: MEMCACHED_OPTIONS,
+  validateId(kind: IdKind, id: string): string | undefined {
+    if (/[\x00-\x20\x7f]/.test(id)) return 'memcached keys cannot contain spaces or control characters; use "-" or "_" instead'
+    const prefix = LONGEST_PREFIX_BYTES[kind]
+    const bytes = Buffer.byteLength(id)
+    if (prefix + bytes > MAX_KEY_BYTES) {
+      return `it is ${bytes} bytes long, and with the ${prefix}-byte key prefix tooz puts before a ${kind} id it exceeds memcached's ${MAX_KEY_BYTES}-byte key limit; use at most ${MAX_KEY_BYTES - prefix} bytes`
+    }
+    return undefined
+  },
+  translateError(err) {
+    if (err instanceof MemcachedConnectionError) return new ConnectionError(err.message, { cause: err })
+    if (err instanceof MemcachedTimeoutError) return new OperationTimeoutError(`${err.message} (option timeout)`, { cause: err })
+    if (err instanceof MemcachedKeyError) return new InvalidIdError(err.message)
+    if (err instanceof MemcachedServerError) {
+      const hint = /too large/i.test(err.message) ? '; the value exceeds memcached\'s item size limit (raise it with memcached -I)' : ''
+      return new BackendError(`${err.message}${hint}`, { cause: err, retryable: err.kind === 'SERVER_ERROR' && /memory/i.test(err.message) })
+    }
+    return undefined
+  },
+  create: (ctx) => new MemcachedDriver(ctx),
+})

@@ -1,0 +1,140 @@
+/**
+ * A tooz memcached lock: key `__TOOZ_LOCK_<name>` (or the leader key), value = the owner's member
+ * id with flags 1, added with an expiry of lock_timeout and kept alive by the heartbeat.
+ *
+ * tooz releases with GET, compare with the member id, DELETE: not atomic, and unable to tell two
+ * holders that share a member id apart. Here every hold is identified by the item's CAS value,
+ * which memcached changes on every write: acquire adds the key and keeps the CAS it got (`ms ME
+ * c`), refresh re-stores the value only if the CAS is still ours (`ms C<cas>`: an atomic
+ * compare-and-touch), and release deletes only if the CAS is still ours (`md C<cas>`). So two Lock
+ * objects of one name in one process exclude each other (the second add fails) and neither can
+ * free the other's hold, even though both write the same member id, as Python tooz would read it.
+ *
+ * Servers older than 1.6.10 have no usable meta commands: the lock then falls back to classic
+ * commands with the CAS read by `gets`, whose release is a compare-then-delete with a short race,
+ * as tooz's is.
+ *
+ * The driver's heartbeat refreshes every held lock in the same write as the member key, as
+ * tooz's heartbeat touches them, and tells the Coordinator which were lost.
+ */
+import type { DriverLock } from '../../driver.js'
+import type { MemcachedClient } from '../../../clients/memcached/memcached-client.js'
+import { FLAG_BYTES } from './memcached-layout.js'
+
+/** One lock object; `meta` says whether the server has meta commands. */
+export class MemcachedLock implements DriverLock {
+  /** Never set: an evicted or restarted memcached can hand out any value again, so there is no fencing. */
+  readonly fencingToken = undefined
+  readonly #client: MemcachedClient
+  readonly #key: string
+  readonly #owner: Buffer
+  readonly #ttlSeconds: number
+  readonly #meta: () => boolean
+  /** The CAS value of our hold; undefined when not held. */
+  #cas: bigint | undefined
+  /** The refresh under way: a second refresh() joins it (a second `ms C<cas>` would find the CAS changed by the first). */
+  #refreshing: Promise<boolean> | undefined
+  /** A write whose reply was lost may have changed the CAS: check the value before declaring a loss. */
+  #uncertain = false
+
+  constructor(client: MemcachedClient, key: string, memberId: string, ttlSeconds: number, meta: () => boolean) {
+    this.#client = client
+    this.#key = key
+    this.#owner = Buffer.from(memberId)
+    this.#ttlSeconds = ttlSeconds
+    this.#meta = meta
+  }
+
+  async tryAcquire(): Promise<boolean> {
+    if (this.#meta()) {
+      const r = await this.#client.meta('ms', this.#key, ['ME', `F${FLAG_BYTES}`, `T${this.#ttlSeconds}`, 'c'], this.#owner)
+      if (r.code !== 'HD') return false
+      this.#hold(r.flags.get('c'))
+      return true
+    }
+    if ((await this.#client.store('add', this.#key, this.#owner, FLAG_BYTES, this.#ttlSeconds)) !== 'stored') return false
+    this.#setCas((await this.#client.gets(this.#key))?.cas)
+    return this.#cas !== undefined
+  }
+
+  async release(): Promise<boolean> {
+    // A refresh under way changes the CAS of the hold: let it land, so that the delete compares the new one.
+    if (this.#refreshing) await this.#refreshing.catch(() => false)
+    const cas = this.#cas
+    this.#setCas(undefined)
+    if (cas === undefined) return false
+    if (this.#meta()) return (await this.#client.meta('md', this.#key, [`C${cas}`])).code === 'HD'
+    const item = await this.#client.gets(this.#key)
+    return item?.cas === cas && (await this.#client.delete(this.#key))
+  }
+
+  /** Extends the hold by lock_timeout; false when it is no longer ours. Concurrent calls share one request. */
+  refresh(): Promise<boolean> {
+    return this.#refreshOnce()
+  }
+
+  #refreshOnce(): Promise<boolean> {
+    this.#refreshing ??= this.#refresh().finally(() => {
+      this.#refreshing = undefined
+    })
+    return this.#refreshing
+  }
+
+  async #refresh(): Promise<boolean> {
+    if (this.#cas === undefined) return false
+    try {
+      if (!this.#meta()) {
+        const item = await this.#client.gets(this.#key)
+        if (item?.cas !== this.#cas) return this.#lose()
+        // touch keeps the CAS value, so the hold stays recognisable.
+        return (await this.#client.touch(this.#key, this.#ttlSeconds)) || this.#lose()
+      }
+      const r = await this.#client.meta('ms', this.#key, [`C${this.#cas}`, `F${FLAG_BYTES}`, `T${this.#ttlSeconds}`, 'c'], this.#owner)
+      if (r.code === 'HD') {
+        this.#hold(r.flags.get('c'))
+        return true
+      }
+      if (r.code === 'EX' && this.#uncertain && (await this.#adopt())) return this.#refresh()
+      return this.#lose()
+    } catch (err) {
+      this.#uncertain = true
+      throw err
+    }
+  }
+
+  async isStillOwner(): Promise<boolean> {
+    if (this.#cas === undefined) return false
+    const item = await this.#client.gets(this.#key)
+    return item !== undefined && item.cas === this.#cas && this.#owner.equals(item.value)
+  }
+
+  async break(): Promise<boolean> {
+    this.#setCas(undefined)
+    return this.#client.delete(this.#key)
+  }
+
+  #hold(cas: string | undefined): void {
+    this.#setCas(cas === undefined || cas === '' ? undefined : BigInt(cas))
+    this.#uncertain = false
+  }
+
+  #lose(): boolean {
+    this.#setCas(undefined)
+    this.#uncertain = false
+    return false
+  }
+
+  /** Records the CAS of our hold (undefined: not held). */
+  #setCas(cas: bigint | undefined): void {
+    this.#cas = cas
+  }
+
+  /** After a lost reply: if the key still names us, its new CAS is the one our own write made. */
+  async #adopt(): Promise<boolean> {
+    this.#uncertain = false
+    const item = await this.#client.gets(this.#key)
+    if (item === undefined || !this.#owner.equals(item.value)) return false
+    this.#setCas(item.cas)
+    return true
+  }
+}

@@ -1,0 +1,329 @@
+/**
+ * mysql:// — MySQL or MariaDB: locks exactly as tooz's mysql driver takes them, plus groups,
+ * membership with expiry and leader election on a few small tables.
+ *
+ * URL: `mysql://USER[:PASSWORD]@HOST[:PORT]/DBNAME[?unix_socket=&ssl_ca=&ssl_capath=&ssl_cert=&ssl_key=&ssl_cipher=&ssl_verify_mode=&ssl_check_hostname=&timeout=&membership_timeout=&namespace=]`
+ * (tooz's form and options; port 3306 by default). Unlike tooz's lock-only driver, rollcall needs
+ * the database in the path: its tables live there.
+ *
+ * Locks: `GET_LOCK(name, timeout)` / `RELEASE_LOCK(name)`, the name unprefixed, each held on a
+ * session of its own (mysql-lock.ts), so a Python tooz process and this driver exclude each
+ * other on the same name on the same server (GET_LOCK names are server-wide, whatever the
+ * database). Fencing tokens come from a counter row bumped with LAST_INSERT_ID(expr), in the
+ * same round trip as GET_LOCK. A released session is kept a few seconds for the next acquire
+ * (sql-membership.ts LockSessions), as tooz keeps one per Lock object.
+ *
+ * Connections per coordinator: one for membership and heartbeats (the pool), plus one per held
+ * or waiting lock (and up to two unused ones, closed after 10 s).
+ *
+ * Groups (tooz has none on MySQL): tables `<namespace>groups`, `<namespace>members`,
+ * `<namespace>leaders`, `<namespace>fence` (sql-schema.ts), created at start if missing. Liveness
+ * is `expires_at > UTC_TIMESTAMP(6)` by the server's clock, pushed forward by each heartbeat.
+ * MySQL has no change notifications: watchers poll.
+ *
+ * Consistency: every statement is atomic on the server (InnoDB); a member that dies is listed
+ * until its row expires (membership_timeout, default 30 s). A lock lasts exactly as long as its
+ * session.
+ *
+ * Hazards:
+ * - Lock names are limited to 64 characters; a group's leader lock is `leader_of_<group>`, so
+ *   group ids are limited to 54 characters here.
+ * - Lock names may compare case-insensitively (MySQL 5.7+ and MariaDB's documentation say so;
+ *   MariaDB 10.11 was seen comparing them exactly): do not rely on `Job` and `job` being two locks.
+ * - A waiting acquire re-enters GET_LOCK every half second: the server wakes it at once on release,
+ *   but waiters are not served in arrival order.
+ * - Each held or waiting lock uses a server connection of its own (max_connections): a
+ *   coordinator uses 1 + locks held or waiting (+ up to 2 unused lock sessions for 10 s after a
+ *   release).
+ * - break() KILLs the holder's connection: it needs the right to, and ends anything else that
+ *   connection was doing.
+ */
+import { readdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
+import { defineDriver } from '../../driver.js'
+import { opt } from '../../options.js'
+import { sqlCommonOptions } from '../sql/sql-options.js'
+import { formatHosts } from '../../url.js'
+import { MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
+import { SqlDriver, sqlIdProblem, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
+import { LockSessions } from '../sql/sql-sessions.js'
+import { namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from '../sql/sql-schema.js'
+import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql } from './mysql-schema.js'
+import { isMysqlConnectionFailure } from '../../../internal/network-errors.js'
+import { readTlsFile } from '../kit/tls-files.js'
+
+type Mysql = typeof import('mysql2/promise')
+type MysqlPool = ReturnType<Mysql['createPool']>
+type MysqlConfig = Parameters<Mysql['createConnection']>[0] & object
+type SslConfig = Exclude<MysqlConfig['ssl'], string | undefined>
+
+/** MySQL's limit on GET_LOCK names, in characters. */
+export const MAX_LOCK_NAME_CHARS = 64
+/**
+ * Connections of the shared pool, which runs every membership statement and the heartbeat (each
+ * lock has its own session). One: statements queue on it, and a coordinator's footprint on the
+ * server's max_connections stays one connection plus one per held or waiting lock. mysql2 closes
+ * idle pool connections only beyond maxIdle, so this one stays open while the coordinator runs.
+ */
+const POOL_SIZE = 1
+const CLOSE_GRACE_MS = 2_000
+const ACCESS_CODES = new Set(['ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_NOT_SUPPORTED_AUTH_MODE'])
+
+/** How a MySQL or network error reads for the shared code. */
+function mysqlFailure(err: unknown): SqlFailure | undefined {
+  const e = err as { errno?: unknown } | undefined
+  if (e?.errno === 1062) return 'duplicate'
+  if (e?.errno === 1451 || e?.errno === 1452 || e?.errno === 1216 || e?.errno === 1217) return 'foreignKey'
+  if (isMysqlConnectionFailure(err)) return 'connection'
+  return undefined
+}
+
+function isAccessError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code
+  return typeof code === 'string' && ACCESS_CODES.has(code)
+}
+
+/** A binary parameter as mysql2 escapes it (Buffer); everything else unchanged. */
+function param(v: unknown): unknown {
+  return v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v
+}
+
+/** tooz's TLS options, read from their files at start (pymysql's rules for the defaults). */
+export interface MysqlTlsOptions {
+  sslCa?: string
+  sslCapath?: string
+  sslCert?: string
+  sslKey?: string
+  sslCipher?: string
+  sslVerifyMode?: string
+  sslCheckHostname?: boolean
+}
+
+/** pymysql's spellings of ssl_verify_mode; `optional` verifies nothing more than `none` does in Node. */
+const VERIFY_MODES: Record<string, boolean> = { none: false, '0': false, false: false, no: false, optional: false, required: true, '1': true, true: true, yes: true }
+
+/** mysql2's `ssl` settings for tooz's ssl_* options; undefined (no TLS) when none is set. @internal */
+export async function tlsConfig(o: MysqlTlsOptions): Promise<SslConfig | undefined> {
+  if (Object.values(o).every((v) => v === undefined || v === '')) return undefined
+  const ca: string[] = []
+  if (o.sslCa) ca.push((await readTlsFile('mysql', 'ssl_ca', o.sslCa))!.toString('utf8'))
+  if (o.sslCapath) {
+    const names = await readdir(o.sslCapath).catch((err: Error) => {
+      throw new InvalidOptionError(`Option ssl_capath of the mysql driver names ${o.sslCapath}, which cannot be listed: ${err.message}`)
+    })
+    for (const name of names.sort()) {
+      const text = await readFile(join(o.sslCapath, name), 'utf8').catch(() => '')
+      if (text.includes('-----BEGIN CERTIFICATE-----')) ca.push(text)
+    }
+  }
+  // pymysql: with a CA, verify the certificate and the host name unless told otherwise; without, neither.
+  const verify = o.sslVerifyMode ? VERIFY_MODES[o.sslVerifyMode.toLowerCase()] ?? false : ca.length > 0
+  return {
+    ...(ca.length ? { ca } : {}),
+    ...(o.sslCert ? { cert: (await readTlsFile('mysql', 'ssl_cert', o.sslCert))!.toString('utf8') } : {}),
+    ...(o.sslKey ? { key: (await readTlsFile('mysql', 'ssl_key', o.sslKey))!.toString('utf8') } : {}),
+    ...(o.sslCipher ? { ciphers: o.sslCipher } : {}),
+    rejectUnauthorized: verify,
+    verifyIdentity: ca.length > 0 && (o.sslCheckHostname ?? true),
+  }
+}
+
+/** A statement rewritten for mysql2: positional text, parameter order, and whether it is several statements. */
+interface Prepared {
+  readonly text: string
+  readonly order: number[]
+  readonly multiple: boolean
+}
+
+/** The dialect: pool, statements and lock sessions. */
+class MysqlDialect implements SqlDialect, MysqlLockHost {
+  readonly lockSql: string
+  readonly sessions: LockSessions<MysqlConnection>
+  readonly #config: MysqlConfig
+  readonly #tls: MysqlTlsOptions
+  readonly #where: string
+  readonly #timeoutMs: number
+  readonly #names: SqlNames
+  readonly #statements: Record<StatementName, Prepared>
+  #lib: Mysql | undefined
+  #pool: MysqlPool | undefined
+  #closed = false
+
+  constructor(config: MysqlConfig, tls: MysqlTlsOptions, where: string, timeoutMs: number, names: SqlNames) {
+    this.#config = config
+    this.#tls = tls
+    this.#where = where
+    this.#timeoutMs = timeoutMs
+    this.#names = names
+    const statements = mysqlStatements(names)
+    this.#statements = Object.fromEntries(Object.entries(statements).map(([k, sql]) => [k, { ...toPositional(sql), multiple: sql.includes(';') }])) as Record<StatementName, Prepared>
+    this.lockSql = mysqlLockSql(names.fence)
+    this.sessions = new LockSessions<MysqlConnection>({
+      open: () => this.#connect(),
+      end: (conn) => this.#endSession(conn),
+      onDeath: (conn, died) => {
+        conn.on('error', (err) => died(`its MySQL session failed (${err.message})`))
+        conn.on('end', () => died('its MySQL session ended'))
+      },
+    })
+  }
+
+  async open(): Promise<void> {
+    try {
+      this.#lib = await import('mysql2/promise')
+    } catch (err) {
+      throw new DriverUnavailableError('mysql', 'mysql2', { cause: err })
+    }
+    const ssl = await tlsConfig(this.#tls)
+    if (ssl) this.#config.ssl = ssl
+    this.#pool = this.#lib.createPool({ ...this.#config, connectionLimit: POOL_SIZE, maxIdle: POOL_SIZE })
+    try {
+      await withDeadline(this.#createTables(), this.#timeoutMs)
+    } catch (err) {
+      throw this.#startError(err)
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+    await this.sessions.close()
+    await withDeadline(this.#pool?.end() ?? Promise.resolve(), CLOSE_GRACE_MS).catch(() => undefined)
+  }
+
+  async run(statement: StatementName, params: readonly unknown[]): Promise<SqlResult> {
+    const { text, order, multiple } = this.#statements[statement]
+    const [answer] = await this.#requirePool().query(text, order.map((i) => param(params[i])))
+    // Several statements answer one result each: the last one is the statement's outcome.
+    const result: unknown = multiple ? (answer as unknown[]).at(-1) : answer
+    if (Array.isArray(result)) return { rows: result as Record<string, unknown>[], affected: result.length }
+    return { rows: [], affected: (result as { affectedRows: number }).affectedRows }
+  }
+
+  async refreshMembers(member: string, groups: readonly string[], ttlMs: number): Promise<string[]> {
+    const pool = this.#requirePool()
+    const sql = mysqlRefreshSql(this.#names)
+    const [header] = await pool.query(sql.update, [ttlMs, member, [...groups]])
+    if ((header as { affectedRows: number }).affectedRows === groups.length) return [...groups]
+    const [rows] = await pool.query(sql.live, [member, [...groups]])
+    return (rows as { group_id: Buffer }[]).map((r) => r.group_id.toString('utf8'))
+  }
+
+  classify(err: unknown): SqlFailure | undefined {
+    return mysqlFailure(err)
+  }
+
+  sessionLock(name: string, onLost: (reason: string) => void): SessionLock {
+    return new MysqlLock(this, name, onLost)
+  }
+
+  /** A new lock session; closed by close() (through LockSessions) if still open then. */
+  async #connect(): Promise<MysqlConnection> {
+    if (!this.#lib || this.#closed) throw new ConnectionError('The mysql driver is not started')
+    const conn = (await this.#lib.createConnection(this.#config)) as unknown as MysqlConnection
+    // Errors are reported through the queries that fail; an idle connection must not crash the process.
+    conn.on('error', () => undefined)
+    if (this.#closed) {
+      conn.destroy()
+      throw new ConnectionError('The mysql driver stopped while a lock session was opening')
+    }
+    return conn
+  }
+
+  async query(sql: string, values: unknown[]): Promise<Record<string, unknown>[]> {
+    const [rows] = await this.#requirePool().query(sql, values)
+    return Array.isArray(rows) ? (rows as Record<string, unknown>[]) : []
+  }
+
+  async #endSession(conn: MysqlConnection): Promise<void> {
+    const ended = await withDeadline(conn.end().then(() => true, () => false), 1_000).catch(() => false)
+    if (!ended) conn.destroy()
+  }
+
+  #requirePool(): MysqlPool {
+    if (!this.#pool || this.#closed) throw new ConnectionError('The mysql driver is not started')
+    return this.#pool
+  }
+
+  /** CREATE TABLE IF NOT EXISTS is atomic in InnoDB (metadata locks), so racing starts are safe. */
+  async #createTables(): Promise<void> {
+    const [rows] = await this.#requirePool().query(mysqlTablesExistSql(this.#names))
+    if (Number((rows as { ok: unknown }[])[0]?.ok) === 1) return
+    for (const ddl of mysqlSchema(this.#names)) await this.#requirePool().query(ddl)
+  }
+
+  #startError(err: unknown): RollcallError {
+    if (err instanceof InvalidOptionError) return err
+    const reason = err instanceof DeadlineError ? `it did not answer within ${this.#timeoutMs / 1000} s (timeout)` : (err as Error)?.message ?? String(err)
+    if (err instanceof DeadlineError || mysqlFailure(err) === 'connection' || isAccessError(err)) {
+      return new ConnectionError(`Cannot connect to MySQL at ${this.#where}: ${reason}`, { cause: err, retryable: !isAccessError(err) })
+    }
+    return new BackendError(`Cannot prepare rollcall's tables on MySQL at ${this.#where}: ${reason}`, { cause: err })
+  }
+}
+
+export default defineDriver({
+  name: 'mysql',
+  summary: 'MySQL or MariaDB: tooz-compatible GET_LOCK locks, plus groups, membership with expiry and leader election on small tables.',
+  urlForms: ['mysql://USER:PASSWORD@HOST[:PORT]/DBNAME', 'mysql://USER@localhost/DBNAME?unix_socket=/run/mysqld/mysqld.sock', 'mysql://USER@HOST/DBNAME?ssl_ca=/etc/ssl/ca.pem'],
+  consistency: 'Statements are atomic on the server (InnoDB). Members live while expires_at > UTC_TIMESTAMP(6) by the server clock (membership_timeout after their last heartbeat); watchers poll. A lock lasts exactly as long as its session.',
+  hazards: [
+    'Lock names are at most 64 characters, so group ids (whose leader lock is leader_of_<group>) at most 54.',
+    'Lock names may compare case-insensitively (MySQL 5.7+; MariaDB 10.11 compared them exactly here): do not rely on names differing only in case.',
+    'A waiting acquire re-enters GET_LOCK every half second: woken at once on release, but waiters are not served in arrival order.',
+    'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to 2 unused lock sessions kept for 10 s after a release.',
+    'break() KILLs the holding connection, which needs the right to.',
+  ],
+  clientPackage: 'mysql2',
+  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  options: {
+    ...sqlCommonOptions('MySQL', 'table'),
+    unixSocket: opt.string('unix_socket', { doc: 'tooz: connect through this Unix socket instead of TCP.' }),
+    sslCa: opt.string('ssl_ca', { doc: 'tooz: CA certificate file; turns TLS on and, by default, certificate and host name checks.' }),
+    sslCapath: opt.string('ssl_capath', { doc: 'tooz: directory whose PEM files are trusted CA certificates.' }),
+    sslCert: opt.string('ssl_cert', { doc: 'tooz: client certificate file.' }),
+    sslKey: opt.string('ssl_key', { doc: 'tooz: client key file.' }),
+    sslCipher: opt.string('ssl_cipher', { doc: 'tooz: allowed TLS ciphers (OpenSSL list).' }),
+    sslVerifyMode: opt.string('ssl_verify_mode', { doc: 'tooz/pymysql: none, optional (treated as none) or required; default required with a CA, none without.' }),
+    sslCheckHostname: opt.boolean('ssl_check_hostname', { doc: 'tooz: check the server certificate\'s host name (default true when a CA is given).' }),
+  },
+  validateId: (kind, id) => sqlIdProblem(kind, id, MAX_LOCK_NAME_CHARS),
+  translateError(err) {
+    if (mysqlFailure(err) === 'connection' || isAccessError(err)) {
+      return new ConnectionError(`MySQL connection failed: ${(err as Error).message}`, { cause: err, retryable: !isAccessError(err) })
+    }
+    return undefined
+  },
+  create({ url, options, memberId, events }) {
+    const problem = namespaceProblem(options.namespace)
+    if (problem) throw new InvalidOptionError(`Option namespace "${options.namespace}" for the mysql driver is not usable: ${problem}`)
+    if (options.sslVerifyMode && !(options.sslVerifyMode.toLowerCase() in VERIFY_MODES)) {
+      throw new InvalidOptionError(`Option ssl_verify_mode of the mysql driver must be none, optional or required, not "${options.sslVerifyMode}"`)
+    }
+    if (url.hosts.length > 1) throw new InvalidUrlError(`${url.redacted} names several hosts; the mysql driver connects to one`)
+    const database = url.path.replace(/^\/+/, '')
+    if (!database) {
+      throw new InvalidUrlError(`${url.redacted} names no database; rollcall keeps its tables in one: write it in the path, e.g. mysql://root@127.0.0.1:3306/rollcall`)
+    }
+    const host = url.hosts[0]?.host || 'localhost'
+    const port = url.hosts[0]?.port ?? 3306
+    const config: MysqlConfig = {
+      host, port, user: url.username, password: url.password, database,
+      ...(options.unixSocket ? { socketPath: options.unixSocket } : {}),
+      connectTimeout: options.timeoutMs, enableKeepAlive: true,
+      // A join and a lock acquire are two statements each, sent in one round trip. Every value is
+      // still a bound parameter (escaped by mysql2), and table names are checked identifiers.
+      multipleStatements: true,
+      // DATETIME columns hold UTC (UTC_TIMESTAMP); read them as such. Fencing counters are BIGINT.
+      timezone: 'Z', supportBigNumbers: true, bigNumberStrings: true,
+    }
+    const where = `${options.unixSocket ? `socket ${options.unixSocket}` : formatHosts([{ host, port }])} (database ${database})`
+    const tls: MysqlTlsOptions = {
+      sslCa: options.sslCa, sslCapath: options.sslCapath, sslCert: options.sslCert, sslKey: options.sslKey,
+      sslCipher: options.sslCipher, sslVerifyMode: options.sslVerifyMode, sslCheckHostname: options.sslCheckHostname,
+    }
+    const dialect = new MysqlDialect(config, tls, where, options.timeoutMs, sqlNames(options.namespace))
+    return new SqlDriver(dialect, { memberId, membershipTimeoutMs: options.membershipTimeoutMs, events })
+  },
+})

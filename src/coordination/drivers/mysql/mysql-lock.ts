@@ -1,0 +1,216 @@
+/**
+ * MySQL/MariaDB locks exactly as tooz takes them (`tooz/drivers/mysql.py`): the server's named
+ * user lock `GET_LOCK(name, timeout)` / `RELEASE_LOCK(name)`, unprefixed, on a session that holds
+ * no other lock.
+ *
+ * The server frees a GET_LOCK lock when its session ends (process crash, closed connection,
+ * KILL), which is what makes a crashed holder safe. Names are limited to 64 characters by MySQL
+ * (validateId enforces it; MariaDB would allow more, MySQL 5.7+ would refuse). Whether `Job` and
+ * `job` are one lock depends on the server: MySQL 5.7+ documents case-insensitive names, MariaDB
+ * 10.11 compared them exactly in our tests.
+ *
+ * As tooz's driver keeps one connection per Lock object, a released session is kept (in the
+ * coordinator's LockSessions, sql-sessions.ts) for the next acquire: a lock taken in a loop
+ * costs two round trips per cycle (GET_LOCK with its fencing token, RELEASE_LOCK).
+ */
+import { BackendError, ConnectionError } from '../../../errors.js'
+import { sleep } from '../../../internal/sleep.js'
+import type { SessionLock } from '../sql/sql-membership.js'
+import type { LockSessions } from '../sql/sql-sessions.js'
+
+/** The subset of a mysql2/promise connection these drivers use. */
+export interface MysqlConnection {
+  query(sql: string, values?: unknown): Promise<[unknown, unknown]>
+  end(): Promise<void>
+  destroy(): void
+  on(event: 'error', listener: (err: Error) => void): unknown
+  on(event: 'end', listener: () => void): unknown
+  /** The server's connection id (CONNECTION_ID()). */
+  readonly threadId: number | null
+}
+
+/** What a lock needs from its driver. */
+export interface MysqlLockHost {
+  /** The coordinator's lock sessions (connections that allow multiple statements). */
+  readonly sessions: LockSessions<MysqlConnection>
+  /** Runs a statement on the shared pool and returns its rows. */
+  query(sql: string, values: unknown[]): Promise<Record<string, unknown>[]>
+  /** {@link mysqlLockSql}. */
+  readonly lockSql: string
+}
+
+/**
+ * GET_LOCK and the fencing token in one round trip (two statements): the counter row is bumped,
+ * with LAST_INSERT_ID(expr) making the new value the statement's insert id, only when this
+ * session now holds the lock. Parameters: name, timeout in seconds, name.
+ */
+export function mysqlLockSql(fenceTable: string): string {
+  return `SELECT GET_LOCK(?, ?) AS ok;
+    UPDATE ${fenceTable} SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND IS_USED_LOCK(?) = CONNECTION_ID()`
+}
+
+/**
+ * A blocked acquire waits in GET_LOCK(name, WAIT_SLICE_S) rounds: the server wakes it the moment
+ * the lock is free, and an abort (which closes the connection) costs the server at most one
+ * slice of a waiter nobody listens to. Order among waiters is not kept across rounds.
+ */
+const WAIT_SLICE_S = 0.5
+/** How long break() waits for the killed holder's lock to be freed. */
+const KILL_WAIT_MS = 5_000
+
+function rowsOf(result: [unknown, unknown]): Record<string, unknown>[] {
+  return Array.isArray(result[0]) ? (result[0] as Record<string, unknown>[]) : []
+}
+
+/** One GET_LOCK lock, on a session of the coordinator's LockSessions while held. */
+export class MysqlLock implements SessionLock {
+  fencingToken: bigint | undefined
+  readonly #host: MysqlLockHost
+  readonly #name: string
+  readonly #onLost: (reason: string) => void
+  #conn: MysqlConnection | undefined
+
+  constructor(host: MysqlLockHost, name: string, onLost: (reason: string) => void) {
+    this.#host = host
+    this.#name = name
+    this.#onLost = onLost
+  }
+
+  get sessionId(): number | undefined {
+    return this.#conn?.threadId ?? undefined
+  }
+
+  async tryAcquire(): Promise<boolean> {
+    if (this.#conn) return false
+    const { sessions } = this.#host
+    for (;;) {
+      const { session: conn, reused } = await sessions.take()
+      let token: bigint | undefined
+      try {
+        token = await this.#attempt(conn, 0)
+      } catch (err) {
+        // The lock may have been taken before the error: closing the session frees it.
+        await sessions.discard(conn)
+        // A kept session may have died unnoticed: once more, on another session.
+        if (reused) continue
+        throw err
+      }
+      if (token === undefined) {
+        sessions.give(conn)
+        return false
+      }
+      this.#taken(conn, token)
+      return true
+    }
+  }
+
+  /** Waits on the server in GET_LOCK rounds of half a second; an abort closes the connection at once. */
+  async acquireWaiting(signal: AbortSignal): Promise<boolean> {
+    if (this.#conn || signal.aborted) return false
+    const { sessions } = this.#host
+    for (;;) {
+      const { session: conn, reused } = await sessions.take()
+      const onAbort = (): void => conn.destroy()
+      signal.addEventListener('abort', onAbort, { once: true })
+      let token: bigint | undefined
+      try {
+        while (token === undefined && !signal.aborted) token = await this.#attempt(conn, WAIT_SLICE_S)
+      } catch (err) {
+        await sessions.discard(conn)
+        if (signal.aborted) return false
+        if (reused) continue
+        throw err
+      } finally {
+        signal.removeEventListener('abort', onAbort)
+      }
+      if (token === undefined || signal.aborted) {
+        // Aborted (the connection is destroyed), or taken just as the wait was abandoned: ending
+        // the session gives it back.
+        await sessions.discard(conn)
+        return false
+      }
+      this.#taken(conn, token)
+      return true
+    }
+  }
+
+  async release(): Promise<boolean> {
+    const conn = this.#conn
+    if (!conn) return false
+    this.#conn = undefined
+    this.fencingToken = undefined
+    let released = false
+    try {
+      released = Number(rowsOf(await conn.query('SELECT RELEASE_LOCK(?) AS ok', [this.#name]))[0]?.ok) === 1
+    } catch {
+      // The session is gone, and the server released the lock with it.
+    }
+    // Only a session that the server says holds nothing any more serves another lock.
+    if (released) this.#host.sessions.give(conn)
+    else await this.#host.sessions.discard(conn)
+    return released
+  }
+
+  refresh(): Promise<boolean> {
+    return this.isStillOwner()
+  }
+
+  /** Asks on the lock's own session (which also keeps it from idling out: wait_timeout). */
+  async isStillOwner(): Promise<boolean> {
+    const conn = this.#conn
+    if (!conn) return false
+    try {
+      const ok = rowsOf(await conn.query('SELECT IS_USED_LOCK(?) = CONNECTION_ID() AS ok', [this.#name]))[0]?.ok
+      if (Number(ok) === 1) return true
+    } catch {
+      // fall through: a session we cannot talk to is given up, which frees the lock if it held it
+    }
+    if (this.#conn === conn) this.#conn = undefined
+    await this.#host.sessions.discard(conn)
+    return false
+  }
+
+  /**
+   * Kills the connection holding the lock (tooz `break_`), then waits until the server has freed
+   * it. Needs the right to KILL that connection (its own user, or CONNECTION ADMIN / SUPER).
+   */
+  async break(): Promise<boolean> {
+    const holder = (await this.#host.query('SELECT IS_USED_LOCK(?) AS id', [this.#name]))[0]?.id
+    if (holder === null || holder === undefined) return false
+    await this.#host.query(`KILL CONNECTION ${Number(holder)}`, [])
+    const deadline = Date.now() + KILL_WAIT_MS
+    while (Date.now() < deadline) {
+      const now = (await this.#host.query('SELECT IS_USED_LOCK(?) AS id', [this.#name]))[0]?.id
+      if (now === null || now === undefined || String(now) !== String(holder)) break
+      await sleep(20)
+    }
+    return true
+  }
+
+  /**
+   * One GET_LOCK(name, waitS) with its fence: the token when taken, undefined when not (GET_LOCK
+   * answers 1 when taken, 0 on timeout, NULL on an error; tooz takes only 1).
+   */
+  async #attempt(conn: MysqlConnection, waitS: number): Promise<bigint | undefined> {
+    const [results] = await conn.query(this.#host.lockSql, [this.#name, waitS, this.#name])
+    const [rows, header] = results as [Record<string, unknown>[], { affectedRows: number; insertId: number | string }]
+    if (Number(rows[0]?.ok) !== 1) return undefined
+    if (header.affectedRows !== 1) throw new BackendError('The fencing counter row is missing (id 1 of the fence table): the lock was not kept')
+    return BigInt(String(header.insertId))
+  }
+
+  /** Records a granted lock; from now on the end of its session reports the lock lost. */
+  #taken(conn: MysqlConnection, token: bigint): void {
+    this.#conn = conn
+    this.fencingToken = token
+    const alive = this.#host.sessions.hold(conn, (reason) => {
+      if (this.#conn !== conn) return
+      this.#conn = undefined
+      this.#onLost(reason)
+    })
+    if (!alive) {
+      this.#conn = undefined
+      throw new ConnectionError('The MySQL session ended just as the lock was granted')
+    }
+  }
+}

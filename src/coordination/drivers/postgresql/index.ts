@@ -1,0 +1,281 @@
+/**
+ * postgresql:// — locks exactly as tooz's pgsql driver takes them, plus groups, membership with
+ * expiry, leader election and pushed join/leave notifications on a few small tables.
+ *
+ * URL: `postgresql://[USER[:PASSWORD]@]HOST[:PORT][/DBNAME][?dbname=&host=&port=&timeout=&membership_timeout=&namespace=]`
+ * (tooz's form; `host`, `port` and `dbname` in the query override the URL, and a `host` that is a
+ * path names a Unix socket directory). Without a database name, PostgreSQL's default applies: a
+ * database named like the user.
+ *
+ * Locks: `pg_advisory_lock(k1, k2)`, k1 and k2 being the first two bytes of md5(name), each held
+ * on a session of its own (postgresql-lock.ts), so a Python tooz process and this driver exclude
+ * each other on the same lock name in the same database. Waiting happens in PostgreSQL's lock
+ * queue. Fencing tokens come from the sequence `<namespace>fence`, in the statement that takes
+ * the lock. A released session is kept a few seconds for the next acquire (sql-membership.ts
+ * LockSessions).
+ *
+ * Connections per coordinator: one for membership and heartbeats (the pool), one per held or
+ * waiting lock (plus up to two unused ones, closed after 10 s), and the LISTEN connection while
+ * some group is watched.
+ *
+ * Groups (tooz has none on PostgreSQL): tables `<namespace>groups`, `<namespace>members`,
+ * `<namespace>leaders` (sql-schema.ts), created at start if missing. Liveness is
+ * `expires_at > now()` by the server's clock, pushed forward by each heartbeat; every change
+ * NOTIFYs channel `<namespace>changes`, so watchers see joins and leaves at once. Expiry is not
+ * pushed, so watched groups are still polled.
+ *
+ * Consistency: every statement is atomic on the server; a member that dies is listed until its
+ * row expires (membership_timeout, default 30 s). A lock is held exactly as long as its session.
+ *
+ * Hazards:
+ * - Only 65,536 lock keys (tooz's 16-bit key): different names can share a key and then exclude
+ *   each other, including a group's leader lock `leader_of_<group>` and an unrelated lock.
+ * - Advisory locks are per database: Python tooz and rollcall must name the same database, or
+ *   their locks do not meet.
+ * - Each held lock and each waiting acquire occupies a server connection (max_connections): a
+ *   coordinator uses 1 + locks held or waiting (+ up to 2 unused lock sessions for 10 s after a
+ *   release) + 1 while it watches a group.
+ * - break() terminates the holder's backend (pg_terminate_backend, PostgreSQL ≥ 14): it needs the
+ *   right to signal it, and ends anything else that session was doing.
+ */
+import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
+import { defineDriver, type DriverEvents } from '../../driver.js'
+import type { Logger } from '../../logger.js'
+import { opt } from '../../options.js'
+import { sqlCommonOptions } from '../sql/sql-options.js'
+import { formatHosts, type BackendUrl } from '../../url.js'
+import { endPgClient, PgLock, pgLockStatements, type PgClient, type PgLockHost, type PgLockStatements } from './postgresql-lock.js'
+import { PgNotifier } from './postgresql-notify.js'
+import { SqlDriver, sqlIdProblem, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
+import { LockSessions } from '../sql/sql-sessions.js'
+import { namespaceProblem, sqlNames, type SqlNames, type SqlStatements, type StatementName } from '../sql/sql-schema.js'
+import { postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql } from './postgresql-schema.js'
+import { isPgConnectionFailure } from '../../../internal/network-errors.js'
+
+type Pg = (typeof import('pg'))['default']
+type PgPool = InstanceType<Pg['Pool']>
+type PgConfig = ConstructorParameters<Pg['Client']>[0] & object
+
+/**
+ * Connections of the shared pool, which runs every membership statement and the heartbeat (locks
+ * and LISTEN have their own). One: statements queue on it, and a coordinator's footprint on the
+ * server's max_connections stays one connection plus one per held or waiting lock.
+ */
+const POOL_SIZE = 1
+/** The pool's connection closes after this long unused (longer when the heartbeat is slower). */
+const POOL_IDLE_MS = 10_000
+/** How long stop() waits for the pool to close. */
+const CLOSE_GRACE_MS = 2_000
+
+/** How a PostgreSQL or network error reads for the shared code. */
+function pgFailure(err: unknown): SqlFailure | undefined {
+  const code = (err as { code?: unknown } | undefined)?.code
+  if (code === '23505') return 'duplicate'
+  if (code === '23503') return 'foreignKey'
+  if (isPgConnectionFailure(err)) return 'connection'
+  return undefined
+}
+
+/** Authentication failures (28xxx) and a missing database (3D000): the connection cannot work. */
+function isAccessError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code
+  return typeof code === 'string' && (code.startsWith('28') || code === '3D000')
+}
+
+/** The dialect: pool, statements, lock sessions and the LISTEN connection. */
+class PgDialect implements SqlDialect, PgLockHost {
+  readonly lockSql: PgLockStatements
+  readonly notifier: PgNotifier
+  readonly sessions: LockSessions<PgClient>
+  readonly #config: PgConfig
+  readonly #where: string
+  readonly #timeoutMs: number
+  readonly #poolIdleMs: number
+  readonly #names: SqlNames
+  readonly #statements: SqlStatements
+  readonly #clients = new Set<PgClient>()
+  #lib: Pg | undefined
+  #pool: PgPool | undefined
+  #closed = false
+
+  constructor(config: PgConfig, where: string, timeoutMs: number, membershipTimeoutMs: number, names: SqlNames, log: Logger) {
+    this.#config = config
+    this.#where = where
+    this.#timeoutMs = timeoutMs
+    // A heartbeat comes every half membership timeout: it keeps the one connection rather than reopening it.
+    this.#poolIdleMs = Math.max(POOL_IDLE_MS, membershipTimeoutMs)
+    this.#names = names
+    this.#statements = postgresqlStatements(names)
+    this.lockSql = pgLockStatements(names.fence)
+    this.notifier = new PgNotifier(() => this.connect(), names.channel, log)
+    this.sessions = new LockSessions<PgClient>({
+      open: () => this.connect(),
+      end: (client) => endPgClient(client),
+      onDeath: (client, died) => {
+        client.on('error', (err) => died(`its PostgreSQL session failed (${err.message})`))
+        client.on('end', () => died('its PostgreSQL session ended'))
+      },
+    })
+  }
+
+  async open(): Promise<void> {
+    try {
+      this.#lib = (await import('pg')).default
+    } catch (err) {
+      throw new DriverUnavailableError('postgresql', 'pg', { cause: err })
+    }
+    const pool = new this.#lib.Pool({ ...this.#config, max: POOL_SIZE, idleTimeoutMillis: this.#poolIdleMs, allowExitOnIdle: true })
+    // An idle pooled connection failed: the next query opens a new one (and reports the outage).
+    pool.on('error', () => undefined)
+    this.#pool = pool
+    try {
+      await withDeadline(this.#createTables(pool), this.#timeoutMs)
+    } catch (err) {
+      throw this.#startError(err)
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+    await this.notifier.close()
+    await this.sessions.close()
+    await Promise.all([...this.#clients].map((c) => endPgClient(c)))
+    await withDeadline(this.#pool?.end() ?? Promise.resolve(), CLOSE_GRACE_MS).catch(() => undefined)
+  }
+
+  async run(statement: StatementName, params: readonly unknown[]): Promise<SqlResult> {
+    const r = await this.#requirePool().query(this.#statements[statement], [...params])
+    return { rows: r.rows as Record<string, unknown>[], affected: r.rowCount ?? r.rows.length }
+  }
+
+  async refreshMembers(member: string, groups: readonly string[], ttlMs: number): Promise<string[]> {
+    const r = await this.#requirePool().query(postgresqlRefreshSql(this.#names), [member, [...groups], ttlMs])
+    return r.rows.map((row: { group_id: string }) => row.group_id)
+  }
+
+  classify(err: unknown): SqlFailure | undefined {
+    return pgFailure(err)
+  }
+
+  sessionLock(name: string, onLost: (reason: string) => void): SessionLock {
+    return new PgLock(this, name, onLost)
+  }
+
+  /** A dedicated client (a lock session, or LISTEN), ended by close() if still open then. */
+  async connect(): Promise<PgClient> {
+    if (!this.#lib || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started')
+    const client = new this.#lib.Client(this.#config)
+    const session = client as unknown as PgClient
+    // Errors are reported through the queries that fail; an idle client must not crash the process.
+    client.on('error', () => undefined)
+    this.#clients.add(session)
+    client.on('end', () => this.#clients.delete(session))
+    try {
+      await client.connect()
+    } catch (err) {
+      this.#clients.delete(session)
+      throw err
+    }
+    return session
+  }
+
+  async query(text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[] }> {
+    return this.#requirePool().query(text, values)
+  }
+
+  #requirePool(): PgPool {
+    if (!this.#pool || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started')
+    return this.#pool
+  }
+
+  /** Creates the tables unless they exist, under a transaction-scoped advisory lock (race-safe). */
+  async #createTables(pool: PgPool): Promise<void> {
+    const exist = await pool.query(postgresqlTablesExistSql(this.#names))
+    if (exist.rows[0]?.ok === true) return
+    const client = await pool.connect()
+    try {
+      await client.query('BEGIN')
+      // The one-bigint form (objsubid 1) cannot collide with tooz's two-int4 lock keys (objsubid 2).
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${this.#names.groups}:schema`])
+      for (const ddl of postgresqlSchema(this.#names)) await client.query(ddl)
+      await client.query('COMMIT')
+      client.release()
+    } catch (err) {
+      client.release(err as Error)
+      throw err
+    }
+  }
+
+  #startError(err: unknown): RollcallError {
+    const reason = err instanceof DeadlineError ? `it did not answer within ${this.#timeoutMs / 1000} s (timeout)` : (err as Error)?.message ?? String(err)
+    if (err instanceof DeadlineError || pgFailure(err) === 'connection' || isAccessError(err)) {
+      return new ConnectionError(`Cannot connect to PostgreSQL at ${this.#where}: ${reason}`, { cause: err, retryable: !isAccessError(err) })
+    }
+    return new BackendError(`Cannot prepare rollcall's tables on PostgreSQL at ${this.#where}: ${reason}`, { cause: err })
+  }
+}
+
+/** The SQL driver plus LISTEN/NOTIFY watches. */
+class PgDriver extends SqlDriver {
+  readonly #pg: PgDialect
+
+  constructor(dialect: PgDialect, memberId: string, membershipTimeoutMs: number, events: DriverEvents) {
+    super(dialect, { memberId, membershipTimeoutMs, events })
+    this.#pg = dialect
+  }
+
+  /** Pushes joins, leaves, updates and deletions of `group`; expiry is found by polling. */
+  watchGroup(group: string, onChange: () => void): Promise<() => Promise<void>> {
+    return this.#pg.notifier.subscribe(group, onChange)
+  }
+}
+
+/** node-postgres settings from the URL and tooz's host/port/dbname overrides. */
+function clientConfig(url: BackendUrl, o: { host?: string; port?: number; dbname?: string; timeoutMs: number }): { config: PgConfig; where: string } {
+  if (url.hosts.length > 1) throw new InvalidUrlError(`${url.redacted} names several hosts; the postgresql driver connects to one`)
+  const host = o.host || url.hosts[0]?.host || undefined
+  const port = o.port ?? url.hosts[0]?.port ?? 5432
+  const database = o.dbname || url.path.replace(/^\/+/, '') || undefined
+  const config: PgConfig = {
+    host, port, database, user: url.username, password: url.password,
+    connectionTimeoutMillis: o.timeoutMs, keepAlive: true, application_name: 'rollcall',
+  }
+  const at = host?.startsWith('/') ? `socket ${host}/.s.PGSQL.${port}` : formatHosts([{ host: host ?? 'localhost', port }])
+  return { config, where: `${at} (database ${database ?? '(the user name)'})` }
+}
+
+export default defineDriver({
+  name: 'postgresql',
+  summary: 'PostgreSQL: tooz-compatible advisory locks, plus groups, membership with expiry, leader election and pushed join/leave notifications on small tables.',
+  urlForms: ['postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME', 'postgresql://USER@/DBNAME?host=/var/run/postgresql', 'postgresql://USER@HOST/DBNAME?membership_timeout=10&namespace=myapp_'],
+  consistency: 'Statements are atomic on the server. Members live while expires_at > now() by the server clock (membership_timeout after their last heartbeat); joins, leaves and updates are NOTIFYed at once, expiry is found by polling. A lock lasts exactly as long as its session.',
+  hazards: [
+    'Lock keys are tooz\'s 16 bits of md5(name): only 65,536 distinct locks, so unrelated names (leader locks included) can falsely contend.',
+    'Advisory locks are per database: Python tooz and rollcall must connect to the same database to exclude each other.',
+    'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to 2 unused lock sessions kept for 10 s after a release, plus 1 (LISTEN) while a group is watched.',
+    'break() terminates the holding backend (PostgreSQL 14 or later), which needs the right to signal it.',
+  ],
+  clientPackage: 'pg',
+  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  options: {
+    ...sqlCommonOptions('PostgreSQL', 'table, sequence and NOTIFY channel'),
+    host: opt.string('host', { doc: 'tooz: overrides the URL host; a path names a Unix socket directory.' }),
+    port: opt.integer('port', { min: 1, max: 65535, doc: 'tooz: overrides the URL port (default 5432).' }),
+    dbname: opt.string('dbname', { doc: 'tooz: overrides the database named in the URL path.' }),
+  },
+  validateId: (kind, id) => sqlIdProblem(kind, id),
+  translateError(err) {
+    if (pgFailure(err) === 'connection' || isAccessError(err)) {
+      return new ConnectionError(`PostgreSQL connection failed: ${(err as Error).message}`, { cause: err, retryable: !isAccessError(err) })
+    }
+    return undefined
+  },
+  create({ url, options, memberId, events, log }) {
+    const problem = namespaceProblem(options.namespace)
+    if (problem) throw new InvalidOptionError(`Option namespace "${options.namespace}" for the postgresql driver is not usable: ${problem}`)
+    const { config, where } = clientConfig(url, options)
+    const dialect = new PgDialect(config, where, options.timeoutMs, options.membershipTimeoutMs, sqlNames(options.namespace), log)
+    return new PgDriver(dialect, memberId, options.membershipTimeoutMs, events)
+  },
+})

@@ -1,0 +1,352 @@
+/**
+ * redis:// and rediss:// — groups, members, leaders and locks in one Redis server (or the master
+ * a Redis Sentinel names), laid out exactly as tooz lays them out (redis-keys.ts), so Python tooz
+ * processes and rollcall processes share groups, locks and elections.
+ *
+ * URL forms: `redis://[user:pass@]host[:port][?options]`, `rediss://...` (TLS),
+ * `redis:///path/to/redis.sock`, and Sentinel:
+ * `redis://SENTINEL_HOST:PORT?sentinel=<master>&sentinel_fallback=host:port&...`.
+ * Options keep tooz's spellings and units (redis-options.ts).
+ *
+ * Consistency: every check-and-act is one Lua script (the read with capabilities: a script and an
+ * HGETALL in one MULTI), so it is atomic on the server. A member is alive while its beat key
+ * `<ns>_beats:<member>` exists: the heartbeat re-sets it with a TTL of membership_timeout and, in
+ * the same round trip, checks that this member is still in every group it joined (the
+ * Coordinator rejoins where it is not). Dead members are removed lazily, by whoever lists the
+ * group (tooz's garbage collection), and are never reported meanwhile. Watchers poll: Redis
+ * offers no membership notifications that cover expiry without server configuration.
+ *
+ * Hazards:
+ * - Everything lives in Redis memory. A restart without persistence (or a Sentinel failover to a
+ *   replica that had not caught up) loses groups, members and locks. Members come back by
+ *   themselves (the heartbeat notices and the Coordinator rejoins, also at once on reconnect), but
+ *   for up to a heartbeat interval a lock may be held by two processes: the old holder learns it
+ *   lost the lock only at its next refresh. tooz itself never notices (§4).
+ * - Locks are leases (lock_timeout, default 30 s): a holder paused for longer than that loses its
+ *   lock while it still runs. Use the fencing token to let the protected resource refuse stale
+ *   holders. The fencing counter (`<lock key>:fence`) is only as durable as Redis persistence and
+ *   replication: after data loss it restarts at 1. Counters are never deleted (one small key per
+ *   lock name ever used).
+ * - Lock keys changed in tooz 9 (`lock_key_style`): processes with different styles, for example
+ *   tooz 3.1 (Debian bookworm) and tooz 9, do not exclude each other. Pick the style of the Python
+ *   fleet you share locks with.
+ * - Python tooz 3.1 has no get_leader on Redis; rollcall reads the leader lock's holder, which is
+ *   `tooz:<token>` when a Python process holds it.
+ * - Not Redis Cluster-safe (the scripts touch keys in different slots), like tooz.
+ */
+import { BackendError, DriverUnavailableError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, ConnectionError, MemberExistsError, MemberNotJoinedError, SerializationError } from '../../../errors.js'
+import type { Redis } from 'ioredis'
+import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
+import { FirstExpiries } from '../../expiries.js'
+import { describeTarget, ioredisOptions, readTlsMaterial, redisTarget, translateRedisError, type RedisTarget } from './redis-connection.js'
+import { decodeId, GROUP_EXISTS_FIELD, holderOfToken, RedisKeys, STILL_ALIVE } from './redis-keys.js'
+import { RedisLock } from './redis-lock.js'
+import { REDIS_OPTIONS, type RedisOptions } from './redis-options.js'
+import { installScripts, SCRIPTS, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
+import { utf8IdProblem } from '../kit/ids.js'
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
+
+/**
+ * Reconnect delays once started: 100 ms more per attempt, capped at 1 s, plus up to 100 ms of
+ * jitter. Short, because liveness is at stake: a member is back at most about a second after the
+ * server is, at the cost of one connection attempt per second per member while it is down.
+ */
+function backoffMs(attempt: number): number {
+  return Math.min(100 * attempt, 1_000) + Math.floor(Math.random() * 100)
+}
+
+/** How long stop() waits for the beat key to be deleted before closing anyway. */
+const STOP_GRACE_MS = 2_000
+
+type Runner = (name: ScriptName, keys: readonly string[], args: readonly ScriptArg[]) => Promise<ScriptReply>
+
+/** The redis driver: one ioredis connection per coordinator. */
+class RedisDriver implements CoordinationDriver {
+  readonly #ctx: DriverContext<RedisOptions>
+  readonly #o: RedisOptions
+  readonly #keys: RedisKeys
+  readonly #target: RedisTarget
+  #client: Redis | undefined
+  #runner: Runner | undefined
+  #started = false
+  #stopping = false
+  #suspended = false
+  #lastError: Error | undefined
+  /** Groups this member is in, as far as it knows (the heartbeat's view, plus joins since). */
+  #joined = new Set<string>()
+  /** Locks taken and not released, re-checked after a reconnect. */
+  readonly #heldLocks = new Set<RedisLock>()
+  /** When the first member of each group's latest listMemberIds() expires. */
+  readonly #expiries = new FirstExpiries()
+  #healthTimer: NodeJS.Timeout | undefined
+
+  constructor(ctx: DriverContext<RedisOptions>, target: RedisTarget) {
+    this.#ctx = ctx
+    this.#o = ctx.options
+    this.#target = target
+    this.#keys = new RedisKeys(ctx.options.namespace, ctx.options.lockKeyStyle)
+  }
+
+  async start(): Promise<void> {
+    const { Redis: RedisClient } = await import('ioredis').catch((err: unknown) => {
+      throw new DriverUnavailableError('redis', 'ioredis', { cause: err })
+    })
+    const tls = await readTlsMaterial(this.#o)
+    // Until start() succeeds ioredis must not retry: a wrong port fails start() instead of
+    // reconnecting forever. Afterwards a dropped connection is retried with backoff.
+    const retry = (attempt: number): number | null => (this.#started && !this.#stopping ? backoffMs(attempt) : null)
+    const client = new RedisClient(ioredisOptions(this.#ctx.url, this.#target, this.#o, tls, { redis: retry, sentinel: retry }, this.#ctx.memberId))
+    client.on('error', (err: Error) => {
+      this.#lastError = err
+    })
+    this.#client = client
+    this.#runner = installScripts(client)
+    await this.#connectWithin(client, this.#o.socketConnectTimeoutMs)
+    this.#started = true
+    client.on('close', () => this.#onDown())
+    client.on('reconnecting', () => this.#onDown())
+    client.on('ready', () => this.#onReady())
+    if (this.#o.healthCheckIntervalMs > 0) {
+      this.#healthTimer = setInterval(() => void client.ping().catch(() => {}), this.#o.healthCheckIntervalMs)
+      this.#healthTimer.unref()
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true
+    clearInterval(this.#healthTimer)
+    const client = this.#client
+    this.#client = undefined
+    if (!client) return
+    // As tooz's _stop: delete the beat key, so that others see this member gone at once.
+    if (this.#started && client.status === 'ready') await withDeadline(client.del(this.#keys.beat(this.#ctx.memberId)), STOP_GRACE_MS).catch(() => {})
+    client.disconnect()
+  }
+
+  async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
+    this.#joined = new Set(joined.keys())
+    const lostGroups = await this.#beat([...this.#joined])
+    return { nextBeatMs: Math.min(this.#o.membershipTimeoutMs, this.#o.lockTimeoutMs), lostGroups }
+  }
+
+  async createGroup(group: string): Promise<void> {
+    const r = await this.#run('rollcallCreateGroup', [this.#keys.group(group), this.#keys.groups], [group])
+    if (r === 0) throw new GroupExistsError(group)
+  }
+
+  async deleteGroup(group: string): Promise<void> {
+    const r = await this.#run('rollcallDeleteGroup', [this.#keys.group(group), this.#keys.groups], [group, this.#keys.beat(), this.#ctx.memberId])
+    if (r === -1 || r === -2) throw new GroupNotFoundError(group)
+    if (r === -3) throw new GroupNotEmptyError(group)
+    if (r !== 1) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: removing it from ${this.#keys.groups} failed (script answered ${String(r)})`)
+  }
+
+  async listGroups(): Promise<string[]> {
+    const raw = await this.#redis().smembersBuffer(this.#keys.groups)
+    return raw.flatMap((bytes) => this.#decodeOrWarn(bytes, `an entry of ${this.#keys.groups}`) ?? [])
+  }
+
+  async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
+    const r = await this.#run('rollcallJoin', [this.#keys.group(group)], [this.#ctx.memberId, capabilities])
+    if (r === -1) throw new GroupNotFoundError(group)
+    if (r === -2) throw new MemberExistsError(group, this.#ctx.memberId)
+    this.#joined.add(group)
+  }
+
+  async leaveGroup(group: string): Promise<void> {
+    const r = await this.#run('rollcallLeave', [this.#keys.group(group)], [this.#ctx.memberId])
+    this.#joined.delete(group)
+    if (r === -1) throw new GroupNotFoundError(group)
+    if (r === -2) throw new MemberNotJoinedError(group, this.#ctx.memberId)
+  }
+
+  /**
+   * Live members with their capabilities, in one round trip and one transaction: MULTI, the
+   * collection script (dead members removed; is this member dead itself?), HGETALL, EXEC. The
+   * script goes as EVAL, not EVALSHA: inside MULTI a NOSCRIPT error could not be retried without
+   * leaving the transaction.
+   */
+  async listMembers(group: string): Promise<Map<string, Uint8Array>> {
+    const key = this.#keys.group(group)
+    // callBuffer('HGETALL') rather than hgetallBuffer(): ioredis turns the latter's reply into an
+    // object keyed by lossily decoded strings; this keeps the flat array of exact field bytes.
+    const replies = await this.#redis().multi()
+      .eval(SCRIPTS.rollcallCollectDead, 1, key, this.#keys.beat(), this.#ctx.memberId)
+      .callBuffer('HGETALL', key)
+      .exec()
+    const [[collectErr, selfDead] = [], [hgetallErr, all] = []] = replies ?? []
+    if (collectErr ?? hgetallErr) throw collectErr ?? hgetallErr
+    if (selfDead === -1) throw new GroupNotFoundError(group)
+    if (!Array.isArray(all)) throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`)
+    const out = new Map<string, Uint8Array>()
+    for (let i = 0; i + 1 < all.length; i += 2) {
+      const field: unknown = all[i]
+      const caps: unknown = all[i + 1]
+      if (!Buffer.isBuffer(field) || !Buffer.isBuffer(caps)) continue
+      const member = this.#decodeOrWarn(field, `a member of group ${JSON.stringify(group)}`)
+      if (member === undefined || member === GROUP_EXISTS_FIELD || (selfDead === 1 && member === this.#ctx.memberId)) continue
+      // The reply's own bytes, not a copy: ioredis hands out views of socket chunks that nothing
+      // writes to again, and the codec copies whatever it keeps. The Coordinator decodes them, so
+      // a corrupt value fails for its member alone.
+      out.set(member, caps)
+    }
+    return out
+  }
+
+  /** Live member ids, without their capabilities (HKEYS in the script); dead ones are collected. */
+  async listMemberIds(group: string): Promise<string[]> {
+    const r = await this.#run('rollcallListMemberIds', [this.#keys.group(group)], [this.#keys.beat(), this.#ctx.memberId])
+    if (r === -1) {
+      this.#expiries.note(group, Infinity)
+      throw new GroupNotFoundError(group)
+    }
+    const [ids, soonestMs] = Array.isArray(r) ? (r as unknown[]) : []
+    if (!Array.isArray(ids) || typeof soonestMs !== 'number') throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`)
+    this.#expiries.note(group, soonestMs >= 0 ? soonestMs : Infinity)
+    const out: string[] = []
+    for (const field of ids) {
+      const member = Buffer.isBuffer(field) ? this.#decodeOrWarn(field, `a member of group ${JSON.stringify(group)}`) : undefined
+      if (member !== undefined) out.push(member)
+    }
+    return out
+  }
+
+  nextExpiryAt(group: string): number | undefined {
+    return this.#expiries.get(group)
+  }
+
+  /** Unlike tooz, a member whose beat key is gone is not joined (tooz returns stale capabilities, §6.3). */
+  async getMemberCapabilities(group: string, member: string): Promise<Uint8Array> {
+    const r = await this.#run('rollcallMemberCapabilities', [this.#keys.group(group)], [member, this.#keys.beat(), this.#ctx.memberId])
+    if (r === -1) throw new GroupNotFoundError(group)
+    if (!Buffer.isBuffer(r)) throw new MemberNotJoinedError(group, member)
+    return r
+  }
+
+  async updateCapabilities(group: string, capabilities: Uint8Array): Promise<void> {
+    const r = await this.#run('rollcallUpdateCapabilities', [this.#keys.group(group)], [this.#ctx.memberId, capabilities])
+    if (r === -1) throw new GroupNotFoundError(group)
+    if (r === -2) throw new MemberNotJoinedError(group, this.#ctx.memberId)
+  }
+
+  createLock(name: string): DriverLock {
+    return this.#lock(this.#keys.lock(name))
+  }
+
+  /** tooz's leader lock: the lock named `leader_of_<group>`. */
+  leaderLock(group: string): DriverLock {
+    return this.#lock(this.#keys.leaderLock(group))
+  }
+
+  /** The leader lock's holder: a rollcall member id, `tooz:<token>` for a Python holder, or null. */
+  async getLeader(group: string): Promise<string | null> {
+    const token = await this.#redis().getBuffer(this.#keys.leaderLock(group))
+    return token === null ? null : holderOfToken(token)
+  }
+
+  #lock(key: string): RedisLock {
+    return new RedisLock({
+      client: () => this.#redis(),
+      run: (name, keys, args) => this.#run(name, keys, args),
+      lockTimeoutMs: this.#o.lockTimeoutMs,
+      memberId: this.#ctx.memberId,
+      held: (lock, isHeld) => (isHeld ? this.#heldLocks.add(lock) : this.#heldLocks.delete(lock)),
+    }, key, this.#keys.fence(key))
+  }
+
+  /** Sets the beat key and returns the joined groups that no longer list this member. */
+  async #beat(groups: readonly string[]): Promise<string[]> {
+    const keys = [this.#keys.beat(this.#ctx.memberId), ...groups.map((g) => this.#keys.group(g))]
+    const r = await this.#run('rollcallHeartbeat', keys, [this.#o.membershipTimeoutMs, STILL_ALIVE, this.#ctx.memberId])
+    return Array.isArray(r) ? r.flatMap((i) => (typeof i === 'number' && groups[i - 1] !== undefined ? [groups[i - 1]!] : [])) : []
+  }
+
+  async #connectWithin(client: Redis, timeoutMs: number): Promise<void> {
+    try {
+      await withDeadline(client.connect(), timeoutMs)
+    } catch (err) {
+      client.disconnect()
+      const detail = err instanceof DeadlineError
+        ? `${err.message}${this.#lastError ? ` (last error: ${this.#lastError.message})` : ''}`
+        : (this.#lastError ?? (err as Error)).message
+      throw new ConnectionError(`Cannot connect to Redis at ${describeTarget(this.#target)} (${this.#ctx.url.redacted}): ${detail}`, { cause: this.#lastError ?? err })
+    }
+  }
+
+
+  /** The transport broke: report `suspended` once; members and locks may still be valid on the server. */
+  #onDown(): void {
+    if (this.#stopping || this.#suspended) return
+    this.#suspended = true
+    this.#ctx.events.connectionState('suspended', this.#lastError)
+  }
+
+  /**
+   * Back after a break: report `reconnected`, then beat and check held locks at once. If the
+   * server lost our memberships or locks meanwhile (restarted empty, failed over), say so now
+   * rather than at the next scheduled beat: the Coordinator rejoins without waiting, and a lock
+   * holder stops trusting its lock as early as it can know.
+   */
+  #onReady(): void {
+    if (this.#stopping || !this.#suspended) return
+    this.#suspended = false
+    this.#ctx.events.connectionState('reconnected')
+    this.#beat([...this.#joined]).then((lost) => {
+      if (lost.length > 0) this.#ctx.events.membershipLost(lost, 'the Redis server no longer lists this member (it restarted empty, failed over, or the entry was deleted)')
+    }, (err: unknown) => this.#ctx.log.debug('beat after reconnect failed', { error: String(err) }))
+    for (const lock of this.#heldLocks) {
+      lock.refresh().then((ours) => {
+        if (ours) return
+        this.#heldLocks.delete(lock)
+        this.#ctx.events.lockLost(lock, 'its key was gone or held by another when the connection to Redis came back')
+      }, (err: unknown) => this.#ctx.log.debug('lock check after reconnect failed', { error: String(err) }))
+    }
+  }
+
+  #decodeOrWarn(bytes: Buffer, what: string): string | undefined {
+    const id = decodeId(bytes)
+    if (id === undefined) this.#ctx.events.warning(new SerializationError(`Skipped ${what}: its id is not UTF-8 (hex ${bytes.toString('hex')}), so rollcall cannot name it`))
+    return id
+  }
+
+  #redis(): Redis {
+    if (!this.#client) throw new ConnectionError('The redis driver is not connected', { retryable: false })
+    return this.#client
+  }
+
+  #run(name: ScriptName, keys: readonly string[], args: readonly ScriptArg[]): Promise<ScriptReply> {
+    this.#redis()
+    return this.#runner!(name, keys, args)
+  }
+}
+
+export default defineDriver({
+  name: 'redis',
+  summary: 'Redis (or a Redis Sentinel master): groups, member expiry, leader election and locks with fencing tokens, wire-compatible with Python tooz\'s redis driver.',
+  urlForms: [
+    'redis://[user:pass@]host[:port][?options]',
+    'rediss://[user:pass@]host[:port][?options]',
+    'redis:///path/to/redis.sock[?options]',
+    'redis://SENTINEL_HOST:PORT?sentinel=MASTER&sentinel_fallback=HOST:PORT',
+  ],
+  consistency: 'Every check-and-act is one atomic Lua script on a single server. A member is alive while its beat key (TTL membership_timeout) exists; dead members are collected lazily by readers and never reported. Watchers poll. Locks are leases (SET NX PX lock_timeout) extended by the heartbeat, with fencing tokens.',
+  hazards: [
+    'Data lives in Redis memory: a restart without persistence or a failover to a lagging replica loses groups, members and locks. Members rejoin by themselves, but a lock may be held twice until the old holder\'s next refresh tells it the lock is gone.',
+    'Locks are leases: a holder paused longer than lock_timeout loses its lock while still running. Fencing tokens (an INCR counter beside each lock key) guard against that, but are only as durable as Redis persistence and replication; counters are never deleted.',
+    'tooz changed its lock keys in 9.0: processes using different lock_key_style values (e.g. tooz 3.1 and tooz 9) do not exclude each other.',
+    'Not Redis Cluster-safe, like tooz: the scripts touch keys in different hash slots.',
+  ],
+  clientPackage: 'ioredis',
+  capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  options: REDIS_OPTIONS,
+  validateId(kind, id) {
+    const text = utf8IdProblem(id)
+    if (text !== undefined) return text
+    if (kind === 'member' && id === GROUP_EXISTS_FIELD) return `"${GROUP_EXISTS_FIELD}" is the hash field tooz uses to mark that a group exists; choose another member id`
+    return undefined
+  },
+  translateError: translateRedisError,
+  create(ctx) {
+    return new RedisDriver(ctx, redisTarget(ctx.url, ctx.options))
+  },
+})

@@ -1,0 +1,407 @@
+/**
+ * zookeeper:// (alias kazoo://): groups, members, locks and leaders in Apache ZooKeeper, laid out
+ * exactly as tooz's kazoo driver lays them out, so Python tooz and rollcall share one backend.
+ *
+ * URL: `zookeeper://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/CHROOT][?timeout=10&namespace=tooz&hosts=H:P]`.
+ * Hosts are the URL's plus every `hosts=` value (default `localhost:2181`). With USER:PASSWORD, every
+ * node is created with tooz's digest ACL (`digest:USER:base64(sha1("USER:PASSWORD"))`, all
+ * permissions) and the session authenticates as USER, so Python clients using the same URL can
+ * still read and write them.
+ *
+ * Layout (tooz.md §3.3): `/<ns>` persistent; group `/<ns>/<group>` persistent; member
+ * `/<ns>/<group>/<member>` EPHEMERAL holding msgpack capabilities; lock
+ * `/<ns>/locks/<name>/<uuid4hex>__lock__<seq>` EPHEMERAL_SEQUENTIAL holding the member id (kazoo's
+ * lock recipe, zookeeper-lock.ts); leader = the same recipe at `/<ns>/<group>/leader`.
+ *
+ * Consistency: writes are linearizable (one leader orders them); reads are sequentially consistent
+ * per session and may lag other clients' writes briefly. Liveness is the ZooKeeper session: a
+ * member's node vanishes when its session ends (crash, partition) after the session timeout
+ * (`timeout`, 10 s). Membership changes are pushed by child watches; lock waiters are woken by
+ * watches on their predecessor.
+ *
+ * Hazards:
+ * - tooz shows `locks` as a group and `leader` as a member; rollcall hides both when reading, so
+ *   `locks` cannot be a group id and `leader` cannot be a member id here.
+ * - tooz ignores the URL path; rollcall uses it as a chroot. A Python peer reaches the same nodes
+ *   with `namespace=<chroot>/<namespace>` and no path.
+ * - Ids must be ASCII (tooz encodes them so) without `/`, control characters, `.` or `..`.
+ * - rollcall %-decodes a password in the URL; tooz does not, so a password with %-escapes yields
+ *   different credentials in Python.
+ * - After a session is lost (the server expired it, or no server answered for longer than the
+ *   session timeout), a new session is opened and the Coordinator rejoins; until the server
+ *   notices, another client may briefly still see the old member or lock nodes.
+ * - No TLS: node-zookeeper-client cannot speak it, so `use_ssl=true` is refused.
+ */
+import {
+  BackendError, ConnectionError, DriverUnavailableError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidArgumentError,
+  InvalidOptionError, MemberExistsError, MemberNotJoinedError, type RollcallError,
+} from '../../../errors.js'
+import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
+import { isConnectionProblem, ZK_CODES, zkCode, ZkConnection, type ZkLib } from '../../../clients/zookeeper/zookeeper-client.js'
+import { readHolder, ZkLock } from './zookeeper-lock.js'
+import { checkPath, digestCredential, idProblem, LEADER_NODE, LOCKS_NODE, MAX_NODE_BYTES, ZOOKEEPER_OPTIONS, serversOf, type ZookeeperOptions } from './zookeeper-options.js'
+
+async function loadLib(): Promise<ZkLib> {
+  try {
+    const mod = await import('node-zookeeper-client')
+    return ((mod as unknown as { default?: ZkLib }).default ?? mod) as ZkLib
+  } catch (err) {
+    throw new DriverUnavailableError('zookeeper', 'node-zookeeper-client', { cause: err })
+  }
+}
+
+/** The ZooKeeper driver of one Coordinator. */
+class ZookeeperDriver implements CoordinationDriver {
+  readonly #ctx: DriverContext<ZookeeperOptions>
+  readonly #base: string
+  readonly #servers: { host: string; port: number }[]
+  readonly #credential: { auth: string; acl: string } | undefined
+  #conn: ZkConnection | undefined
+  readonly #watches = new Set<GroupWatch>()
+
+  constructor(ctx: DriverContext<ZookeeperOptions>) {
+    this.#ctx = ctx
+    const { url, options } = ctx
+    if (options.useSsl) throw new InvalidOptionError(`use_ssl=true in ${url.redacted}: the zookeeper driver cannot speak TLS (node-zookeeper-client has no TLS support); reach ZooKeeper over a TLS tunnel or a plain port on a trusted network`)
+    this.#servers = serversOf(url, options.hosts)
+    const chroot = checkPath(url.path, 'chroot')
+    // kazoo paths.join('/', namespace): a namespace starting with '/' is absolute, otherwise under '/'.
+    this.#base = `${chroot}${checkPath(options.namespace, 'namespace')}`
+    if (this.#base === '') throw new InvalidOptionError(`The namespace "${options.namespace}" names no ZooKeeper node; use a name such as "tooz"`)
+    // tooz sets digest auth only when both are present.
+    if (url.username && url.password) {
+      this.#credential = { auth: `${url.username}:${url.password}`, acl: digestCredential(url.username, url.password) }
+    }
+  }
+
+  #c(): ZkConnection {
+    if (!this.#conn) throw new ConnectionError(`The zookeeper driver for ${this.#ctx.url.redacted} is not started`)
+    return this.#conn
+  }
+
+  #group(g: string): string {
+    return `${this.#base}/${g}`
+  }
+
+  #member(g: string, m: string = this.#ctx.memberId): string {
+    return `${this.#base}/${g}/${m}`
+  }
+
+  async start(): Promise<void> {
+    const lib = await loadLib()
+    const { url, options, events } = this.#ctx
+    // tooz's default_acl with credentials; otherwise ZooKeeper's OPEN_ACL_UNSAFE (world:anyone, all), as kazoo.
+    const acl = [this.#credential
+      ? new lib.ACL(lib.Permission.ALL, new lib.Id('digest', this.#credential.acl))
+      : new lib.ACL(lib.Permission.ALL, new lib.Id('world', 'anyone'))]
+    const conn = new ZkConnection({
+      lib,
+      servers: this.#servers,
+      randomizeHosts: options.randomizeHosts,
+      sessionTimeoutMs: options.sessionTimeoutMs,
+      connectTimeoutMs: options.sessionTimeoutMs,
+      opTimeoutMs: options.sessionTimeoutMs,
+      digestAuth: this.#credential?.auth,
+      acl,
+      shownAs: url.redacted,
+      onState: (state, cause) => events.connectionState(state, cause),
+      onNewSession: () => this.#onNewSession(),
+    })
+    this.#conn = conn
+    await conn.start()
+    try {
+      await conn.ensurePath(this.#base)
+    } catch (err) {
+      await conn.stop()
+      throw err
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const w of this.#watches) w.active = false
+    this.#watches.clear()
+    await this.#conn?.stop()
+  }
+
+  /** tooz's heartbeat (`get /<ns>`), plus a check that our member nodes still exist. */
+  async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
+    const conn = this.#c()
+    await conn.exists(this.#base)
+    const lostGroups: string[] = []
+    await Promise.all([...joined.keys()].map(async (g) => {
+      const stat = await conn.exists(this.#member(g))
+      // Missing, or left over from a session of ours that was lost: either way not a live membership.
+      if (!stat || conn.isDeadSession(stat.ephemeralOwner.toString('hex'))) lostGroups.push(g)
+    }))
+    return { nextBeatMs: conn.sessionTimeoutMs, lostGroups }
+  }
+
+  async createGroup(group: string): Promise<void> {
+    const conn = this.#c()
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await conn.create(this.#group(group), undefined, 'PERSISTENT')
+        return
+      } catch (err) {
+        if (zkCode(err) === ZK_CODES.NODE_EXISTS) throw new GroupExistsError(group, { cause: err })
+        if (zkCode(err) !== ZK_CODES.NO_NODE || attempt > 0) throw err
+      }
+      // Someone deleted the namespace: put it back, as start() does, and try once more.
+      await conn.ensurePath(this.#base)
+    }
+  }
+
+  async deleteGroup(group: string): Promise<void> {
+    const conn = this.#c()
+    const path = this.#group(group)
+    try {
+      await conn.remove(path)
+    } catch (err) {
+      if (zkCode(err) === ZK_CODES.NO_NODE) throw new GroupNotFoundError(group, { cause: err })
+      if (zkCode(err) !== ZK_CODES.NOT_EMPTY) throw err
+      // tooz leaves an empty `leader` node behind after any election; it must not pin the group forever.
+      const children = await conn.getChildren(path).catch(() => [] as string[])
+      if (children.length !== 1 || children[0] !== LEADER_NODE) throw new GroupNotEmptyError(group, { cause: err })
+      try {
+        await conn.removeAll([`${path}/${LEADER_NODE}`, path])
+      } catch (err2) {
+        if (zkCode(err2) === ZK_CODES.NOT_EMPTY) throw new GroupNotEmptyError(group, { cause: err2 })
+        if (zkCode(err2) === ZK_CODES.NO_NODE) throw new GroupNotFoundError(group, { cause: err2 })
+        throw err2
+      }
+    }
+  }
+
+  async listGroups(): Promise<string[]> {
+    try {
+      return (await this.#c().getChildren(this.#base)).filter((g) => g !== LOCKS_NODE)
+    } catch (err) {
+      if (zkCode(err) === ZK_CODES.NO_NODE) return []
+      throw err
+    }
+  }
+
+  async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
+    checkSize(capabilities)
+    const conn = this.#c()
+    const path = this.#member(group)
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await conn.create(path, capabilities, 'EPHEMERAL')
+        return
+      } catch (err) {
+        if (zkCode(err) === ZK_CODES.NO_NODE) throw new GroupNotFoundError(group, { cause: err })
+        if (zkCode(err) !== ZK_CODES.NODE_EXISTS) throw err
+        // Our own node from a session we already gave up (the server has not expired it yet): replace it.
+        const stat = await conn.exists(path)
+        if (attempt >= 2 || (stat && !conn.isDeadSession(stat.ephemeralOwner.toString('hex')))) {
+          throw new MemberExistsError(group, this.#ctx.memberId, { cause: err })
+        }
+        if (stat) {
+          await conn.remove(path, stat.version).catch((e: unknown) => {
+            if (zkCode(e) !== ZK_CODES.NO_NODE && zkCode(e) !== ZK_CODES.BAD_VERSION) throw e
+          })
+        }
+      }
+    }
+  }
+
+  async leaveGroup(group: string): Promise<void> {
+    try {
+      await this.#c().remove(this.#member(group))
+    } catch (err) {
+      if (zkCode(err) === ZK_CODES.NO_NODE) throw new MemberNotJoinedError(group, this.#ctx.memberId, { cause: err })
+      throw err
+    }
+  }
+
+  async listMemberIds(group: string): Promise<string[]> {
+    try {
+      return (await this.#c().getChildren(this.#group(group))).filter((m) => m !== LEADER_NODE)
+    } catch (err) {
+      if (zkCode(err) === ZK_CODES.NO_NODE) throw new GroupNotFoundError(group, { cause: err })
+      throw err
+    }
+  }
+
+  async listMembers(group: string): Promise<Map<string, Uint8Array>> {
+    const conn = this.#c()
+    const ids = await this.listMemberIds(group)
+    // One pipelined batch: the requests go out together on the one connection.
+    const values = await Promise.all(ids.map((m) => conn.getData(this.#member(group, m)).then((r) => r.data, (err: unknown) => {
+      if (zkCode(err) === ZK_CODES.NO_NODE) return undefined
+      throw err
+    })))
+    const out = new Map<string, Uint8Array>()
+    ids.forEach((m, i) => {
+      const v = values[i]
+      if (v !== undefined) out.set(m, new Uint8Array(v))
+    })
+    return out
+  }
+
+  async getMemberCapabilities(group: string, member: string): Promise<Uint8Array> {
+    return (await this.getMemberInfo(group, member)).capabilities
+  }
+
+  async updateCapabilities(group: string, capabilities: Uint8Array): Promise<void> {
+    checkSize(capabilities)
+    try {
+      await this.#c().setData(this.#member(group), capabilities)
+    } catch (err) {
+      if (zkCode(err) === ZK_CODES.NO_NODE) throw new MemberNotJoinedError(group, this.#ctx.memberId, { cause: err })
+      throw err
+    }
+  }
+
+  async getMemberInfo(group: string, member: string): Promise<DriverMemberInfo> {
+    try {
+      const { data, stat } = await this.#c().getData(this.#member(group, member))
+      return { capabilities: new Uint8Array(data), createdAt: zkTime(stat.ctime), updatedAt: zkTime(stat.mtime) }
+    } catch (err) {
+      if (zkCode(err) === ZK_CODES.NO_NODE) throw new MemberNotJoinedError(group, member, { cause: err })
+      throw err
+    }
+  }
+
+  createLock(name: string): DriverLock {
+    return new ZkLock(this.#c(), `${this.#base}/${LOCKS_NODE}/${name}`, this.#ctx.memberId)
+  }
+
+  leaderLock(group: string): DriverLock {
+    return new ZkLock(this.#c(), `${this.#group(group)}/${LEADER_NODE}`, this.#ctx.memberId)
+  }
+
+  /** The first contender's member id; unlike tooz, reading never creates nodes. */
+  getLeader(group: string): Promise<string | null> {
+    return readHolder(this.#c(), `${this.#group(group)}/${LEADER_NODE}`)
+  }
+
+  async watchGroup(group: string, onChange: () => void): Promise<() => Promise<void>> {
+    const w: GroupWatch = { group, onChange, active: true, watcher: () => {} }
+    // One function per subscription: the library keeps one copy of a watcher per path, and fires it once.
+    w.watcher = () => {
+      if (!w.active) return
+      onChange()
+      void this.#arm(w)
+    }
+    this.#watches.add(w)
+    try {
+      await this.#armOnce(w)
+    } catch (err) {
+      this.#watches.delete(w)
+      w.active = false
+      throw err
+    }
+    return async () => {
+      w.active = false
+      this.#watches.delete(w)
+    }
+  }
+
+  /** Sets the child watch (or, while the group is missing, an existence watch that fires on its creation). */
+  async #armOnce(w: GroupWatch): Promise<void> {
+    const conn = this.#c()
+    const path = this.#group(w.group)
+    for (;;) {
+      try {
+        await conn.getChildren(path, w.watcher)
+        return
+      } catch (err) {
+        if (zkCode(err) !== ZK_CODES.NO_NODE) throw err
+      }
+      if (!(await conn.exists(path, w.watcher))) return
+    }
+  }
+
+  /** Re-arms after a fire or a new session, retrying through disconnections until the watch ends. */
+  async #arm(w: GroupWatch): Promise<void> {
+    const conn = this.#c()
+    while (w.active) {
+      try {
+        await this.#armOnce(w)
+        return
+      } catch (err) {
+        if (!w.active) return
+        if (!isConnectionProblem(err)) {
+          this.#ctx.events.warning(new BackendError(`Cannot watch group ${JSON.stringify(w.group)} in ZooKeeper: ${(err as Error).message}`, { cause: err, driver: 'zookeeper' }))
+          return
+        }
+        await conn.whenConnected(this.#ctx.signal).catch(() => {})
+        if (this.#ctx.signal.aborted) return
+      }
+    }
+  }
+
+  /** A replacement session: restore the namespace, re-arm every watch and have the watchers re-read. */
+  async #onNewSession(): Promise<void> {
+    const conn = this.#c()
+    await conn.ensurePath(this.#base).catch((err: unknown) => this.#ctx.events.warning(asBackendError(err, 'Restoring the namespace after a new ZooKeeper session')))
+    await Promise.all([...this.#watches].map(async (w) => {
+      await this.#arm(w)
+      if (w.active) w.onChange()
+    }))
+  }
+}
+
+interface GroupWatch {
+  readonly group: string
+  readonly onChange: () => void
+  active: boolean
+  watcher: () => void
+}
+
+/** ZooKeeper refuses packets over jute.maxbuffer (1 MiB by default); say so before anything is sent. */
+function checkSize(capabilities: Uint8Array): void {
+  if (capabilities.byteLength > MAX_NODE_BYTES) {
+    throw new InvalidArgumentError(`Capabilities take ${capabilities.byteLength} bytes encoded; a ZooKeeper node holds at most ${MAX_NODE_BYTES} (jute.maxbuffer)`)
+  }
+}
+
+/** A znode time (8-byte big-endian milliseconds) as a Date. */
+function zkTime(buffer: Buffer): Date {
+  return new Date(Number(buffer.readBigInt64BE(0)))
+}
+
+function asBackendError(err: unknown, what: string): RollcallError {
+  return new BackendError(`${what} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err, driver: 'zookeeper' })
+}
+
+export default defineDriver({
+  name: 'zookeeper',
+  summary: "Apache ZooKeeper, laid out as tooz's kazoo driver lays it out: members are ephemeral nodes that vanish with their session, membership changes are pushed by watches, and locks and elections use kazoo's lock recipe, so Python tooz processes share groups, locks and leaders.",
+  urlForms: [
+    'zookeeper://127.0.0.1:2181',
+    'kazoo://127.0.0.1:2181?timeout=5',
+    'zookeeper://zk1:2181,zk2:2181,zk3:2181/chroot?namespace=tooz',
+    'zookeeper://127.0.0.1:2181?hosts=10.0.0.2:2181&hosts=10.0.0.3:2181',
+    'zookeeper://user:password@127.0.0.1:2181',
+  ],
+  consistency: 'Writes are linearizable (ordered by the ZooKeeper leader); reads are sequentially consistent per session and may briefly lag writes made through other servers. A member is alive while its session is: a crashed or partitioned member disappears after the session timeout (`timeout`, 10 s), removed by the server. Membership changes reach watchers by push (child watches); lock waiters queue in ZooKeeper and are woken by watches. Lock tokens are node sequence numbers.',
+  hazards: [
+    "tooz lists `locks` as a group and `leader` as a member once locks or elections were used; rollcall hides them when reading and refuses them as group and member ids.",
+    'tooz ignores the URL path; rollcall uses it as a chroot. A Python peer reaches the same nodes with `namespace=<chroot>/<namespace>` and no path.',
+    'Ids must be ASCII without `/`, control characters, `.` or `..` (tooz encodes ids as ASCII; ZooKeeper refuses the rest).',
+    'A password in the URL is %-decoded by rollcall but not by tooz: with %-escapes, Python and Node would use different credentials.',
+    'After a session is lost (expired by the server, or no server answered for longer than the session timeout) a new session is opened and memberships are restored; others may still see the old member and lock nodes until the server expires the old session.',
+    'No TLS (node-zookeeper-client has none): `use_ssl=true` is refused.',
+    'getLeader() of a group in which nobody ever ran is null (tooz creates the group and its `leader` node when asked).',
+  ],
+  clientPackage: 'node-zookeeper-client',
+  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'sessionExpiry', 'pushWatch', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  options: ZOOKEEPER_OPTIONS,
+  validateId: idProblem,
+  translateError(err) {
+    const code = zkCode(err)
+    if (code === undefined) return undefined
+    const name = (err as Error).name
+    if (code === ZK_CODES.CONNECTION_LOSS || code === ZK_CODES.SESSION_EXPIRED || code === ZK_CODES.OPERATION_TIMEOUT) {
+      return new ConnectionError(`ZooKeeper ${name}: the connection or session broke during the operation`, { cause: err, driver: 'zookeeper' })
+    }
+    if (code === ZK_CODES.NO_AUTH || code === ZK_CODES.AUTH_FAILED || code === ZK_CODES.INVALID_ACL) {
+      return new BackendError(`ZooKeeper refused the operation (${name}): the nodes are protected by an ACL; use the credentials they were created with (zookeeper://user:password@host)`, { cause: err, driver: 'zookeeper' })
+    }
+    return new BackendError(`ZooKeeper error ${name} (${code})`, { cause: err, driver: 'zookeeper' })
+  },
+  create: (ctx) => new ZookeeperDriver(ctx),
+})

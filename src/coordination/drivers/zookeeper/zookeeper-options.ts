@@ -1,0 +1,84 @@
+/**
+ * The zookeeper driver's options (tooz's kazoo driver spellings and units), the id rules, and how
+ * its URL becomes servers, a base path and credentials.
+ */
+import { createHash } from 'node:crypto'
+import { InvalidOptionError, InvalidUrlError } from '../../../errors.js'
+import type { IdKind } from '../../driver.js'
+import { opt, type ResolvedOptions } from '../../options.js'
+import { parseHostPort, type BackendUrl } from '../../url.js'
+
+/** ZooKeeper's client port. */
+export const DEFAULT_PORT = 2181
+/** Largest capabilities accepted: ZooKeeper's default jute.maxbuffer (1 MiB) less room for the request's other fields. */
+export const MAX_NODE_BYTES = 1_048_576 - 4_096
+/** The child of the namespace that holds locks (tooz's layout); never a group. */
+export const LOCKS_NODE = 'locks'
+/** The child of a group that holds its election (tooz's layout); never a member. */
+export const LEADER_NODE = 'leader'
+
+/** tooz's kazoo options, declared once. */
+export const ZOOKEEPER_OPTIONS = {
+  sessionTimeoutMs: opt.seconds('timeout', { default: 10, doc: 'ZooKeeper session timeout: how long after a crash or partition a member disappears. Also the connect timeout of start(), the timeout of each operation, and what heartbeat() returns (tooz: the kazoo `timeout`). The server clamps it to 2–20 tickTime.' }),
+  namespace: opt.string('namespace', { default: 'tooz', nonEmpty: true, doc: 'Node under which everything is stored (`/<namespace>`); may contain `/`.' }),
+  hosts: opt.list('hosts', { default: [], doc: 'More servers, `host[:port]`, repeatable (`hosts=h2:2181&hosts=h3:2181`); added to the URL\'s hosts.' }),
+  randomizeHosts: opt.boolean('randomize_hosts', { default: true, doc: 'Try the servers in random order (tooz and kazoo default); false tries them in the order given.' }),
+  handler: opt.enum('handler', ['threading', 'eventlet'], { ignored: true, doc: "kazoo's thread handler." }),
+  connectionRetry: opt.string('connection_retry', { ignored: true, doc: "kazoo's connection retry policy; here the client reconnects by itself, trying every server." }),
+  commandRetry: opt.string('command_retry', { ignored: true, doc: "kazoo's command retry policy; here an operation fails after `timeout` and the Coordinator retries what needs retrying." }),
+  useSsl: opt.boolean('use_ssl', { default: false, doc: 'TLS to the servers. Not supported (node-zookeeper-client has no TLS): `true` is refused.' }),
+  verifyCerts: opt.boolean('verify_certs', { default: true, ignored: true, doc: 'TLS certificate verification (TLS is not supported).' }),
+  ca: opt.string('ca', { ignored: true, doc: 'TLS CA file (TLS is not supported).' }),
+  certfile: opt.string('certfile', { ignored: true, doc: 'TLS client certificate (TLS is not supported).' }),
+  keyfile: opt.string('keyfile', { ignored: true, doc: 'TLS client key (TLS is not supported).' }),
+  keyfilePassword: opt.string('keyfile_password', { ignored: true, doc: 'Password of the TLS client key (TLS is not supported).' }),
+}
+
+/** The resolved option values. */
+export type ZookeeperOptions = ResolvedOptions<typeof ZOOKEEPER_OPTIONS>
+
+/** Why `id` cannot be a ZooKeeper node name as tooz writes it, or undefined. */
+export function idProblem(kind: IdKind, id: string): string | undefined {
+  if (/[^\x20-\x7e]/.test(id)) {
+    return /[^\x00-\x7f]/.test(id)
+      ? 'tooz encodes ZooKeeper ids as ASCII, so Python peers could not use it; use ASCII characters only'
+      : 'ZooKeeper refuses control characters (including NUL) in node names; use printable characters'
+  }
+  if (id.includes('/')) return 'a "/" would nest nodes in ZooKeeper; use another separator such as ":" or "."'
+  if (id === '.' || id === '..') return 'ZooKeeper refuses "." and ".." as node names'
+  if (kind === 'group' && id === LOCKS_NODE) return 'tooz keeps its locks under a node of that name; choose another group id'
+  if (kind === 'member' && id === LEADER_NODE) return "tooz keeps a group's election under a node of that name; choose another member id"
+  return undefined
+}
+
+/**
+ * Normalises a `/`-separated ZooKeeper path ('' for none). A bad component throws
+ * InvalidUrlError (the URL's chroot) or InvalidOptionError (the namespace), naming `what`.
+ */
+export function checkPath(path: string, what: 'chroot' | 'namespace'): string {
+  const parts = path.split('/').filter((p) => p !== '')
+  for (const p of parts) {
+    const problem = idProblem('lock', p)
+    if (!problem) continue
+    const message = what === 'chroot'
+      ? `The URL path "${path}" (the chroot) is not a valid ZooKeeper path: component "${p}": ${problem}`
+      : `The namespace "${path}" is not a valid ZooKeeper path: component "${p}": ${problem}`
+    throw what === 'chroot' ? new InvalidUrlError(message) : new InvalidOptionError(message)
+  }
+  return parts.length ? `/${parts.join('/')}` : ''
+}
+
+/** tooz's digest ACL credential: `user:base64(sha1("user:password"))` (kazoo make_digest_acl_credential). */
+export function digestCredential(user: string, password: string): string {
+  return `${user}:${createHash('sha1').update(`${user}:${password}`, 'utf8').digest('base64')}`
+}
+
+/** The servers of a URL plus its `hosts=` values. */
+export function serversOf(url: BackendUrl, extra: readonly string[]): { host: string; port: number }[] {
+  const all = [...url.hosts, ...extra.flatMap((h) => h.split(',')).filter((h) => h.trim() !== '').map((h) => parseHostPort(h.trim(), url.redacted))]
+  if (all.length === 0) return [{ host: 'localhost', port: DEFAULT_PORT }]
+  return all.map((h) => {
+    if (h.host.includes(':')) throw new InvalidUrlError(`IPv6 address "${h.host}" in ${url.redacted}: node-zookeeper-client cannot connect to IPv6 literals; use a host name`)
+    return { host: h.host || 'localhost', port: h.port ?? DEFAULT_PORT }
+  })
+}
