@@ -110,10 +110,11 @@ describe('cli: edges', { concurrency: 4 }, () => {
     writeFileSync(big, `[DEFAULT]\n# ${'x'.repeat(1024 * 1024)}\n`)
     mkdirSync(join(dir, 'dir.conf'))
     for (const file of ['/dev/zero', '/dev/urandom', fifo, join(dir, 'dir.conf'), big]) {
-      const r = await run(['service', 'list', '--config', file], {}, 20_000)
+      const r = await run(['service', 'list', '--config', file], {}, 60_000)
       assert.equal(r.code, 8, `${file}: ${r.stderr}`)
       assert.match(r.stderr, /not a regular file|larger than 1048576 bytes/, file)
-      assert.ok(r.ms < 10_000, `${file} took ${Math.round(r.ms)} ms`)
+      // Well under a second when idle (a stat, no read); it never returned before (killed at 60 s).
+      assert.ok(r.ms < 30_000, `${file} took ${Math.round(r.ms)} ms`)
     }
   })
 
