@@ -27,6 +27,9 @@ const BARE_SCHEME = /^(?:redis|rediss|memcached|zookeeper|kazoo|zake|etcd3?|etcd
 /** What may follow the `@` that ends a user information: a host, a port, a path, or nothing. */
 const HOST_START = /[A-Za-z0-9[\]_%.:/~-]/
 
+/** What stands before an `@` of prose: a space, a quote, an opening bracket. */
+const PROSE_BEFORE = /[\s"'`(<[]/
+
 /** Query options whose values are secrets. `[a-z_]*` is bounded by the `?`/`&` the match starts at. */
 const SECRET_QUERY = /([?&](?:[a-z_]*password|[a-z_]*token|secret|keyfile_password)=)[^&#\s]*/gi
 
@@ -60,10 +63,14 @@ function hideUserinfo(s: string): string {
   for (let i = 0; i < zones.length; i++) {
     const { from } = zones[i]!
     const to = i + 1 < zones.length ? zones[i + 1]!.schemeAt : s.length
-    // The last "@" followed by something a host part may start with: not a space, quote or bracket
-    // of the prose around the URL (`... an "@" after a "/" (@ as %40)` keeps its host shown).
+    // The last "@", unless it stands alone in the prose after the URL, as in `... "@" after a "/"
+    // (@ as %40)`: preceded by a space, quote or bracket and followed by something no host starts with.
     let at = to - 1
-    while (at >= from && (s.charCodeAt(at) !== 64 /* @ */ || (at + 1 < s.length && !HOST_START.test(s[at + 1]!)))) at--
+    for (; at >= from; at--) {
+      if (s.charCodeAt(at) !== 64 /* @ */) continue
+      const hostAfter = at + 1 === s.length || HOST_START.test(s[at + 1]!)
+      if (hostAfter || !PROSE_BEFORE.test(s[at - 1] ?? ' ')) break
+    }
     if (at <= from) continue
     out += `${s.slice(copied, from)}***`
     copied = at

@@ -18,6 +18,7 @@ import type { HeldLock } from './lock.js'
 import type { Logger } from './logger.js'
 import { Membership } from './membership.js'
 import { RepeatedWarnings } from '../internal/repeated-warnings.js'
+import { shorten } from './redact.js'
 import { stampDriver, translateError } from './translate.js'
 import { Watchers } from './watchers.js'
 
@@ -305,7 +306,7 @@ export class DriverRuntime {
   validateId(kind: IdKind, id: unknown): void {
     if (typeof id !== 'string' || id === '') throw new InvalidIdError(`A ${kind} id must be a non-empty string, not ${id === '' ? 'an empty string' : typeof id}`)
     const problem = this.definition.validateId?.(kind, id)
-    if (problem) throw new InvalidIdError(`The ${kind} id ${JSON.stringify(id)} cannot be stored by the ${this.definition.name} driver: ${problem}`)
+    if (problem) throw new InvalidIdError(`The ${kind} id ${JSON.stringify(shorten(id))} cannot be stored by the ${this.definition.name} driver: ${problem}`)
   }
 
   assertStarted(operation: string): void {

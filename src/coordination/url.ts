@@ -57,7 +57,11 @@ export function parseBackendUrl(input: string): BackendUrl {
   const authorityEnd = rest.search(/[/?#]/)
   // An "@" after the authority: a user name or password holding a raw "/", "?" or "#", or an "@"
   // in a path or option value. Either way, where the credentials end cannot be told for sure.
-  if (authorityEnd > 0 && rest.includes('@', authorityEnd)) {
+  // Only a file:// path (no authority, nothing secret) may hold an "@": `redis:///u:p@host` is
+  // credentials one "/" too far, and drivers show their paths in messages.
+  const queryStart = rest.search(/[?#]/)
+  const atInPath = authorityEnd === 0 && scheme !== 'file' && rest.slice(0, queryStart >= 0 ? queryStart : rest.length).includes('@')
+  if ((authorityEnd > 0 && rest.includes('@', authorityEnd)) || (queryStart >= 0 && rest.includes('@', queryStart)) || atInPath) {
     throw new InvalidUrlError(`"${displayUrl(input)}" has an "@" after a "/", "?" or "#": percent-encode those characters in a user name, password, path or option value (/ as %2F, ? as %3F, # as %23, @ as %40)`)
   }
   const hashAt = rest.indexOf('#')
@@ -73,8 +77,11 @@ export function parseBackendUrl(input: string): BackendUrl {
   const rawPath = slashAt >= 0 ? rest.slice(slashAt) : ''
   const atAt = authority.lastIndexOf('@')
   const hostText = authority.slice(atAt + 1)
-  // Rebuilt from the parts, so that nothing of the user information can reach it.
-  const redacted = `${m[1]}://${atAt >= 0 ? '***@' : ''}${hostText}${rawPath}${queryText === '' ? '' : `?${queryText}`}`.replace(SECRET_QUERY_VALUE, '$1***')
+  // Rebuilt from the parts, so that nothing of the user information can reach it; a file:// path
+  // with an "@" is shown from its last "@" on, in case it holds credentials one "/" too far.
+  const pathAt = authority === '' ? rawPath.lastIndexOf('@') : -1
+  const shownPath = pathAt >= 0 ? `***${rawPath.slice(pathAt)}` : rawPath
+  const redacted = `${m[1]}://${atAt >= 0 ? '***@' : ''}${hostText}${shownPath}${queryText === '' ? '' : `?${queryText}`}`.replace(SECRET_QUERY_VALUE, '$1***')
   const shownAs = shorten(redacted)
 
   let username: string | undefined

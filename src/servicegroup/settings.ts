@@ -68,7 +68,7 @@ function seconds(setting: string, value: unknown, min: number, minText: string):
 /** A `host:port` list entry problem, or undefined. */
 export function hostPortProblem(text: string): string | undefined {
   const m = /^(\[[0-9a-f:.]+\]|[^\s:,/[\]]+):(\d{1,5})$/i.exec(text)
-  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return `"${text}" is not host:port (port 1–65535)`
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return `"${shorten(text)}" is not host:port (port 1–65535)`
   return undefined
 }
 

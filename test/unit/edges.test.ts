@@ -54,7 +54,8 @@ describe('unit: edges', () => {
     assert.equal(u.username, 'u/x')
     assert.equal(u.password, 'Gh7/kP#2x@')
     assert.equal(u.redacted, 'redis://***@h:1/0?timeout=5')
-    assert.equal(parseBackendUrl('file:///var/lib/a@b').path, '/var/lib/a@b', 'an "@" in a path without an authority is a path')
+    assert.equal(parseBackendUrl('file:///var/lib/a@b').path, '/var/lib/a@b', 'an "@" in a file:// path is a path')
+    assert.throws(() => parseBackendUrl('redis:///u:Zq9@127.0.0.1'), (err: Error) => err instanceof InvalidUrlError && !err.message.includes('Zq9'))
     assert.throws(() => parseBackendUrl('redis://h:1/0?password=p@ss'), (err: Error) => err instanceof InvalidUrlError && /%40/.test(err.message) && !err.message.includes('p@ss'))
   })
 
