@@ -89,7 +89,13 @@ export async function typos(signal: AbortSignal): Promise<void> {
   // @ts-expect-error a Redis option given a string
   await connect('redis://127.0.0.1:6379', { membershipTimeoutMs: '5' })
   await connect('redis://127.0.0.1:6379', { membershipTimeoutMs: 5_000, signal })
-  await using c = await connect('zookeeper://127.0.0.1:2181', { timeoutMs: 5_000, signal })
+  await using c = await connect('zookeeper://127.0.0.1:2181', { sessionTimeoutMs: 5_000, signal })
+  // @ts-expect-error a Redis option is not a ZooKeeper option
+  await connect('kazoo://127.0.0.1:2181', { lockTimeoutMs: 5_000 })
+  const url: string = 'redis://127.0.0.1:6379'
+  await connect(url, { lockTimeoutMs: 5_000 })
+  // @ts-expect-error a URL typed string still refuses a name no driver has
+  await connect(url, { lockTimeotMs: 5_000 })
   void c
 }
 `
@@ -110,7 +116,7 @@ function tsconfig(resolution: 'node16' | 'bundler'): object {
       outDir: `out-${resolution}`,
       noEmit: resolution === 'bundler',
     },
-    files: ['app.ts'],
+    files: ['app.ts', 'typos.ts'],
   }
 }
 
