@@ -105,7 +105,7 @@ export const serveCommands: Command[] = [
     name: 'serve',
     summary: 'Serve the status page (live), the JSON API (/v1/services, /v1/groups), /metrics and /healthz until interrupted.',
     usage: '[--config FILE] [--set KEY=VALUE]... [--url URL] [--listen HOST:PORT] [--refresh SECONDS] [--title TEXT] [--verbose]',
-    options: { ...CONNECTION_OPTIONS, ...CONFIG_OPTIONS, listen: { type: 'string' }, refresh: { type: 'string' }, title: { type: 'string' } },
+    options: { url: CONNECTION_OPTIONS.url!, member: CONNECTION_OPTIONS.member!, ...CONFIG_OPTIONS, listen: { type: 'string' }, refresh: { type: 'string' }, title: { type: 'string' } },
     run: async (ctx) => {
       const file = (ctx.values.config as string | undefined) ?? (ctx.env.ROLLCALL_CONFIG || undefined)
       const { config, logger } = await commandConfig(ctx)

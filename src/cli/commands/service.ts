@@ -4,10 +4,10 @@
  * from `--config FILE` (or ROLLCALL_CONFIG), then ROLLCALL_* variables, then `--set KEY=VALUE`.
  * Uses only the public APIs (`rollcall`, `rollcall/servicegroup`).
  */
-import { spawn } from 'node:child_process'
-import { constants, hostname } from 'node:os'
+import { hostname } from 'node:os'
 import { InvalidArgumentError, redactUrl, type Logger } from '../../index.js'
 import { ServiceNotFoundError, loadConfig, openServiceGroup, type ServiceGroup, type ServiceGroupConfig, type ServiceRecord, type ServiceStatus } from '../../servicegroup/index.js'
+import { startCommand } from '../child.js'
 import { table, type Command, type CommandContext, type OptionsConfig, type Output } from '../command.js'
 import { waitUntil } from '../connection.js'
 import { ProgressLine } from '../progress.js'
@@ -159,9 +159,6 @@ export const serviceCommands: Command[] = [
   },
 ]
 
-/** Signals `service run` passes on to its command. */
-const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2']
-
 async function runService(ctx: CommandContext): Promise<number> {
   const binary = ctx.values.binary as string | undefined
   if (!binary) throw new InvalidArgumentError('service run needs --binary B (the service\'s name, e.g. rollcall-worker)')
@@ -204,27 +201,16 @@ async function runService(ctx: CommandContext): Promise<number> {
 
 /** Runs the command as a child, joined exactly while it lives; resolves to its exit status. */
 async function superviseCommand(ctx: CommandContext, sg: ServiceGroup, record: ServiceRecord): Promise<number> {
-  const [cmd, ...args] = ctx.rest
-  const child = spawn(cmd!, args, { stdio: 'inherit' })
-  const forward = (signal: NodeJS.Signals): void => void child.kill(signal)
-  const exited = new Promise<number>((resolve, reject) => {
-    child.once('error', (err) => reject(new InvalidArgumentError(`Cannot run ${JSON.stringify(cmd)}: ${err.message}`)))
-    child.once('exit', (code, signal) => resolve(code ?? 128 + (signal ? constants.signals[signal] : 0)))
-  })
-  for (const s of FORWARDED) process.on(s, forward)
-  try {
-    await new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve)
-      exited.catch(reject)
-    })
+  const running = await startCommand(ctx.rest, ctx.out)
+  // A command that could not start was never up.
+  if (running.exited) return await running.status
+  {
     const joined = sg.join(record.host, record.topic, record, { reportImmediately: true })
-    ctx.out.status(`rollcall: ${record.binary} on ${record.host} (id ${record.id}) is up while pid ${child.pid} runs`, true)
-    const status = await exited
+    ctx.out.status(`rollcall: ${record.binary} on ${record.host} (id ${record.id}) is up while pid ${running.child.pid} runs`, true)
+    const status = await running.status
     await joined
     // Down at once: leave before anything else.
     await sg.leave(record.host, record.topic)
     return status
-  } finally {
-    for (const s of FORWARDED) process.off(s, forward)
   }
 }
