@@ -14,6 +14,7 @@ import { dirname, resolve } from 'node:path'
 import { COMMON_OPTIONS, InvalidConfigError, knownSchemes, loadDriver, parseBackendUrl, redactUrl, type Logger, type OptionSpec } from '../index.js'
 import { createServiceGroup, type ServiceGroup } from './api.js'
 import { DEFAULT_SQLITE_FILE, openCatalog, parseCatalogUrl } from './catalog/catalog.js'
+import { chooseMemcacheServers, osloBoolean } from './nova-memcache.js'
 import { tablePrefixProblem } from './catalog/sql.js'
 import { parseIni, type IniDocument } from './ini.js'
 import { SETTING_NAMES, ZOOKEEPER_DEFAULTS, checkDriverSettings, hostPortProblem, invalid, type DriverSettings } from './settings.js'
@@ -28,7 +29,7 @@ type Kind = 'enum' | 'seconds' | 'milliseconds' | 'url' | 'list' | 'string' | 's
 
 /** One declared setting. */
 export interface SettingSpec {
-  section: 'DEFAULT' | 'database' | 'memcache' | 'zookeeper' | 'api'
+  section: 'DEFAULT' | 'database' | 'memcache' | 'cache' | 'zookeeper' | 'api'
   key: string
   /** The environment variable that overrides it. */
   env: string
@@ -55,7 +56,10 @@ export const SETTINGS: readonly SettingSpec[] = [
   s('DEFAULT', 'report_to_previous_driver', 'enum', '', '', 'While migrating: also report to this driver (mc or zk), so readers still on it see services up.', ['', ...PREVIOUS_DRIVER_NAMES]),
   s('database', 'connection', 'url', `sqlite:///${DEFAULT_SQLITE_FILE}`, '', 'The services table: sqlite:///FILE (relative to the config file), postgresql://… or mysql://….'),
   s('database', 'table_prefix', 'prefix', '', '', 'Prefix of the table names, to share a database.'),
-  s('memcache', 'servers', 'list', '', '', 'memcached servers of the mc driver, host:port, comma-separated (a fail-over list).'),
+  s('memcache', 'servers', 'list', '', '', 'memcached servers of the mc driver, host:port, comma-separated (a fail-over list). When unset, Nova\'s names are read, in Nova\'s order: [DEFAULT] memcached_servers, then [cache] memcache_servers.'),
+  s('DEFAULT', 'memcached_servers', 'list', '', '', 'Nova\'s deprecated name of the mc driver\'s servers; used when [memcache] servers is unset.'),
+  s('cache', 'enabled', 'enum', 'false', '', 'oslo.cache\'s switch: when true (and neither name above is set), the mc driver uses [cache] memcache_servers, as Nova does.', ['false', 'true']),
+  s('cache', 'memcache_servers', 'list', '', '', 'oslo.cache\'s memcached servers (oslo.cache\'s default localhost:11211 applies when [cache] enabled is true); read by the mc driver as Nova reads it.'),
   s('zookeeper', 'address', 'list', '', '', 'ZooKeeper servers of the zk driver, host:port, comma-separated.'),
   s('zookeeper', 'recv_timeout', 'milliseconds', String(ZOOKEEPER_DEFAULTS.recvTimeoutMs), 'ms', 'ZooKeeper session timeout: how long after a crash a zk service is down.'),
   s('zookeeper', 'sg_prefix', 'path', ZOOKEEPER_DEFAULTS.sgPrefix, '', 'ZooKeeper path under which the zk driver keeps its nodes.'),
@@ -196,6 +200,12 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
   const token = get('token', 'api').value
   const zkAddress = list('address', 'zookeeper')
   const previous = word('report_to_previous_driver')
+  const cacheEnabled = get('enabled', 'cache')
+  if (osloBoolean(cacheEnabled.value) === undefined) throw invalid(name(cacheEnabled.spec), cacheEnabled.value, 'expected true or false', cacheEnabled.from)
+  const memcache = chooseMemcacheServers({
+    own: list('servers', 'memcache'), novaDefault: list('memcached_servers', 'DEFAULT'),
+    cache: list('memcache_servers', 'cache'), cacheSet: raw.has(spec_('memcache_servers', 'cache')), cacheEnabled: cacheEnabled.value,
+  })
   const config: ServiceGroupConfig = {
     driver: word('servicegroup_driver') as DriverName,
     reportIntervalSeconds: seconds('report_interval'),
@@ -203,7 +213,7 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
     initialReportDelaySeconds: seconds('initial_report_delay'),
     toozUrl: get('servicegroup_tooz_url').value || undefined,
     reportToPreviousDriver: (previous || undefined) as PreviousDriverName | undefined,
-    memcacheServers: list('servers', 'memcache'),
+    memcacheServers: memcache.servers,
     zookeeper: zkAddress.length ? { address: zkAddress.join(','), recvTimeoutMs: Number(recv.value), sgPrefix: sgPrefix.value } : undefined,
     database: { connection: dbUrl, tablePrefix: prefix.value, baseDir },
     api: { token: token || undefined, listen: { host: listen.value.slice(0, listen.value.lastIndexOf(':')).replace(/^\[|\]$/g, ''), port: Number(listen.value.slice(listen.value.lastIndexOf(':') + 1)) } },
