@@ -9,8 +9,8 @@
  * checked against rollcall's drivers and options, and its liveness window against
  * report_interval and service_down_time (warnings explain the consequence).
  */
-import { readFileSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
+import { readdirSync, readFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
 import { COMMON_OPTIONS, InvalidConfigError, knownSchemes, loadDriver, parseBackendUrl, redactUrl, type Logger, type OptionSpec } from '../index.js'
 import { createServiceGroup, type ServiceGroup } from './api.js'
 import { DEFAULT_SQLITE_FILE, openCatalog, parseCatalogUrl } from './catalog/catalog.js'
@@ -85,6 +85,10 @@ export interface ConfigWarning {
 export interface LoadConfigOptions {
   /** INI file to read (default: `env.ROLLCALL_CONFIG`; none when both are unset). */
   file?: string
+  /** INI files to read in order, later ones overriding earlier ones key by key (oslo.config's repeated --config-file); replaces `file`. */
+  files?: readonly string[]
+  /** A directory whose `*.conf` files are read after `files`, in name order (oslo.config's --config-dir). */
+  dir?: string
   /** Environment (default process.env). */
   env?: NodeJS.ProcessEnv
   /** Overrides by `section.key` (or `key` for DEFAULT), e.g. from flags: `{ report_interval: '5' }`. */
@@ -120,23 +124,32 @@ const REQUIRED_BY: Record<DriverName, string | undefined> = {
  */
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<LoadedConfig> {
   const env = options.env ?? process.env
-  const file = options.file ?? (env.ROLLCALL_CONFIG || undefined)
+  const files = configFiles(options, env)
+  const file = files[0]
   const warnings: ConfigWarning[] = []
-  let doc: IniDocument = new Map()
-  if (file !== undefined) {
+  // Later files override earlier ones, key by key (oslo.config's --config-file and --config-dir).
+  const merged = new Map<string, Map<string, { value: string; line: number; file: string }>>()
+  for (const file of files) {
     let text: string
     try {
       text = readFileSync(file, 'utf8')
     } catch (err) {
       throw new InvalidConfigError('--config', `Cannot read the configuration file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
     }
-    doc = parseIni(text, file)
-    warnings.push(...unknownKeys(doc, file))
+    const doc = parseIni(text, file)
+    warnings.push(...unknownKeys(doc, file), ...miscasedSections(doc, file))
+    for (const [section, keys] of doc) {
+      const into = merged.get(section) ?? new Map()
+      merged.set(section, into)
+      for (const [key, v] of keys) into.set(key, { ...v, file })
+    }
   }
   const raw = new Map<SettingSpec, Raw>()
+  let dbFile: string | undefined
   for (const spec of SETTINGS) {
-    const inFile = doc.get(spec.section)?.get(spec.key)
-    if (inFile) raw.set(spec, { value: inFile.value, from: ` (from ${file}:${inFile.line})` })
+    const inFile = merged.get(spec.section)?.get(spec.key)
+    if (inFile) raw.set(spec, { value: inFile.value, from: ` (from ${inFile.file}:${inFile.line})` })
+    if (inFile && spec.section === 'database' && spec.key === 'connection') dbFile = inFile.file
     if (env[spec.env] !== undefined) raw.set(spec, { value: env[spec.env]!, from: ` (from ${spec.env})` })
   }
   for (const [key, value] of Object.entries(options.overrides ?? {})) {
@@ -146,7 +159,9 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
     if (!spec) throw new InvalidConfigError(key, `Unknown setting "${key}"; known: ${SETTINGS.map((x) => (x.section === 'DEFAULT' ? x.key : `${x.section}.${x.key}`)).join(', ')}`)
     raw.set(spec, { value, from: ' (from the command line)' })
   }
-  const baseDir = file !== undefined ? dirname(resolve(file)) : resolve(options.cwd ?? process.cwd())
+  // A relative SQLite path is relative to the file that names it (else the first file).
+  const baseFile = dbFile ?? file
+  const baseDir = baseFile !== undefined ? dirname(resolve(baseFile)) : resolve(options.cwd ?? process.cwd())
   const config = resolveSettings(raw, baseDir, file)
   const corrected = effectiveDownTime(config.reportIntervalSeconds, config.serviceDownTimeSeconds)
   if (corrected.warning) warnings.push({ setting: SETTING_NAMES.serviceDownTimeSeconds, message: corrected.warning })
@@ -236,6 +251,34 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
     throw new InvalidConfigError(err.setting, err.message.replace(/: /, `${from}: `))
   }
   return config
+}
+
+/** The files loadConfig() reads, in order. */
+function configFiles(options: LoadConfigOptions, env: NodeJS.ProcessEnv): string[] {
+  const files = [...(options.files ?? (options.file !== undefined ? [options.file] : options.dir === undefined && env.ROLLCALL_CONFIG ? [env.ROLLCALL_CONFIG] : []))]
+  if (options.dir !== undefined) {
+    let names: string[]
+    try {
+      names = readdirSync(options.dir).filter((n) => n.endsWith('.conf')).sort()
+    } catch (err) {
+      throw new InvalidConfigError('--config-dir', `Cannot read the configuration directory ${options.dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    }
+    files.push(...names.map((n) => join(options.dir!, n)))
+  }
+  return files
+}
+
+/** Sections that differ from a known one only by case (`[default]`): oslo.config ignores them, so they are reported. */
+function miscasedSections(doc: IniDocument, file: string): ConfigWarning[] {
+  const known = [...new Set(SETTINGS.map((x) => x.section))]
+  const out: ConfigWarning[] = []
+  for (const [section, keys] of doc) {
+    const meant = known.find((k) => k !== section && k.toLowerCase() === section.toLowerCase())
+    if (!meant) continue
+    const first = [...keys.values()][0]
+    out.push({ setting: `[${section}]`, message: `${file}${first ? `:${first.line}` : ''}: section [${section}] is not [${meant}] (section names are case-sensitive, as in oslo.config): its ${keys.size} setting(s) are ignored; write [${meant}]` })
+  }
+  return out
 }
 
 /** Keys in known sections that look like a misspelt known key (nova.conf has many others; those are ignored). */

@@ -107,8 +107,8 @@ export const serveCommands: Command[] = [
     usage: '[--config FILE] [--set KEY=VALUE]... [--url URL] [--listen HOST:PORT] [--refresh SECONDS] [--title TEXT] [--verbose]',
     options: { url: CONNECTION_OPTIONS.url!, member: CONNECTION_OPTIONS.member!, ...CONFIG_OPTIONS, listen: { type: 'string' }, refresh: { type: 'string' }, title: { type: 'string' } },
     run: async (ctx) => {
-      const file = (ctx.values.config as string | undefined) ?? (ctx.env.ROLLCALL_CONFIG || undefined)
       const { config, logger } = await commandConfig(ctx)
+      const file = config.file
       const url = (ctx.values.url as string | undefined) ?? (ctx.env.ROLLCALL_URL || undefined)
       const showServices = file !== undefined || url === undefined
       const coordinationUrl = url ?? (showServices && config.driver === 'tooz' ? config.toozUrl : undefined)

@@ -17,12 +17,15 @@ import { EXIT } from '../exit-codes.js'
 
 /** Options every service command takes. */
 export const CONFIG_OPTIONS: OptionsConfig = {
-  config: { type: 'string' },
+  // multiple, so that a repeated --config is reported instead of the last one silently winning.
+  config: { type: 'string', multiple: true },
+  'config-file': { type: 'string', multiple: true },
+  'config-dir': { type: 'string' },
   set: { type: 'string', multiple: true },
   verbose: { type: 'boolean' },
 }
 
-const CONFIG_USAGE = '[--config FILE] [--set KEY=VALUE]...'
+const CONFIG_USAGE = '[--config FILE | --config-file FILE... | --config-dir DIR] [--set KEY=VALUE]...'
 
 /** Writes warnings and errors (and with --verbose, info) to stderr, credentials redacted. */
 function stderrLogger(out: Output, verbose: boolean): Logger {
@@ -43,7 +46,12 @@ export async function commandConfig(ctx: CommandContext): Promise<{ config: Serv
     if (eq <= 0) throw new InvalidArgumentError(`--set takes KEY=VALUE (e.g. report_interval=5 or database.connection=sqlite:///x.db), not ${JSON.stringify(pair)}`)
     overrides[pair.slice(0, eq).trim()] = pair.slice(eq + 1)
   }
-  const { config, warnings } = await loadConfig({ file: ctx.values.config as string | undefined, env: ctx.env, overrides })
+  const once = (ctx.values.config as string[] | undefined) ?? []
+  if (once.length > 1) {
+    throw new InvalidArgumentError(`--config was given ${once.length} times, and only one file is read with it; to layer files, repeat --config-file (later files override earlier ones, as in oslo.config)`)
+  }
+  const files = [...once, ...((ctx.values['config-file'] as string[] | undefined) ?? [])]
+  const { config, warnings } = await loadConfig({ files: files.length ? files : undefined, dir: ctx.values['config-dir'] as string | undefined, env: ctx.env, overrides })
   for (const w of warnings) logger.warn(w.message)
   return { config, logger }
 }
