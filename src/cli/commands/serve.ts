@@ -74,6 +74,7 @@ export async function openStatus(o: OpenStatusOptions): Promise<RunningStatus> {
     }
     const server = await startStatusServer({
       serviceGroup, coordinator, token: o.token, host: o.listen.host, port: o.listen.port, refreshMs: o.refreshMs, title: o.title, logger: o.logger,
+      groupsAreServiceTopics: o.config?.driver === 'tooz' && o.coordinationUrl !== undefined && o.coordinationUrl === o.config.toozUrl,
     })
     let closing: Promise<void> | undefined
     return {
