@@ -5,7 +5,8 @@
  * BackendError. Messages carry the redacted URL only.
  */
 import { createHash } from 'node:crypto'
-import { BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
+import { AuthenticationError, BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
+import { isAuthFailure } from '../../internal/client-errors.js'
 import type { Row, SqlConnection, SqlResult } from './sql.js'
 
 /** Bounds on connecting and on any one statement. */
@@ -87,6 +88,7 @@ class PgConnection implements SqlConnection {
   }
 
   #translate(err: unknown): RollcallError {
+    if (isAuthFailure(err)) return new AuthenticationError(`The services database ${this.shownAs} refused the credentials (wrong user name or password, or an unknown user)`, { cause: err })
     const code = (err as { code?: unknown })?.code
     const message = `The services database ${this.shownAs} failed: ${(err as Error)?.message ?? String(err)}`
     const connection = typeof code === 'string' && (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code) || NETWORK.has(code))
