@@ -37,6 +37,7 @@ export type ErrorCode =
   | 'INVALID_CONFIG'
   | 'SERVICE_NOT_FOUND'
   | 'SERVICEGROUP_UNAVAILABLE'
+  | 'AUTH_FAILED'
 
 /** Construction options shared by every rollcall error. */
 export interface RollcallErrorOptions {
@@ -80,6 +81,18 @@ export class ConnectionError extends RollcallError {
   static override readonly toozName = 'ToozConnectionError'
   constructor(message: string, options: RollcallErrorOptions = {}) {
     super(message, 'CONNECTION_FAILED', { retryable: true, ...options })
+  }
+}
+
+/**
+ * The backend refused the credentials: wrong user name or password, or an unknown user (tooz has
+ * no such exception: it raises `ToozConnectionError`). Not retryable: the same credentials will
+ * be refused again.
+ */
+export class AuthenticationError extends RollcallError {
+  static override readonly toozName = 'ToozConnectionError'
+  constructor(message: string, options: RollcallErrorOptions = {}) {
+    super(message, 'AUTH_FAILED', { retryable: false, ...options })
   }
 }
 

@@ -4,7 +4,7 @@
  * service groups live in `rollcall/servicegroup`.
  */
 export { connect, createCoordinator, defaultMemberId, COMMON_OPTIONS } from './coordination/connect.js'
-export type { ConnectOptions } from './coordination/connect.js'
+export type { BaseConnectOptions, BuiltinScheme, CodeOptions, ConnectOptions, ConnectOptionsFor, DriverOptions } from './coordination/connect-options.js'
 export { Coordinator } from './coordination/coordinator.js'
 export type { CoordinatorState, MemberInfo, Health } from './coordination/coordinator.js'
 export type { CoordinatorEvents, MemberEvent, LeaderEvent, HeartbeatFailure } from './coordination/events.js'

@@ -8,10 +8,11 @@
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
 import { CapabilityMismatchError, InvalidIdError, InvalidOptionError } from '../errors.js'
-import { isCapability, type Capability } from './capabilities.js'
+import { isCapability } from './capabilities.js'
+import type { ConnectOptions, ConnectOptionsFor } from './connect-options.js'
 import { Coordinator } from './coordinator.js'
 import type { DriverDefinition } from './driver.js'
-import { silentLogger, type Logger } from './logger.js'
+import { silentLogger } from './logger.js'
 import { opt, resolveOptions, type OptionSpecs } from './options.js'
 import { loadDriver } from './registry.js'
 import { shorten } from './redact.js'
@@ -23,48 +24,56 @@ export const COMMON_OPTIONS = {
   rejoin: opt.boolean('rejoin', { default: true, doc: 'Rejoin, with the last capabilities, a group this member was dropped from (session expiry, lapsed or evicted keys).' }),
 } satisfies OptionSpecs
 
-/** Options of connect() that are not driver options. */
-export interface ConnectOptions {
-  /** This member's id (tooz member_id). Default: `<hostname>-<pid>-<6 hex>`, unique per process. */
-  memberId?: string
-  /** Capabilities the driver must have; connect() fails with CapabilityMismatchError otherwise. */
-  require?: readonly Capability[]
-  /** Run the heartbeat loop (default true). Off, call heartbeat() yourself, as tooz without start_heart. */
-  heartbeat?: boolean
-  /** Deliver watcher events and run elections by themselves (default true). Off, call runWatchers(). */
-  autoWatch?: boolean
-  /** Where rollcall logs (default: nowhere). */
-  logger?: Logger
-  /** Driver options and common options (watchIntervalMs, rejoin), overriding the URL's query. */
-  [option: string]: unknown
-}
-
 /** A default member id, unique per process: `<hostname>-<pid>-<6 hex>`. */
 export function defaultMemberId(): string {
   return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`
 }
 
 /**
- * Connects to the backend named by `url` and returns a started Coordinator.
+ * Connects to the backend named by `url` and returns a started Coordinator. The options are typed
+ * by the URL's scheme (see {@link ConnectOptionsFor}); `signal` aborts the connection attempt.
+ * The Coordinator is `AsyncDisposable`: `await using c = await connect(url)` stops it at the end
+ * of the block.
  *
  * @example
  * ```ts
- * const c = await connect('kazoo://127.0.0.1:2181?timeout=5', { memberId: 'api-1' })
+ * const c = await connect('kazoo://127.0.0.1:2181?timeout=5', { memberId: 'api-1', signal: AbortSignal.timeout(5_000) })
  * await c.joinGroupCreate('api', { zone: 'az1' })
  * ```
  */
-export async function connect(url: string, options: ConnectOptions = {}): Promise<Coordinator> {
+export async function connect<U extends string>(url: U, options: ConnectOptionsFor<U> = {} as ConnectOptionsFor<U>): Promise<Coordinator> {
+  const { signal } = options as ConnectOptions
+  signal?.throwIfAborted()
   const coordinator = await createCoordinator(url, options)
-  await coordinator.start()
-  return coordinator
+  if (!signal) {
+    await coordinator.start()
+    return coordinator
+  }
+  signal.throwIfAborted()
+  let onAbort!: () => void
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    await Promise.race([coordinator.start(), aborted])
+    return coordinator
+  } catch (err) {
+    // Whatever start() began (sockets, sessions) ends here; start() itself then fails too.
+    if (signal.aborted) await coordinator.stop().catch(() => {})
+    throw signal.aborted ? signal.reason : err
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+    aborted.catch(() => {})
+  }
 }
 
 /** Like connect() but does not start it: for code that wires events first. */
-export async function createCoordinator(url: string, options: ConnectOptions = {}): Promise<Coordinator> {
+export async function createCoordinator<U extends string>(url: U, options: ConnectOptionsFor<U> = {} as ConnectOptionsFor<U>): Promise<Coordinator> {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new InvalidOptionError(`The options of connect() must be an object such as { memberId: 'api-1' }, not ${describe(options)}`)
   }
-  const { memberId = defaultMemberId(), require = [], heartbeat = true, autoWatch = true, logger = silentLogger, ...rest } = options
+  const { memberId = defaultMemberId(), require = [], heartbeat = true, autoWatch = true, logger = silentLogger, signal: _signal, ...rest } = options as ConnectOptions & Record<string, unknown>
   const parsed = parseBackendUrl(url)
   const definition: DriverDefinition<any> = await loadDriver(parsed.scheme)
   if (typeof memberId !== 'string' || memberId === '') throw new InvalidIdError(`memberId must be a non-empty string, not ${describe(memberId)}`)

@@ -95,6 +95,11 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     return this.#rt.stop()
   }
 
+  /** stop(), for `await using coordinator = await connect(url)`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop()
+  }
+
   /** Refreshes liveness (and lock leases) now; resolves to the milliseconds until the next beat is needed. */
   heartbeat(): Promise<number> {
     this.#rt.assertStarted('heartbeat')

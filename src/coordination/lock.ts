@@ -55,8 +55,11 @@ const POLL_MAX_MS = 250
  * }
  * // or: await using held = await coordinator.acquireLock('nightly-report')
  * ```
+ *
+ * Lock is a HeldLock by shape, not by an `implements` clause: HeldLock is internal, and a shipped
+ * declaration must not name a type the package does not ship.
  */
-export class Lock implements HeldLock {
+export class Lock {
   readonly name: string
   /** @internal */
   readonly driverLock: DriverLock

@@ -6,7 +6,8 @@
  * BackendError, with the original as `cause`. Every message, the cause's included, is scrubbed of
  * the URL's password first.
  */
-import { BackendError, ConnectionError, RollcallError } from '../errors.js'
+import { AuthenticationError, BackendError, ConnectionError, RollcallError } from '../errors.js'
+import { isAuthFailure, isProtocolMismatch } from '../internal/client-errors.js'
 import type { DriverDefinition } from './driver.js'
 import { redactUrl } from './url.js'
 import { isNetworkError } from '../internal/network-errors.js'
@@ -14,6 +15,13 @@ import { isNetworkError } from '../internal/network-errors.js'
 /** Maps anything a driver threw to a RollcallError. @internal */
 export function translateError(err: unknown, operation: string, def: DriverDefinition<any>, redactedUrl: string, secrets: readonly string[]): RollcallError {
   scrub(err, secrets)
+  // Before the driver's own mapping: it may have wrapped these in a ConnectionError already.
+  if (!(err instanceof AuthenticationError) && isAuthFailure(err)) {
+    return new AuthenticationError(`Cannot ${operation}: ${redactedUrl} refused the credentials (wrong user name or password, or an unknown user)`, { cause: err, driver: def.name })
+  }
+  if (isProtocolMismatch(err)) {
+    return new ConnectionError(`Cannot ${operation}: ${redactedUrl} answered, but not as a ${def.name} server (is the port right?)`, { cause: err, driver: def.name })
+  }
   if (err instanceof RollcallError) return stampDriver(err, def.name)
   const mapped = def.translateError?.(err)
   if (mapped) return stampDriver(scrub(mapped, secrets), def.name)

@@ -9,13 +9,14 @@
  * checked against rollcall's drivers and options, and its liveness window against
  * report_interval and service_down_time (warnings explain the consequence).
  */
-import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
+import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
 import { MAX_TIMER_MS } from '../coordination/options.js'
 import { displayUrl } from '../coordination/redact.js'
 import { COMMON_OPTIONS, InvalidConfigError, knownSchemes, loadDriver, parseBackendUrl, type Logger, type OptionSpec } from '../index.js'
 import { createServiceGroup, type ServiceGroup } from './api.js'
 import { DEFAULT_SQLITE_FILE, openCatalog, parseCatalogUrl } from './catalog/catalog.js'
+import { chooseMemcacheServers, osloBoolean } from './nova-memcache.js'
 import { tablePrefixProblem } from './catalog/sql.js'
 import { parseIni, type IniDocument } from './ini.js'
 import { SETTING_NAMES, ZOOKEEPER_DEFAULTS, checkDriverSettings, hostPortProblem, invalid, type DriverSettings } from './settings.js'
@@ -30,7 +31,7 @@ type Kind = 'enum' | 'seconds' | 'milliseconds' | 'url' | 'list' | 'string' | 's
 
 /** One declared setting. */
 export interface SettingSpec {
-  section: 'DEFAULT' | 'database' | 'memcache' | 'zookeeper' | 'api'
+  section: 'DEFAULT' | 'database' | 'memcache' | 'cache' | 'zookeeper' | 'api'
   key: string
   /** The environment variable that overrides it. */
   env: string
@@ -57,7 +58,10 @@ export const SETTINGS: readonly SettingSpec[] = [
   s('DEFAULT', 'report_to_previous_driver', 'enum', '', '', 'While migrating: also report to this driver (mc or zk), so readers still on it see services up.', ['', ...PREVIOUS_DRIVER_NAMES]),
   s('database', 'connection', 'url', `sqlite:///${DEFAULT_SQLITE_FILE}`, '', 'The services table: sqlite:///FILE (relative to the config file), postgresql://… or mysql://….'),
   s('database', 'table_prefix', 'prefix', '', '', 'Prefix of the table names, to share a database.'),
-  s('memcache', 'servers', 'list', '', '', 'memcached servers of the mc driver, host:port, comma-separated (a fail-over list).'),
+  s('memcache', 'servers', 'list', '', '', 'memcached servers of the mc driver, host:port, comma-separated (a fail-over list). When unset, Nova\'s names are read, in Nova\'s order: [DEFAULT] memcached_servers, then [cache] memcache_servers.'),
+  s('DEFAULT', 'memcached_servers', 'list', '', '', 'Nova\'s deprecated name of the mc driver\'s servers; used when [memcache] servers is unset.'),
+  s('cache', 'enabled', 'enum', 'false', '', 'oslo.cache\'s switch: when true (and neither name above is set), the mc driver uses [cache] memcache_servers, as Nova does.', ['false', 'true']),
+  s('cache', 'memcache_servers', 'list', '', '', 'oslo.cache\'s memcached servers (oslo.cache\'s default localhost:11211 applies when [cache] enabled is true); read by the mc driver as Nova reads it.'),
   s('zookeeper', 'address', 'list', '', '', 'ZooKeeper servers of the zk driver, host:port, comma-separated.'),
   s('zookeeper', 'recv_timeout', 'milliseconds', String(ZOOKEEPER_DEFAULTS.recvTimeoutMs), 'ms', 'ZooKeeper session timeout: how long after a crash a zk service is down.'),
   s('zookeeper', 'sg_prefix', 'path', ZOOKEEPER_DEFAULTS.sgPrefix, '', 'ZooKeeper path under which the zk driver keeps its nodes.'),
@@ -90,6 +94,10 @@ export interface ConfigWarning {
 export interface LoadConfigOptions {
   /** INI file to read (default: `env.ROLLCALL_CONFIG`; none when both are unset). */
   file?: string
+  /** INI files to read in order, later ones overriding earlier ones key by key (oslo.config's repeated --config-file); replaces `file`. */
+  files?: readonly string[]
+  /** A directory whose `*.conf` files are read after `files`, in name order (oslo.config's --config-dir). */
+  dir?: string
   /** Environment (default process.env). */
   env?: NodeJS.ProcessEnv
   /** Overrides by `section.key` (or `key` for DEFAULT), e.g. from flags: `{ report_interval: '5' }`. */
@@ -125,17 +133,26 @@ const REQUIRED_BY: Record<DriverName, string | undefined> = {
  */
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<LoadedConfig> {
   const env = options.env ?? process.env
-  const file = options.file ?? (env.ROLLCALL_CONFIG || undefined)
+  const files = configFiles(options, env)
+  const file = files[0]
   const warnings: ConfigWarning[] = []
-  let doc: IniDocument = new Map()
-  if (file !== undefined) {
-    doc = parseIni(readConfigFile(file), file)
-    warnings.push(...unknownKeys(doc, file))
+  // Later files override earlier ones, key by key (oslo.config's --config-file and --config-dir).
+  const merged = new Map<string, Map<string, { value: string; line: number; file: string }>>()
+  for (const file of files) {
+    const doc = parseIni(readConfigFile(file), file)
+    warnings.push(...unknownKeys(doc, file), ...miscasedSections(doc, file))
+    for (const [section, keys] of doc) {
+      const into = merged.get(section) ?? new Map()
+      merged.set(section, into)
+      for (const [key, v] of keys) into.set(key, { ...v, file })
+    }
   }
   const raw = new Map<SettingSpec, Raw>()
+  let dbFile: string | undefined
   for (const spec of SETTINGS) {
-    const inFile = doc.get(spec.section)?.get(spec.key)
-    if (inFile) raw.set(spec, { value: inFile.value, from: ` (from ${file}:${inFile.line})` })
+    const inFile = merged.get(spec.section)?.get(spec.key)
+    if (inFile) raw.set(spec, { value: inFile.value, from: ` (from ${inFile.file}:${inFile.line})` })
+    if (inFile && spec.section === 'database' && spec.key === 'connection') dbFile = inFile.file
     if (env[spec.env] !== undefined) raw.set(spec, { value: env[spec.env]!, from: ` (from ${spec.env})` })
   }
   for (const [key, value] of Object.entries(options.overrides ?? {})) {
@@ -145,7 +162,9 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
     if (!spec) throw new InvalidConfigError(key, `Unknown setting "${key}"; known: ${SETTINGS.map((x) => (x.section === 'DEFAULT' ? x.key : `${x.section}.${x.key}`)).join(', ')}`)
     raw.set(spec, { value, from: ' (from the command line)' })
   }
-  const baseDir = file !== undefined ? dirname(resolve(file)) : resolve(options.cwd ?? process.cwd())
+  // A relative SQLite path is relative to the file that names it (else the first file).
+  const baseFile = dbFile ?? file
+  const baseDir = baseFile !== undefined ? dirname(resolve(baseFile)) : resolve(options.cwd ?? process.cwd())
   const config = resolveSettings(raw, baseDir, file)
   const corrected = effectiveDownTime(config.reportIntervalSeconds, config.serviceDownTimeSeconds)
   if (corrected.warning) warnings.push({ setting: SETTING_NAMES.serviceDownTimeSeconds, message: corrected.warning })
@@ -242,6 +261,12 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
   }
   const zkAddress = list('address', 'zookeeper')
   const previous = word('report_to_previous_driver')
+  const cacheEnabled = get('enabled', 'cache')
+  if (osloBoolean(cacheEnabled.value) === undefined) throw invalid(name(cacheEnabled.spec), cacheEnabled.value, 'expected true or false', cacheEnabled.from)
+  const memcache = chooseMemcacheServers({
+    own: list('servers', 'memcache'), novaDefault: list('memcached_servers', 'DEFAULT'),
+    cache: list('memcache_servers', 'cache'), cacheSet: raw.has(spec_('memcache_servers', 'cache')), cacheEnabled: cacheEnabled.value,
+  })
   const config: ServiceGroupConfig = {
     driver: word('servicegroup_driver') as DriverName,
     reportIntervalSeconds: seconds('report_interval'),
@@ -249,7 +274,7 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
     initialReportDelaySeconds: seconds('initial_report_delay'),
     toozUrl: get('servicegroup_tooz_url').value || undefined,
     reportToPreviousDriver: (previous || undefined) as PreviousDriverName | undefined,
-    memcacheServers: list('servers', 'memcache'),
+    memcacheServers: memcache.servers,
     zookeeper: zkAddress.length ? { address: zkAddress.join(','), recvTimeoutMs: Number(recv.value), sgPrefix: sgPrefix.value } : undefined,
     database: { connection: dbUrl, tablePrefix: prefix.value, baseDir },
     api: { token: token.value || undefined, allowedHosts: hostNames, listen: { host: listen.value.slice(0, listen.value.lastIndexOf(':')).replace(/^\[|\]$/g, ''), port: Number(listen.value.slice(listen.value.lastIndexOf(':') + 1)) } },
@@ -272,6 +297,34 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
     throw new InvalidConfigError(err.setting, err.message.replace(/: /, `${from}: `))
   }
   return config
+}
+
+/** The files loadConfig() reads, in order. */
+function configFiles(options: LoadConfigOptions, env: NodeJS.ProcessEnv): string[] {
+  const files = [...(options.files ?? (options.file !== undefined ? [options.file] : options.dir === undefined && env.ROLLCALL_CONFIG ? [env.ROLLCALL_CONFIG] : []))]
+  if (options.dir !== undefined) {
+    let names: string[]
+    try {
+      names = readdirSync(options.dir).filter((n) => n.endsWith('.conf')).sort()
+    } catch (err) {
+      throw new InvalidConfigError('--config-dir', `Cannot read the configuration directory ${options.dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    }
+    files.push(...names.map((n) => join(options.dir!, n)))
+  }
+  return files
+}
+
+/** Sections that differ from a known one only by case (`[default]`): oslo.config ignores them, so they are reported. */
+function miscasedSections(doc: IniDocument, file: string): ConfigWarning[] {
+  const known = [...new Set(SETTINGS.map((x) => x.section))]
+  const out: ConfigWarning[] = []
+  for (const [section, keys] of doc) {
+    const meant = known.find((k) => k !== section && k.toLowerCase() === section.toLowerCase())
+    if (!meant) continue
+    const first = [...keys.values()][0]
+    out.push({ setting: `[${section}]`, message: `${file}${first ? `:${first.line}` : ''}: section [${section}] is not [${meant}] (section names are case-sensitive, as in oslo.config): its ${keys.size} setting(s) are ignored; write [${meant}]` })
+  }
+  return out
 }
 
 /** Keys in known sections that look like a misspelt known key (nova.conf has many others; those are ignored). */

@@ -93,7 +93,7 @@ export function checkDriverSettings(s: DriverSettings): void {
   const uses = new Set<DriverName>([s.driver, ...(previous ? [previous] : [])])
   if (uses.has('tooz') && !s.toozUrl) throw invalid(SETTING_NAMES.toozUrl, s.toozUrl ?? '', 'the tooz driver needs a coordination URL, e.g. redis://127.0.0.1:6379?timeout=5')
   if (uses.has('mc')) {
-    if (s.memcacheServers.length === 0) throw invalid(SETTING_NAMES.memcacheServers, '', 'the mc driver needs at least one memcached server, e.g. servers = 127.0.0.1:11211')
+    if (s.memcacheServers.length === 0) throw invalid(SETTING_NAMES.memcacheServers, '', 'the mc driver needs at least one memcached server: [memcache] servers = 127.0.0.1:11211, or Nova\'s [DEFAULT] memcached_servers, or [cache] memcache_servers with [cache] enabled = true')
     for (const server of s.memcacheServers) {
       const problem = hostPortProblem(server)
       if (problem) throw invalid(SETTING_NAMES.memcacheServers, s.memcacheServers.join(','), problem)

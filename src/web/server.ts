@@ -57,6 +57,12 @@ export interface StatusServerOptions {
   refreshMs?: number
   /** How often the coordinator's heartbeat round trip is measured (default 5000 ms). */
   heartbeatProbeMs?: number
+  /**
+   * True when `coordinator` reads the backend of the tooz service-group driver: then each group
+   * read (what keeps the groups section live) also carries the services' report times into the
+   * services table, instead of waiting for the driver's next full read.
+   */
+  groupsAreServiceTopics?: boolean
   title?: string
   logger?: Logger
   /** Host names answered besides the ones the server listens as (`[api] allowed_hosts`); others get 421. */
@@ -280,6 +286,7 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   const services = options.serviceGroup ? new ServiceView(options.serviceGroup, { refreshMs, metrics, onWarning: warn }) : undefined
   const groups = options.coordinator ? new GroupView(options.coordinator, { refreshMs, metrics, onWarning: warn }) : undefined
   if (!options.coordinator) metrics.connectionState(undefined)
+  if (services && groups && options.groupsAreServiceTopics) groups.on('changed', (g) => services.applyGroupReports(g))
   const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16 * 1024 })
   try {
     await Promise.all([services?.start(), groups?.start()])

@@ -303,6 +303,7 @@ describe('redis driver', { concurrency: 4 }, () => {
     await assert.rejects(connect(`${base}?timeout=0`), InvalidOptionError)
     await assert.rejects(connect(`${base}?membership_timeout=-1`), InvalidOptionError)
     await assert.rejects(connect(`${base}?encoding=latin1`), (e: Error) => e instanceof InvalidOptionError && /UTF-8/.test(e.message))
+    // @ts-expect-error a value outside the enum: a type error, and InvalidOptionError at run time
     await assert.rejects(connect(base, { lockKeyStyle: 'nope' }), InvalidOptionError)
     await assert.rejects(connect(`${base}/2`), (e: Error) => e instanceof InvalidUrlError && /db=N/.test(e.message))
     await assert.rejects(connect(`redis://127.0.0.1:${hole.port},127.0.0.1:1`), InvalidUrlError)

@@ -76,6 +76,7 @@ export async function openStatus(o: OpenStatusOptions): Promise<RunningStatus> {
     }
     const server = await startStatusServer({
       serviceGroup, coordinator, token: o.token, host: o.listen.host, port: o.listen.port, refreshMs: o.refreshMs, title: o.title, logger: o.logger, allowedHosts: o.allowedHosts,
+      groupsAreServiceTopics: o.config?.driver === 'tooz' && o.coordinationUrl !== undefined && o.coordinationUrl === o.config.toozUrl,
     })
     let closing: Promise<void> | undefined
     return {
@@ -107,10 +108,10 @@ export const serveCommands: Command[] = [
     name: 'serve',
     summary: 'Serve the status page (live), the JSON API (/v1/services, /v1/groups), /metrics and /healthz until interrupted.',
     usage: '[--config FILE] [--set KEY=VALUE]... [--url URL] [--listen HOST:PORT] [--refresh SECONDS] [--title TEXT] [--verbose]',
-    options: { ...CONNECTION_OPTIONS, ...CONFIG_OPTIONS, listen: { type: 'string' }, refresh: { type: 'string' }, title: { type: 'string' } },
+    options: { url: CONNECTION_OPTIONS.url!, member: CONNECTION_OPTIONS.member!, ...CONFIG_OPTIONS, listen: { type: 'string' }, refresh: { type: 'string' }, title: { type: 'string' } },
     run: async (ctx) => {
-      const file = (ctx.values.config as string | undefined) ?? (ctx.env.ROLLCALL_CONFIG || undefined)
       const { config, logger } = await commandConfig(ctx)
+      const file = config.file
       const url = (ctx.values.url as string | undefined) ?? (ctx.env.ROLLCALL_URL || undefined)
       const showServices = file !== undefined || url === undefined
       const coordinationUrl = url ?? (showServices && config.driver === 'tooz' ? config.toozUrl : undefined)

@@ -4,7 +4,8 @@
  * serialised with GET_LOCK on a dedicated connection. Connection-level failures become a
  * retryable ConnectionError; anything else a BackendError.
  */
-import { BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
+import { AuthenticationError, BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
+import { isAuthFailure } from '../../internal/client-errors.js'
 import type { Row, SqlConnection, SqlResult } from './sql.js'
 import { isMysqlConnectionFailure } from '../../internal/network-errors.js'
 
@@ -81,6 +82,7 @@ class MysqlConnection implements SqlConnection {
   }
 
   #translate(err: unknown): RollcallError {
+    if (isAuthFailure(err)) return new AuthenticationError(`The services database ${this.shownAs} refused the credentials (wrong user name or password, or an unknown user)`, { cause: err })
     const e = err as { message?: unknown }
     const message = `The services database ${this.shownAs} failed: ${typeof e?.message === 'string' ? e.message : String(err)}`
     return isMysqlConnectionFailure(err) ? new ConnectionError(message, { cause: err }) : new BackendError(message, { cause: err })

@@ -5,7 +5,8 @@
  * BackendError. Messages carry the redacted URL only.
  */
 import { createHash } from 'node:crypto'
-import { BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
+import { AuthenticationError, BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
+import { isAuthFailure } from '../../internal/client-errors.js'
 import type { Row, SqlConnection, SqlResult } from './sql.js'
 import { isPgConnectionFailure } from '../../internal/network-errors.js'
 
@@ -86,6 +87,7 @@ class PgConnection implements SqlConnection {
   }
 
   #translate(err: unknown): RollcallError {
+    if (isAuthFailure(err)) return new AuthenticationError(`The services database ${this.shownAs} refused the credentials (wrong user name or password, or an unknown user)`, { cause: err })
     const message = `The services database ${this.shownAs} failed: ${(err as Error)?.message ?? String(err)}`
     if (isPgConnectionFailure(err)) return new ConnectionError(message, { cause: err })
     return new BackendError(message, { cause: err })
