@@ -5,6 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
+import { connect } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
 import { rid, waitFor } from '../support/wait.js'
 
@@ -47,18 +48,29 @@ describe('cli: coordination commands', { concurrency: 4 }, () => {
     assert.match(missing.stderr, /does not exist/)
   })
 
-  it('cli: group join --for stays joined with its capabilities, then leaves', async () => {
+  it('cli: group join --for stays joined with its capabilities, then leaves', async (t) => {
     const g = rid('cli-g')
+    // Watched in-process: a CLI reader would spend seconds of the 3 s window starting up on a busy machine.
+    const observer = await connect(url, { memberId: rid('observer') })
+    t.after(() => observer.stop())
     const joiner = run(['group', 'join', g, '--create', '--member', 'worker-1', '--capabilities', '{"zone":"az1","n":2}', '--for', '3'])
     const seen = await waitFor('the member to be listed', async () => {
-      const r = await run(['group', 'members', g, '--json'])
-      const rows = r.code === 0 ? (JSON.parse(r.stdout) as unknown[]) : []
-      return rows.length ? rows : undefined
-    }, 30_000, 200)
-    assert.deepEqual(seen, [{ member: 'worker-1', capabilities: { zone: 'az1', n: 2 } }])
-    assert.equal((await joiner).code, 0)
-    const after = await run(['group', 'members', g, '--json'])
-    assert.deepEqual(JSON.parse(after.stdout), [])
+      const members = await observer.getMembersWithCapabilities(g).catch(() => new Map<string, unknown>())
+      return members.size ? [...members] : undefined
+    }, 30_000, 100)
+    assert.deepEqual(seen, [['worker-1', { zone: 'az1', n: 2 }]])
+    assert.equal((await joiner).code, 0, 'leaves by itself after --for')
+    assert.deepEqual(await observer.getMembers(g), [])
+  })
+
+  it('cli: group members --json lists members with their capabilities', async (t) => {
+    const g = rid('cli-g')
+    const member = await connect(url, { memberId: rid('worker') })
+    t.after(() => member.stop())
+    await member.joinGroupCreate(g, { zone: 'az2', n: 3 })
+    const r = await run(['group', 'members', g, '--json'])
+    assert.equal(r.code, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout), [{ member: member.memberId, capabilities: { zone: 'az2', n: 3 } }])
   })
 
   it('cli: watch prints join and leave events as JSON lines', async () => {
