@@ -42,9 +42,9 @@ export function defaultMemberId(): string {
  * ```
  */
 export async function connect<U extends string>(url: U, options: ConnectOptionsFor<U> = {} as ConnectOptionsFor<U>): Promise<Coordinator> {
-  const { signal } = options as ConnectOptions
-  signal?.throwIfAborted()
+  // createCoordinator() refuses options that are not an object, before anything reads them.
   const coordinator = await createCoordinator(url, options)
+  const { signal } = options as ConnectOptions
   if (!signal) {
     await coordinator.start()
     return coordinator
@@ -73,7 +73,8 @@ export async function createCoordinator<U extends string>(url: U, options: Conne
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new InvalidOptionError(`The options of connect() must be an object such as { memberId: 'api-1' }, not ${describe(options)}`)
   }
-  const { memberId = defaultMemberId(), require = [], heartbeat = true, autoWatch = true, logger = silentLogger, signal: _signal, ...rest } = options as ConnectOptions & Record<string, unknown>
+  const { memberId = defaultMemberId(), require = [], heartbeat = true, autoWatch = true, logger = silentLogger, signal, ...rest } = options as ConnectOptions & Record<string, unknown>
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidOptionError(`Option signal must be an AbortSignal (AbortSignal.timeout(5_000), a controller's signal), not ${describe(signal)}`)
   const parsed = parseBackendUrl(url)
   const definition: DriverDefinition<any> = await loadDriver(parsed.scheme)
   if (typeof memberId !== 'string' || memberId === '') throw new InvalidIdError(`memberId must be a non-empty string, not ${describe(memberId)}`)
