@@ -3,10 +3,17 @@
  * RuntimeDriver plays). It owns the lifecycle state machine, the one heartbeat loop, the watcher
  * tick, connection health (including client-side expiry), held-lock refresh, membership recovery,
  * and error translation at the driver boundary. The public Coordinator is a thin facade over it.
+ *
+ * With autoWatch off, runWatchers() is the only pump, as in tooz: watch callbacks, elections and
+ * their callbacks, memberships dropped and rejoined (and so a Partitioner's ring) change only
+ * inside it. Reports that arrive meanwhile (a driver's membershipLost, a heartbeat's lost
+ * groups, a lost connection's memberships) are queued for it. Only the loss of a held lock or of
+ * leadership is told at once (`lockLost`, `leadershipLost`): acting on a lock one no longer
+ * holds is never safe.
  * @internal
  */
 import {
-  CoordinatorStoppedError, InvalidArgumentError, InvalidIdError, NotSupportedError, RollcallError, SerializationError,
+  CoordinatorStoppedError, InvalidArgumentError, InvalidIdError, InvalidStateError, NotSupportedError, RollcallError, SerializationError,
 } from '../errors.js'
 import type { Capability } from './capabilities.js'
 import { loads } from './codec.js'
@@ -75,6 +82,8 @@ export class DriverRuntime {
   #ticks = 0
   #stopping: Promise<void> | undefined
   #lastBeatAt: Date | undefined
+  /** With autoWatch off: reports waiting for the next runWatchers(). */
+  #deferred: (() => void)[] = []
 
   constructor(parts: CoordinatorParts, emit: Emit) {
     this.#p = parts
@@ -85,13 +94,15 @@ export class DriverRuntime {
     this.stopSignal = parts.stopController.signal
     this.driver = parts.createDriver({
       connectionState: (state, cause) => this.setConnection(state, cause),
-      membershipLost: (groups, reason) => this.membership.lost(groups, reason),
+      membershipLost: (groups, reason) => this.#later(() => this.membership.lost(groups, reason)),
       lockLost: (lock, reason) => this.#lockLost(lock, reason),
       warning: (err) => this.warn(err),
     })
     const d = this.driver
+    const manual = !parts.autoWatch
     this.membership = new Membership({
       rejoin: parts.rejoin,
+      manual,
       join: (g, caps) => this.call('rejoin a group', () => d.joinGroup(g, caps), true),
       create: (g) => this.call('create a group', () => d.createGroup(g), true),
       emitLost: (group, reason) => emit('membershipLost', { group, reason }),
@@ -110,11 +121,13 @@ export class DriverRuntime {
       pushesEverything: this.capabilities.has('pushWatch'),
       nextExpiryAt: d.nextExpiryAt && this.capabilities.has('expiryWake') && parts.autoWatch ? (g) => d.nextExpiryAt!(g) : undefined,
       watchIntervalMs: parts.watchIntervalMs,
+      manual,
     })
     this.elections = new Elections({
       memberId: this.memberId,
       stopSignal: this.stopSignal,
       watchIntervalMs: parts.watchIntervalMs,
+      manual,
       leaderLock: (g) => this.require('leaderElection', d.leaderLock, 'watchElectedAsLeader').call(d, g),
       call: (op, fn) => this.call(op, fn, true),
       track: (l) => this.locks.add(l),
@@ -174,6 +187,10 @@ export class DriverRuntime {
   }
 
   stop(): Promise<void> {
+    if (this.#state === 'created' || this.#state === 'failed') {
+      // tooz raises ToozError here too: there is nothing to stop, and saying so finds the bug.
+      return Promise.reject(new InvalidStateError(`stop() was called on a coordinator that is not started (state ${this.#state}); start() it first, or do not stop it`))
+    }
     this.#stopping ??= this.#stop()
     return this.#stopping
   }
@@ -184,15 +201,28 @@ export class DriverRuntime {
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
     const result = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
     this.#lastBeatAt = new Date()
-    if (result.lostGroups?.length) this.membership.lost(result.lostGroups, 'the backend no longer lists this member')
+    const lostGroups = result.lostGroups
+    if (lostGroups?.length) this.#later(() => this.membership.lost(lostGroups, 'the backend no longer lists this member'))
     const outcomes = await Promise.allSettled([...this.locks].filter((l) => l.driverLock.refresh).map(async (l) => {
       if (!(await l.driverLock.refresh!())) l.lost('its lease lapsed or another holder took it')
     }))
     const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
     if (failed) throw this.translate(failed.reason, 'refresh a lock')
-    if (this.membership.hasPending) await this.membership.rejoinPending()
+    if (this.membership.hasPending && this.#p.autoWatch) await this.membership.rejoinPending()
     if (this.#abandoned.size > 0) await this.#releaseAbandoned()
     return result.nextBeatMs
+  }
+
+  /**
+   * tooz run_watchers(): delivers queued reports, re-reads every watched group, runs one election
+   * round and the pending rejoins, and resolves once every callback it triggered has settled,
+   * with the values the join and leave callbacks returned (since the last call).
+   */
+  async runWatchers(): Promise<unknown[]> {
+    for (const report of this.#deferred.splice(0)) report()
+    await Promise.all([this.watchers.poll(true), this.elections.runAll()])
+    if (this.membership.hasPending) await this.membership.rejoinPending()
+    return this.watchers.drainResults()
   }
 
   /** Records a connection state and applies its consequences. */
@@ -212,12 +242,20 @@ export class DriverRuntime {
       }
       void this.#releaseAbandoned()
       this.elections.loseAll(reason)
-      this.membership.lostAll(reason)
+      this.#later(() => this.membership.lostAll(reason))
     } else if (state === 'reconnected') {
       void this.#releaseAbandoned()
-      void this.membership.rejoinPending()
-      void this.watchers.poll(true)
+      if (this.#p.autoWatch) {
+        void this.membership.rejoinPending()
+        void this.watchers.poll(true)
+      }
     }
+  }
+
+  /** Applies a report now, or with autoWatch off at the next runWatchers(). */
+  #later(report: () => void): void {
+    if (this.#p.autoWatch) report()
+    else this.#deferred.push(report)
   }
 
   /** Member ids of a group, with the cheapest primitive the driver has. */
@@ -314,10 +352,6 @@ export class DriverRuntime {
   }
 
   async #stop(): Promise<void> {
-    if (this.#state === 'created' || this.#state === 'failed') {
-      this.#state = 'stopped'
-      return
-    }
     this.#state = 'stopping'
     this.#heart.stop()
     clearInterval(this.#tick)

@@ -23,6 +23,8 @@ export interface Harness {
   gated(caps: Capability | Capability[], title: string, fn: (t: TestContext) => Promise<void>, twin?: (t: TestContext) => Promise<void>): void
   /** A plain test. */
   test(title: string, fn: (t: TestContext) => Promise<void>): void
+  /** A ported test that cannot run here, listed as skipped with the reason. */
+  skip(title: string, reason: string): void
   /** A member in another process, joined to `group`, that can be killed. */
   spawnMember(t: TestContext, group: string, member: string, options?: { fast?: boolean; capabilities?: unknown }): Promise<ChildProcess>
 }
@@ -52,6 +54,9 @@ export async function harness(name: Backend): Promise<Harness> {
     },
     test(area, fn) {
       it(title(area), fn)
+    },
+    skip(area, reason) {
+      it(title(area), { skip: reason }, () => {})
     },
     async spawnMember(t, group, member, options = {}) {
       const url = options.fast ? config.fastUrl : config.url
