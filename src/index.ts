@@ -13,7 +13,7 @@ export type { LeaderCallback, StandDownOptions } from './coordination/election.j
 export { Lock } from './coordination/lock.js'
 export type { AcquireOptions } from './coordination/lock.js'
 export { HashRing } from './coordination/hashring.js'
-export type { HashRingOptions, GetNodesOptions } from './coordination/hashring.js'
+export type { HashRingOptions, GetNodesOptions, HashRingNode } from './coordination/hashring.js'
 export { Partitioner, hashObject } from './coordination/partitioner.js'
 export type { PartitionerOptions, OwnershipOptions, TooZHashable } from './coordination/partitioner.js'
 export { CAPABILITY_DOCS, ALL_CAPABILITIES, isCapability } from './coordination/capabilities.js'
