@@ -259,7 +259,7 @@ export default defineDriver({
     'break() terminates the holding backend (PostgreSQL 14 or later), which needs the right to signal it.',
   ],
   clientPackage: 'pg',
-  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'sharedLocks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: {
     timeoutMs: opt.seconds('timeout', { default: 30, doc: 'Connect timeout, and the default of membership_timeout. (tooz\'s PostgreSQL driver has no timeout option.)' }),
     membershipTimeoutMs: opt.seconds('membership_timeout', { defaultFrom: 'timeoutMs', doc: 'A member whose last heartbeat is older than this (by the server clock) is no longer listed.' }),
