@@ -5,6 +5,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { InvalidArgumentError } from '../errors.js'
+import { MAX_TIMER_MS } from '../coordination/options.js'
 
 /** Option declarations in node:util parseArgs form. */
 export type OptionsConfig = NonNullable<ParseArgsConfig['options']>
@@ -101,8 +102,8 @@ export function parseCommandArgs(cmd: Command, argv: string[]): { values: Comman
 export function secondsOption(value: unknown, name: string): number | undefined {
   if (value === undefined) return undefined
   const n = Number(value)
-  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n) || n < 0) {
-    throw new InvalidArgumentError(`--${name} takes a number of seconds, not ${JSON.stringify(value)}`)
+  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n) || n < 0 || n * 1000 > MAX_TIMER_MS) {
+    throw new InvalidArgumentError(`--${name} takes a number of seconds from 0 to ${MAX_TIMER_MS / 1000} (the longest a Node timer can wait), not ${JSON.stringify(String(value).slice(0, 100))}`)
   }
   return n
 }

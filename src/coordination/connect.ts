@@ -14,6 +14,7 @@ import type { DriverDefinition } from './driver.js'
 import { silentLogger, type Logger } from './logger.js'
 import { opt, resolveOptions, type OptionSpecs } from './options.js'
 import { loadDriver } from './registry.js'
+import { shorten } from './redact.js'
 import { parseBackendUrl } from './url.js'
 
 /** Options every driver accepts, in the URL (tooz-style spelling) or in code. */
@@ -60,14 +61,25 @@ export async function connect(url: string, options: ConnectOptions = {}): Promis
 
 /** Like connect() but does not start it: for code that wires events first. */
 export async function createCoordinator(url: string, options: ConnectOptions = {}): Promise<Coordinator> {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new InvalidOptionError(`The options of connect() must be an object such as { memberId: 'api-1' }, not ${describe(options)}`)
+  }
   const { memberId = defaultMemberId(), require = [], heartbeat = true, autoWatch = true, logger = silentLogger, ...rest } = options
   const parsed = parseBackendUrl(url)
   const definition: DriverDefinition<any> = await loadDriver(parsed.scheme)
-  if (typeof memberId !== 'string' || memberId === '') throw new InvalidIdError('memberId must be a non-empty string')
+  if (typeof memberId !== 'string' || memberId === '') throw new InvalidIdError(`memberId must be a non-empty string, not ${describe(memberId)}`)
   const idProblem = definition.validateId?.('member', memberId)
-  if (idProblem) throw new InvalidIdError(`The member id ${JSON.stringify(memberId)} cannot be stored by the ${definition.name} driver: ${idProblem}`)
+  if (idProblem) throw new InvalidIdError(`The member id ${JSON.stringify(shorten(memberId))} cannot be stored by the ${definition.name} driver: ${idProblem}`)
+  if (!Array.isArray(require)) throw new InvalidOptionError(`Option require must be an array of capability names such as ['groups', 'locks'], not ${describe(require)}`)
+  for (const [name, value] of [['heartbeat', heartbeat], ['autoWatch', autoWatch]] as const) {
+    if (typeof value !== 'boolean') throw new InvalidOptionError(`Option ${name} must be true or false, not ${describe(value)}`)
+  }
+  const methods = ['debug', 'info', 'warn', 'error'] as const
+  if (logger === null || typeof logger !== 'object' || methods.some((m) => typeof (logger as unknown as Record<string, unknown>)[m] !== 'function')) {
+    throw new InvalidOptionError(`Option logger must be an object with debug, info, warn and error methods (console and pino fit), not ${describe(logger)}`)
+  }
   const unknownCaps = require.filter((c) => !isCapability(c))
-  if (unknownCaps.length) throw new InvalidOptionError(`Unknown capabilities in require: ${unknownCaps.join(', ')}`)
+  if (unknownCaps.length) throw new InvalidOptionError(`Unknown capabilities in require: ${unknownCaps.map((c) => (typeof c === 'string' ? shorten(c) : describe(c))).join(', ')}`)
   const missing = require.filter((c) => !definition.capabilities.includes(c))
   if (missing.length) throw new CapabilityMismatchError(missing, definition.name)
 
@@ -84,4 +96,13 @@ export async function createCoordinator(url: string, options: ConnectOptions = {
     memberId, redactedUrl: parsed.redacted, secrets, heartbeat, autoWatch, rejoin: rejoin as boolean,
     watchIntervalMs: watchIntervalMs as number, logger, stopController,
   })
+}
+
+/** A short description of a wrong value, for messages: its type, or the value when it is short. */
+function describe(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  if (typeof value === 'string') return JSON.stringify(shorten(value, 40))
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value)
+  return `a ${typeof value}`
 }

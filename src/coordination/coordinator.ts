@@ -50,6 +50,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   readonly capabilities: ReadonlySet<Capability>
   /** The backend URL with any password replaced by `***`. */
   readonly url: string
+  /** How often groups the backend does not push are re-read (the URL's `watch_interval`, in ms). */
+  readonly watchIntervalMs: number
   readonly #rt: DriverRuntime
 
   /** @internal Use connect(). */
@@ -60,6 +62,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     this.driverName = parts.definition.name
     this.capabilities = this.#rt.capabilities
     this.url = parts.redactedUrl
+    this.watchIntervalMs = parts.watchIntervalMs
   }
 
   /** Lifecycle state. */

@@ -30,6 +30,13 @@ export type ConnectionState = 'connected' | 'suspended' | 'reconnected' | 'lost'
 export interface DriverEvents {
   /** The transport changed state. Report `lost` only when the backend itself dropped our session. */
   connectionState(state: ConnectionState, cause?: unknown): void
+  /**
+   * The backend ended this member's session and the driver is already on a new one (a lapsed
+   * lease replaced, a restarted server, a new ZooKeeper session): every membership, lock and
+   * leadership of the old one is gone. The Coordinator reports them lost, whatever state it was
+   * in, then `reconnected`, rejoins and beats at once. The one way to say "lost, and back".
+   */
+  sessionReplaced(reason: string): void
   /** The backend dropped this member from these groups (an evicted key, a lapsed lease). */
   membershipLost(groups: readonly string[], reason: string): void
   /** A lock this process held is no longer held (its lease lapsed or its node vanished). */
@@ -62,6 +69,12 @@ export interface HeartbeatResult {
   nextBeatMs: number
   /** Joined groups where the backend no longer lists this member; the Coordinator rejoins them. */
   lostGroups?: readonly string[]
+  /**
+   * Set by a driver whose beat also refreshed every held lock it was given (in the same round
+   * trip): the ones whose lease lapsed or that another holder took. The Coordinator then sends no
+   * refresh of its own. Left out, the Coordinator calls refresh() on every held lock after the beat.
+   */
+  lostLocks?: readonly DriverLock[]
 }
 
 /** getMemberInfo()'s raw answer. */
@@ -109,8 +122,12 @@ export interface CoordinationDriver {
   start(): Promise<void>
   /** Closes connections and ends every timer and stream. The Coordinator has already left groups and released locks. */
   stop(): Promise<void>
-  /** Refreshes liveness for the given joined groups (group → encoded capabilities). */
-  heartbeat?(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult>
+  /**
+   * Refreshes liveness for the given joined groups (group → encoded capabilities). `heldLocks` are
+   * the locks this member holds; a driver may refresh them in the same beat (see
+   * {@link HeartbeatResult.lostLocks}).
+   */
+  heartbeat?(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<DriverLock>): Promise<HeartbeatResult>
   createGroup(group: string): Promise<void>
   deleteGroup(group: string): Promise<void>
   listGroups(): Promise<string[]>

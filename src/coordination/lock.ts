@@ -122,7 +122,7 @@ export class Lock implements HeldLock {
     if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
       throw new InvalidArgumentError(`timeoutMs must be a number of milliseconds >= 0, not ${String(timeoutMs)}`)
     }
-    if (shared && (!this.#host.sharedLocks || !this.driverLock.tryAcquireShared)) throw new NotSupportedError('shared locks', this.#host.driverName)
+    if (shared && (!this.#host.sharedLocks || !this.driverLock.tryAcquireShared)) throw new NotSupportedError('sharedLocks', 'shared locks', this.#host.driverName, 'take the lock exclusively')
     if (this.#held) {
       if (!shared || this.#shared === 0) return false
       this.#shared += 1

@@ -17,14 +17,15 @@ import {
 } from '../errors.js'
 import type { Capability } from './capabilities.js'
 import { loads } from './codec.js'
-import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, DriverLock, IdKind } from './driver.js'
+import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, DriverLock, HeartbeatResult, IdKind } from './driver.js'
 import { Elections } from './election.js'
 import type { CoordinatorEvents } from './events.js'
 import { HeartbeatLoop } from './heartbeat.js'
 import type { HeldLock } from './lock.js'
 import type { Logger } from './logger.js'
 import { Membership } from './membership.js'
-import { translateError } from './translate.js'
+import { RepeatedWarnings } from '../internal/repeated-warnings.js'
+import { stampDriver, translateError } from './translate.js'
 import { Watchers } from './watchers.js'
 
 /** Lifecycle states. `failed` means start() failed; call it again to retry. */
@@ -52,6 +53,10 @@ export type Emit = <K extends keyof CoordinatorEvents>(event: K, ...args: Coordi
 /** Slower full re-read of pushed groups, a safety net against a missed notification. */
 const RESYNC_EVERY_TICKS = 30
 
+/** Key prefix of warnings that mean the backend cannot be reached (retryable errors). */
+const OUTAGE = 'outage:'
+const isOutageKey = (key: string): boolean => key.startsWith(OUTAGE)
+
 /** Heartbeat health, for metrics and status pages. */
 export interface Health {
   lastHeartbeatAt: Date | undefined
@@ -70,6 +75,8 @@ export class DriverRuntime {
   readonly watchers: Watchers
   readonly elections: Elections
   readonly locks = new Set<HeldLock>()
+  /** A beat sent after a reconnect while no heartbeat loop runs. */
+  #extraBeat: Promise<unknown> | undefined
   /** Driver locks given up on a lost connection, to release on the backend once it answers. */
   readonly #abandoned = new Set<DriverLock>()
   readonly stopSignal: AbortSignal
@@ -84,9 +91,12 @@ export class DriverRuntime {
   #lastBeatAt: Date | undefined
   /** With autoWatch off: reports waiting for the next runWatchers(). */
   #deferred: (() => void)[] = []
+  /** The log's view of warnings: a backend that is down is one line, not one per group per poll. */
+  readonly #warnings: RepeatedWarnings
 
   constructor(parts: CoordinatorParts, emit: Emit) {
     this.#p = parts
+    this.#warnings = new RepeatedWarnings(parts.logger)
     this.#emit = emit
     this.definition = parts.definition
     this.memberId = parts.memberId
@@ -94,9 +104,10 @@ export class DriverRuntime {
     this.stopSignal = parts.stopController.signal
     this.driver = parts.createDriver({
       connectionState: (state, cause) => this.setConnection(state, cause),
+      sessionReplaced: (reason) => this.#sessionReplaced(reason),
       membershipLost: (groups, reason) => this.#later(() => this.membership.lost(groups, reason)),
       lockLost: (lock, reason) => this.#lockLost(lock, reason),
-      warning: (err) => this.warn(err),
+      warning: (err) => this.warn(stampDriver(err, parts.definition.name)),
     })
     const d = this.driver
     const manual = !parts.autoWatch
@@ -145,6 +156,7 @@ export class DriverRuntime {
       },
       onSuccess: (lateByMs) => {
         if (lateByMs > 0) emit('heartbeatFailed', { reason: 'late', consecutiveFailures: 0, lateByMs })
+        this.#warnings.recovered(isOutageKey)
         if (this.#connection === 'lost') this.setConnection('reconnected')
       },
       onExpired: () => this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
@@ -198,16 +210,17 @@ export class DriverRuntime {
   /** One heartbeat: driver liveness, lock leases, pending rejoins. Resolves to ms until the next is needed. */
   async beat(): Promise<number> {
     const d = this.driver
+    const held = new Map([...this.locks].map((l) => [l.driverLock, l]))
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
-    const result = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
+    const result: HeartbeatResult = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, new Set(held.keys())), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
     this.#lastBeatAt = new Date()
     const lostGroups = result.lostGroups
     if (lostGroups?.length) this.#later(() => this.membership.lost(lostGroups, 'the backend no longer lists this member'))
-    const outcomes = await Promise.allSettled([...this.locks].filter((l) => l.driverLock.refresh).map(async (l) => {
-      if (!(await l.driverLock.refresh!())) l.lost('its lease lapsed or another holder took it')
-    }))
-    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
-    if (failed) throw this.translate(failed.reason, 'refresh a lock')
+    const lapsed = 'its lease lapsed or another holder took it'
+    if (result.lostLocks) {
+      // A lock released while the beat ran is no longer tracked: its failed refresh is no loss.
+      for (const l of result.lostLocks.map((lock) => held.get(lock))) if (l && this.locks.has(l)) l.lost(lapsed)
+    } else await this.#refreshLocks(lapsed)
     if (this.membership.hasPending && this.#p.autoWatch) await this.membership.rejoinPending()
     if (this.#abandoned.size > 0) await this.#releaseAbandoned()
     return result.nextBeatMs
@@ -225,6 +238,15 @@ export class DriverRuntime {
     return this.watchers.drainResults()
   }
 
+  /** Refreshes every held lock whose driver did not refresh it in the beat. */
+  async #refreshLocks(lapsed: string): Promise<void> {
+    const outcomes = await Promise.allSettled([...this.locks].filter((l) => l.driverLock.refresh).map(async (l) => {
+      if (!(await l.driverLock.refresh!())) l.lost(lapsed)
+    }))
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
+    if (failed) throw this.translate(failed.reason, 'refresh a lock')
+  }
+
   /** Records a connection state and applies its consequences. */
   setConnection(state: ConnectionState, cause?: unknown): void {
     if (this.#state === 'stopping' || this.#state === 'stopped') return
@@ -234,22 +256,46 @@ export class DriverRuntime {
     if (state === 'suspended' && previous === 'lost') return
     this.#connection = state
     this.#emit('connectionStateChanged', { state, previous })
-    if (state === 'lost') {
-      const reason = `the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`
-      for (const l of [...this.locks]) {
-        l.lost(reason)
-        this.#abandoned.add(l.driverLock)
-      }
-      void this.#releaseAbandoned()
-      this.elections.loseAll(reason)
-      this.#later(() => this.membership.lostAll(reason))
-    } else if (state === 'reconnected') {
+    if (state === 'connected' || state === 'reconnected') this.#warnings.recovered(isOutageKey)
+    if (state === 'lost') this.#loseEverything(`the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`)
+    else if (state === 'reconnected') {
       void this.#releaseAbandoned()
       if (this.#p.autoWatch) {
         void this.membership.rejoinPending()
         void this.watchers.poll(true)
       }
+      // Whatever the outage cost (an emptied server, a lock taken meanwhile), the next beat tells: beat now.
+      void this.#beatOnce()
     }
+  }
+
+  /** The driver is on a new session: everything of the old one is lost, even if the Coordinator already said so; then back. */
+  #sessionReplaced(reason: string): void {
+    if (this.#state !== 'started') return
+    if (this.#connection === 'lost') this.#loseEverything(reason)
+    else this.setConnection('lost', new Error(reason))
+    this.setConnection('reconnected')
+  }
+
+  /** Tells every lock, leadership and membership that it is gone; locks are released on the backend once it answers. */
+  #loseEverything(reason: string): void {
+    for (const l of [...this.locks]) {
+      l.lost(reason)
+      this.#abandoned.add(l.driverLock)
+    }
+    void this.#releaseAbandoned()
+    this.elections.loseAll(reason)
+    this.#later(() => this.membership.lostAll(reason))
+  }
+
+  /** One beat outside the schedule (the loop's, when it runs); failures are the loop's to report. */
+  #beatOnce(): Promise<unknown> {
+    if (this.#p.heartbeat && this.driver.heartbeat) return this.#heart.beatNow()
+    const beat = this.driver.heartbeat ? () => this.beat() : () => this.#refreshLocks('its lease lapsed or another holder took it')
+    this.#extraBeat ??= beat().catch(() => undefined).finally(() => {
+      this.#extraBeat = undefined
+    })
+    return this.#extraBeat
   }
 
   /** Applies a report now, or with autoWatch off at the next runWatchers(). */
@@ -274,12 +320,12 @@ export class DriverRuntime {
 
   /** Decodes stored capabilities; a corrupt value throws (raise) or is returned as its error, with a warning. */
   decodeMember(group: string, member: string, value: Uint8Array | SerializationError, raise: boolean): unknown {
-    let error = value instanceof SerializationError ? value : undefined
+    let error = value instanceof SerializationError ? stampDriver(value, this.definition.name) : undefined
     if (!error) {
       try {
         return loads(value as Uint8Array)
       } catch (err) {
-        error = new SerializationError(`The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`, { cause: err })
+        error = new SerializationError(`The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`, { cause: err, driver: this.definition.name })
       }
     }
     if (raise) throw error
@@ -289,7 +335,7 @@ export class DriverRuntime {
 
   /** Returns the driver method behind a capability, or throws NotSupportedError naming it. */
   require<F>(capability: Capability, fn: F | undefined, what: string): F {
-    if (fn === undefined || !this.capabilities.has(capability)) throw new NotSupportedError(what, this.definition.name)
+    if (fn === undefined || !this.capabilities.has(capability)) throw new NotSupportedError(capability, what, this.definition.name)
     return fn
   }
 
@@ -318,8 +364,12 @@ export class DriverRuntime {
     return translateError(err, operation, this.definition, this.#p.redactedUrl, this.#p.secrets)
   }
 
+  /**
+   * Reports a warning: always as a `warning` event; in the log, once per kind (a retryable error
+   * is one kind per code: the backend is down, whichever group noticed), then a summary now and then.
+   */
   warn(err: RollcallError): void {
-    this.#p.logger.warn(err.message, { code: err.code })
+    this.#warnings.warn(err.retryable ? `${OUTAGE}${err.code}` : `${err.code}:${err.message}`, err.message, { code: err.code })
     this.#emit('warning', err)
   }
 

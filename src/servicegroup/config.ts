@@ -9,9 +9,11 @@
  * checked against rollcall's drivers and options, and its liveness window against
  * report_interval and service_down_time (warnings explain the consequence).
  */
-import { readFileSync } from 'node:fs'
+import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { COMMON_OPTIONS, InvalidConfigError, knownSchemes, loadDriver, parseBackendUrl, redactUrl, type Logger, type OptionSpec } from '../index.js'
+import { MAX_TIMER_MS } from '../coordination/options.js'
+import { displayUrl } from '../coordination/redact.js'
+import { COMMON_OPTIONS, InvalidConfigError, knownSchemes, loadDriver, parseBackendUrl, type Logger, type OptionSpec } from '../index.js'
 import { createServiceGroup, type ServiceGroup } from './api.js'
 import { DEFAULT_SQLITE_FILE, openCatalog, parseCatalogUrl } from './catalog/catalog.js'
 import { tablePrefixProblem } from './catalog/sql.js'
@@ -24,7 +26,7 @@ export type { IniDocument } from './ini.js'
 export { parseIni } from './ini.js'
 
 /** How a setting's text is read. */
-type Kind = 'enum' | 'seconds' | 'milliseconds' | 'url' | 'list' | 'string' | 'secret' | 'hostport' | 'prefix' | 'path'
+type Kind = 'enum' | 'seconds' | 'milliseconds' | 'url' | 'list' | 'string' | 'secret' | 'hostport' | 'hostlist' | 'prefix' | 'path'
 
 /** One declared setting. */
 export interface SettingSpec {
@@ -61,12 +63,19 @@ export const SETTINGS: readonly SettingSpec[] = [
   s('zookeeper', 'sg_prefix', 'path', ZOOKEEPER_DEFAULTS.sgPrefix, '', 'ZooKeeper path under which the zk driver keeps its nodes.'),
   s('api', 'token', 'secret', '', '', 'Bearer token required by the status server\'s API (empty: no token).'),
   s('api', 'listen', 'hostport', '127.0.0.1:7979', '', 'Address of the status server, `rollcall serve` (loopback unless told otherwise).'),
+  s('api', 'allowed_hosts', 'hostlist', '', '', 'Host names the status server answers to besides the ones it listens as (421 for any other Host header, against DNS rebinding), comma-separated.'),
 ]
+
+/** Largest configuration file read (a larger one, or one that is not a regular file, is refused). */
+export const MAX_CONFIG_BYTES = 1024 * 1024
+
+/** Tokens shorter than this are accepted with a warning. */
+export const MIN_TOKEN_CHARS = 16
 
 /** A resolved configuration. */
 export interface ServiceGroupConfig extends DriverSettings {
   database: { connection: string; tablePrefix: string; baseDir: string }
-  api: { token: string | undefined; listen: { host: string; port: number } }
+  api: { token: string | undefined; listen: { host: string; port: number }; allowedHosts: string[] }
   /** The file read, if any. */
   file: string | undefined
 }
@@ -120,13 +129,7 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
   const warnings: ConfigWarning[] = []
   let doc: IniDocument = new Map()
   if (file !== undefined) {
-    let text: string
-    try {
-      text = readFileSync(file, 'utf8')
-    } catch (err) {
-      throw new InvalidConfigError('--config', `Cannot read the configuration file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
-    }
-    doc = parseIni(text, file)
+    doc = parseIni(readConfigFile(file), file)
     warnings.push(...unknownKeys(doc, file))
   }
   const raw = new Map<SettingSpec, Raw>()
@@ -148,7 +151,41 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
   if (corrected.warning) warnings.push({ setting: SETTING_NAMES.serviceDownTimeSeconds, message: corrected.warning })
   config.serviceDownTimeSeconds = corrected.serviceDownTimeSeconds
   if (config.toozUrl) warnings.push(...(await checkToozUrl(config, raw.get(spec_('servicegroup_tooz_url'))?.from ?? '')))
+  const token = config.api.token
+  if (token !== undefined && token.length < MIN_TOKEN_CHARS) {
+    warnings.push({ setting: '[api] token', message: `[api] token${raw.get(spec_('token', 'api'))?.from ?? ''} has ${token.length} characters; use at least ${MIN_TOKEN_CHARS} random ones (openssl rand -hex 16)` })
+  }
   return { config, warnings }
+}
+
+/**
+ * Reads a configuration file: a regular file of at most MAX_CONFIG_BYTES. Opened non-blocking,
+ * so a FIFO cannot stall the open; /dev/zero, /dev/urandom, FIFOs and directories are refused.
+ */
+function readConfigFile(file: string): string {
+  const refuse = (why: string): InvalidConfigError => new InvalidConfigError('--config', `Cannot read the configuration file ${file}: ${why}`)
+  let fd: number
+  try {
+    const st = statSync(file)
+    if (!st.isFile()) throw refuse('not a regular file (a device, FIFO or directory); give the path of an INI file')
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
+  } catch (err) {
+    if (err instanceof InvalidConfigError) throw err
+    throw refuse((err as NodeJS.ErrnoException).code ?? (err as Error).message)
+  }
+  try {
+    if (!fstatSync(fd).isFile()) throw refuse('not a regular file (a device, FIFO or directory); give the path of an INI file')
+    const buf = Buffer.alloc(MAX_CONFIG_BYTES + 1)
+    let n = 0
+    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null)
+    if (n > MAX_CONFIG_BYTES) throw refuse(`larger than ${MAX_CONFIG_BYTES} bytes (1 MiB); a configuration file is a few kilobytes`)
+    return buf.toString('utf8', 0, n)
+  } catch (err) {
+    if (err instanceof InvalidConfigError) throw err
+    throw refuse((err as NodeJS.ErrnoException).code ?? (err as Error).message)
+  } finally {
+    closeSync(fd)
+  }
 }
 
 function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: string | undefined): ServiceGroupConfig {
@@ -160,7 +197,7 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
   const seconds = (key: string): number => {
     const { spec, value, from } = get(key)
     const n = Number(value)
-    if (value === '' || !Number.isFinite(n) || n < 0) throw invalid(name(spec), value, 'expected a number of seconds ≥ 0', from)
+    if (value === '' || !Number.isFinite(n) || n < 0 || n * 1000 > MAX_TIMER_MS) throw invalid(name(spec), value, `expected a number of seconds from 0 to ${MAX_TIMER_MS / 1000} (the longest a Node timer can wait)`, from)
     return n
   }
   const word = (key: string): string => {
@@ -188,12 +225,21 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
   const prefixProblem = tablePrefixProblem(prefix.value)
   if (prefixProblem) throw invalid(name(prefix.spec), prefix.value, prefixProblem, prefix.from)
   const recv = get('recv_timeout', 'zookeeper')
-  if (!/^\d+$/.test(recv.value) || Number(recv.value) < 100) throw invalid(name(recv.spec), recv.value, 'expected whole milliseconds ≥ 100', recv.from)
+  if (!/^\d+$/.test(recv.value) || Number(recv.value) < 100 || Number(recv.value) > MAX_TIMER_MS) throw invalid(name(recv.spec), recv.value, `expected whole milliseconds from 100 to ${MAX_TIMER_MS}`, recv.from)
   const sgPrefix = get('sg_prefix', 'zookeeper')
   if (!/^(\/[^/\s]+)+$/.test(sgPrefix.value)) throw invalid(name(sgPrefix.spec), sgPrefix.value, 'expected an absolute ZooKeeper path without a trailing "/", e.g. /servicegroups', sgPrefix.from)
   const listen = get('listen', 'api')
   if (hostPortProblem(listen.value)) throw invalid(name(listen.spec), listen.value, 'expected host:port, e.g. 127.0.0.1:7979', listen.from)
-  const token = get('token', 'api').value
+  const token = get('token', 'api')
+  // RFC 7230 field values: visible ASCII; a space or control character could never be sent back.
+  if (token.value !== '' && !/^[\x21-\x7e]+$/.test(token.value)) {
+    throw new InvalidConfigError(name(token.spec), `Invalid ${name(token.spec)}${token.from}: a token travels in an Authorization header, so it must be visible ASCII without spaces (the value is not shown); e.g. openssl rand -hex 16`)
+  }
+  const allowedHosts = get('allowed_hosts', 'api')
+  const hostNames = allowedHosts.value.split(/[,\s]+/).filter(Boolean).map((h) => h.toLowerCase())
+  for (const h of hostNames) {
+    if (!/^([a-z0-9_-]+(\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])$/.test(h)) throw invalid(name(allowedHosts.spec), allowedHosts.value, `"${h.slice(0, 100)}" is not a host name (write names without port, e.g. status.example.com, comma-separated)`, allowedHosts.from)
+  }
   const zkAddress = list('address', 'zookeeper')
   const previous = word('report_to_previous_driver')
   const config: ServiceGroupConfig = {
@@ -206,7 +252,7 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
     memcacheServers: list('servers', 'memcache'),
     zookeeper: zkAddress.length ? { address: zkAddress.join(','), recvTimeoutMs: Number(recv.value), sgPrefix: sgPrefix.value } : undefined,
     database: { connection: dbUrl, tablePrefix: prefix.value, baseDir },
-    api: { token: token || undefined, listen: { host: listen.value.slice(0, listen.value.lastIndexOf(':')).replace(/^\[|\]$/g, ''), port: Number(listen.value.slice(listen.value.lastIndexOf(':') + 1)) } },
+    api: { token: token.value || undefined, allowedHosts: hostNames, listen: { host: listen.value.slice(0, listen.value.lastIndexOf(':')).replace(/^\[|\]$/g, ''), port: Number(listen.value.slice(listen.value.lastIndexOf(':') + 1)) } },
     file,
   }
   if (config.serviceDownTimeSeconds === 0) throw invalid(SETTING_NAMES.serviceDownTimeSeconds, '0', 'expected a number of seconds > 0', get('service_down_time').from)
@@ -235,7 +281,8 @@ function unknownKeys(doc: IniDocument, file: string): ConfigWarning[] {
     const known = SETTINGS.filter((x) => x.section === section).map((x) => x.key)
     for (const [key, v] of keys) {
       if (known.includes(key)) continue
-      const near = known.find((k) => distance(k, key) <= 2)
+      // Within 2 edits only when the lengths are: a long key costs nothing.
+      const near = known.find((k) => Math.abs(k.length - key.length) <= 2 && distance(k, key) <= 2)
       if (near) out.push({ setting: `[${section}] ${key}`, message: `${file}:${v.line}: unknown setting [${section}] ${key} is ignored; did you mean ${near}?` })
     }
   }
@@ -265,7 +312,7 @@ async function checkToozUrl(config: ServiceGroupConfig, from: string): Promise<C
     parsed = parseBackendUrl(url)
     def = await loadDriver(parsed.scheme)
   } catch (err) {
-    throw new InvalidConfigError(setting, `Invalid ${setting} = "${redactUrl(url)}"${from}: ${(err as Error).message}; known schemes: ${knownSchemes().join(', ')}`)
+    throw new InvalidConfigError(setting, `Invalid ${setting} = "${displayUrl(url)}"${from}: ${(err as Error).message}; known schemes: ${knownSchemes().join(', ')}`)
   }
   const specs = { ...COMMON_OPTIONS, ...def.options } as Record<string, OptionSpec<unknown>>
   const byQuery = new Map(Object.values(specs).map((spec) => [spec.query, spec]))

@@ -4,6 +4,7 @@
  * is an InvalidConfigError naming the setting as the INI file spells it, the value (redacted when
  * it may hold a credential) and what is allowed. Nothing here does I/O.
  */
+import { shorten } from '../coordination/redact.js'
 import { InvalidConfigError, redactUrl } from '../index.js'
 import { DRIVER_NAMES, PREVIOUS_DRIVER_NAMES, isDriverName, type DriverName, type PreviousDriverName } from './types.js'
 
@@ -56,7 +57,7 @@ export const SETTING_NAMES = {
 
 /** Builds the error for one setting: `Invalid <setting> = "<value>"<where>: <allowed>`. */
 export function invalid(setting: string, value: unknown, allowed: string, where = ''): InvalidConfigError {
-  const shown = typeof value === 'string' ? redactUrl(value) : JSON.stringify(value)
+  const shown = typeof value === 'string' ? shorten(redactUrl(value)) : JSON.stringify(value)
   return new InvalidConfigError(setting, `Invalid ${setting} = ${typeof value === 'string' ? `"${shown}"` : shown}${where}: ${allowed}`)
 }
 

@@ -83,11 +83,11 @@ describe('web: credentials', () => {
     const bodies = await everything()
     for (const body of bodies) assert.ok(!body.includes(SECRET), `a response holds the password: ${body.slice(0, 300)}`)
     const page = bodies[0]!
-    assert.match(page, /postgresql:\/\/postgres:\*\*\*@127\.0\.0\.1/, 'the page names the backend, redacted')
+    assert.match(page, /postgresql:\/\/\*\*\*@127\.0\.0\.1/, 'the page names the backend, redacted')
     const groups = JSON.parse(bodies[5]!)
     const caps = groups.groups.find((g: { group: string }) => g.group === group).members[0].capabilities
-    assert.equal(caps.backup, 'redis://admin:***@10.1.2.3:6379/0')
-    assert.equal(caps.dsn, 'mysql://root:***@db/x?password=***')
+    assert.equal(caps.backup, 'redis://***@10.1.2.3:6379/0')
+    assert.equal(caps.dsn, 'mysql://***@db/x?password=***')
   })
 
   it('web: credentials: none either while the backend is cut off, in problems, errors and /healthz', async () => {

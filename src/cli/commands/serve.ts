@@ -61,6 +61,8 @@ export interface OpenStatusOptions {
   title?: string
   memberId?: string
   logger: Logger
+  /** `[api] allowed_hosts`: Host names answered besides the ones it listens as. */
+  allowedHosts?: readonly string[]
 }
 
 /** Opens the service group and the observer coordinator, then starts the server; undoes it all on failure. */
@@ -73,7 +75,7 @@ export async function openStatus(o: OpenStatusOptions): Promise<RunningStatus> {
       coordinator = await connect(o.coordinationUrl, { memberId: o.memberId ?? `rollcall-serve-${hostname()}-${process.pid}`, logger: o.logger })
     }
     const server = await startStatusServer({
-      serviceGroup, coordinator, token: o.token, host: o.listen.host, port: o.listen.port, refreshMs: o.refreshMs, title: o.title, logger: o.logger,
+      serviceGroup, coordinator, token: o.token, host: o.listen.host, port: o.listen.port, refreshMs: o.refreshMs, title: o.title, logger: o.logger, allowedHosts: o.allowedHosts,
     })
     let closing: Promise<void> | undefined
     return {
@@ -117,7 +119,7 @@ export const serveCommands: Command[] = [
       const running = await openStatus({
         config: showServices ? config : undefined, coordinationUrl, listen: listenAddress(ctx.values.listen as string | undefined, config),
         token: config.api.token, refreshMs: refreshSeconds === undefined ? undefined : refreshSeconds * 1000,
-        title: ctx.values.title as string | undefined, memberId: ctx.values.member as string | undefined, logger,
+        title: ctx.values.title as string | undefined, memberId: ctx.values.member as string | undefined, logger, allowedHosts: config.api.allowedHosts,
       })
       try {
         announce(ctx, running, config.api.token)

@@ -151,4 +151,24 @@ export function lockCases(h: Harness): void {
     await lock.acquire()
     assert.equal(lock.fencingToken, undefined)
   })
+
+  h.gated(['locks', 'acrossHosts'], 'locks: a lock taken by another member during an outage is reported lost within one beat of reconnecting', async (t) => {
+    const { coordinator: a, proxy } = await h.openProxied(t)
+    const b = await h.open(t, { fast: true })
+    const name = rid('l')
+    const held = a.getLock(name)
+    assert.equal(await held.acquire(), true)
+    const lost = nextEvent<{ name: string }>(a, 'lockLost', (e) => e.name === name, TIMING.expirySeconds * 1000 + 2 * TIMING.expirySlackMs)
+    proxy.cut()
+    const taken = b.getLock(name)
+    assert.equal(await taken.acquire({ timeoutMs: TIMING.expirySeconds * 1000 + TIMING.expirySlackMs }), true, 'the other member takes the lock once the cut-off hold lapses')
+    proxy.restore()
+    // Within one beat of the link coming back, if the client had not already given the lock up.
+    const reconnected = Date.now()
+    await lost
+    assert.ok(Date.now() - reconnected < TIMING.eventMs, 'reported lost within one beat of reconnecting')
+    assert.equal(held.acquired, false)
+    assert.equal(await held.release(), false, 'the lapsed hold cannot free the new holder')
+    assert.equal(await taken.isStillOwner(), true)
+  })
 }

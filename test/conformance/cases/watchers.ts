@@ -117,9 +117,12 @@ export function watcherCases(h: Harness): void {
     await a.joinGroupCreate(g)
     await a.watchGroup(g)
     const victim = rid('victim')
-    const joined = nextEvent<MemberEvent>(a, 'memberJoined', (e) => e.member === victim, TIMING.expirySlackMs)
+    // Recorded from the start, awaited once the child says it joined: the bound is then the
+    // watcher's, not the child's start-up (seconds of module loading on a busy machine).
+    const joins: string[] = []
+    a.on('memberJoined', (e) => e.group === g && joins.push(e.member))
     const child = await h.spawnMember(t, g, victim, { fast: true, capabilities: { pid: 'child' } })
-    await joined
+    await waitFor('memberJoined of the child', () => joins.includes(victim), TIMING.eventMs)
     assert.deepEqual(await a.getMemberCapabilities(g, victim), { pid: 'child' })
     const left = nextEvent<MemberEvent>(a, 'memberLeft', (e) => e.member === victim, TIMING.expirySeconds * 1000 + TIMING.expirySlackMs)
     const killedAt = Date.now()

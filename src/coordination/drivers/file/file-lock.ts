@@ -214,7 +214,7 @@ export async function withFileLock<T>(path: string, maxWaitMs: number, fn: () =>
       const deadline = Date.now() + maxWaitMs
       for (let delay = POLL_FIRST_MS; !nativeLocks().tryLock(fd); delay = Math.min(delay * 2, POLL_MAX_MS)) {
         if (Date.now() >= deadline) {
-          throw new OperationTimeoutError(`Could not take ${path} within ${maxWaitMs} ms: another process holds it`, { driver: 'file' })
+          throw new OperationTimeoutError(`Could not take ${path} within ${maxWaitMs} ms: another process holds it`)
         }
         await pause(delay)
       }

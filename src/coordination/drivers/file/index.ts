@@ -56,9 +56,9 @@
  *   its mtime where the file system records no birth time.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs'
-import { mkdir, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import {
   BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, MemberExistsError,
   MemberNotJoinedError, SerializationError,
@@ -80,6 +80,25 @@ type FileOptions = ResolvedOptions<typeof OPTIONS>
 
 /** Longest wait for `.driver_lock`, which tooz and rollcall hold only for one short operation. */
 const DRIVER_LOCK_WAIT_MS = 10_000
+
+/**
+ * `mkdir -p` in at most one mkdir per missing component. Node's recursive mkdir retries forever
+ * when a parent exists but takes no new entries (`/proc/self`: ENOENT, then EEXIST, again).
+ */
+function makeDirectory(dir: string): void {
+  const missing: string[] = []
+  for (let d = resolve(dir); statSync(d, { throwIfNoEntry: false })?.isDirectory() !== true; d = dirname(d)) {
+    missing.push(d)
+    if (dirname(d) === d) break
+  }
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || statSync(d).isDirectory() !== true) throw err
+    }
+  }
+}
 
 class FileDriver implements CoordinationDriver {
   readonly #ctx: DriverContext<FileOptions>
@@ -109,10 +128,10 @@ class FileDriver implements CoordinationDriver {
   async start(): Promise<void> {
     nativeLocks()
     try {
-      for (const d of [this.#dir, this.#groupsDir, this.#tmpDir]) await mkdir(d, { recursive: true })
+      for (const d of [this.#dir, this.#groupsDir, this.#tmpDir]) makeDirectory(d)
       await writeFile(this.#driverLock, '', { flag: 'a' })
     } catch (err) {
-      throw new ConnectionError(`Cannot use ${this.#dir} as a file:// backend: ${(err as Error).message}`, { cause: err, driver: 'file' })
+      throw new ConnectionError(`Cannot use ${this.#dir} as a file:// backend: ${(err as Error).message}`, { cause: err })
     }
   }
 
@@ -146,7 +165,7 @@ class FileDriver implements CoordinationDriver {
     await this.#locked(() => {
       // tooz rewrites an existing .metadata here; rollcall leaves it, so a tooz writer's `encoded` flag stays.
       if (exists(join(dir, '.metadata'))) throw new GroupExistsError(group)
-      mkdirSync(dir, { recursive: true })
+      makeDirectory(dir)
       this.#writeAtomically(join(dir, '.metadata'), encodeGroupMetadata(group))
     })
   }
@@ -161,7 +180,7 @@ class FileDriver implements CoordinationDriver {
         left.push(entry)
       }
       if (left.some((e) => e.endsWith('.raw'))) throw new GroupNotEmptyError(group)
-      if (left.length > 0) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: unexpected ${left.map((e) => JSON.stringify(e)).join(', ')} in ${dir}, which should hold only .metadata and member files`, { driver: 'file' })
+      if (left.length > 0) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: unexpected ${left.map((e) => JSON.stringify(e)).join(', ')} in ${dir}, which should hold only .metadata and member files`)
       rmSync(dir, { recursive: true, force: true })
       this.#records.forget(dir)
     })
@@ -227,7 +246,7 @@ class FileDriver implements CoordinationDriver {
     for (const { path, record } of await this.#liveFiles(group)) {
       const read = record.read
       if (!(read instanceof CorruptRecordError)) members.set(read.memberId, read.capabilities)
-      else if (read.memberId !== undefined) members.set(read.memberId, new SerializationError(`Member record ${path} is unreadable (${read.message})`, { cause: read, driver: 'file' }))
+      else if (read.memberId !== undefined) members.set(read.memberId, new SerializationError(`Member record ${path} is unreadable (${read.message})`, { cause: read }))
       else this.#warnUnnamed(path, record, read)
     }
     return members
@@ -374,7 +393,7 @@ class FileDriver implements CoordinationDriver {
     if (this.#warned.has(key)) return
     if (this.#warned.size > 1_000) this.#warned.clear()
     this.#warned.add(key)
-    this.#ctx.events.warning(new SerializationError(message, { cause, driver: 'file' }))
+    this.#ctx.events.warning(new SerializationError(message, { cause }))
   }
 
   /** Writes `DIR/tmp/<random>` and renames it over `path`: readers see the old file or the new one. */
@@ -416,7 +435,7 @@ export default defineDriver({
     const e = err as NodeJS.ErrnoException
     if (typeof e?.code !== 'string' || typeof e.syscall !== 'string') return undefined
     const retryable = ['ESTALE', 'EIO', 'EAGAIN', 'EBUSY', 'ENOSPC', 'EDQUOT', 'EMFILE', 'ENFILE'].includes(e.code)
-    return new BackendError(`The file backend failed: ${e.message}`, { cause: err, driver: 'file', retryable })
+    return new BackendError(`The file backend failed: ${e.message}`, { cause: err, retryable })
   },
   create(ctx) {
     return new FileDriver(ctx, directoryOf(ctx.url))

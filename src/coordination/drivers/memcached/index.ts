@@ -39,7 +39,6 @@
  * - A member id, group id or lock name must fit a memcached key once prefixed (250 bytes, no
  *   spaces or control characters); validateId() refuses the rest before anything is written.
  */
-import { readFileSync } from 'node:fs'
 import type { ConnectionOptions } from 'node:tls'
 import {
   BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidIdError, InvalidOptionError,
@@ -57,6 +56,7 @@ import {
 } from './memcached-layout.js'
 import { MemcachedHeartbeat } from './memcached-heartbeat.js'
 import { MemcachedLock } from './memcached-lock.js'
+import { readTlsFile } from '../kit/tls-files.js'
 
 const DEFAULT_PORT = 11211
 
@@ -90,8 +90,6 @@ class MemcachedDriver implements CoordinationDriver {
   #client: MemcachedClient | undefined
   #server: MemcachedServer | undefined
   #meta = false
-  /** Locks this member holds; the heartbeat refreshes them. */
-  readonly #heldLocks = new Set<MemcachedLock>()
   /** The member key, the held locks' refreshes and the per-group CAS probes (memcached-heartbeat.ts). */
   readonly #heartbeat: MemcachedHeartbeat
 
@@ -101,11 +99,11 @@ class MemcachedDriver implements CoordinationDriver {
     const o = ctx.options
     const secs = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
     this.#ttl = { membership: secs(o.membershipTimeoutMs), lock: secs(o.lockTimeoutMs), leader: secs(o.leaderTimeoutMs) }
-    this.#heartbeat = new MemcachedHeartbeat(() => this.#c, this.#me, this.#ttl, () => this.#meta, this.#heldLocks)
+    this.#heartbeat = new MemcachedHeartbeat(() => this.#c, this.#me, this.#ttl, () => this.#meta)
   }
 
   get #c(): MemcachedClient {
-    if (!this.#client) throw new ConnectionError('The memcached driver is not started', { driver: 'memcached' })
+    if (!this.#client) throw new ConnectionError('The memcached driver is not started')
     return this.#client
   }
 
@@ -116,20 +114,20 @@ class MemcachedDriver implements CoordinationDriver {
       hosts,
       connectTimeoutMs: options.timeoutMs,
       requestTimeoutMs: options.timeoutMs,
-      tls: options.useSsl ? tlsOptions(options) : undefined,
+      tls: options.useSsl ? await tlsOptions(options) : undefined,
       onConnected: (server, reconnect) => this.#onConnected(server, reconnect),
       onDisconnected: (cause) => this.#ctx.events.connectionState('suspended', cause),
     })
     try {
       await this.#client.connect()
     } catch (err) {
-      throw new ConnectionError(`Cannot connect to ${url.redacted}: ${(err as Error).message}`, { cause: err, driver: 'memcached' })
+      throw new ConnectionError(`Cannot connect to ${url.redacted}: ${(err as Error).message}`, { cause: err })
     }
     if (url.username !== undefined || url.password !== undefined) {
       this.#ctx.events.warning(new InvalidOptionError('memcached\'s text protocol has no authentication: the user name and password in the URL are ignored (as tooz ignores them)'))
     }
     if (!this.#meta) {
-      this.#ctx.events.warning(new BackendError(`memcached ${this.#server?.version} has no meta commands (they need 1.6.10 or later): locks are released with tooz's non-atomic get-compare-delete`, { driver: 'memcached' }))
+      this.#ctx.events.warning(new BackendError(`memcached ${this.#server?.version} has no meta commands (they need 1.6.10 or later): locks are released with tooz's non-atomic get-compare-delete`))
     }
   }
 
@@ -142,8 +140,8 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   /** One write and one round trip whatever the group sizes (MemcachedHeartbeat.beat()). */
-  async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
-    return this.#heartbeat.beat(joined)
+  async heartbeat(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<DriverLock>): Promise<HeartbeatResult> {
+    return this.#heartbeat.beat(joined, heldLocks)
   }
 
   async createGroup(group: string): Promise<void> {
@@ -233,11 +231,11 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   createLock(name: string): DriverLock {
-    return new MemcachedLock(this.#c, KEYS.lock(name), this.#me, this.#ttl.lock, () => this.#meta, this.#heldLocks)
+    return new MemcachedLock(this.#c, KEYS.lock(name), this.#me, this.#ttl.lock, () => this.#meta)
   }
 
   leaderLock(group: string): DriverLock {
-    return new MemcachedLock(this.#c, KEYS.leader(group), this.#me, this.#ttl.leader, () => this.#meta, this.#heldLocks)
+    return new MemcachedLock(this.#c, KEYS.leader(group), this.#me, this.#ttl.leader, () => this.#meta)
   }
 
   async getLeader(group: string): Promise<string | null> {
@@ -276,7 +274,7 @@ class MemcachedDriver implements CoordinationDriver {
       // Lazy garbage collection, as tooz does it. Losing the CAS race is fine: the next reader retries.
       // #alive() keeps every entry it cannot check, so the live entries are exactly what stays.
       await this.#c.store('cas', key, encodeGroup(alive), FLAG_MSGPACK, 0, item!.cas).catch((err: unknown) => {
-        this.#ctx.events.warning(new BackendError(`Pruning ${dead} dead members from group ${group} failed: ${(err as Error).message}`, { cause: err, driver: 'memcached' }))
+        this.#ctx.events.warning(new BackendError(`Pruning ${dead} dead members from group ${group} failed: ${(err as Error).message}`, { cause: err }))
       })
     } else if (alive.some((e) => e.id === this.#me)) {
       // A read the heartbeat need not repeat: our entry is in the value at this CAS.
@@ -303,7 +301,7 @@ class MemcachedDriver implements CoordinationDriver {
     for (let attempt = 1; ; attempt++) {
       if ((await step()) !== RETRY) return
       if (Date.now() - started > this.#ctx.options.timeoutMs) {
-        throw new OperationTimeoutError(`Gave up ${what} after ${attempt} compare-and-swap conflicts in ${Date.now() - started} ms (timeout)`, { driver: 'memcached' })
+        throw new OperationTimeoutError(`Gave up ${what} after ${attempt} compare-and-swap conflicts in ${Date.now() - started} ms (timeout)`)
       }
       await sleep(Math.min(100, 2 * 1.5 ** attempt) * (0.5 + Math.random()), this.#ctx.signal)
     }
@@ -319,24 +317,16 @@ class MemcachedDriver implements CoordinationDriver {
     const same = previous.host === server.host && previous.port === server.port && previous.pid === server.pid &&
       (previous.bootedAt === undefined || server.bootedAt === undefined || Math.abs(previous.bootedAt - server.bootedAt) <= 1)
     if (same) this.#ctx.events.connectionState('reconnected')
-    else this.#ctx.events.connectionState('lost', new Error(`memcached at ${server.host}:${server.port} is not the server this member used before (restarted, or a fail-over host): every key is gone`))
+    else this.#ctx.events.sessionReplaced(`memcached at ${server.host}:${server.port} is not the server this member used before (restarted, or a fail-over host): every key is gone`)
   }
 }
 
 /** node:tls options from use_ssl and friends; the files are read here, at start. */
-function tlsOptions(o: MemcachedOptions): ConnectionOptions {
-  const file = (name: string, path: string | undefined): Buffer | undefined => {
-    if (!path) return undefined
-    try {
-      return readFileSync(path)
-    } catch (err) {
-      throw new InvalidOptionError(`Option ${name} of the memcached driver names ${path}, which cannot be read: ${(err as Error).message}`)
-    }
-  }
+async function tlsOptions(o: MemcachedOptions): Promise<ConnectionOptions> {
   return {
-    ca: file('ca_cert', o.caCert),
-    cert: file('ssl_cert', o.sslCert),
-    key: file('ssl_key', o.sslKey),
+    ca: await readTlsFile('memcached', 'ca_cert', o.caCert),
+    cert: await readTlsFile('memcached', 'ssl_cert', o.sslCert),
+    key: await readTlsFile('memcached', 'ssl_key', o.sslKey),
     passphrase: o.sslKeyPassword || undefined,
     ciphers: o.sslCiphers || undefined,
     rejectUnauthorized: true,
@@ -368,12 +358,12 @@ export default defineDriver({
     return undefined
   },
   translateError(err) {
-    if (err instanceof MemcachedConnectionError) return new ConnectionError(err.message, { cause: err, driver: 'memcached' })
-    if (err instanceof MemcachedTimeoutError) return new OperationTimeoutError(`${err.message} (option timeout)`, { cause: err, driver: 'memcached' })
+    if (err instanceof MemcachedConnectionError) return new ConnectionError(err.message, { cause: err })
+    if (err instanceof MemcachedTimeoutError) return new OperationTimeoutError(`${err.message} (option timeout)`, { cause: err })
     if (err instanceof MemcachedKeyError) return new InvalidIdError(err.message)
     if (err instanceof MemcachedServerError) {
       const hint = /too large/i.test(err.message) ? '; the value exceeds memcached\'s item size limit (raise it with memcached -I)' : ''
-      return new BackendError(`${err.message}${hint}`, { cause: err, driver: 'memcached', retryable: err.kind === 'SERVER_ERROR' && /memory/i.test(err.message) })
+      return new BackendError(`${err.message}${hint}`, { cause: err, retryable: err.kind === 'SERVER_ERROR' && /memory/i.test(err.message) })
     }
     return undefined
   },

@@ -214,7 +214,7 @@ export class MysqlLock implements SessionLock {
     const [results] = await conn.query(this.#host.lockSql, [this.#name, waitS, this.#name])
     const [rows, header] = results as [Record<string, unknown>[], { affectedRows: number; insertId: number | string }]
     if (Number(rows[0]?.ok) !== 1) return undefined
-    if (header.affectedRows !== 1) throw new BackendError('The fencing counter row is missing (id 1 of the fence table): the lock was not kept', { driver: 'mysql' })
+    if (header.affectedRows !== 1) throw new BackendError('The fencing counter row is missing (id 1 of the fence table): the lock was not kept')
     return BigInt(String(header.insertId))
   }
 
@@ -229,7 +229,7 @@ export class MysqlLock implements SessionLock {
     })
     if (!alive) {
       this.#conn = undefined
-      throw new ConnectionError('The MySQL session ended just as the lock was granted', { driver: 'mysql' })
+      throw new ConnectionError('The MySQL session ended just as the lock was granted')
     }
   }
 }

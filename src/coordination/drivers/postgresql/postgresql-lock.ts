@@ -274,7 +274,7 @@ export class PgLock implements SessionLock {
     })
     if (!alive) {
       this.#client = undefined
-      throw new ConnectionError('The PostgreSQL session ended just as the lock was granted', { driver: 'postgresql' })
+      throw new ConnectionError('The PostgreSQL session ended just as the lock was granted')
     }
   }
 }

@@ -21,7 +21,9 @@ import {
 } from '../../../errors.js'
 import type { CoordinationDriver, DriverEvents, DriverLock, DriverMemberInfo, HeartbeatResult, IdKind } from '../../driver.js'
 import { FirstExpiries } from '../../expiries.js'
+import { withDeadline } from '../../../internal/deadline.js'
 import type { StatementName } from './sql-schema.js'
+import { utf8IdProblem } from '../kit/ids.js'
 
 /** One statement's outcome. `affected` counts changed rows (or returned rows, for SELECT). */
 export interface SqlResult {
@@ -78,7 +80,8 @@ export const MAX_ID_BYTES = 255
  * server's lock-name limit (MySQL: 64), which also bounds group ids through `leader_of_<group>`.
  */
 export function sqlIdProblem(kind: IdKind, id: string, maxLockChars?: number): string | undefined {
-  if (/\p{Cs}/u.test(id)) return 'it contains an unpaired UTF-16 surrogate, which has no UTF-8 form; use well-formed text'
+  const text = utf8IdProblem(id)
+  if (text !== undefined) return text
   if (id.includes('\0')) return 'it contains a NUL character, which SQL text and lock names cannot hold; remove it'
   if (kind !== 'lock' && Buffer.byteLength(id, 'utf8') > MAX_ID_BYTES) return `it is longer than ${MAX_ID_BYTES} bytes in UTF-8; use a shorter id`
   if (maxLockChars !== undefined) {
@@ -88,28 +91,6 @@ export function sqlIdProblem(kind: IdKind, id: string, maxLockChars?: number): s
     if (kind === 'group' && chars > room) return `group ids are at most ${room} characters here, because the group's leader lock GET_LOCK('${leaderLockName('<group>')}') is limited to ${maxLockChars}; use a shorter id`
   }
   return undefined
-}
-
-/** Rejected by {@link withDeadline}: the server did not answer in time. Reads as a network timeout (ETIMEDOUT). */
-export class DeadlineError extends Error {
-  readonly code = 'ETIMEDOUT'
-  constructor(readonly afterMs: number) {
-    super(`no answer within ${afterMs / 1000} s`)
-  }
-}
-
-/** Resolves as `work` does, or rejects with DeadlineError after `ms` (the work is not stopped). */
-export async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new DeadlineError(ms)), ms)
-    timer.unref()
-  })
-  try {
-    return await Promise.race([work, deadline])
-  } finally {
-    clearTimeout(timer)
-  }
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
