@@ -89,7 +89,7 @@ export async function harness(name: Backend): Promise<Harness> {
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
       while (!out.includes('joined')) {
         const [code] = await Promise.race([once(child.stdout!, 'data'), once(child, 'exit')])
-        if (child.exitCode !== null || typeof code === 'number') throw new Error(`member process exited before joining: ${out}`)
+        if (child.exitCode !== null || child.signalCode !== null || typeof code === 'number') throw new Error(`member process exited (or was killed after 15 s) before joining: ${out}`)
       }
       clearTimeout(timer)
       return child
