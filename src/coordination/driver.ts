@@ -96,6 +96,14 @@ export interface DriverLock {
    * after withdrawing from the queue. Absent: the Coordinator polls tryAcquire() with backoff.
    */
   acquireWaiting?(signal: AbortSignal): Promise<boolean>
+  /**
+   * Takes the lock in shared (reader) mode if no exclusive holder has it; never waits. Shared
+   * holders hold together and exclude exclusive ones. Only with `sharedLocks`; release() ends
+   * either mode.
+   */
+  tryAcquireShared?(): Promise<boolean>
+  /** Like acquireWaiting(), in shared mode. Absent: the Coordinator polls tryAcquireShared(). */
+  acquireSharedWaiting?(signal: AbortSignal): Promise<boolean>
   /** Releases the lock if this object holds it; false when it did not (or no longer did). */
   release(): Promise<boolean>
   /** Extends the lock's lease; false when the lock turned out not to be ours any more. */

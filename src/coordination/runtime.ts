@@ -3,10 +3,17 @@
  * RuntimeDriver plays). It owns the lifecycle state machine, the one heartbeat loop, the watcher
  * tick, connection health (including client-side expiry), held-lock refresh, membership recovery,
  * and error translation at the driver boundary. The public Coordinator is a thin facade over it.
+ *
+ * With autoWatch off, runWatchers() is the only pump, as in tooz: watch callbacks, elections and
+ * their callbacks, memberships dropped and rejoined (and so a Partitioner's ring) change only
+ * inside it. Reports that arrive meanwhile (a driver's membershipLost, a heartbeat's lost
+ * groups, a lost connection's memberships) are queued for it. Only the loss of a held lock or of
+ * leadership is told at once (`lockLost`, `leadershipLost`): acting on a lock one no longer
+ * holds is never safe.
  * @internal
  */
 import {
-  CoordinatorStoppedError, InvalidArgumentError, InvalidIdError, NotSupportedError, RollcallError, SerializationError,
+  CoordinatorStoppedError, InvalidArgumentError, InvalidIdError, InvalidStateError, NotSupportedError, RollcallError, SerializationError,
 } from '../errors.js'
 import type { Capability } from './capabilities.js'
 import { loads } from './codec.js'
@@ -83,6 +90,8 @@ export class DriverRuntime {
   #ticks = 0
   #stopping: Promise<void> | undefined
   #lastBeatAt: Date | undefined
+  /** With autoWatch off: reports waiting for the next runWatchers(). */
+  #deferred: (() => void)[] = []
   /** The log's view of warnings: a backend that is down is one line, not one per group per poll. */
   readonly #warnings: RepeatedWarnings
 
@@ -97,13 +106,15 @@ export class DriverRuntime {
     this.driver = parts.createDriver({
       connectionState: (state, cause) => this.setConnection(state, cause),
       sessionReplaced: (reason) => this.#sessionReplaced(reason),
-      membershipLost: (groups, reason) => this.membership.lost(groups, reason),
+      membershipLost: (groups, reason) => this.#later(() => this.membership.lost(groups, reason)),
       lockLost: (lock, reason) => this.#lockLost(lock, reason),
       warning: (err) => this.warn(stampDriver(err, parts.definition.name)),
     })
     const d = this.driver
+    const manual = !parts.autoWatch
     this.membership = new Membership({
       rejoin: parts.rejoin,
+      manual,
       join: (g, caps) => this.call('rejoin a group', () => d.joinGroup(g, caps), true),
       create: (g) => this.call('create a group', () => d.createGroup(g), true),
       emitLost: (group, reason) => emit('membershipLost', { group, reason }),
@@ -122,11 +133,13 @@ export class DriverRuntime {
       pushesEverything: this.capabilities.has('pushWatch'),
       nextExpiryAt: d.nextExpiryAt && this.capabilities.has('expiryWake') && parts.autoWatch ? (g) => d.nextExpiryAt!(g) : undefined,
       watchIntervalMs: parts.watchIntervalMs,
+      manual,
     })
     this.elections = new Elections({
       memberId: this.memberId,
       stopSignal: this.stopSignal,
       watchIntervalMs: parts.watchIntervalMs,
+      manual,
       leaderLock: (g) => this.require('leaderElection', d.leaderLock, 'watchElectedAsLeader').call(d, g),
       call: (op, fn) => this.call(op, fn, true),
       track: (l) => this.locks.add(l),
@@ -187,6 +200,10 @@ export class DriverRuntime {
   }
 
   stop(): Promise<void> {
+    if (this.#state === 'created' || this.#state === 'failed') {
+      // tooz raises ToozError here too: there is nothing to stop, and saying so finds the bug.
+      return Promise.reject(new InvalidStateError(`stop() was called on a coordinator that is not started (state ${this.#state}); start() it first, or do not stop it`))
+    }
     this.#stopping ??= this.#stop()
     return this.#stopping
   }
@@ -198,15 +215,28 @@ export class DriverRuntime {
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
     const result: HeartbeatResult = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, new Set(held.keys())), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
     this.#lastBeatAt = new Date()
-    if (result.lostGroups?.length) this.membership.lost(result.lostGroups, 'the backend no longer lists this member')
+    const lostGroups = result.lostGroups
+    if (lostGroups?.length) this.#later(() => this.membership.lost(lostGroups, 'the backend no longer lists this member'))
     const lapsed = 'its lease lapsed or another holder took it'
     if (result.lostLocks) {
       // A lock released while the beat ran is no longer tracked: its failed refresh is no loss.
       for (const l of result.lostLocks.map((lock) => held.get(lock))) if (l && this.locks.has(l)) l.lost(lapsed)
     } else await this.#refreshLocks(lapsed)
-    if (this.membership.hasPending) await this.membership.rejoinPending()
+    if (this.membership.hasPending && this.#p.autoWatch) await this.membership.rejoinPending()
     if (this.#abandoned.size > 0) await this.#releaseAbandoned()
     return result.nextBeatMs
+  }
+
+  /**
+   * tooz run_watchers(): delivers queued reports, re-reads every watched group, runs one election
+   * round and the pending rejoins, and resolves once every callback it triggered has settled,
+   * with the values the join and leave callbacks returned (since the last call).
+   */
+  async runWatchers(): Promise<unknown[]> {
+    for (const report of this.#deferred.splice(0)) report()
+    await Promise.all([this.watchers.poll(true), this.elections.runAll()])
+    if (this.membership.hasPending) await this.membership.rejoinPending()
+    return this.watchers.drainResults()
   }
 
   /** Refreshes every held lock whose driver did not refresh it in the beat. */
@@ -231,8 +261,10 @@ export class DriverRuntime {
     if (state === 'lost') this.#loseEverything(`the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`)
     else if (state === 'reconnected') {
       void this.#releaseAbandoned()
-      void this.membership.rejoinPending()
-      void this.watchers.poll(true)
+      if (this.#p.autoWatch) {
+        void this.membership.rejoinPending()
+        void this.watchers.poll(true)
+      }
       // Whatever the outage cost (an emptied server, a lock taken meanwhile), the next beat tells: beat now.
       void this.#beatOnce()
     }
@@ -254,7 +286,7 @@ export class DriverRuntime {
     }
     void this.#releaseAbandoned()
     this.elections.loseAll(reason)
-    this.membership.lostAll(reason)
+    this.#later(() => this.membership.lostAll(reason))
   }
 
   /** One beat outside the schedule (the loop's, when it runs); failures are the loop's to report. */
@@ -265,6 +297,12 @@ export class DriverRuntime {
       this.#extraBeat = undefined
     })
     return this.#extraBeat
+  }
+
+  /** Applies a report now, or with autoWatch off at the next runWatchers(). */
+  #later(report: () => void): void {
+    if (this.#p.autoWatch) report()
+    else this.#deferred.push(report)
   }
 
   /** Member ids of a group, with the cheapest primitive the driver has. */
@@ -365,10 +403,6 @@ export class DriverRuntime {
   }
 
   async #stop(): Promise<void> {
-    if (this.#state === 'created' || this.#state === 'failed') {
-      this.#state = 'stopped'
-      return
-    }
     this.#state = 'stopping'
     this.#heart.stop()
     clearInterval(this.#tick)

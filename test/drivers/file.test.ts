@@ -50,7 +50,7 @@ function age(path: string, seconds: number): void {
 
 /** The driver itself, without a Coordinator around it: for tests of what one primitive costs. */
 async function bareDriver(t: TestContext, dir: string, memberId: string): Promise<CoordinationDriver> {
-  const events = { connectionState() {}, membershipLost() {}, lockLost() {}, warning() {} }
+  const events = { connectionState() {}, sessionReplaced() {}, membershipLost() {}, lockLost() {}, warning() {} }
   const options = { timeoutMs: 10_000, executor: '' }
   const d = fileDriver.create({ url: parseBackendUrl(`file://${dir}`), options, memberId, events, signal: new AbortController().signal, log: silentLogger })
   await d.start()

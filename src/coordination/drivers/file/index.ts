@@ -31,7 +31,9 @@
  * - Local only: a network file system's record locks and mtimes are only as good as its server.
  * - Locks are record locks (F_OFD_SETLK on Linux, through fs-native-extensions), which conflict
  *   with the `fcntl.lockf` locks Python tooz takes: rollcall and tooz exclude each other on
- *   `.driver_lock` and on named locks. On macOS the package uses flock, which does not exclude
+ *   `.driver_lock` and on named locks. Shared locks are read record locks: readers hold together
+ *   across processes; a Python holder of either kind (tooz's shared lock is exclusive across
+ *   processes) excludes them, and they exclude a Python taker. On macOS the package uses flock, which does not exclude
  *   Python's locks (rollcall processes still exclude each other).
  * - Unlike tooz, a listing or deleteGroup() deletes other members' `.raw` files whose mtime is
  *   older than `timeout` (never this member's own), as Redis' lazy GC does, so dead members no
@@ -299,7 +301,7 @@ class FileDriver implements CoordinationDriver {
   }
 
   createLock(name: string): DriverLock {
-    return this.#wrapLock(new RecordLock(join(this.#dir, normalizeLockName(name))))
+    return this.#wrapLock(new RecordLock(join(this.#dir, normalizeLockName(name))), true)
   }
 
   leaderLock(group: string): DriverLock {
@@ -310,16 +312,18 @@ class FileDriver implements CoordinationDriver {
     return readLeader(this.#leaderPath(group))
   }
 
-  /** Wraps a record lock as a DriverLock, tracked so that stop() closes it. */
-  #wrapLock(lock: RecordLock): DriverLock {
+  /** Wraps a record lock as a DriverLock (with a shared mode for named locks), tracked so that stop() closes it. */
+  #wrapLock(lock: RecordLock, sharable = false): DriverLock {
     const locks = this.#locks
+    const take = async (shared: boolean): Promise<boolean> => {
+      const got = await lock.tryAcquire(shared)
+      if (got) locks.add(lock)
+      return got
+    }
     return {
       fencingToken: undefined,
-      async tryAcquire() {
-        const got = await lock.tryAcquire()
-        if (got) locks.add(lock)
-        return got
-      },
+      tryAcquire: () => take(false),
+      ...(sharable ? { tryAcquireShared: () => take(true) } : {}),
       async release() {
         locks.delete(lock)
         return lock.release()
@@ -424,7 +428,7 @@ export default defineDriver({
     'Calls inside the driver lock use synchronous file-system calls (they are short and the lock is held anyway): on a hung network mount they would block the event loop.',
   ],
   clientPackage: 'fs-native-extensions',
-  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses'],
+  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'sharedLocks', 'acrossProcesses'],
   options: OPTIONS,
   validateId,
   translateError(err) {

@@ -104,17 +104,36 @@ export class MysqlLock implements SessionLock {
     }
   }
 
-  /** Waits on the server in GET_LOCK rounds of half a second; an abort closes the connection at once. */
+  /**
+   * Waits on the server in GET_LOCK rounds of half a second. An abort resolves false at once
+   * (the client does not end a statement in flight when its connection is destroyed, so the
+   * round is not awaited) and closes the connection, which frees anything the round took.
+   */
   async acquireWaiting(signal: AbortSignal): Promise<boolean> {
     if (this.#conn || signal.aborted) return false
     const { sessions } = this.#host
     for (;;) {
       const { session: conn, reused } = await sessions.take()
-      const onAbort = (): void => conn.destroy()
+      let onAbort = (): void => {}
+      const aborted = new Promise<'aborted'>((resolve) => {
+        onAbort = () => {
+          conn.destroy()
+          resolve('aborted')
+        }
+      })
       signal.addEventListener('abort', onAbort, { once: true })
       let token: bigint | undefined
       try {
-        while (token === undefined && !signal.aborted) token = await this.#attempt(conn, WAIT_SLICE_S)
+        while (token === undefined && !signal.aborted) {
+          const round = this.#attempt(conn, WAIT_SLICE_S)
+          const first = await Promise.race([round, aborted])
+          if (first === 'aborted') {
+            round.catch(() => {})
+            void sessions.discard(conn)
+            return false
+          }
+          token = first
+        }
       } catch (err) {
         await sessions.discard(conn)
         if (signal.aborted) return false

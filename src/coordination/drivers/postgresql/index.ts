@@ -257,7 +257,7 @@ export default defineDriver({
     'break() terminates the holding backend (PostgreSQL 14 or later), which needs the right to signal it.',
   ],
   clientPackage: 'pg',
-  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'sharedLocks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: {
     ...sqlCommonOptions('PostgreSQL', 'table, sequence and NOTIFY channel'),
     host: opt.string('host', { doc: 'tooz: overrides the URL host; a path names a Unix socket directory.' }),

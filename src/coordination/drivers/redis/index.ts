@@ -347,6 +347,6 @@ export default defineDriver({
   },
   translateError: translateRedisError,
   create(ctx) {
-    return new RedisDriver(ctx, redisTarget(ctx.url, ctx.options))
+    return new RedisDriver(ctx, redisTarget(ctx.url, ctx.options, (message) => ctx.log.warn(message)))
   },
 })

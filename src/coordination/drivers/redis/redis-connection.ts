@@ -38,8 +38,11 @@ export interface TlsMaterial {
 /** How ioredis reconnects; the driver swaps policies once start() has succeeded. */
 export type RetryPolicy = (attempt: number) => number | null
 
-/** Checks the URL's shape and returns the target. Throws InvalidUrlError/InvalidOptionError. */
-export function redisTarget(url: BackendUrl, o: RedisOptions): RedisTarget {
+/**
+ * Checks the URL's shape and returns the target. Throws InvalidUrlError/InvalidOptionError.
+ * `warn` is told, once, about a URL part that is accepted but ignored (as tooz ignores it).
+ */
+export function redisTarget(url: BackendUrl, o: RedisOptions, warn: (message: string) => void = () => {}): RedisTarget {
   if (url.hosts.length > 1) {
     throw new InvalidUrlError(`${url.redacted} names ${url.hosts.length} hosts; a redis URL names one server (or one sentinel, with more in sentinel_fallback=host:port)`)
   }
@@ -51,9 +54,13 @@ export function redisTarget(url: BackendUrl, o: RedisOptions): RedisTarget {
     return { kind: 'socket', path: url.path }
   }
   if (url.path !== '' && url.path !== '/') {
-    // tooz ignores the path of a host URL (it always uses ?db=N), so honouring it would make this
-    // process use another database than the Python processes given the same URL.
-    throw new InvalidUrlError(`${url.redacted} has a path ("${url.path}"); tooz ignores it, so select the database with ?db=N instead`)
+    // tooz ignores the path of a host URL (it always uses ?db=N), and so does this driver, so that
+    // a tooz URL such as redis://host:6379/f00 works unchanged. A number there is refused: it
+    // reads as redis-py's database index, and ignoring it would put data in database 0 unasked.
+    if (/^\/\d+\/?$/.test(url.path)) {
+      throw new InvalidUrlError(`${url.redacted} has the path "${url.path}", which reads as a database number, but tooz ignores URL paths (and would use database ${o.db}); select the database with ?db=N instead`)
+    }
+    warn(`The path "${url.path}" of ${url.redacted} is ignored, as tooz ignores it; the database is chosen with ?db=N (now ${o.db})`)
   }
   const host = first.host === '' ? 'localhost' : first.host
   if (o.sentinel === undefined) return { kind: 'tcp', host, port: first.port ?? REDIS_PORT, tls }
