@@ -14,7 +14,10 @@
  * reads it (never the reader itself), as tooz does. Reading a group costs two round trips at any
  * size (`gets` of the group, then one multi-key `get` of every member key; tooz does one per
  * member). Locks and leadership are `add`-ed keys with an expiry; release and refresh compare the
- * CAS value of our own hold (memcached-lock.ts), which tooz cannot do.
+ * CAS value of our own hold (memcached-lock.ts), which tooz cannot do. Watchers poll, and a
+ * watched group is also re-read through the last second of its first member key's TTL (read with
+ * `mg <key> t` alongside the listing), so a crashed member is seen leaving within about 0.1 s of
+ * memcached's own expiry (servers with meta commands; older ones are polled only).
  *
  * A heartbeat (memcached-heartbeat.ts) is one write and one round trip whatever the group sizes:
  * the member key `set` (with a reply, unlike tooz's noreply, so that a failed beat is noticed), the
@@ -54,6 +57,8 @@ import {
   FLAG_MSGPACK, KEYS, LONGEST_PREFIX_BYTES, capabilitiesOf, decodeGroup, decodeGroupList, decodeOwner,
   encodeGroup, encodeGroupList, groupListId, memberEntry, type GroupEntry,
 } from './memcached-layout.js'
+import { FirstExpiries } from '../../expiries.js'
+import { recheckInMs } from './memcached-expiries.js'
 import { MemcachedHeartbeat } from './memcached-heartbeat.js'
 import { MemcachedLock } from './memcached-lock.js'
 import { readTlsFile } from '../kit/tls-files.js'
@@ -83,6 +88,7 @@ export type MemcachedOptions = ResolvedOptions<typeof MEMCACHED_OPTIONS>
 /** Returned by a CAS step that lost the race and must run again. */
 const RETRY = Symbol('retry')
 
+
 class MemcachedDriver implements CoordinationDriver {
   readonly #ctx: DriverContext<MemcachedOptions>
   readonly #me: string
@@ -92,6 +98,8 @@ class MemcachedDriver implements CoordinationDriver {
   #meta = false
   /** The member key, the held locks' refreshes and the per-group CAS probes (memcached-heartbeat.ts). */
   readonly #heartbeat: MemcachedHeartbeat
+  /** When the first member key of each group's latest listMemberIds() may lapse. */
+  readonly #expiries = new FirstExpiries()
 
   constructor(ctx: DriverContext<MemcachedOptions>) {
     this.#ctx = ctx
@@ -224,10 +232,22 @@ class MemcachedDriver implements CoordinationDriver {
     return out
   }
 
+  /** Live member ids; with meta commands the member keys are read with their TTLs, for nextExpiryAt(). */
   async listMemberIds(group: string): Promise<string[]> {
     const ids: string[] = []
-    for (const e of await this.#live(group)) if (e.id !== undefined) ids.push(e.id)
+    let live: GroupEntry[]
+    try {
+      live = await this.#live(group, true)
+    } catch (err) {
+      this.#expiries.note(group, Infinity)
+      throw err
+    }
+    for (const e of live) if (e.id !== undefined) ids.push(e.id)
     return ids
+  }
+
+  nextExpiryAt(group: string): number | undefined {
+    return this.#expiries.get(group)
   }
 
   createLock(name: string): DriverLock {
@@ -256,19 +276,29 @@ class MemcachedDriver implements CoordinationDriver {
   /**
    * The live entries of a group: self, members whose key exists (ONE multi-get for all of them),
    * and members whose id cannot be read (their liveness cannot be checked, so they are kept).
+   * With `expiriesOf` (and meta commands) the member keys are read with their TTLs instead (`mg
+   * <key> t`, still one round trip), and when the first of them may lapse is noted for that group.
    */
-  async #alive(entries: readonly GroupEntry[]): Promise<GroupEntry[]> {
+  async #alive(entries: readonly GroupEntry[], expiriesOf?: string): Promise<GroupEntry[]> {
     const keys = entries.map((e) => (e.id === undefined || e.id === this.#me ? undefined : KEYS.member(e.id)))
-    const beats = await this.#c.present(keys.filter((k): k is string => k !== undefined))
-    return entries.filter((_, i) => keys[i] === undefined || beats.has(keys[i]))
+    const wanted = keys.filter((k): k is string => k !== undefined)
+    if (expiriesOf === undefined || !this.#meta) {
+      const beats = await this.#c.present(wanted)
+      return entries.filter((_, i) => keys[i] === undefined || beats.has(keys[i]))
+    }
+    const ttls = await this.#c.ttls(wanted)
+    let soonestS = Infinity
+    for (const t of ttls.values()) if (t >= 0 && t < soonestS) soonestS = t
+    this.#expiries.note(expiriesOf, recheckInMs(soonestS))
+    return entries.filter((_, i) => keys[i] === undefined || ttls.has(keys[i]))
   }
 
   /** A group's live entries (two round trips at any size), pruning the dead ones from its value. */
-  async #live(group: string): Promise<GroupEntry[]> {
+  async #live(group: string, withExpiries = false): Promise<GroupEntry[]> {
     const key = KEYS.group(group)
     const item = await this.#c.gets(key)
     const entries = this.#entries(item, group)
-    const alive = await this.#alive(entries)
+    const alive = await this.#alive(entries, withExpiries ? group : undefined)
     const dead = entries.length - alive.length
     if (dead > 0) {
       // Lazy garbage collection, as tooz does it. Losing the CAS race is fine: the next reader retries.
@@ -338,7 +368,7 @@ export default defineDriver({
   name: 'memcached',
   summary: 'tooz\'s memcached layout: groups as CAS-updated msgpack values, members alive while their expiring key exists, locks and leaders as added keys. Shares groups, locks and leaders with Python tooz processes.',
   urlForms: ['memcached://127.0.0.1:11211', 'memcached://mc1:11211,mc2:11211?timeout=10', 'memcached://mc1:11211?use_ssl=true&ca_cert=/etc/ssl/mc-ca.pem'],
-  consistency: 'Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists (membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend another holder\'s lock. Watchers poll.',
+  consistency: 'Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists (membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend another holder\'s lock. Watchers poll, and re-read a watched group every 0.1 s through the last second of its first member key\'s TTL (memcached ≥ 1.6.10).',
   hazards: [
     'memcached is a cache: LRU eviction can drop a group, a member key or a lock at any moment, whatever its expiry. Dropped memberships are reported (membershipLost) and rejoined; a dropped lock can be taken by another process before the holder notices (lockLost).',
     'A restarted memcached forgets everything; the driver reports the connection as lost on reconnect, so locks and leadership are dropped and groups rejoined.',
@@ -346,7 +376,7 @@ export default defineDriver({
     'Extra hosts in the URL are a fail-over list, not shards; keys live on whichever server answers first, and a fail-over starts from empty.',
     'Expiry has one-second resolution; timeouts under 2 s are not useful.',
   ],
-  capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses', 'acrossHosts'],
+  capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses', 'acrossHosts'],
   options: MEMCACHED_OPTIONS,
   validateId(kind: IdKind, id: string): string | undefined {
     if (/[\x00-\x20\x7f]/.test(id)) return 'memcached keys cannot contain spaces or control characters; use "-" or "_" instead'

@@ -45,7 +45,7 @@ import { defineDriver } from '../../driver.js'
 import { opt } from '../../options.js'
 import { sqlCommonOptions } from '../sql/sql-options.js'
 import { formatHosts } from '../../url.js'
-import { MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
+import { MYSQL_LOCK_SQL_UNFENCED, MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
 import { SqlDriver, sqlIdProblem, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
 import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import { LockSessions } from '../sql/sql-sessions.js'
@@ -140,6 +140,7 @@ interface Prepared {
 /** The dialect: pool, statements and lock sessions. */
 class MysqlDialect implements SqlDialect, MysqlLockHost {
   readonly lockSql: string
+  readonly fencing: boolean
   readonly sessions: LockSessions<MysqlConnection>
   readonly #config: MysqlConfig
   readonly #tls: MysqlTlsOptions
@@ -151,7 +152,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   #pool: MysqlPool | undefined
   #closed = false
 
-  constructor(config: MysqlConfig, tls: MysqlTlsOptions, where: string, timeoutMs: number, names: SqlNames) {
+  constructor(config: MysqlConfig, tls: MysqlTlsOptions, where: string, timeoutMs: number, names: SqlNames, fencing: boolean) {
     this.#config = config
     this.#tls = tls
     this.#where = where
@@ -159,7 +160,8 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     this.#names = names
     const statements = mysqlStatements(names)
     this.#statements = Object.fromEntries(Object.entries(statements).map(([k, sql]) => [k, { ...toPositional(sql), multiple: sql.includes(';') }])) as Record<StatementName, Prepared>
-    this.lockSql = mysqlLockSql(names.fence)
+    this.fencing = fencing
+    this.lockSql = fencing ? mysqlLockSql(names.fence) : MYSQL_LOCK_SQL_UNFENCED
     this.sessions = new LockSessions<MysqlConnection>({
       open: () => this.#connect(),
       end: (conn) => this.#endSession(conn),
@@ -287,6 +289,10 @@ export default defineDriver({
     sslCipher: opt.string('ssl_cipher', { doc: 'tooz: allowed TLS ciphers (OpenSSL list).' }),
     sslVerifyMode: opt.string('ssl_verify_mode', { doc: 'tooz/pymysql: none, optional (treated as none) or required; default required with a CA, none without.' }),
     sslCheckHostname: opt.boolean('ssl_check_hostname', { doc: 'tooz: check the server certificate\'s host name (default true when a CA is given).' }),
+    fencing: opt.boolean('fencing', {
+      default: true,
+      doc: 'Issue a fencing token with every lock (an InnoDB counter row bumped in the acquire\'s round trip: one redo-log flush per acquire, and acquirers of every lock queue on that row). false: GET_LOCK alone, as tooz; acquires are cheaper and fencingToken is undefined, so a resource cannot refuse a stale holder (one that lost its session but still runs).',
+    }),
   },
   validateId: (kind, id) => sqlIdProblem(kind, id, MAX_LOCK_NAME_CHARS),
   translateError(err) {
@@ -323,7 +329,7 @@ export default defineDriver({
       sslCa: options.sslCa, sslCapath: options.sslCapath, sslCert: options.sslCert, sslKey: options.sslKey,
       sslCipher: options.sslCipher, sslVerifyMode: options.sslVerifyMode, sslCheckHostname: options.sslCheckHostname,
     }
-    const dialect = new MysqlDialect(config, tls, where, options.timeoutMs, sqlNames(options.namespace))
+    const dialect = new MysqlDialect(config, tls, where, options.timeoutMs, sqlNames(options.namespace), options.fencing)
     return new SqlDriver(dialect, { memberId, membershipTimeoutMs: options.membershipTimeoutMs, events })
   },
 })
