@@ -201,10 +201,11 @@ export class Lock {
     }
     if (userSignal?.aborted || this.#host.stopSignal.aborted) return settle()
     const attempt = (): Promise<boolean> => this.#host.call('acquire a lock', () => this.#try(shared))
-    // A free lock is taken at once, before any timer or signal is set up for waiting.
-    if (!waiting && (await attempt())) return true
+    // The deadline runs from the call, not from the end of the first attempt.
     const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(Math.ceil(timeoutMs)) // it takes whole ms only
     const signal = AbortSignal.any([this.#host.stopSignal, userSignal, timeout].filter((s): s is AbortSignal => s !== undefined))
+    // A free lock is taken at once, however short the timeout (timeoutMs 0 included): this attempt is not raced.
+    if (!waiting && (await attempt())) return true
     if (signal.aborted) return settle()
     if (waiting) {
       const got = await this.#host.call('acquire a lock', () => waiting(signal))
@@ -216,7 +217,30 @@ export class Lock {
       } catch {
         return settle()
       }
-      if (await attempt()) return true
+      const got = await this.#attemptUntil(attempt, signal)
+      if (got === 'aborted') return settle()
+      if (got) return true
+    }
+  }
+
+  /**
+   * One attempt raced against `signal`, so that a round trip still in flight at the deadline does
+   * not make the wait overrun it: when the signal wins, an attempt that succeeds later is released
+   * at once (nobody holds that Lock object's acquisition).
+   */
+  async #attemptUntil(attempt: () => Promise<boolean>, signal: AbortSignal): Promise<boolean | 'aborted'> {
+    const pending = attempt()
+    let onAbort!: () => void
+    const aborted = new Promise<'aborted'>((resolve) => {
+      onAbort = () => resolve('aborted')
+      signal.addEventListener('abort', onAbort, { once: true })
+    })
+    try {
+      const got = await Promise.race([pending, aborted])
+      if (got === 'aborted') pending.then((late) => late && this.driverLock.release(), () => false).catch(() => false)
+      return got
+    } finally {
+      signal.removeEventListener('abort', onAbort)
     }
   }
 
