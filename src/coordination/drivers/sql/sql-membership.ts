@@ -21,7 +21,7 @@ import {
 } from '../../../errors.js'
 import type { CoordinationDriver, DriverEvents, DriverLock, DriverMemberInfo, HeartbeatResult, IdKind } from '../../driver.js'
 import { FirstExpiries } from '../../expiries.js'
-import { withDeadline } from '../../../internal/deadline.js'
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import type { StatementName } from './sql-schema.js'
 import { utf8IdProblem } from '../kit/ids.js'
 
@@ -138,8 +138,9 @@ export class SqlDriver implements CoordinationDriver {
 
   /**
    * One UPDATE of this member's rows; groups whose row is gone (or lapsed) are reported lost. No
-   * answer within a quarter of membership_timeout counts as a broken link (`suspended`), reported
-   * well before the rows lapse and the Coordinator calls the membership lost.
+   * answer within a quarter of membership_timeout is reported as a broken link (`suspended`), well
+   * before the rows lapse; the beat itself waits up to membership_timeout, so a slow server (a
+   * loaded machine, a first beat at start) is late, not failed, and its answer says `reconnected`.
    */
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
     const nextBeatMs = this.#s.membershipTimeoutMs
@@ -147,7 +148,14 @@ export class SqlDriver implements CoordinationDriver {
     const beat = groups.length === 0
       ? this.#dialect.run('probe', []).then(() => [])
       : this.#dialect.refreshMembers(this.#s.memberId, groups, nextBeatMs)
-    const refreshed = new Set(await this.#guard(() => withDeadline(beat, nextBeatMs / 4)))
+    const silent = setTimeout(() => this.#suspend(new DeadlineError(nextBeatMs / 4)), nextBeatMs / 4)
+    silent.unref()
+    let refreshed: Set<string>
+    try {
+      refreshed = new Set(await this.#guard(() => withDeadline(beat, nextBeatMs)))
+    } finally {
+      clearTimeout(silent)
+    }
     const lostGroups = groups.filter((g) => !refreshed.has(g))
     return lostGroups.length ? { nextBeatMs, lostGroups } : { nextBeatMs }
   }
@@ -296,16 +304,20 @@ export class SqlDriver implements CoordinationDriver {
     return this.#guard(() => this.#dialect.run(statement, params))
   }
 
+  /** Reports the shared connection down (`suspended`), once until it answers again. */
+  #suspend(cause: unknown): void {
+    if (this.#suspended) return
+    this.#suspended = true
+    this.#s.events.connectionState('suspended', cause)
+  }
+
   /** Reports the shared connection going down (`suspended`) and coming back (`reconnected`). */
   async #guard<T>(fn: () => Promise<T>): Promise<T> {
     let result: T
     try {
       result = await fn()
     } catch (err) {
-      if (!this.#suspended && this.#dialect.classify(err) === 'connection') {
-        this.#suspended = true
-        this.#s.events.connectionState('suspended', err)
-      }
+      if (this.#dialect.classify(err) === 'connection') this.#suspend(err)
       throw err
     }
     if (this.#suspended) {
