@@ -82,6 +82,8 @@ export class Lock {
   /** How many shared holds this object has (0 when held exclusively or not at all). */
   #shared = 0
   #acquiring = false
+  /** The settling of an attempt that outlived its wait's deadline (and the release of what it took). */
+  #late: Promise<void> | undefined
   #controller: AbortController | undefined
 
   /** @internal */
@@ -136,6 +138,9 @@ export class Lock {
     // A wait must keep the process alive until it settles (memory:// and file:// have no socket).
     const letGo = keepAlive()
     try {
+      // An attempt of an earlier wait that outlived its deadline settles (and frees what it took) first:
+      // its driver lock is this one, so a new attempt must not overlap it.
+      await this.#late
       const got = blocking || timeoutMs !== undefined ? await this.#wait(timeoutMs, signal, shared) : await this.#host.call('acquire a lock', () => this.#try(shared))
       if (got) this.#onAcquired(shared)
       return got
@@ -226,7 +231,7 @@ export class Lock {
   /**
    * One attempt raced against `signal`, so that a round trip still in flight at the deadline does
    * not make the wait overrun it: when the signal wins, an attempt that succeeds later is released
-   * at once (nobody holds that Lock object's acquisition).
+   * at once (nobody holds that Lock object's acquisition), and the next acquire() waits for that.
    */
   async #attemptUntil(attempt: () => Promise<boolean>, signal: AbortSignal): Promise<boolean | 'aborted'> {
     const pending = attempt()
@@ -237,7 +242,9 @@ export class Lock {
     })
     try {
       const got = await Promise.race([pending, aborted])
-      if (got === 'aborted') pending.then((late) => late && this.driverLock.release(), () => false).catch(() => false)
+      if (got === 'aborted') {
+        this.#late = pending.then((late) => late && this.driverLock.release(), () => false).catch(() => false).then(() => undefined)
+      }
       return got
     } finally {
       signal.removeEventListener('abort', onAbort)
