@@ -11,6 +11,7 @@ import {
   ConnectionError, GroupNotEmptyError, InvalidIdError, InvalidOptionError, SerializationError, connect, type ConnectOptions, type Coordinator,
 } from '../../src/index.js'
 import { MemcachedClient } from '../../src/clients/memcached/memcached-client.js'
+import { recheckInMs } from '../../src/coordination/drivers/memcached/memcached-expiries.js'
 import { KEYS, encodeGroup, memberEntry } from '../../src/coordination/drivers/memcached/memcached-layout.js'
 import { TIMING } from '../support/timing.js'
 import { TcpProxy } from '../support/proxy.js'
@@ -194,7 +195,15 @@ describe('memcached driver', { concurrency: 4 }, () => {
     assert.deepEqual(commands.map((l) => l.split(' ')[0]), ['gets', 'get'])
   })
 
-  it('memcached: expiry: a watched group is re-read through the last second of its first member key\'s TTL, so a member that stops beating is seen leaving right after memcached drops its key', async (t) => {
+  it('memcached: expiry: a key with n whole seconds left may lapse from n − 2 s on (a late tick moves memcached\'s clock by 2), so re-reads start then', () => {
+    assert.equal(recheckInMs(Infinity), Infinity)
+    assert.equal(recheckInMs(1), 100)
+    assert.equal(recheckInMs(2), 100, 'with 2 s left the key may lapse at once: re-read every 100 ms')
+    assert.equal(recheckInMs(3), 1_000)
+    assert.equal(recheckInMs(30), 28_000)
+  })
+
+  it('memcached: expiry: a watched group is re-read through the last two seconds of its first member key\'s TTL, so a member that stops beating is seen leaving right after memcached drops its key', async (t) => {
     const url = `${sharedMemcached().url}?timeout=${TIMING.expirySeconds + 1}`
     // Polls a minute apart: only the re-reads at the member's expiry can deliver memberLeft in time.
     const a = await open(t, url, { watchIntervalMs: 60_000 })
@@ -213,7 +222,7 @@ describe('memcached driver', { concurrency: 4 }, () => {
       else await new Promise((r) => setTimeout(r, 20))
     }
     const lagMs = (await left) - goneAt
-    t.diagnostic(`memberLeft ${lagMs.toFixed(0)} ms after memcached dropped the member key (re-reads every 100 ms in its last second; polls 60 s apart)`)
+    t.diagnostic(`memberLeft ${lagMs.toFixed(0)} ms after memcached dropped the member key (re-reads every 100 ms in its last two seconds; polls 60 s apart)`)
     assert.ok(lagMs < 1_000, `memberLeft came ${lagMs.toFixed(0)} ms after the key lapsed; the re-reads are 100 ms apart`)
   })
 

@@ -15,7 +15,7 @@
  * size (`gets` of the group, then one multi-key `get` of every member key; tooz does one per
  * member). Locks and leadership are `add`-ed keys with an expiry; release and refresh compare the
  * CAS value of our own hold (memcached-lock.ts), which tooz cannot do. Watchers poll, and a
- * watched group is also re-read through the last second of its first member key's TTL (read with
+ * watched group is also re-read through the last two seconds of its first member key's TTL (read with
  * `mg <key> t` alongside the listing), so a crashed member is seen leaving within about 0.1 s of
  * memcached's own expiry (servers with meta commands; older ones are polled only).
  *
@@ -368,7 +368,7 @@ export default defineDriver({
   name: 'memcached',
   summary: 'tooz\'s memcached layout: groups as CAS-updated msgpack values, members alive while their expiring key exists, locks and leaders as added keys. Shares groups, locks and leaders with Python tooz processes.',
   urlForms: ['memcached://127.0.0.1:11211', 'memcached://mc1:11211,mc2:11211?timeout=10', 'memcached://mc1:11211?use_ssl=true&ca_cert=/etc/ssl/mc-ca.pem'],
-  consistency: 'Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists (membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend another holder\'s lock. Watchers poll, and re-read a watched group every 0.1 s through the last second of its first member key\'s TTL (memcached ≥ 1.6.10).',
+  consistency: 'Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists (membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend another holder\'s lock. Watchers poll, and re-read a watched group every 0.1 s through the last two seconds of its first member key\'s TTL (memcached ≥ 1.6.10; its whole-second clock can skip a second).',
   hazards: [
     'memcached is a cache: LRU eviction can drop a group, a member key or a lock at any moment, whatever its expiry. Dropped memberships are reported (membershipLost) and rejoined; a dropped lock can be taken by another process before the holder notices (lockLost).',
     'A restarted memcached forgets everything; the driver reports the connection as lost on reconnect, so locks and leadership are dropped and groups rejoined.',

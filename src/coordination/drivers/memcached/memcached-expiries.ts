@@ -1,21 +1,25 @@
 /**
  * When a watched memcached group is re-read so that a crashed member is seen leaving soon after
- * memcached drops its key. memcached counts TTLs in whole seconds on a clock that ticks once a
- * second, so a key reported (`mg <key> t`) with n seconds left lapses somewhere between n − 1 and
- * n seconds later; the driver notes the soonest such moment per group (FirstExpiries) and the
- * watcher re-reads the group then (watchers.ts).
+ * memcached drops its key. memcached counts TTLs in whole seconds on a clock that a 1 s timer
+ * sets from the monotonic clock (`current_time = now − start`, rounded down). On time, a key
+ * reported (`mg <key> t`) with n seconds left lapses between n − 1 and n seconds later. But the
+ * timer is re-armed 1 s after each run, so its phase drifts (and slips further when the server is
+ * busy); when a late tick crosses a whole second, memcached's clock advances by 2 at once, and
+ * such a key lapses up to a second sooner, between n − 2 and n seconds later (seen in CI: a key
+ * reported with 3 s left gone 0.5 s later). The driver notes the soonest such moment per group
+ * (FirstExpiries) and the watcher re-reads the group then (watchers.ts).
  */
 
-/** How often a watched group is re-read during the last second of its first member's TTL. */
-const LAST_SECOND_RECHECK_MS = 100
+/** How often a watched group is re-read during the last two seconds of its first member's TTL. */
+const LAST_SECONDS_RECHECK_MS = 100
 
 /**
  * When to re-read a group whose first member key has `ttlS` seconds left (memcached's whole
- * seconds: it lapses between ttlS − 1 and ttlS seconds from now): at the start of its last
- * second, and from then on every {@link LAST_SECOND_RECHECK_MS}, so that its expiry is seen within
- * about that long. Infinity: no member key will lapse.
+ * seconds: it lapses between ttlS − 2 and ttlS seconds from now, see above): at the start of its
+ * last two seconds, and from then on every {@link LAST_SECONDS_RECHECK_MS}, so that its expiry is
+ * seen within about that long. Infinity: no member key will lapse.
  */
 export function recheckInMs(ttlS: number): number {
   if (!Number.isFinite(ttlS)) return Infinity
-  return ttlS >= 2 ? (ttlS - 1) * 1000 : LAST_SECOND_RECHECK_MS
+  return ttlS >= 3 ? (ttlS - 2) * 1000 : LAST_SECONDS_RECHECK_MS
 }
