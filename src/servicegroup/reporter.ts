@@ -56,7 +56,7 @@ export interface ReporterOptions {
 
 /** The periodic reporter of one service to one driver. */
 export class Reporter {
-  readonly #o: ReporterOptions
+  readonly #options: ReporterOptions
   readonly #timers: ReporterTimers
   #initial: unknown
   #interval: unknown
@@ -67,13 +67,13 @@ export class Reporter {
   #failures = 0
 
   constructor(options: ReporterOptions) {
-    this.#o = options
+    this.#options = options
     this.#timers = options.timers ?? REAL_TIMERS
   }
 
   /** The service record, as the last report left it. */
   get service(): ServiceRecord {
-    return this.#o.service
+    return this.#options.service
   }
 
   /** The latch: true from a failed report until the next successful one (Nova's model_disconnected). */
@@ -91,15 +91,15 @@ export class Reporter {
    * every interval. Nothing is scheduled when the interval is 0.
    */
   start(immediately = false): void {
-    if (this.#stopped || this.#o.intervalMs <= 0) return
+    if (this.#stopped || this.#options.intervalMs <= 0) return
     const begin = (): void => {
       this.#initial = undefined
       if (this.#stopped) return
       void this.reportNow()
-      this.#interval = this.#timers.setInterval(() => void this.reportNow(), this.#o.intervalMs)
+      this.#interval = this.#timers.setInterval(() => void this.reportNow(), this.#options.intervalMs)
     }
     if (immediately) begin()
-    else this.#initial = this.#timers.setTimeout(begin, this.#o.initialDelayMs)
+    else this.#initial = this.#timers.setTimeout(begin, this.#options.initialDelayMs)
   }
 
   /** Ends the loop; a report under way finishes. Resolves once it has. */
@@ -120,7 +120,7 @@ export class Reporter {
   }
 
   async #reportOnce(): Promise<void> {
-    const { driver, service, logger } = this.#o
+    const { driver, service, logger } = this.#options
     this.#reports += 1
     try {
       await driver.report(service)
@@ -132,12 +132,12 @@ export class Reporter {
     if (this.#disconnected) {
       this.#disconnected = false
       logger.info(`Recovered connection to ${driver.backendName} for reporting service status.`, { driver: driver.name, host: service.host, binary: service.binary })
-      this.#o.onRecovered?.({ service, driver: driver.name })
+      this.#options.onRecovered?.({ service, driver: driver.name })
     }
   }
 
   #failed(err: unknown): void {
-    const { driver, service, logger } = this.#o
+    const { driver, service, logger } = this.#options
     const wasDisconnected = this.#disconnected
     this.#disconnected = true
     const fields = { driver: driver.name, host: service.host, binary: service.binary, error: err instanceof Error ? err.message : String(err) }
@@ -148,6 +148,6 @@ export class Reporter {
     } else {
       logger.error('Unexpected error while reporting service status', { ...fields, stack: err instanceof Error ? err.stack : undefined })
     }
-    if (!wasDisconnected) this.#o.onLost?.({ service, driver: driver.name, error: err instanceof Error ? err : new Error(String(err)) })
+    if (!wasDisconnected) this.#options.onLost?.({ service, driver: driver.name, error: err instanceof Error ? err : new Error(String(err)) })
   }
 }

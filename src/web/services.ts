@@ -109,7 +109,7 @@ export interface ServiceViewOptions {
 /** The live services table behind the status page. */
 export class ServiceView extends EventEmitter<ServiceViewEvents> {
   readonly serviceGroup: ServiceGroup
-  readonly #o: ServiceViewOptions
+  readonly #options: ServiceViewOptions
   #rows = new Map<number, { row: ServiceRow; json: string }>()
   /** The last report time seen per id: kept when a driver forgets it (a departed tooz member has none). */
   readonly #lastReport = new Map<number, string>()
@@ -127,7 +127,7 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
   constructor(serviceGroup: ServiceGroup, options: ServiceViewOptions) {
     super()
     this.serviceGroup = serviceGroup
-    this.#o = options
+    this.#options = options
   }
 
   /** Every row of the last refresh, by topic then host then binary. */
@@ -149,7 +149,7 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
   async start(): Promise<void> {
     this.serviceGroup.on('up', this.#onChange).on('down', this.#onChange)
     await this.refresh()
-    this.#timer = setInterval(() => void this.refresh(), this.#o.refreshMs)
+    this.#timer = setInterval(() => void this.refresh(), this.#options.refreshMs)
     this.#timer.unref()
   }
 
@@ -248,11 +248,11 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
     } catch (err) {
       if (this.#error === undefined) this.emit('health', err as Error)
       this.#error = err as Error
-      this.#o.metrics?.refreshFailed('services')
+      this.#options.metrics?.refreshFailed('services')
       return
     }
     const seenAt = Date.now()
-    this.#o.metrics?.refreshDuration('services', (performance.now() - started) / 1000)
+    this.#options.metrics?.refreshDuration('services', (performance.now() - started) / 1000)
     if (this.#error !== undefined) {
       this.#error = undefined
       this.emit('health', undefined)
@@ -274,7 +274,7 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
       if (!this.#stopped) this.emit('removed', { id })
     }
     this.#rows = next
-    this.#o.metrics?.setServiceCounts(statuses)
+    this.#options.metrics?.setServiceCounts(statuses)
     this.#watchTopics(statuses)
   }
 
@@ -282,7 +282,7 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
   #observeReport(before: ServiceRow | undefined, row: ServiceRow, seenAt: number): void {
     if (!before || !row.last_report_at || row.last_report_at === before.last_report_at) return
     const lagSeconds = (seenAt - Date.parse(row.last_report_at)) / 1000
-    if (lagSeconds >= 0 && lagSeconds < 3600) this.#o.metrics?.reportSeen(row.topic, lagSeconds)
+    if (lagSeconds >= 0 && lagSeconds < 3600) this.#options.metrics?.reportSeen(row.topic, lagSeconds)
   }
 
   /** Asks the driver to push changes of every topic seen (tooz, zk); db and mc cannot, and are polled. */
@@ -293,7 +293,7 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
       this.serviceGroup.watch(record.topic).catch((err: unknown) => {
         if ((err as RollcallError).code === 'NOT_SUPPORTED') return
         this.#watched.delete(record.topic)
-        this.#o.onWarning?.(`Watching topic ${record.topic} failed (polling instead until the next refresh): ${(err as Error).message}`)
+        this.#options.onWarning?.(`Watching topic ${record.topic} failed (polling instead until the next refresh): ${(err as Error).message}`)
       })
     }
   }

@@ -103,7 +103,7 @@ const META_PARSERS = { mg: parseMeta('mg'), ms: parseMeta('ms'), md: parseMeta('
 
 /** A pipelined connection to one memcached server (of a fail-over list). */
 export class MemcachedClient {
-  readonly #o: MemcachedClientOptions
+  readonly #options: MemcachedClientOptions
   readonly #sockets = new Set<Socket>()
   #conn: Conn | undefined
   #connecting: Promise<Conn> | undefined
@@ -114,7 +114,7 @@ export class MemcachedClient {
 
   constructor(options: MemcachedClientOptions) {
     if (options.hosts.length === 0) throw new TypeError('MemcachedClient needs at least one host')
-    this.#o = options
+    this.#options = options
   }
 
   /** Commands sent so far (each get, gets, set, ... counts one, however many keys it names). */
@@ -212,8 +212,8 @@ export class MemcachedClient {
   #request<T>(head: string, data: Uint8Array | undefined, parse: Parser<T>, command: string): Promise<T> {
     const payload = data === undefined ? Buffer.from(head) : Buffer.concat([Buffer.from(head), data, CRLF])
     // Write at once when connected, so that requests leave in the order they were made.
-    if (this.#conn) return this.#write(this.#conn, payload, parse, command, this.#o.requestTimeoutMs)
-    return this.#ensure().then((conn) => this.#write(conn, payload, parse, command, this.#o.requestTimeoutMs))
+    if (this.#conn) return this.#write(this.#conn, payload, parse, command, this.#options.requestTimeoutMs)
+    return this.#ensure().then((conn) => this.#write(conn, payload, parse, command, this.#options.requestTimeoutMs))
   }
 
   #write<T>(conn: Conn, payload: Buffer, parse: Parser<T>, command: string, timeoutMs: number): Promise<T> {
@@ -297,20 +297,20 @@ export class MemcachedClient {
 
   async #open(): Promise<Conn> {
     const failures: string[] = []
-    for (const h of this.#o.hosts) {
+    for (const h of this.#options.hosts) {
       const at = `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port}`
       let conn: Conn | undefined
       try {
         conn = this.#attach(await this.#dial(h))
         // "Answers" means a stats reply, not just an accepted TCP connection.
-        const server = await this.#write(conn, Buffer.from('stats\r\n'), parseStats, 'stats', this.#o.connectTimeoutMs)
+        const server = await this.#write(conn, Buffer.from('stats\r\n'), parseStats, 'stats', this.#options.connectTimeoutMs)
         if (this.#closed) throw new MemcachedConnectionError('The memcached client is closed')
         this.#server = { host: h.host, port: h.port, ...server }
         conn.established = true
         this.#conn = conn
         const reconnect = this.#everConnected
         this.#everConnected = true
-        this.#o.onConnected?.(this.#server, reconnect)
+        this.#options.onConnected?.(this.#server, reconnect)
         return conn
       } catch (err) {
         if (conn) this.#drop(conn)
@@ -323,7 +323,7 @@ export class MemcachedClient {
 
   #dial(h: MemcachedHost): Promise<Socket> {
     return new Promise((resolve, reject) => {
-      const tls = this.#o.tls
+      const tls = this.#options.tls
       const socket = tls
         ? tlsConnect({ ...tls, host: h.host, port: h.port, servername: isIP(h.host) ? undefined : h.host })
         : netConnect({ host: h.host, port: h.port })
@@ -341,7 +341,7 @@ export class MemcachedClient {
           reject(err)
         } else resolve(socket)
       }
-      const timer = setTimeout(() => done(new MemcachedTimeoutError(`no connection within ${this.#o.connectTimeoutMs} ms`)), this.#o.connectTimeoutMs)
+      const timer = setTimeout(() => done(new MemcachedTimeoutError(`no connection within ${this.#options.connectTimeoutMs} ms`)), this.#options.connectTimeoutMs)
       timer.unref()
       socket.once(tls ? 'secureConnect' : 'connect', () => done())
       socket.once('error', done)
@@ -362,7 +362,7 @@ export class MemcachedClient {
       if (this.#conn === conn) this.#conn = undefined
       const err = new MemcachedConnectionError(`The connection to memcached closed${cause ? ` (${cause.message})` : ''}`, { cause })
       for (const entry of [...conn.pending]) settle(conn, entry, err)
-      if (conn.established && !this.#closed) this.#o.onDisconnected?.(err)
+      if (conn.established && !this.#closed) this.#options.onDisconnected?.(err)
     })
     return conn
   }

@@ -129,7 +129,7 @@ export class Catalog {
   readonly dialect: Dialect
   /** The connection URL with any password replaced by `***`. */
   readonly shownAs: string
-  readonly #c: SqlConnection
+  readonly #connection: SqlConnection
   readonly #d: DialectSql
   readonly #n: CatalogNames
   readonly #t: string
@@ -138,7 +138,7 @@ export class Catalog {
 
   /** @internal Use openCatalog(). */
   constructor(connection: SqlConnection, tablePrefix = '') {
-    this.#c = connection
+    this.#connection = connection
     this.dialect = connection.dialect
     this.shownAs = connection.shownAs
     this.#d = dialectSql(connection.dialect)
@@ -159,7 +159,7 @@ export class Catalog {
 
   /** Creates the tables or upgrades them to {@link SCHEMA_VERSION}; returns the version. Idempotent. */
   async migrate(): Promise<number> {
-    return this.#c.withSchemaLock(`rollcall:${this.#n.schema}`, async () => {
+    return this.#connection.withSchemaLock(`rollcall:${this.#n.schema}`, async () => {
       await this.#q(schemaTableDdl(this.dialect, this.#n))
       const table = this.#d.q(this.#n.schema)
       const rows = (await this.#q(`SELECT version FROM ${table}`)).rows
@@ -275,7 +275,7 @@ export class Catalog {
 
   /** Closes the connection. */
   close(): Promise<void> {
-    return this.#c.close()
+    return this.#connection.close()
   }
 
   async #updateWhere(id: number, set: string, params: unknown[]): Promise<ServiceRecord> {
@@ -291,7 +291,7 @@ export class Catalog {
 
   #q(sql: string, params?: readonly unknown[]): ReturnType<SqlConnection['query']> {
     this.#queries += 1
-    return this.#c.query(sql, params)
+    return this.#connection.query(sql, params)
   }
 }
 

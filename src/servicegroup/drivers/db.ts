@@ -39,11 +39,11 @@ export class DbDriver implements ServiceGroupDriver {
   readonly reportsOnJoin = false
   readonly needsServiceRecord = true
   readonly stats: DriverStats = { reads: 0, writes: 0 }
-  readonly #o: DbDriverOptions
+  readonly #options: DbDriverOptions
   readonly #now: () => number
 
   constructor(options: DbDriverOptions) {
-    this.#o = options
+    this.#options = options
     this.#now = options.now ?? Date.now
   }
 
@@ -53,23 +53,23 @@ export class DbDriver implements ServiceGroupDriver {
     const count = service.reportCount + 1
     service.reportCount = count
     this.stats.writes += 1
-    const saved = await this.#o.catalog.update(service.id, { reportCount: count })
+    const saved = await this.#options.catalog.update(service.id, { reportCount: count })
     Object.assign(service, saved)
   }
 
   async isUp(service: ServiceRef): Promise<boolean> {
-    return dbIsUp(service, this.#o.serviceDownTimeSeconds, this.#now())
+    return dbIsUp(service, this.#options.serviceDownTimeSeconds, this.#now())
   }
 
   async getAll(_topic: string, _services: readonly ServiceRef[]): Promise<LiveView> {
     const now = this.#now()
-    const downTime = this.#o.serviceDownTimeSeconds
+    const downTime = this.#options.serviceDownTimeSeconds
     return { isUp: (s) => dbIsUp(s, downTime, now), reportedAt: () => null }
   }
 
   async leave(host: string, topic: string): Promise<void> {
     this.stats.writes += 1
-    await this.#o.catalog.markDown(host, topic)
+    await this.#options.catalog.markDown(host, topic)
   }
 
   async close(): Promise<void> {}

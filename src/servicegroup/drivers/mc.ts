@@ -49,13 +49,13 @@ export class McDriver implements ServiceGroupDriver {
   readonly reportsOnJoin = false
   readonly needsServiceRecord = true
   readonly stats: DriverStats = { reads: 0, writes: 0 }
-  readonly #o: McDriverOptions
+  readonly #options: McDriverOptions
   readonly #client: MemcachedClient
 
   constructor(options: McDriverOptions) {
     if (options.servers.length === 0) throw new InvalidArgumentError('The mc driver needs [memcache] servers')
     warnDeprecated('mc')
-    this.#o = options
+    this.#options = options
     this.#client = new MemcachedClient({ hosts: options.servers.map(parseServer), connectTimeoutMs: MC_TIMEOUTS.connectMs, requestTimeoutMs: MC_TIMEOUTS.requestMs })
   }
 
@@ -70,7 +70,7 @@ export class McDriver implements ServiceGroupDriver {
     const key = this.#key(service)
     this.stats.writes += 1
     try {
-      await this.#client.store('set', key, Buffer.from(new Date().toISOString()), 0, this.#o.serviceDownTimeSeconds)
+      await this.#client.store('set', key, Buffer.from(new Date().toISOString()), 0, this.#options.serviceDownTimeSeconds)
     } catch (err) {
       throw this.#error(err, 'report')
     }

@@ -42,14 +42,14 @@ export function memberInfo(caps: unknown): MemberInfo | undefined {
 /** One topic's view. */
 export class ToozTopicView {
   readonly index: HostIndex
-  readonly #c: Coordinator
+  readonly #coordinator: Coordinator
   #fresh = false
   #opened = false
   #chain: Promise<void> = Promise.resolve()
   #unwatch: (() => Promise<void>) | undefined
 
   constructor(coordinator: Coordinator, topic: string) {
-    this.#c = coordinator
+    this.#coordinator = coordinator
     this.index = new HostIndex(topic)
   }
 
@@ -71,7 +71,7 @@ export class ToozTopicView {
     let changed = false
     return this.#enqueue(async () => {
       if (!this.#unwatch) this.#unwatch = await this.#watch()
-      const members = await this.#c.getMembersWithCapabilities(this.index.topic)
+      const members = await this.#coordinator.getMembersWithCapabilities(this.index.topic)
       const infos = new Map<string, MemberInfo>()
       for (const [id, caps] of members) {
         const info = memberInfo(caps)
@@ -89,7 +89,7 @@ export class ToozTopicView {
     void this.#enqueue(async () => {
       let caps: unknown
       try {
-        caps = await this.#c.getMemberCapabilities(this.index.topic, member)
+        caps = await this.#coordinator.getMemberCapabilities(this.index.topic, member)
       } catch {
         // Gone again already, or unreadable now: a later full read settles it.
         this.#fresh = false
@@ -114,15 +114,15 @@ export class ToozTopicView {
 
   async #watch(): Promise<() => Promise<void>> {
     try {
-      return await this.#c.watchGroup(this.index.topic)
+      return await this.#coordinator.watchGroup(this.index.topic)
     } catch (err) {
       if ((err as { code?: unknown }).code !== 'GROUP_NOT_FOUND') throw err
     }
     // Watching needs the group; a reader creating it is harmless (join_group_create does too).
-    await this.#c.createGroup(this.index.topic).catch((err: unknown) => {
+    await this.#coordinator.createGroup(this.index.topic).catch((err: unknown) => {
       if ((err as { code?: unknown }).code !== 'GROUP_EXISTS') throw err
     })
-    return this.#c.watchGroup(this.index.topic)
+    return this.#coordinator.watchGroup(this.index.topic)
   }
 
   #enqueue(fn: () => Promise<void>): Promise<void> {

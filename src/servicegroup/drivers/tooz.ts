@@ -54,32 +54,32 @@ export class ToozDriver implements ServiceGroupDriver {
   readonly reportsOnJoin = true
   readonly needsServiceRecord = false
   readonly stats: DriverStats = { reads: 0, writes: 0 }
-  readonly #o: ToozDriverOptions
+  readonly #options: ToozDriverOptions
   readonly #views = new Map<string, ToozTopicView>()
   /** topic → host this process joined it as. */
   readonly #joined = new Map<string, string>()
   readonly #settling = new Set<NodeJS.Timeout>()
-  #c: Coordinator | undefined
+  #coordinator: Coordinator | undefined
   #resync: NodeJS.Timeout | undefined
   #closed = false
   /** Failed refreshes, logged once per kind rather than once per topic per resync. */
   readonly #refreshWarnings: RepeatedWarnings
 
   constructor(options: ToozDriverOptions) {
-    this.#o = options
+    this.#options = options
     this.#refreshWarnings = new RepeatedWarnings(options.logger)
     this.backendName = `the coordination backend ${redactUrl(options.url)}`
   }
 
   /** The coordinator (after start()), for diagnostics. */
   get coordinator(): Coordinator {
-    if (!this.#c) throw new InvalidArgumentError('The tooz service-group driver is not started')
-    return this.#c
+    if (!this.#coordinator) throw new InvalidArgumentError('The tooz service-group driver is not started')
+    return this.#coordinator
   }
 
   async start(): Promise<void> {
-    const c = await connect(this.#o.url, { memberId: this.#o.memberId ?? defaultMemberId(), logger: this.#o.logger })
-    this.#c = c
+    const c = await connect(this.#options.url, { memberId: this.#options.memberId ?? defaultMemberId(), logger: this.#options.logger })
+    this.#coordinator = c
     c.on('memberJoined', ({ group, member }) => this.#views.get(group)?.joined(member))
     c.on('memberLeft', ({ group, member }) => this.#views.get(group)?.left(member))
     const doubt = (): void => {
@@ -93,7 +93,7 @@ export class ToozDriver implements ServiceGroupDriver {
     c.on('heartbeatFailed', (f) => f.reason === 'error' && doubt())
     // A corrupt member written by someone else is not doubt about the view (it would make every read a miss).
     c.on('warning', (err) => err.code !== 'SERIALIZATION' && doubt())
-    this.#resync = setInterval(() => this.#refreshWatched(), this.#o.resyncMs ?? RESYNC_MS)
+    this.#resync = setInterval(() => this.#refreshWatched(), this.#options.resyncMs ?? RESYNC_MS)
     this.#resync.unref()
   }
 
@@ -164,7 +164,7 @@ export class ToozDriver implements ServiceGroupDriver {
     }
     for (const [member, caps] of members) {
       if (memberInfo(caps)?.host !== host || member === c.memberId) continue
-      const as = await connect(this.#o.url, { memberId: member, heartbeat: false, autoWatch: false, logger: this.#o.logger })
+      const as = await connect(this.#options.url, { memberId: member, heartbeat: false, autoWatch: false, logger: this.#options.logger })
       try {
         this.stats.writes += 1
         await as.leaveGroup(topic).catch((err: unknown) => {
@@ -189,7 +189,7 @@ export class ToozDriver implements ServiceGroupDriver {
     for (const t of this.#settling) clearTimeout(t)
     await Promise.allSettled([...this.#views.values()].map((v) => v.close()))
     this.#views.clear()
-    await this.#c?.stop()
+    await this.#coordinator?.stop()
   }
 
   /** The topic's view, refreshed first unless it is fresh (the hot path: no read, no log). */

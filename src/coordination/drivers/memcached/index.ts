@@ -107,10 +107,10 @@ class MemcachedDriver implements CoordinationDriver {
     const o = ctx.options
     const secs = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
     this.#ttl = { membership: secs(o.membershipTimeoutMs), lock: secs(o.lockTimeoutMs), leader: secs(o.leaderTimeoutMs) }
-    this.#heartbeat = new MemcachedHeartbeat(() => this.#c, this.#me, this.#ttl, () => this.#meta)
+    this.#heartbeat = new MemcachedHeartbeat(() => this.#connected, this.#me, this.#ttl, () => this.#meta)
   }
 
-  get #c(): MemcachedClient {
+  get #connected(): MemcachedClient {
     if (!this.#client) throw new ConnectionError('The memcached driver is not started')
     return this.#client
   }
@@ -153,43 +153,43 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   async createGroup(group: string): Promise<void> {
-    if ((await this.#c.store('add', KEYS.group(group), encodeGroup([]), FLAG_MSGPACK, 0)) !== 'stored') throw new GroupExistsError(group)
+    if ((await this.#connected.store('add', KEYS.group(group), encodeGroup([]), FLAG_MSGPACK, 0)) !== 'stored') throw new GroupExistsError(group)
     await this.#casLoop(`adding ${group} to the group list`, async () => {
-      const item = await this.#c.gets(KEYS.groupList)
-      if (item === undefined) return (await this.#c.store('add', KEYS.groupList, encodeGroupList([Buffer.from(group)]), FLAG_MSGPACK, 0)) === 'stored' || RETRY
+      const item = await this.#connected.gets(KEYS.groupList)
+      if (item === undefined) return (await this.#connected.store('add', KEYS.groupList, encodeGroupList([Buffer.from(group)]), FLAG_MSGPACK, 0)) === 'stored' || RETRY
       const list = decodeGroupList(item)
       if (list.some((e) => groupListId(e) === group)) return true
-      return (await this.#c.store('cas', KEYS.groupList, encodeGroupList([...list, Buffer.from(group)]), FLAG_MSGPACK, 0, item.cas)) === 'stored' || RETRY
+      return (await this.#connected.store('cas', KEYS.groupList, encodeGroupList([...list, Buffer.from(group)]), FLAG_MSGPACK, 0, item.cas)) === 'stored' || RETRY
     })
   }
 
   async deleteGroup(group: string): Promise<void> {
     const key = KEYS.group(group)
     await this.#casLoop(`deleting group ${group}`, async () => {
-      const item = await this.#c.gets(key)
+      const item = await this.#connected.gets(key)
       const entries = this.#entries(item, group)
       // Unlike tooz, members whose key has lapsed do not keep the group alive.
       if ((await this.#alive(entries)).length > 0) throw new GroupNotEmptyError(group)
       // As tooz: first CAS the value to nil (so no join can slip in), then delete it. The nil gets
       // an expiry here, so that a delete cut short by a dropped connection cannot leave it forever.
-      const r = await this.#c.store('cas', key, Buffer.from([0xc0]), FLAG_MSGPACK, Math.ceil(this.#ctx.options.timeoutMs / 1000), item!.cas)
+      const r = await this.#connected.store('cas', key, Buffer.from([0xc0]), FLAG_MSGPACK, Math.ceil(this.#ctx.options.timeoutMs / 1000), item!.cas)
       if (r === 'notFound') throw new GroupNotFoundError(group)
       return r === 'stored' || RETRY
     })
-    await this.#c.delete(key)
+    await this.#connected.delete(key)
     await this.#casLoop(`removing ${group} from the group list`, async () => {
-      const item = await this.#c.gets(KEYS.groupList)
+      const item = await this.#connected.gets(KEYS.groupList)
       if (item === undefined) return true // evicted: nothing to remove it from
       const list = decodeGroupList(item)
       const rest = list.filter((e) => groupListId(e) !== group)
       if (rest.length === list.length) return true
-      return (await this.#c.store('cas', KEYS.groupList, encodeGroupList(rest), FLAG_MSGPACK, 0, item.cas)) !== 'exists' || RETRY
+      return (await this.#connected.store('cas', KEYS.groupList, encodeGroupList(rest), FLAG_MSGPACK, 0, item.cas)) !== 'exists' || RETRY
     })
   }
 
   async listGroups(): Promise<string[]> {
     const ids = new Set<string>()
-    for (const entry of decodeGroupList(await this.#c.get([KEYS.groupList]).then((m) => m.get(KEYS.groupList)))) {
+    for (const entry of decodeGroupList(await this.#connected.get([KEYS.groupList]).then((m) => m.get(KEYS.groupList)))) {
       const id = groupListId(entry)
       if (id === undefined) this.#ctx.events.warning(new SerializationError(`The group list (${KEYS.groupList}) holds an entry that is not a UTF-8 group id; it is skipped`))
       else ids.add(id)
@@ -251,16 +251,16 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   createLock(name: string): DriverLock {
-    return new MemcachedLock(this.#c, KEYS.lock(name), this.#me, this.#ttl.lock, () => this.#meta)
+    return new MemcachedLock(this.#connected, KEYS.lock(name), this.#me, this.#ttl.lock, () => this.#meta)
   }
 
   leaderLock(group: string): DriverLock {
-    return new MemcachedLock(this.#c, KEYS.leader(group), this.#me, this.#ttl.leader, () => this.#meta)
+    return new MemcachedLock(this.#connected, KEYS.leader(group), this.#me, this.#ttl.leader, () => this.#meta)
   }
 
   async getLeader(group: string): Promise<string | null> {
     const key = KEYS.leader(group)
-    return decodeOwner((await this.#c.get([key])).get(key), key)
+    return decodeOwner((await this.#connected.get([key])).get(key), key)
   }
 
   /** A group's entries; GroupNotFoundError when it does not exist. Unreadable member ids are reported. */
@@ -283,10 +283,10 @@ class MemcachedDriver implements CoordinationDriver {
     const keys = entries.map((e) => (e.id === undefined || e.id === this.#me ? undefined : KEYS.member(e.id)))
     const wanted = keys.filter((k): k is string => k !== undefined)
     if (expiriesOf === undefined || !this.#meta) {
-      const beats = await this.#c.present(wanted)
+      const beats = await this.#connected.present(wanted)
       return entries.filter((_, i) => keys[i] === undefined || beats.has(keys[i]))
     }
-    const ttls = await this.#c.ttls(wanted)
+    const ttls = await this.#connected.ttls(wanted)
     let soonestS = Infinity
     for (const t of ttls.values()) if (t >= 0 && t < soonestS) soonestS = t
     this.#expiries.note(expiriesOf, recheckInMs(soonestS))
@@ -296,14 +296,14 @@ class MemcachedDriver implements CoordinationDriver {
   /** A group's live entries (two round trips at any size), pruning the dead ones from its value. */
   async #live(group: string, withExpiries = false): Promise<GroupEntry[]> {
     const key = KEYS.group(group)
-    const item = await this.#c.gets(key)
+    const item = await this.#connected.gets(key)
     const entries = this.#entries(item, group)
     const alive = await this.#alive(entries, withExpiries ? group : undefined)
     const dead = entries.length - alive.length
     if (dead > 0) {
       // Lazy garbage collection, as tooz does it. Losing the CAS race is fine: the next reader retries.
       // #alive() keeps every entry it cannot check, so the live entries are exactly what stays.
-      await this.#c.store('cas', key, encodeGroup(alive), FLAG_MSGPACK, 0, item!.cas).catch((err: unknown) => {
+      await this.#connected.store('cas', key, encodeGroup(alive), FLAG_MSGPACK, 0, item!.cas).catch((err: unknown) => {
         this.#ctx.events.warning(new BackendError(`Pruning ${dead} dead members from group ${group} failed: ${(err as Error).message}`, { cause: err }))
       })
     } else if (alive.some((e) => e.id === this.#me)) {
@@ -317,9 +317,9 @@ class MemcachedDriver implements CoordinationDriver {
   async #update(group: string, what: string, change: (entries: GroupEntry[]) => GroupEntry[], alongside?: () => Promise<unknown> | undefined): Promise<void> {
     const key = KEYS.group(group)
     await this.#casLoop(what, async () => {
-      const [item] = await Promise.all([this.#c.gets(key), alongside?.()])
+      const [item] = await Promise.all([this.#connected.gets(key), alongside?.()])
       const next = change(this.#entries(item, group))
-      const r = await this.#c.store('cas', key, encodeGroup(next), FLAG_MSGPACK, 0, item!.cas)
+      const r = await this.#connected.store('cas', key, encodeGroup(next), FLAG_MSGPACK, 0, item!.cas)
       if (r === 'notFound') throw new GroupNotFoundError(group)
       return r === 'stored' || RETRY
     })

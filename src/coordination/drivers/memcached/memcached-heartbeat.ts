@@ -32,7 +32,7 @@ export interface HeartbeatTtls {
 
 /** One member's heartbeat and its per-group CAS cache. */
 export class MemcachedHeartbeat {
-  readonly #client: () => MemcachedClient
+  readonly #clientOf: () => MemcachedClient
   readonly #me: string
   readonly #ttl: HeartbeatTtls
   readonly #meta: () => boolean
@@ -46,19 +46,19 @@ export class MemcachedHeartbeat {
 
   /** `client` gives the driver's connection (it throws when not started); `meta` says whether the server has meta commands. */
   constructor(client: () => MemcachedClient, me: string, ttl: HeartbeatTtls, meta: () => boolean) {
-    this.#client = client
+    this.#clientOf = client
     this.#me = me
     this.#ttl = ttl
     this.#meta = meta
   }
 
-  get #c(): MemcachedClient {
-    return this.#client()
+  get #client(): MemcachedClient {
+    return this.#clientOf()
   }
 
   /** Sets this member's key, renewing its expiry (membership_timeout). */
   touch(): Promise<unknown> {
-    return this.#c.store('set', KEYS.member(this.#me), STILL_ALIVE, FLAG_BYTES, this.#ttl.membership)
+    return this.#client.store('set', KEYS.member(this.#me), STILL_ALIVE, FLAG_BYTES, this.#ttl.membership)
   }
 
   /** One beat: the member key, the held locks' refreshes and the probe of every joined group. */
@@ -103,7 +103,7 @@ export class MemcachedHeartbeat {
     }
     if (changed.length > 0) {
       // The rare second round trip: values that changed since our entry was last seen in them.
-      const items = await this.#c.get(changed.map(KEYS.group), true)
+      const items = await this.#client.get(changed.map(KEYS.group), true)
       for (const g of changed) {
         const item = items.get(KEYS.group(g))
         if (item === undefined) lostGroups.push(g)
@@ -121,13 +121,13 @@ export class MemcachedHeartbeat {
    */
   async #probe(groups: readonly string[]): Promise<({ cas: bigint | undefined; item?: MemcachedItem } | undefined)[]> {
     if (!this.#meta()) {
-      const items = await this.#c.get(groups.map(KEYS.group), true)
+      const items = await this.#client.get(groups.map(KEYS.group), true)
       return groups.map((g) => {
         const item = items.get(KEYS.group(g))
         return item && { cas: item.cas, item }
       })
     }
-    const replies = await Promise.all(groups.map((g) => this.#c.meta('mg', KEYS.group(g), ['c'])))
+    const replies = await Promise.all(groups.map((g) => this.#client.meta('mg', KEYS.group(g), ['c'])))
     return replies.map((r) => (r.code === 'HD' ? { cas: casOf(r.flags.get('c')) } : undefined))
   }
 

@@ -63,7 +63,7 @@ type Runner = (name: ScriptName, keys: readonly string[], args: readonly ScriptA
 /** The redis driver: one ioredis connection per coordinator. */
 class RedisDriver implements CoordinationDriver {
   readonly #ctx: DriverContext<RedisOptions>
-  readonly #o: RedisOptions
+  readonly #options: RedisOptions
   readonly #keys: RedisKeys
   readonly #target: RedisTarget
   #client: Redis | undefined
@@ -82,7 +82,7 @@ class RedisDriver implements CoordinationDriver {
 
   constructor(ctx: DriverContext<RedisOptions>, target: RedisTarget) {
     this.#ctx = ctx
-    this.#o = ctx.options
+    this.#options = ctx.options
     this.#target = target
     this.#keys = new RedisKeys(ctx.options.namespace, ctx.options.lockKeyStyle)
   }
@@ -91,23 +91,23 @@ class RedisDriver implements CoordinationDriver {
     const { Redis: RedisClient } = await import('ioredis').catch((err: unknown) => {
       throw new DriverUnavailableError('redis', 'ioredis', { cause: err })
     })
-    const tls = await readTlsMaterial(this.#o)
+    const tls = await readTlsMaterial(this.#options)
     // Until start() succeeds ioredis must not retry: a wrong port fails start() instead of
     // reconnecting forever. Afterwards a dropped connection is retried with backoff.
     const retry = (attempt: number): number | null => (this.#started && !this.#stopping ? backoffMs(attempt) : null)
-    const client = new RedisClient(ioredisOptions(this.#ctx.url, this.#target, this.#o, tls, { redis: retry, sentinel: retry }, this.#ctx.memberId))
+    const client = new RedisClient(ioredisOptions(this.#ctx.url, this.#target, this.#options, tls, { redis: retry, sentinel: retry }, this.#ctx.memberId))
     client.on('error', (err: Error) => {
       this.#lastError = err
     })
     this.#client = client
     this.#runner = installScripts(client)
-    await this.#connectWithin(client, this.#o.socketConnectTimeoutMs)
+    await this.#connectWithin(client, this.#options.socketConnectTimeoutMs)
     this.#started = true
     client.on('close', () => this.#onDown())
     client.on('reconnecting', () => this.#onDown())
     client.on('ready', () => this.#onReady())
-    if (this.#o.healthCheckIntervalMs > 0) {
-      this.#healthTimer = setInterval(() => void client.ping().catch(() => {}), this.#o.healthCheckIntervalMs)
+    if (this.#options.healthCheckIntervalMs > 0) {
+      this.#healthTimer = setInterval(() => void client.ping().catch(() => {}), this.#options.healthCheckIntervalMs)
       this.#healthTimer.unref()
     }
   }
@@ -126,7 +126,7 @@ class RedisDriver implements CoordinationDriver {
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
     this.#joined = new Set(joined.keys())
     const lostGroups = await this.#beat([...this.#joined])
-    return { nextBeatMs: Math.min(this.#o.membershipTimeoutMs, this.#o.lockTimeoutMs), lostGroups }
+    return { nextBeatMs: Math.min(this.#options.membershipTimeoutMs, this.#options.lockTimeoutMs), lostGroups }
   }
 
   async createGroup(group: string): Promise<void> {
@@ -248,7 +248,7 @@ class RedisDriver implements CoordinationDriver {
     return new RedisLock({
       client: () => this.#redis(),
       run: (name, keys, args) => this.#run(name, keys, args),
-      lockTimeoutMs: this.#o.lockTimeoutMs,
+      lockTimeoutMs: this.#options.lockTimeoutMs,
       memberId: this.#ctx.memberId,
       held: (lock, isHeld) => (isHeld ? this.#heldLocks.add(lock) : this.#heldLocks.delete(lock)),
     }, key, this.#keys.fence(key))
@@ -257,7 +257,7 @@ class RedisDriver implements CoordinationDriver {
   /** Sets the beat key and returns the joined groups that no longer list this member. */
   async #beat(groups: readonly string[]): Promise<string[]> {
     const keys = [this.#keys.beat(this.#ctx.memberId), ...groups.map((g) => this.#keys.group(g))]
-    const r = await this.#run('rollcallHeartbeat', keys, [this.#o.membershipTimeoutMs, STILL_ALIVE, this.#ctx.memberId])
+    const r = await this.#run('rollcallHeartbeat', keys, [this.#options.membershipTimeoutMs, STILL_ALIVE, this.#ctx.memberId])
     return Array.isArray(r) ? r.flatMap((i) => (typeof i === 'number' && groups[i - 1] !== undefined ? [groups[i - 1]!] : [])) : []
   }
 
