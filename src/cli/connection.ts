@@ -63,6 +63,7 @@ export async function openCoordinator(ctx: CommandContext, options: { autoWatch?
 export async function withCoordinator<T>(ctx: CommandContext, fn: (c: Coordinator) => Promise<T>, options: { bounded?: boolean } = {}): Promise<T> {
   const c = await openCoordinator(ctx)
   let timer: NodeJS.Timeout | undefined
+  let timedOut = false
   try {
     if (options.bounded === false) return await fn(c)
     const limitMs = timeoutMs(ctx, 'command-timeout')
@@ -70,7 +71,10 @@ export async function withCoordinator<T>(ctx: CommandContext, fn: (c: Coordinato
     const started = Date.now()
     const tick = setInterval(() => Date.now() - started >= QUIET_MS && progress.set(`waiting for ${redactUrl(backendUrl(ctx))} (${Math.round((Date.now() - started) / 1000)} s)`, 'waiting'), 250)
     const expired = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new OperationTimeoutError(`${redactUrl(backendUrl(ctx))} did not answer within ${limitMs / 1000} s (--command-timeout)`)), limitMs)
+      timer = setTimeout(() => {
+        timedOut = true
+        reject(new OperationTimeoutError(`${redactUrl(backendUrl(ctx))} did not answer within ${limitMs / 1000} s (--command-timeout)`))
+      }, limitMs)
     })
     try {
       return await Promise.race([fn(c), expired])
@@ -80,7 +84,10 @@ export async function withCoordinator<T>(ctx: CommandContext, fn: (c: Coordinato
     }
   } finally {
     clearTimeout(timer)
-    await c.stop()
+    // A backend that did not answer in time would not answer stop()'s clean-up either (a driver
+    // waits seconds for it): the answer is due now, and the process exits without it.
+    if (timedOut) void c.stop().catch(() => {})
+    else await c.stop()
   }
 }
 

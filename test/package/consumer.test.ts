@@ -100,7 +100,14 @@ export async function typos(signal: AbortSignal): Promise<void> {
 }
 `
 
-const EXPECTED = { members: ['consumer-1'], held: true, sections: ['DEFAULT'], catalog: 'DRIVER_UNAVAILABLE',
+/**
+ * Whether a plain `node` (this binary, no flags, as the consumer's program runs) can import
+ * node:sqlite: Node 22.13 and later can; before, it is absent or behind --experimental-sqlite.
+ */
+const NODE_SQLITE = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('node:sqlite')"], { encoding: 'utf8', timeout: 30_000 }).status === 0
+
+/** With better-sqlite3 not installed, the catalog opens on node:sqlite or names the package to install. */
+const EXPECTED = { members: ['consumer-1'], held: true, sections: ['DEFAULT'], catalog: NODE_SQLITE ? 'opened' : 'DRIVER_UNAVAILABLE',
   redis: 'The redis driver needs the npm package "ioredis"; install it with: npm install ioredis' }
 
 function tsconfig(resolution: 'node16' | 'bundler'): object {

@@ -5,6 +5,8 @@
  * - resume(): forward again, delivering what was held back;
  * - cut(): reset every connection and refuse new ones (a dead link) until restore();
  * - stall(): the connections open now go silent for good, new ones forward (half-open links);
+ * - stallOn(text): from now on, a connection whose client sends `text` (case-insensitive, within
+ *   one read) goes silent for good from that write on (a server that stalls one kind of request);
  * - endMidFrame(tail): sends `tail` to every client, then closes its connection politely (a
  *   reply cut off part way);
  * - close(): end everything.
@@ -19,6 +21,7 @@ export class TcpProxy {
   readonly #stalled = new Set<[Socket, Socket]>()
   #paused = false
   #cut = false
+  #stallOn: string | undefined
   /** Writes held back while paused, in order. */
   readonly #held: (() => void)[] = []
 
@@ -68,6 +71,10 @@ export class TcpProxy {
     for (const pair of this.#pairs) this.#stalled.add(pair)
   }
 
+  stallOn(text: string): void {
+    this.#stallOn = text.toLowerCase()
+  }
+
   endMidFrame(tail: Buffer): void {
     for (const pair of this.#pairs) {
       this.#stalled.add(pair)
@@ -104,6 +111,10 @@ export class TcpProxy {
     const forward = (from: Socket, to: Socket): void => {
       from.on('data', (chunk: Buffer) => {
         if (this.#stalled.has(pair)) return
+        if (from === client && this.#stallOn !== undefined && chunk.toString('latin1').toLowerCase().includes(this.#stallOn)) {
+          this.#stalled.add(pair)
+          return
+        }
         const write = (): void => {
           if (!to.destroyed) to.write(chunk)
         }

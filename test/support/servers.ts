@@ -166,11 +166,16 @@ async function startPrivate(recipe: Recipe): Promise<PrivateServer> {
   }
 }
 
-/** A private redis-server (no persistence, so a restart comes back empty). */
-export function startRedis(): Promise<PrivateServer> {
+/**
+ * A private redis-server (no persistence, so a restart comes back empty). `requirePass`: the
+ * password it demands (`--requirepass`; the URL then needs it).
+ */
+export function startRedis(options: { requirePass?: string } = {}): Promise<PrivateServer> {
+  const auth = options.requirePass === undefined ? [] : ['--requirepass', options.requirePass]
   return startPrivate({
-    kind: 'redis', scheme: 'redis', probe: 'PING\r\n', expect: /PONG/, readyMs: 10_000,
-    command: (port, dir) => ({ cmd: 'redis-server', args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir] }),
+    // Ready when it answers at all: PONG, or NOAUTH when it wants a password first.
+    kind: 'redis', scheme: 'redis', probe: 'PING\r\n', expect: /PONG|NOAUTH/, readyMs: 10_000,
+    command: (port, dir) => ({ cmd: 'redis-server', args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...auth] }),
   })
 }
 
