@@ -7,7 +7,8 @@
  * DIR/tmp and DIR/.driver_lock and paths escaping DIR; rollcall also refuses anything *under*
  * groups/ and tmp/ (a lock there could overwrite a member record) and its own `.leaders/`.
  */
-import { posix } from 'node:path'
+import { mkdirSync, statSync } from 'node:fs'
+import { dirname, posix, resolve } from 'node:path'
 import { InvalidUrlError } from '../../../errors.js'
 import type { IdKind } from '../../driver.js'
 import type { BackendUrl } from '../../url.js'
@@ -58,4 +59,23 @@ export function directoryOf(url: BackendUrl): string {
     throw new InvalidUrlError(`${redacted} has no directory: write file:///absolute/path, e.g. file:///var/lib/rollcall`)
   }
   return posix.normalize(path).replace(/(.)\/+$/, '$1')
+}
+
+/**
+ * `mkdir -p` in at most one mkdir per missing component. Node's recursive mkdir retries forever
+ * when a parent exists but takes no new entries (`/proc/self`: ENOENT, then EEXIST, again).
+ */
+export function makeDirectory(dir: string): void {
+  const missing: string[] = []
+  for (let d = resolve(dir); statSync(d, { throwIfNoEntry: false })?.isDirectory() !== true; d = dirname(d)) {
+    missing.push(d)
+    if (dirname(d) === d) break
+  }
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || statSync(d).isDirectory() !== true) throw err
+    }
+  }
 }

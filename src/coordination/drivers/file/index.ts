@@ -16,49 +16,23 @@
  * - `DIR/<lock name>`: an empty file, record-locked while the lock is held;
  * - `DIR/.leaders/<sha1 g>`: rollcall only, the leader lock of g with its holder's id inside.
  *
- * Consistency: one host, strongly consistent (every membership read and write happens under
- * `.driver_lock`). A member is alive while its `.raw` file's mtime is at most `timeout` seconds
- * old; the heartbeat touches it. Expiry is seen by polling: nothing is pushed.
- *
  * Costs: inside `.driver_lock` the file calls are synchronous (a few microseconds each, where a
  * hop through libuv's thread pool costs more than the call; only the wait for the lock is
  * asynchronous), so a join is about ten system calls. Member ids live inside the records (file
  * names are hashes), so a listing must know every record: it keeps the decoded records of each
  * group it listed and, next time, reads only files that are new or changed (file-records.ts says how
  * a stat proves a file unchanged), so a listing of unchanged members is a readdir and one stat each.
+ * getMemberInfo(): createdAt is `joined_on`; updatedAt is the birth time of the member's current
+ * record (written at join and by each updateCapabilities; heartbeats only touch its mtime), or its
+ * mtime where the file system records no birth time.
  *
- * Hazards:
- * - Local only: a network file system's record locks and mtimes are only as good as its server.
- * - Locks are record locks (F_OFD_SETLK on Linux, through fs-native-extensions), which conflict
- *   with the `fcntl.lockf` locks Python tooz takes: rollcall and tooz exclude each other on
- *   `.driver_lock` and on named locks. Shared locks are read record locks: readers hold together
- *   across processes; a Python holder of either kind (tooz's shared lock is exclusive across
- *   processes) excludes them, and they exclude a Python taker. On macOS the package uses flock, which does not exclude
- *   Python's locks (rollcall processes still exclude each other).
- * - Unlike tooz, a listing or deleteGroup() deletes other members' `.raw` files whose mtime is
- *   older than `timeout` (never this member's own), as Redis' lazy GC does, so dead members no
- *   longer block deleteGroup() forever. A tooz process paused for longer than `timeout` therefore
- *   disappears for good (tooz does not rejoin), where tooz alone would list it again after its
- *   next heartbeat. A rollcall member in that case is told (`membershipLost`) and rejoins.
- * - break() unlinks the lock file. rollcall acquirers check after locking that the file they
- *   locked is still the one at the path, so they never share a broken lock; a tooz waiter that had
- *   the old file open can still take it alongside a new holder. break() is for operators and tests.
- * - A member record whose member id cannot be read is skipped, with one `warning` per file.
- * - rollcall writes ids as bytes (`encoded: False`), the id type tooz documents; a tooz program
- *   that passes str ids gets rollcall's members and groups back as bytes.
- * - A tool that rewrites a member file in place, keeping its size, and is followed by a rollcall
- *   heartbeat before the next listing, goes unnoticed by this process's record cache until the file
- *   is replaced (rollcall and tooz never write member files that way; see file-records.ts).
- * - The synchronous file calls block the event loop for as long as the file system takes: fine on
- *   a local disk, not on a hung network mount (which the driver does not support anyway).
- * - getMemberInfo(): createdAt is `joined_on`; updatedAt is the birth time of the member's current
- *   record (written at join and by each updateCapabilities; heartbeats only touch its mtime), or
- *   its mtime where the file system records no birth time.
+ * Consistency and hazards (stale-file collection, Python lock compatibility, break(), ids as
+ * bytes, the record cache) are declared in defineDriver below, from which docs/drivers.md is made.
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
-import { dirname, join, resolve } from 'node:path'
+import { join } from 'node:path'
 import {
   BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, MemberExistsError,
   MemberNotJoinedError, SerializationError,
@@ -67,7 +41,7 @@ import { defineDriver, type CoordinationDriver, type DriverContext, type DriverL
 import { opt, type ResolvedOptions } from '../../options.js'
 import { CorruptRecordError, decodeGroupMetadata, decodeMemberRecord, encodeGroupMetadata, encodeMemberRecord, safeName } from './file-format.js'
 import { LeaderLock, readLeader } from './file-leader.js'
-import { directoryOf, normalizeLockName, validateId } from './file-paths.js'
+import { directoryOf, makeDirectory, normalizeLockName, validateId } from './file-paths.js'
 import { nativeLocks, RecordLock, withFileLock } from './file-lock.js'
 import { exists, isMissing, MemberRecords, statIfExists, type CachedRecord, type LiveFile, type MemberEntry } from './file-records.js'
 
@@ -80,25 +54,6 @@ type FileOptions = ResolvedOptions<typeof OPTIONS>
 
 /** Longest wait for `.driver_lock`, which tooz and rollcall hold only for one short operation. */
 const DRIVER_LOCK_WAIT_MS = 10_000
-
-/**
- * `mkdir -p` in at most one mkdir per missing component. Node's recursive mkdir retries forever
- * when a parent exists but takes no new entries (`/proc/self`: ENOENT, then EEXIST, again).
- */
-function makeDirectory(dir: string): void {
-  const missing: string[] = []
-  for (let d = resolve(dir); statSync(d, { throwIfNoEntry: false })?.isDirectory() !== true; d = dirname(d)) {
-    missing.push(d)
-    if (dirname(d) === d) break
-  }
-  for (const d of missing.reverse()) {
-    try {
-      mkdirSync(d)
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || statSync(d).isDirectory() !== true) throw err
-    }
-  }
-}
 
 class FileDriver implements CoordinationDriver {
   readonly #ctx: DriverContext<FileOptions>
