@@ -25,22 +25,11 @@
  * group value is read again only when its CAS differs from the last one at which this member saw
  * its own entry there.
  *
- * Hazards, plainly:
- * - memcached is a cache. LRU eviction can drop a group, the group list, a member key or a lock at
- *   any moment, whatever its expiry. A dropped group or member key shows up as `membershipLost`
- *   (then `rejoined`); a dropped lock lets another process take it before this one's next
- *   refresh notices (`lockLost`). Give memcached memory to spare, or use another backend for
- *   locks that guard anything important.
- * - A restarted memcached forgets everything. The driver notices the restart on reconnect (new
- *   pid / boot time) and reports `lost`: locks and leadership are dropped, groups are rejoined.
- * - No fencing: an evicted or restarted server can hand the same lock to two holders in turn.
- * - On a server without meta commands (before 1.6.10) the heartbeat reads every joined group's
- *   value (one multi-key `gets`), as it cannot ask for the CAS alone; it still decodes a value only
- *   when its CAS changed.
- * - Expiry has one-second resolution and a key may lapse up to a second early, so heartbeats run
- *   at half of (shortest timeout − 1 s); timeouts under 2 s are not useful.
- * - A member id, group id or lock name must fit a memcached key once prefixed (250 bytes, no
- *   spaces or control characters); validateId() refuses the rest before anything is written.
+ * On a server without meta commands (before 1.6.10) the heartbeat reads every joined group's value
+ * (one multi-key `gets`) instead, decoding a value only when its CAS changed. Ids must fit a
+ * memcached key once prefixed (250 bytes, no spaces or control characters): validateId() refuses
+ * the rest before anything is written. Hazards (eviction, restarts, no fencing, fail-over hosts,
+ * whole-second expiry) are declared in defineDriver below, from which docs/drivers.md is made.
  */
 import type { ConnectionOptions } from 'node:tls'
 import {
