@@ -71,6 +71,34 @@ export function sharedLockCases(h: Harness): void {
     assert.equal(await writer.isStillOwner(), true)
   })
 
+  h.gated('sharedLocks', 'shared locks: readers and writers of four coordinators contending at random never overlap a writer', async (t) => {
+    const name = rid('l')
+    const coordinators = await Promise.all([0, 1, 2, 3].map(() => h.open(t)))
+    // Counted after acquire() resolves and before release() is called: a hold is counted only
+    // while it surely exists, so an overlap seen here is an overlap that happened.
+    let readers = 0
+    let writers = 0
+    let readersTogether = 0
+    const violations: string[] = []
+    await Promise.all(coordinators.map(async (c) => {
+      for (let i = 0; i < 12; i++) {
+        const shared = Math.random() < 0.6
+        const lock = c.getLock(name)
+        assert.equal(await lock.acquire({ shared, timeoutMs: TIMING.eventMs }), true)
+        if (writers > 0 || (!shared && readers > 0)) violations.push(`${shared ? 'reader' : 'writer'} entered beside ${writers} writers and ${readers} readers`)
+        if (shared) readers++
+        else writers++
+        readersTogether = Math.max(readersTogether, readers)
+        await new Promise((r) => setTimeout(r, 5 + Math.random() * 10))
+        if (shared) readers--
+        else writers--
+        assert.equal(await lock.release(), true)
+      }
+    }))
+    t.diagnostic(`at most ${readersTogether} readers held together`)
+    assert.deepEqual(violations, [])
+  })
+
   h.gated(['sharedLocks', 'fencing'], 'shared locks: a shared hold has no fencing token; the next exclusive one has a larger token than the last', async (t) => {
     const a = await h.open(t)
     const b = await h.open(t)
