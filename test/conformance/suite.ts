@@ -9,6 +9,7 @@ import { electionCases } from './cases/elections.js'
 import { groupCases } from './cases/groups.js'
 import { lockCases } from './cases/locks.js'
 import { partitionerCases } from './cases/partitioner.js'
+import { sharedLockCases } from './cases/shared-locks.js'
 import { toozGroupCases } from './cases/tooz/api-groups.js'
 import { toozLockCases } from './cases/tooz/api-locks.js'
 import { toozWatchCases } from './cases/tooz/api-watch.js'
@@ -24,6 +25,7 @@ export async function describeConformance(name: Backend): Promise<void> {
     watcherCases(h)
     electionCases(h)
     lockCases(h)
+    sharedLockCases(h)
     partitionerCases(h)
   })
   // tooz's own tests (test_coordination.py TestAPI, test_partitioner.py), ported case by case.

@@ -486,6 +486,20 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     await assert.rejects(connect(`${URL}?namespace=x`), InvalidOptionError)
   })
 
+  it('etcd3: options: a tooz URL with a path works unchanged, with one warning naming the path', async (t) => {
+    const logged: string[] = []
+    const url = `etcd3://127.0.0.1:${SHARED_PORT}/f00`
+    const c = await connect(url, { memberId: rid('m'), logger: { debug() {}, info() {}, warn: (m: string) => void logged.push(m), error() {} } })
+    t.after(() => c.stop())
+    assert.equal(logged.filter((m) => m.includes('/f00')).length, 1)
+    assert.match(logged.find((m) => m.includes('/f00'))!, /^The path "\/f00" of etcd3:\/\/127\.0\.0\.1:\d+\/f00 is ignored, as tooz ignores it; .*api_version/)
+    const g = rid('g')
+    await c.joinGroupCreate(g)
+    // The same keys as a URL without the path: the path chose nothing.
+    const plain = await open(t)
+    assert.deepEqual(await plain.getMembers(g), [c.memberId])
+  })
+
   it('etcd3: auth: user and password from the URL; an expired token is renewed, for requests and watches', async (t) => {
     const { port } = await ownEtcd(t, 'http', ['--auth-token-ttl', '2'])
     const endpoint = `http://127.0.0.1:${port}`

@@ -423,6 +423,17 @@ describe('memcached driver', { concurrency: 4 }, () => {
     await assert.rejects(connect(`${sharedMemcached().url}?no_such_option=1`), InvalidOptionError)
   })
 
+  it('memcached: connect: a tooz URL with a path works unchanged, with one warning naming the path', async (t) => {
+    const logged: string[] = []
+    const c = await open(t, `${sharedMemcached().url}/f00?timeout=5`, { logger: { debug() {}, info() {}, warn: (m: string) => void logged.push(m), error() {} } })
+    assert.deepEqual(logged.filter((m) => m.includes('/f00')), [`The path "/f00" of memcached://127.0.0.1:${sharedMemcached().port}/f00?timeout=5 is ignored, as tooz ignores it`])
+    const g = rid('g')
+    await c.joinGroupCreate(g)
+    // The same keys as a URL without the path: the path chose nothing.
+    const plain = await open(t, sharedMemcached().url)
+    assert.deepEqual(await plain.getMembers(g), [c.memberId])
+  })
+
   it('memcached: locks: two Lock objects of one member exclude each other, and a stale one cannot free the other', async (t) => {
     const c = await open(t, sharedMemcached().url)
     const m = raw(t)

@@ -68,6 +68,17 @@ def main():
             locks[name] = coord.get_lock(name)
         return locks[name]
 
+    kazoo_locks = {}
+
+    def kazoo_lock(req):
+        # kazoo's ReadLock / WriteLock on tooz's lock path (ZooKeeper only; tooz has no shared lock there).
+        key = (req['kind'], req['name'])
+        if key not in kazoo_locks:
+            path = coord._paths_join('/', coord._namespace, 'locks', req['name'])
+            recipe = {'read': coord._coord.ReadLock, 'write': coord._coord.WriteLock}[req['kind']]
+            kazoo_locks[key] = recipe(path, member)
+        return kazoo_locks[key]
+
     def elect(req):
         coord.watch_elected_as_leader(ident(req, 'group'), lambda event: elected.append(event.group_id))
         coord.run_watchers()
@@ -86,6 +97,8 @@ def main():
         'lock_acquire': lambda r: lock(r).acquire(blocking=r.get('blocking', False), **({'shared': True} if r.get('shared') else {})),
         'lock_release': lambda r: lock(r).release(),
         'lock_is_owner': lambda r: lock(r).is_still_owner(),
+        'kazoo_lock_acquire': lambda r: kazoo_lock(r).acquire(blocking=r.get('blocking', False), timeout=r.get('timeout')),
+        'kazoo_lock_release': lambda r: kazoo_lock(r).release(),
         'elect': elect,
         'run_watchers': lambda r: (coord.run_watchers(), [g.decode() if isinstance(g, bytes) else g for g in elected])[1],
         'get_leader': lambda r: (lambda v: v.decode() if isinstance(v, bytes) else v)(coord.get_leader(ident(r, 'group')).get()),

@@ -3,7 +3,8 @@
  *
  * URL: `etcd3+http://[user:password@]host[:port][,host[:port]...][?options]`, `etcd3+https://...`
  * (with ca_cert, cert_key, cert_cert) and `etcd3://` (= http); options in etcd3-options.ts. With
- * several hosts, a request whose connection cannot be opened moves on to the next one.
+ * several hosts, a request whose connection cannot be opened moves on to the next one. A path is
+ * ignored, as tooz ignores it (one warning).
  * Consistency and hazards: the declaration at the end of this file (docs/drivers.md).
  *
  * Layout (tooz 3.1, exactly):
@@ -32,6 +33,7 @@ import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefi
 import { Etcd3Lock, lockKey, type LockHost } from './etcd3-lock.js'
 import { openWatch } from './etcd3-watch.js'
 import { utf8IdProblem } from '../kit/ids.js'
+import { warnIgnoredPath } from '../kit/ignored-path.js'
 import { readTlsFile } from '../kit/tls-files.js'
 
 const GROUP_PREFIX = 'tooz/groups/'
@@ -372,5 +374,8 @@ export default defineDriver({
     if (err.grpcCode === GRPC.DEADLINE_EXCEEDED || err.status === 408 || err.status === 504) return new OperationTimeoutError(err.message, { cause: err })
     return new BackendError(err.message, { cause: err })
   },
-  create: (ctx) => new Etcd3Driver(ctx),
+  create(ctx) {
+    warnIgnoredPath(ctx.url, (message) => ctx.log.warn(message), 'the gateway API prefix is chosen with ?api_version=v3 (or found from GET /version)')
+    return new Etcd3Driver(ctx)
+  },
 })

@@ -5,7 +5,7 @@
  * default `localhost:11211`. tooz talks to one server; extra hosts here are a **fail-over list**
  * (the first that answers is used, and every reconnect starts again from the first), never
  * shards: a Python process would not find keys spread over servers. `use_ssl=true` (with
- * `ca_cert`, `ssl_cert`, `ssl_key`, ...) connects over TLS.
+ * `ca_cert`, `ssl_cert`, `ssl_key`, ...) connects over TLS. A path is ignored, as tooz ignores it (one warning).
  *
  * Consistency: every group is one value updated by compare-and-swap (`gets`/`cas`), so concurrent
  * joins and leaves never lose each other; conflicts are retried with short jittered backoff
@@ -50,6 +50,7 @@ import { FirstExpiries } from '../../expiries.js'
 import { recheckInMs } from './memcached-expiries.js'
 import { MemcachedHeartbeat } from './memcached-heartbeat.js'
 import { MemcachedLock } from './memcached-lock.js'
+import { warnIgnoredPath } from '../kit/ignored-path.js'
 import { readTlsFile } from '../kit/tls-files.js'
 
 const DEFAULT_PORT = 11211
@@ -93,6 +94,7 @@ class MemcachedDriver implements CoordinationDriver {
   constructor(ctx: DriverContext<MemcachedOptions>) {
     this.#ctx = ctx
     this.#me = ctx.memberId
+    warnIgnoredPath(ctx.url, (message) => ctx.log.warn(message))
     const o = ctx.options
     const secs = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
     this.#ttl = { membership: secs(o.membershipTimeoutMs), lock: secs(o.lockTimeoutMs), leader: secs(o.leaderTimeoutMs) }

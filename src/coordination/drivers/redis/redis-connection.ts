@@ -15,6 +15,7 @@ import type { RedisOptions as IoRedisOptions } from 'ioredis'
 import { BackendError, ConnectionError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
 import { parseHostPort, type BackendUrl, type HostPort } from '../../url.js'
 import type { RedisOptions } from './redis-options.js'
+import { warnIgnoredPath } from '../kit/ignored-path.js'
 import { readTlsFile } from '../kit/tls-files.js'
 
 /** Port of a redis URL that names none. */
@@ -60,7 +61,7 @@ export function redisTarget(url: BackendUrl, o: RedisOptions, warn: (message: st
     if (/^\/\d+\/?$/.test(url.path)) {
       throw new InvalidUrlError(`${url.redacted} has the path "${url.path}", which reads as a database number, but tooz ignores URL paths (and would use database ${o.db}); select the database with ?db=N instead`)
     }
-    warn(`The path "${url.path}" of ${url.redacted} is ignored, as tooz ignores it; the database is chosen with ?db=N (now ${o.db})`)
+    warnIgnoredPath(url, warn, `the database is chosen with ?db=N (now ${o.db})`)
   }
   const host = first.host === '' ? 'localhost' : first.host
   if (o.sentinel === undefined) return { kind: 'tcp', host, port: first.port ?? REDIS_PORT, tls }

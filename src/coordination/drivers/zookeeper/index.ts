@@ -11,7 +11,8 @@
  * Layout (tooz.md §3.3): `/<ns>` persistent; group `/<ns>/<group>` persistent; member
  * `/<ns>/<group>/<member>` EPHEMERAL holding msgpack capabilities; lock
  * `/<ns>/locks/<name>/<uuid4hex>__lock__<seq>` EPHEMERAL_SEQUENTIAL holding the member id (kazoo's
- * lock recipe, zookeeper-lock.ts); leader = the same recipe at `/<ns>/<group>/leader`.
+ * lock recipe, zookeeper-lock.ts), `…__rlock__<seq>` for a shared hold (kazoo's ReadLock); leader =
+ * the same recipe at `/<ns>/<group>/leader`.
  *
  * Consistency: writes are linearizable (one leader orders them); reads are sequentially consistent
  * per session and may lag other clients' writes briefly. Liveness is the ZooKeeper session: a
@@ -31,6 +32,7 @@
  *   session timeout), a new session is opened and the Coordinator rejoins; until the server
  *   notices, another client may briefly still see the old member or lock nodes.
  * - No TLS: node-zookeeper-client cannot speak it, so `use_ssl=true` is refused.
+ * - Shared locks are kazoo's ReadLock, exclusive ones its WriteLock; tooz's plain-Lock holders do not see readers (zookeeper-lock.ts).
  */
 import {
   BackendError, ConnectionError, DriverUnavailableError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidArgumentError,
@@ -377,7 +379,7 @@ export default defineDriver({
     'zookeeper://127.0.0.1:2181?hosts=10.0.0.2:2181&hosts=10.0.0.3:2181',
     'zookeeper://user:password@127.0.0.1:2181',
   ],
-  consistency: 'Writes are linearizable (ordered by the ZooKeeper leader); reads are sequentially consistent per session and may briefly lag writes made through other servers. A member is alive while its session is: a crashed or partitioned member disappears after the session timeout (`timeout`, 10 s), removed by the server. Membership changes reach watchers by push (child watches); lock waiters queue in ZooKeeper and are woken by watches. Lock tokens are node sequence numbers.',
+  consistency: 'Writes are linearizable (ordered by the ZooKeeper leader); reads are sequentially consistent per session and may briefly lag writes made through other servers. A member is alive while its session is: a crashed or partitioned member disappears after the session timeout (`timeout`, 10 s), removed by the server. Membership changes reach watchers by push (child watches); lock waiters queue in ZooKeeper and are woken by watches. Lock tokens are node sequence numbers; a shared hold has none.',
   hazards: [
     "tooz lists `locks` as a group and `leader` as a member once locks or elections were used; rollcall hides them when reading and refuses them as group and member ids.",
     'tooz ignores the URL path; rollcall uses it as a chroot. A Python peer reaches the same nodes with `namespace=<chroot>/<namespace>` and no path.',
@@ -386,9 +388,11 @@ export default defineDriver({
     'After a session is lost (expired by the server, or no server answered for longer than the session timeout) a new session is opened and memberships are restored; others may still see the old member and lock nodes until the server expires the old session.',
     'No TLS (node-zookeeper-client has none): `use_ssl=true` is refused.',
     'getLeader() of a group in which nobody ever ran is null (tooz creates the group and its `leader` node when asked).',
+    "Shared locks are kazoo's ReadLock (`__rlock__` nodes) and exclusive locks its WriteLock, so kazoo's ReadLock and WriteLock interoperate with them. tooz's own exclusive lock is kazoo's plain Lock, which ignores `__rlock__` nodes: **a Python tooz lock is granted while rollcall readers hold the lock** (it does exclude readers that queue after it, and rollcall writers). Do not mix rollcall readers with Python tooz lock holders on one name.",
+    "kazoo 2.8's ReadLock (Debian bookworm's) waits on every WriteLock node, even one queued after its own: a Python reader and a rollcall writer that queue at the same moment can each wait for the other until one gives up (a non-blocking Python reader just fails).",
   ],
   clientPackage: 'node-zookeeper-client',
-  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'sessionExpiry', 'pushWatch', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'sessionExpiry', 'pushWatch', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'sharedLocks', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: ZOOKEEPER_OPTIONS,
   validateId: idProblem,
   translateError(err) {

@@ -1,30 +1,42 @@
 /**
- * kazoo's lock recipe (kazoo/recipe/lock.py `Lock`), which tooz uses for its ZooKeeper locks and
+ * kazoo's lock recipes (kazoo/recipe/lock.py), which tooz uses for its ZooKeeper locks and
  * leader elections, so that Python and Node contenders stand in one queue.
  *
- * Layout: each contender creates an EPHEMERAL_SEQUENTIAL child `<uuid4hex>__lock__<10 digits>` of
- * the lock's node, holding its member id. Contenders are ordered by that sequence (as kazoo does:
- * by the digit string); the first one holds the lock, each other one watches the contender just
- * before it. A non-blocking attempt that is not first deletes its node again.
+ * Layout: each contender creates an EPHEMERAL_SEQUENTIAL child of the lock's node, holding its
+ * member id: `<uuid4hex>__lock__<10 digits>` for an exclusive contender, `<uuid4hex>__rlock__<10
+ * digits>` for a shared one. Contenders are ordered by that sequence (as kazoo does: by the digit
+ * string). An exclusive contender is kazoo's WriteLock: it holds once no contender of either kind
+ * comes before it. A shared contender is kazoo's ReadLock: it holds once no exclusive contender
+ * comes before it. A waiting contender watches the last contender before it that excludes it; a
+ * non-blocking attempt that does not hold deletes its node again.
+ *
+ * tooz's own exclusive lock is kazoo's plain Lock, which counts only `__lock__` nodes: it excludes
+ * rollcall's exclusive and (queued after it) shared contenders, but it takes the lock while
+ * rollcall readers hold it. kazoo 2.8's ReadLock (Debian's) counts every `__lock__` node, even one
+ * queued after its own, so a Python reader racing a rollcall writer may wait on that writer while
+ * the writer waits on it, until one of them gives up.
  *
  * Unlike kazoo, a node this process can no longer delete because the connection broke is deleted
  * as soon as the session reconnects (ZkConnection.deleteWhenConnected): an abandoned contender left
  * in the queue would otherwise make every later contender wait on a holder that never comes.
  * And unlike kazoo, a lock taken in a session that was lost answers false to isStillOwner().
  *
- * The fencing token is the node's sequence number: ZooKeeper draws it from the parent's child
- * version, which grows with every create and delete, so each new holder's is larger.
+ * The fencing token of an exclusive hold is the node's sequence number: ZooKeeper draws it from the
+ * parent's child version, which grows with every create and delete, so each new holder's is larger.
+ * A shared hold has none (several hold at once).
  */
 import { randomUUID } from 'node:crypto'
 import { ConnectionError } from '../../../errors.js'
 import type { DriverLock } from '../../driver.js'
 import { isConnectionProblem, ZK_CODES, zkCode, type ZkConnection } from '../../../clients/zookeeper/zookeeper-client.js'
 
-/** What follows the uuid in a contender's name (kazoo `Lock._NODE_NAME`). */
+/** What follows the uuid in an exclusive contender's name (kazoo `Lock._NODE_NAME`, `WriteLock._NODE_NAME`). */
 export const LOCK_NODE_NAME = '__lock__'
+/** What follows the uuid in a shared contender's name (kazoo `ReadLock._NODE_NAME`). */
+export const READ_LOCK_NODE_NAME = '__rlock__'
 
-/** kazoo's contender pattern: `(?:__lock__)(-?\d{10})$`. */
-const CONTENDER = /(?:__lock__)(-?\d{10})$/
+/** kazoo's contender pattern, for both kinds: `(?:__lock__|__rlock__)(-?\d{10})$`. */
+const CONTENDER = /(__lock__|__rlock__)(-?\d{10})$/
 
 /** One contender node. */
 export interface Contender {
@@ -32,21 +44,46 @@ export interface Contender {
   name: string
   /** Its sequence number as written (10 digits, maybe signed). */
   sequence: string
+  /** True for a shared (`__rlock__`) contender. */
+  shared: boolean
 }
 
-/** The contenders among `children`, in kazoo's order: by the sequence string. */
+/** The contenders of both kinds among `children`, in kazoo's order: by the sequence string. */
 export function sortContenders(children: readonly string[]): Contender[] {
   const out: Contender[] = []
   for (const name of children) {
     const m = CONTENDER.exec(name)
-    if (m) out.push({ name, sequence: m[1]! })
+    if (m) out.push({ name, sequence: m[2]!, shared: m[1] === READ_LOCK_NODE_NAME })
   }
   return out.sort((a, b) => (a.sequence < b.sequence ? -1 : a.sequence > b.sequence ? 1 : 0))
 }
 
 /**
- * The data of the first contender under `parent` (tooz get_leader: `contenders()[0]`), or null when
- * there is none or it holds no data. Reads only: never creates `parent` (kazoo's contenders() does).
+ * The contender `node` waits for: the last one before it that excludes it (every kind excludes an
+ * exclusive contender, only exclusive ones exclude a shared one); null when `node` holds, and
+ * undefined when `node` is not in `order` at all.
+ */
+export function blockerOf(order: readonly Contender[], node: string): Contender | null | undefined {
+  const at = order.findIndex((c) => c.name === node)
+  if (at < 0) return undefined
+  const shared = order[at]!.shared
+  for (let i = at - 1; i >= 0; i--) {
+    if (!shared || !order[i]!.shared) return order[i]!
+  }
+  return null
+}
+
+/** The contenders that hold the lock now: the first exclusive one if it leads, else the shared ones before any exclusive one. */
+export function holdersOf(order: readonly Contender[]): Contender[] {
+  if (order[0] && !order[0].shared) return [order[0]]
+  const end = order.findIndex((c) => !c.shared)
+  return end < 0 ? [...order] : order.slice(0, end)
+}
+
+/**
+ * The data of the first exclusive contender under `parent` (tooz get_leader: kazoo Lock's
+ * `contenders()[0]`), or null when there is none or it holds no data. Reads only: never creates
+ * `parent` (kazoo's contenders() does).
  */
 export async function readHolder(conn: ZkConnection, parent: string): Promise<string | null> {
   let children: string[]
@@ -56,7 +93,7 @@ export async function readHolder(conn: ZkConnection, parent: string): Promise<st
     if (zkCode(err) === ZK_CODES.NO_NODE) return null
     throw err
   }
-  for (const c of sortContenders(children)) {
+  for (const c of sortContenders(children).filter((c) => !c.shared)) {
     try {
       const { data } = await conn.getData(`${parent}/${c.name}`)
       return data.length > 0 ? data.toString('utf8') : null
@@ -84,13 +121,28 @@ export class ZkLock implements DriverLock {
     this.#data = Buffer.from(memberId, 'utf8')
   }
 
-  async tryAcquire(): Promise<boolean> {
-    if (await this.#stillHeld()) return true
+  tryAcquire(): Promise<boolean> {
+    return this.#try(false)
+  }
+
+  tryAcquireShared(): Promise<boolean> {
+    return this.#try(true)
+  }
+
+  acquireWaiting(signal: AbortSignal): Promise<boolean> {
+    return this.#wait(signal, false)
+  }
+
+  acquireSharedWaiting(signal: AbortSignal): Promise<boolean> {
+    return this.#wait(signal, true)
+  }
+
+  async #try(shared: boolean): Promise<boolean> {
+    if (await this.#stillHeld(shared)) return true
     const generation = this.#conn.generation
-    const node = await this.#create()
+    const node = await this.#create(shared)
     try {
-      const order = sortContenders(await this.#conn.getChildren(this.#parent))
-      if (order[0]?.name === node) {
+      if (blockerOf(sortContenders(await this.#conn.getChildren(this.#parent)), node) === null) {
         this.#take(node, generation)
         return true
       }
@@ -98,13 +150,13 @@ export class ZkLock implements DriverLock {
       await this.#withdraw(node, generation)
       throw err
     }
-    // Not first: leave the queue at once, as kazoo's non-blocking acquire does.
+    // Not holding: leave the queue at once, as kazoo's non-blocking acquire does.
     await this.#withdraw(node, generation)
     return false
   }
 
-  async acquireWaiting(signal: AbortSignal): Promise<boolean> {
-    if (await this.#stillHeld()) return true
+  async #wait(signal: AbortSignal, shared: boolean): Promise<boolean> {
+    if (await this.#stillHeld(shared)) return true
     try {
       await this.#conn.whenConnected(signal)
     } catch (err) {
@@ -114,7 +166,7 @@ export class ZkLock implements DriverLock {
     const generation = this.#conn.generation
     const session = this.#conn.sessionSignal
     const until = AbortSignal.any([signal, session])
-    let node: string | undefined = await this.#create()
+    let node: string | undefined = await this.#create(shared)
     try {
       for (;;) {
         if (signal.aborted) break
@@ -129,18 +181,18 @@ export class ZkLock implements DriverLock {
           await this.#conn.whenConnected(until).catch(() => {})
           continue
         }
-        const at = order.findIndex((c) => c.name === node)
-        if (at === 0) {
+        const blocker = blockerOf(order, node)
+        if (blocker === null) {
           this.#take(node, generation)
           node = undefined
           return true
         }
-        if (at < 0) {
+        if (blocker === undefined) {
           // Someone deleted our node (break()) while the session lives on: queue again, as kazoo does.
-          node = await this.#create()
+          node = await this.#create(shared)
           continue
         }
-        await this.#waitForDeletion(`${this.#parent}/${order[at - 1]!.name}`, until)
+        await this.#waitForDeletion(`${this.#parent}/${blocker.name}`, until)
       }
     } finally {
       if (node !== undefined) await this.#withdraw(node, generation)
@@ -185,6 +237,7 @@ export class ZkLock implements DriverLock {
     return false
   }
 
+  /** Deletes every current holder: the leading exclusive contender, or the shared ones before any exclusive one. */
   async break(): Promise<boolean> {
     let children: string[]
     try {
@@ -193,26 +246,35 @@ export class ZkLock implements DriverLock {
       if (zkCode(err) === ZK_CODES.NO_NODE) return false
       throw err
     }
-    const holder = sortContenders(children)[0]
-    if (!holder) return false
-    try {
-      await this.#conn.remove(`${this.#parent}/${holder.name}`)
-      return true
-    } catch (err) {
-      if (zkCode(err) === ZK_CODES.NO_NODE) return false
-      throw err
-    }
+    const removed = await Promise.all(holdersOf(sortContenders(children)).map(async (holder) => {
+      try {
+        await this.#conn.remove(`${this.#parent}/${holder.name}`)
+        return true
+      } catch (err) {
+        if (zkCode(err) === ZK_CODES.NO_NODE) return false
+        throw err
+      }
+    }))
+    return removed.includes(true)
   }
 
-  /** True when this object still holds the lock in the current session (the Coordinator may have given it up). */
-  async #stillHeld(): Promise<boolean> {
-    return this.#node !== undefined && this.isStillOwner()
+  /**
+   * True when this object still holds the lock in `shared`'s mode in the current session (the
+   * Coordinator may have given it up). A node still held in the other mode is given back first.
+   */
+  async #stillHeld(shared: boolean): Promise<boolean> {
+    const node = this.#node
+    if (node === undefined || !(await this.isStillOwner())) return false
+    if (node.includes(READ_LOCK_NODE_NAME) === shared) return true
+    await this.release()
+    return false
   }
 
   #take(node: string, generation: number): void {
     this.#node = node
     this.#generation = generation
-    this.fencingToken = BigInt(CONTENDER.exec(node)![1]!)
+    const [, kind, sequence] = CONTENDER.exec(node)!
+    this.fencingToken = kind === LOCK_NODE_NAME ? BigInt(sequence!) : undefined
   }
 
   #forget(): void {
@@ -221,8 +283,8 @@ export class ZkLock implements DriverLock {
   }
 
   /** Creates our contender node and returns its name. A create that may have happened is cleaned up later. */
-  async #create(): Promise<string> {
-    const prefix = `${randomUUID().replaceAll('-', '')}${LOCK_NODE_NAME}`
+  async #create(shared: boolean): Promise<string> {
+    const prefix = `${randomUUID().replaceAll('-', '')}${shared ? READ_LOCK_NODE_NAME : LOCK_NODE_NAME}`
     const path = `${this.#parent}/${prefix}`
     try {
       let created: string
