@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { connect, createCoordinator, InvalidOptionError, InvalidUrlError, parseBackendUrl, redactUrl, RollcallError } from '../../src/index.js'
-import { displayUrl } from '../../src/coordination/redact.js'
+import { displayUrl, mayHoldCredentials } from '../../src/coordination/redact.js'
 import { serverUrl } from '../support/backends.js'
 import { TcpProxy } from '../support/proxy.js'
 import { rid, waitFor } from '../support/wait.js'
@@ -74,6 +74,17 @@ describe('unit: edges', () => {
     const t0 = performance.now()
     assert.ok(redactUrl(big).endsWith('redis://***@h'))
     assert.ok(performance.now() - t0 < 2_000, `5 MB took ${Math.round(performance.now() - t0)} ms`)
+  })
+
+  it('edges: property: text that mayHoldCredentials() lets through unscanned is text redactUrl leaves alone', () => {
+    const unit = fc.constantFrom('a', ':', '/', '@', '?', '=', '&', 'redis', '://', 'password=', 'token=', ' ', '\n', '#', '%40', 'Z9')
+    fc.assert(fc.property(fc.array(unit, { maxLength: 20 }), fc.string({ unit: 'binary', maxLength: 30 }), (parts, noise) => {
+      for (const text of [parts.join(''), `${noise}${parts.join('')}`]) {
+        if (!mayHoldCredentials(text)) assert.equal(redactUrl(text), text, JSON.stringify(text))
+      }
+    }), { numRuns: 5_000 })
+    assert.equal(mayHoldCredentials('x'.repeat(100_000)), false)
+    for (const text of ['redis://:pw@h', 'redis::pw@h', 'a?password=x', 'postgresql://u:p@h/db']) assert.equal(mayHoldCredentials(text), true, text)
   })
 
   it('edges: property: any user name and password is hidden by redactUrl and parseBackendUrl', () => {
