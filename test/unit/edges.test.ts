@@ -151,7 +151,7 @@ describe('unit: edges', () => {
 
 describe('unit: edges: repeated warnings', () => {
   for (const name of ['redis', 'memcached'] as const) {
-    it(`edges: ${name}: an outage is logged once per kind, then summarised, not once per group per poll`, { timeout: 60_000 }, async (t) => {
+    it(`edges: ${name}: an outage is logged once when it starts and once when it ends, not once per group per poll`, { timeout: 60_000 }, async (t) => {
       const target = new URL(serverUrl(name).replace(/^[a-z0-9+]+:/, 'http:'))
       const proxy = await TcpProxy.start(Number(target.port))
       t.after(() => proxy.close())
@@ -167,13 +167,25 @@ describe('unit: edges: repeated warnings', () => {
         await c.watchJoinGroup(g, () => {})
       }
       proxy.cut()
+      const cutAt = performance.now()
+      await waitFor('the outage to be logged', async () => lines.length > 0 || undefined, 20_000, 20)
+      const firstAfterMs = performance.now() - cutAt
       await new Promise((r) => setTimeout(r, 4_000))
+      const duringOutage = lines.length
       proxy.restore()
       await waitFor('the watchers to read again', async () => (await c.getGroups().then(() => true, () => false)) || undefined, 20_000, 100)
+      await waitFor('the recovery line', async () => lines.some((l) => l.level === 'info' && l.msg.startsWith('Recovered after')) || undefined, 20_000, 100)
       const warns = lines.filter((l) => l.level === 'warn')
-      t.diagnostic(`${warnings.length} warning events, ${warns.length} warn lines, first: ${JSON.stringify(warns.slice(0, 2).map((l) => l.msg.slice(0, 80)))}`)
+      t.diagnostic(`${warnings.length} warning events, ${warns.length} warn lines (the first ${Math.round(firstAfterMs)} ms after the cut), ${lines.length} lines in all: ${JSON.stringify(lines.map((l) => `${l.level}: ${l.msg.slice(0, 70)}`))}`)
       assert.ok(warnings.length >= 10, `the outage was noticed by every group's poll (${warnings.length} warning events)`)
+      // One line when the outage starts, none for its repeats, one when it ends: not one per group per poll.
+      assert.equal(lines[0]!.level, 'warn', 'the first line is the warning that the backend broke')
       assert.ok(warns.length <= 4, `at most one line per kind of failure, not one per group per poll: ${warns.length} lines`)
+      assert.ok(duringOutage <= 4, `${duringOutage} lines during 4 s of outage`)
+      const recovered = lines.filter((l) => l.level === 'info' && l.msg.startsWith('Recovered after'))
+      assert.ok(recovered.length >= 1 && recovered.length <= warns.length, `one recovery line per kind that repeated: ${recovered.length}`)
+      assert.match(recovered[0]!.msg, /^Recovered after \d+(\.\d)? s \(\d+ repeats of this warning were not logged\): /)
+      assert.equal(lines.at(-1)!.level, 'info', 'the last line says it recovered')
     })
   }
 })
