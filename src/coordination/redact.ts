@@ -46,6 +46,16 @@ export function redactUrl(text: string): string {
   return s
 }
 
+/**
+ * Whether {@link redactUrl} could change `text`: a user information needs an `@` after a
+ * `scheme:`, a secret query option needs an `=`; text with neither holds no credential that
+ * redactUrl would hide. A cheap scan (no regular expression), for callers that see many strings
+ * (the status server redacts every capability string on every refresh) and skip the rest.
+ */
+export function mayHoldCredentials(text: string): boolean {
+  return text.includes('=') || (text.includes('@') && text.includes(':'))
+}
+
 /** Hides, for each URL start, everything up to the last `@` before the next URL (`scheme://`). */
 function hideUserinfo(s: string): string {
   // Zones: [from, to) where a user name and password may sit. A `scheme://` always starts one; a

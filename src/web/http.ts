@@ -5,6 +5,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { mayHoldCredentials } from '../coordination/redact.js'
 import { RollcallError, redactUrl, type ErrorCode } from '../index.js'
 
 /** Largest request body accepted (413 above it). */
@@ -158,10 +159,19 @@ export function authorizeWrite(req: IncomingMessage, token: string | undefined):
   if (!tokensEqual(m[1]!, token)) throw new HttpError(401, 'UNAUTHORIZED', 'The bearer token is wrong', challenge)
 }
 
-/** Strings in `value` (recursively) with credentials in URLs replaced by `***`; bytes, Maps and bigints made JSON-friendly. */
+/** `text` with credentials in URLs replaced by `***`; text that cannot hold one (no `@`, no `=`) is returned unscanned. */
+function publicString(text: string): string {
+  return mayHoldCredentials(text) ? redactUrl(text) : text
+}
+
+/**
+ * Strings in `value` (recursively) with credentials in URLs replaced by `***`; bytes, Maps and
+ * bigints made JSON-friendly. Only strings that may hold a credential are scanned, so a member
+ * with a megabyte of capabilities costs a few milliseconds per refresh, not the server's CPU.
+ */
 export function toPublicJson(value: unknown, depth = 0): unknown {
   if (depth > 32) return null
-  if (typeof value === 'string') return redactUrl(value)
+  if (typeof value === 'string') return publicString(value)
   if (typeof value === 'bigint') return value.toString()
   if (value === null || typeof value !== 'object') return value
   if (value instanceof Uint8Array) return { $bytes: Buffer.from(value).toString('base64') }
@@ -169,5 +179,5 @@ export function toPublicJson(value: unknown, depth = 0): unknown {
   if (value instanceof Error) return { error: { code: (value as { code?: string }).code ?? 'ERROR', message: redactUrl(value.message) } }
   if (Array.isArray(value) || value instanceof Set) return [...value].map((v) => toPublicJson(v, depth + 1))
   const entries = value instanceof Map ? [...value] : Object.entries(value)
-  return Object.fromEntries(entries.map(([k, v]) => [redactUrl(k instanceof Uint8Array ? Buffer.from(k).toString() : String(k)), toPublicJson(v, depth + 1)]))
+  return Object.fromEntries(entries.map(([k, v]) => [publicString(k instanceof Uint8Array ? Buffer.from(k).toString() : String(k)), toPublicJson(v, depth + 1)]))
 }

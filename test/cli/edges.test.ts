@@ -4,12 +4,13 @@
  * numbers, files and keys fail fast with a typed error and the invalid-input exit status (8).
  */
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { connect, type Coordinator } from '../../src/index.js'
+import { loadConfig, openServiceGroup } from '../../src/servicegroup/index.js'
 import { serverUrl } from '../support/backends.js'
 import { rid } from '../support/wait.js'
 
@@ -25,12 +26,25 @@ interface Run {
 
 /** Runs the CLI with stdout and stderr as pipes, as `rollcall ... | jq` does. */
 function run(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<Run> {
+  return collect(spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ROLLCALL_URL: redis, ROLLCALL_CONFIG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] }), timeoutMs)
+}
+
+/**
+ * Runs `rollcall ARGS | { sleep S; cat; }` in bash: stdout is a kernel pipe (64 KiB, where Node's
+ * own stdio pipes are socket pairs that hold more) read by a consumer that starts late, as a busy
+ * `jq` does. The status is the CLI's own (PIPESTATUS), the output what came out of the pipe.
+ */
+function runPiped(args: string[], readerDelaySeconds: number, timeoutMs = 60_000): Promise<Run> {
+  const script = `"$@" | { sleep ${readerDelaySeconds}; cat; }; exit "\${PIPESTATUS[0]}"`
+  return collect(spawn('bash', ['-c', script, 'bash', process.execPath, BIN, ...args], { env: { ...process.env, ROLLCALL_CONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] }), timeoutMs)
+}
+
+function collect(child: ChildProcess, timeoutMs: number): Promise<Run> {
   const t0 = performance.now()
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ROLLCALL_URL: redis, ROLLCALL_CONFIG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   const out: Buffer[] = []
   let stderr = ''
-  child.stdout.on('data', (d: Buffer) => out.push(d))
-  child.stderr.on('data', (d) => (stderr += d))
+  child.stdout!.on('data', (d: Buffer) => out.push(d))
+  child.stderr!.on('data', (d) => (stderr += d))
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
   return new Promise((resolve) => child.on('close', (code) => {
     clearTimeout(timer)
@@ -62,6 +76,27 @@ describe('cli: edges', { concurrency: 4 }, () => {
     assert.ok(r.stdout.length > 1024 * 1024, `${r.stdout.length} bytes through the pipe`)
     const rows = JSON.parse(r.stdout) as { capabilities: { i: number } }[]
     assert.deepEqual(rows.map((row) => row.capabilities.i).sort(), [0, 1, 2, 3])
+  })
+
+  it('cli: service list --json of 600 services (over 64 KiB) reaches the end of a pipe whole', { timeout: 120_000 }, async (t) => {
+    const dir = tempDir(t)
+    const conf = join(dir, 'rollcall.conf')
+    writeFileSync(conf, `[database]\nconnection = sqlite:///${join(dir, 'catalog.sqlite')}\n`)
+    const sg = await openServiceGroup((await loadConfig({ file: conf, env: {} })).config)
+    try {
+      for (let i = 0; i < 600; i++) await sg.register({ host: `compute-${String(i).padStart(4, '0')}.rack-${i % 40}.example.org`, binary: 'nova-compute', topic: 'compute' })
+    } finally {
+      await sg.close({ leave: false })
+    }
+    // A reader that starts 2 s late: the CLI must wait for it, not exit with the rest unwritten.
+    const r = await runPiped(['service', 'list', '--json', '--config', conf], 2)
+    assert.equal(r.code, 0, r.stderr)
+    t.diagnostic(`${r.stdout.length} bytes of JSON through the pipe`)
+    // It was cut at 65,536 bytes (the pipe's buffer) with exit status 0.
+    assert.ok(r.stdout.length > 64 * 1024, `${r.stdout.length} bytes through the pipe`)
+    const rows = JSON.parse(r.stdout) as { host: string }[]
+    assert.equal(rows.length, 600)
+    assert.equal(new Set(rows.map((row) => row.host)).size, 600)
   })
 
   it('cli: ROLLCALL_URL with a raw "/", "#" or a "::" typo: exit 8, the password never printed', async () => {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { connect, createCoordinator, InvalidOptionError, InvalidUrlError, parseBackendUrl, redactUrl, RollcallError } from '../../src/index.js'
-import { displayUrl } from '../../src/coordination/redact.js'
+import { displayUrl, mayHoldCredentials } from '../../src/coordination/redact.js'
 import { serverUrl } from '../support/backends.js'
 import { TcpProxy } from '../support/proxy.js'
 import { rid, waitFor } from '../support/wait.js'
@@ -76,6 +76,17 @@ describe('unit: edges', () => {
     assert.ok(performance.now() - t0 < 2_000, `5 MB took ${Math.round(performance.now() - t0)} ms`)
   })
 
+  it('edges: property: text that mayHoldCredentials() lets through unscanned is text redactUrl leaves alone', () => {
+    const unit = fc.constantFrom('a', ':', '/', '@', '?', '=', '&', 'redis', '://', 'password=', 'token=', ' ', '\n', '#', '%40', 'Z9')
+    fc.assert(fc.property(fc.array(unit, { maxLength: 20 }), fc.string({ unit: 'binary', maxLength: 30 }), (parts, noise) => {
+      for (const text of [parts.join(''), `${noise}${parts.join('')}`]) {
+        if (!mayHoldCredentials(text)) assert.equal(redactUrl(text), text, JSON.stringify(text))
+      }
+    }), { numRuns: 5_000 })
+    assert.equal(mayHoldCredentials('x'.repeat(100_000)), false)
+    for (const text of ['redis://:pw@h', 'redis::pw@h', 'a?password=x', 'postgresql://u:p@h/db']) assert.equal(mayHoldCredentials(text), true, text)
+  })
+
   it('edges: property: any user name and password is hidden by redactUrl and parseBackendUrl', () => {
     const chars = fc.string({ unit: 'binary', maxLength: 12 }).filter((s) => !s.includes('://'))
     fc.assert(fc.property(chars, chars, (user, pw) => {
@@ -140,7 +151,7 @@ describe('unit: edges', () => {
 
 describe('unit: edges: repeated warnings', () => {
   for (const name of ['redis', 'memcached'] as const) {
-    it(`edges: ${name}: an outage is logged once per kind, then summarised, not once per group per poll`, { timeout: 60_000 }, async (t) => {
+    it(`edges: ${name}: an outage is logged once when it starts and once when it ends, not once per group per poll`, { timeout: 60_000 }, async (t) => {
       const target = new URL(serverUrl(name).replace(/^[a-z0-9+]+:/, 'http:'))
       const proxy = await TcpProxy.start(Number(target.port))
       t.after(() => proxy.close())
@@ -156,13 +167,25 @@ describe('unit: edges: repeated warnings', () => {
         await c.watchJoinGroup(g, () => {})
       }
       proxy.cut()
+      const cutAt = performance.now()
+      await waitFor('the outage to be logged', async () => lines.length > 0 || undefined, 20_000, 20)
+      const firstAfterMs = performance.now() - cutAt
       await new Promise((r) => setTimeout(r, 4_000))
+      const duringOutage = lines.length
       proxy.restore()
       await waitFor('the watchers to read again', async () => (await c.getGroups().then(() => true, () => false)) || undefined, 20_000, 100)
+      await waitFor('the recovery line', async () => lines.some((l) => l.level === 'info' && l.msg.startsWith('Recovered after')) || undefined, 20_000, 100)
       const warns = lines.filter((l) => l.level === 'warn')
-      t.diagnostic(`${warnings.length} warning events, ${warns.length} warn lines, first: ${JSON.stringify(warns.slice(0, 2).map((l) => l.msg.slice(0, 80)))}`)
+      t.diagnostic(`${warnings.length} warning events, ${warns.length} warn lines (the first ${Math.round(firstAfterMs)} ms after the cut), ${lines.length} lines in all: ${JSON.stringify(lines.map((l) => `${l.level}: ${l.msg.slice(0, 70)}`))}`)
       assert.ok(warnings.length >= 10, `the outage was noticed by every group's poll (${warnings.length} warning events)`)
+      // One line when the outage starts, none for its repeats, one when it ends: not one per group per poll.
+      assert.equal(lines[0]!.level, 'warn', 'the first line is the warning that the backend broke')
       assert.ok(warns.length <= 4, `at most one line per kind of failure, not one per group per poll: ${warns.length} lines`)
+      assert.ok(duringOutage <= 4, `${duringOutage} lines during 4 s of outage`)
+      const recovered = lines.filter((l) => l.level === 'info' && l.msg.startsWith('Recovered after'))
+      assert.ok(recovered.length >= 1 && recovered.length <= warns.length, `one recovery line per kind that repeated: ${recovered.length}`)
+      assert.match(recovered[0]!.msg, /^Recovered after \d+(\.\d)? s \(\d+ repeats of this warning were not logged\): /)
+      assert.equal(lines.at(-1)!.level, 'info', 'the last line says it recovered')
     })
   }
 })

@@ -92,6 +92,43 @@ describe('web: edges', { concurrency: 3 }, () => {
     void reading
   })
 
+  it('web: edges: members with 60 KB and 1 MB capabilities: /healthz, /v1/groups and the page answer quickly; a password in one stays hidden', { timeout: 120_000 }, async (t) => {
+    const url = backend('memory').url
+    const observer = await connect(url, { memberId: rid('obs') })
+    const members = await Promise.all(['big', 'huge', 'secret'].map((m) => connect(url, { memberId: rid(m) })))
+    t.after(() => Promise.all([...members, observer].map((c) => c.stop())))
+    const g = rid('g')
+    // Text that makes a redaction scan work: schemes, "@" and ":" all through it, as the issue's capability had.
+    const noisy = (bytes: number): string => 'host@zone:1 rack=2 see http://docs/x '.repeat(Math.ceil(bytes / 37)).slice(0, bytes)
+    // And one long word ending in ":" and "@", the shape a backtracking scan took seconds over.
+    await members[0]!.joinGroupCreate(g, { note: noisy(60 * 1024), word: `${'a'.repeat(60 * 1024)}:x@y`, plain: 'x'.repeat(60 * 1024) })
+    await members[1]!.joinGroup(g, { note: noisy(1024 * 1024), word: `${'b'.repeat(1024 * 1024)}:x@y` })
+    await members[2]!.joinGroup(g, { db: 'postgresql://nova:Qx7/secret#pw@db.example:5432/nova', list: ['redis://:Tk9pass@127.0.0.1:6379?password=Zz8pw'] })
+    const server = await startStatusServer({ coordinator: observer, port: 0, refreshMs: 200 })
+    t.after(() => server.close())
+    const port = server.address.port
+    await waitFor('the three members to be shown', async () => JSON.parse((await get(port, '/v1/groups', '127.0.0.1')).body).groups?.find((r: { group: string }) => r.group === g)?.members.length === 3 || undefined, 20_000, 100)
+    // Refreshes run every 200 ms meanwhile, each reading the 1 MB again.
+    const worst: Record<string, number> = {}
+    for (let round = 0; round < 5; round++) {
+      for (const path of ['/healthz', '/v1/groups', '/']) {
+        const t0 = performance.now()
+        const r = await get(port, path, '127.0.0.1')
+        const ms = performance.now() - t0
+        assert.equal(r.status, 200, `${path}: ${r.body.slice(0, 200)}`)
+        worst[path] = Math.max(worst[path] ?? 0, ms)
+        if (path !== '/healthz') {
+          assert.ok(r.body.length > 500 * 1024, `${path} carries the capabilities (${r.body.length} bytes)`)
+          for (const secret of ['Qx7', 'secret#pw', 'Tk9pass', 'Zz8pw']) assert.ok(!r.body.includes(secret), `${path} shows ${secret}`)
+          assert.ok(r.body.includes('postgresql://***@db.example:5432/nova'), `${path} shows the redacted URL`)
+        }
+      }
+    }
+    t.diagnostic(`slowest answer of 5 with 60 KB + 1 MB capabilities, refreshing every 200 ms: ${Object.entries(worst).map(([p, ms]) => `${p} ${Math.round(ms)} ms`).join(', ')}`)
+    // Tens of milliseconds on an idle machine; 8-12 s for /healthz when every string was scanned quadratically.
+    for (const [path, ms] of Object.entries(worst)) assert.ok(ms < 2_000, `${path} took ${Math.round(ms)} ms`)
+  })
+
   it('web: edges: a token that cannot travel in a header is refused; a short one is warned about', async (t) => {
     for (const token of ['tok with space', 'tab\there', 'new\nline', 'é-accented-token-long', '']) {
       await assert.rejects(startStatusServer({ port: 0, token }), (err: Error) => err instanceof InvalidArgumentError && /visible ASCII/.test(err.message) && !err.message.includes(token || '\u0000'), JSON.stringify(token))

@@ -1,7 +1,7 @@
 /**
  * `rollcall serve` as operators run it (dist/): what it says at start-up, where it listens, what
- * it shows, read-only versus token, and a clean stop on SIGTERM and SIGINT with event streams
- * open.
+ * it shows, read-only versus token, the Host names it answers ([api] allowed_hosts), and a clean
+ * stop on SIGTERM and SIGINT with event streams open.
  */
 import assert from 'node:assert/strict'
 import { appendFileSync } from 'node:fs'
@@ -89,6 +89,37 @@ describe('web: serve', { concurrency: 4 }, () => {
     assert.equal(await serve.url(), `http://127.0.0.1:${port}/`)
     serve.child.kill('SIGTERM')
     assert.equal((await serve.exited).code, 0)
+  })
+
+  it('web: serve: [api] allowed_hosts (and ROLLCALL_API_ALLOWED_HOSTS) names are answered; any other Host gets 421', async (t) => {
+    const dir = tempDir(t)
+    const config = writeConfig(dir)
+    appendFileSync(config, '[api]\nallowed_hosts = status.example.com, Rollcall.Internal\n')
+    const serve = cli(t, ['serve', '--config', config, '--listen', '127.0.0.1:0'])
+    const url = await serve.url()
+    const port = new URL(url).port
+    for (const host of ['status.example.com', `status.example.com:${port}`, 'rollcall.internal', `127.0.0.1:${port}`]) {
+      for (const path of ['/', '/v1/services', '/healthz']) {
+        const r = await call(url, 'GET', path, { headers: { host } })
+        assert.equal(r.status, 200, `${host} ${path}: ${r.text.slice(0, 200)}`)
+      }
+    }
+    for (const host of ['evil.example', `evil.example:${port}`, 'status.example.com.evil.example']) {
+      for (const path of ['/', '/v1/services']) {
+        const r = await call(url, 'GET', path, { headers: { host } })
+        assert.equal(r.status, 421, `${host} ${path}`)
+        assert.equal(r.json.error.code, 'MISDIRECTED_REQUEST')
+      }
+    }
+    serve.child.kill('SIGTERM')
+    assert.equal((await serve.exited).code, 0)
+    // The environment variable, with --url alone (no configuration file).
+    const byEnv = cli(t, ['serve', '--url', `file://${join(dir, 'coordination')}`, '--listen', '127.0.0.1:0'], { ROLLCALL_API_ALLOWED_HOSTS: 'fleet.example.net' })
+    const envUrl = await byEnv.url()
+    assert.equal((await call(envUrl, 'GET', '/v1/groups', { headers: { host: 'fleet.example.net' } })).status, 200)
+    assert.equal((await call(envUrl, 'GET', '/v1/groups', { headers: { host: 'status.example.com' } })).status, 421)
+    byEnv.child.kill('SIGTERM')
+    assert.equal((await byEnv.exited).code, 0)
   })
 
   it('web: serve: a bad --listen or --refresh is a usage error naming the option', async (t) => {

@@ -1,0 +1,49 @@
+/**
+ * The tooz driver's resync during an outage (issue 11): every watched topic's view fails to
+ * refresh on every resync, and the log gets one line for it, then one saying it recovered, not a
+ * line per topic per resync. Real Redis behind a TCP proxy that cuts the link.
+ */
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { ToozDriver } from '../../src/servicegroup/drivers/tooz.js'
+import type { ServiceRecord } from '../../src/servicegroup/types.js'
+import { serverUrl } from '../support/backends.js'
+import { TcpProxy } from '../support/proxy.js'
+import { rid, waitFor } from '../support/wait.js'
+
+describe('servicegroup: tooz warnings', () => {
+  it('tooz-warnings: failed resyncs of 5 topics during an outage are one line, then one recovery line', { timeout: 60_000 }, async (t) => {
+    const target = new URL(serverUrl('redis').replace(/^redis:/, 'http:'))
+    const proxy = await TcpProxy.start(Number(target.port))
+    t.after(() => proxy.close())
+    const lines: { level: string; msg: string }[] = []
+    const logger = { debug: () => {}, info: (msg: string) => lines.push({ level: 'info', msg }), warn: (msg: string) => lines.push({ level: 'warn', msg }), error: (msg: string) => lines.push({ level: 'error', msg }) }
+    const driver = new ToozDriver({ url: `redis://127.0.0.1:${proxy.port}?timeout=30&watch_interval=0.1`, logger, memberId: rid('sg'), resyncMs: 100 })
+    await driver.start()
+    t.after(() => driver.close())
+    const topics = Array.from({ length: 5 }, () => rid('topic'))
+    for (const topic of topics) {
+      const now = new Date()
+      await driver.report({
+        id: 0, host: rid('host'), binary: 'rollcall-test', topic, availabilityZone: null, disabled: false, disabledReason: null, forcedDown: false,
+        version: 1, reportCount: 0, lastSeenUp: null, createdAt: now, updatedAt: null, deletedAt: null,
+      } satisfies ServiceRecord)
+      await driver.watch(topic, () => {})
+    }
+    const readsBefore = driver.stats.reads
+    proxy.cut()
+    await new Promise((r) => setTimeout(r, 3_000))
+    const readsDuring = driver.stats.reads - readsBefore
+    proxy.restore()
+    const isRefresh = (l: { msg: string }): boolean => l.msg.includes('Refreshing the view of')
+    await waitFor('the recovery line', async () => lines.some((l) => l.level === 'info' && isRefresh(l) && l.msg.startsWith('Recovered after')) || undefined, 20_000, 100)
+    const refreshWarns = lines.filter((l) => l.level === 'warn' && isRefresh(l))
+    t.diagnostic(`${readsDuring} view reads during 3 s of outage; ${refreshWarns.length} refresh warning lines; all lines: ${JSON.stringify(lines.map((l) => `${l.level}: ${l.msg.slice(0, 90)}`))}`)
+    // 5 topics every 100 ms for 3 s: about 150 failed refreshes, which were 150 lines before.
+    assert.ok(readsDuring >= 50, `the views were re-read during the outage (${readsDuring} reads)`)
+    assert.ok(refreshWarns.length >= 1 && refreshWarns.length <= 3, `one line per kind of failure, not one per topic per resync: ${refreshWarns.length}`)
+    const recovered = lines.find((l) => l.level === 'info' && isRefresh(l))!
+    assert.match(recovered.msg, /^Recovered after \d+(\.\d)? s \((\d+) repeats of this warning were not logged\): Refreshing the view of /)
+    assert.ok(Number(/\((\d+) repeats/.exec(recovered.msg)![1]) >= 5, `the repeats were counted: ${recovered.msg}`)
+  })
+})
