@@ -9,13 +9,13 @@ import type { DriverSettings } from './settings.js'
 import type { DriverName } from './types.js'
 
 /** What every driver factory receives. */
-export interface DriverContext {
+export interface ServiceGroupDriverContext {
   catalog: Catalog
   settings: DriverSettings
   logger: Logger
 }
 
-type Factory = (ctx: DriverContext) => Promise<ServiceGroupDriver>
+type Factory = (ctx: ServiceGroupDriverContext) => Promise<ServiceGroupDriver>
 
 const FACTORIES: Record<DriverName, Factory> = {
   db: async ({ catalog, settings }) => new (await import('./drivers/db.js')).DbDriver({ catalog, serviceDownTimeSeconds: settings.serviceDownTimeSeconds }),
@@ -25,6 +25,6 @@ const FACTORIES: Record<DriverName, Factory> = {
 }
 
 /** Builds (does not start) the driver called `name`. Settings must have passed checkDriverSettings(). */
-export function createDriver(name: DriverName, ctx: DriverContext): Promise<ServiceGroupDriver> {
+export function createDriver(name: DriverName, ctx: ServiceGroupDriverContext): Promise<ServiceGroupDriver> {
   return FACTORIES[name](ctx)
 }

@@ -22,7 +22,7 @@ export interface HealthCheck {
 }
 
 /** The /healthz body. */
-export interface Health {
+export interface StatusHealth {
   status: 'ok' | 'unavailable'
   checks: Record<string, HealthCheck>
 }
@@ -38,7 +38,7 @@ async function timed(fn: () => Promise<unknown>): Promise<HealthCheck> {
 }
 
 /** Runs every check that applies. */
-export async function checkHealth(parts: { serviceGroup?: ServiceGroup; services?: ServiceView; coordinator?: Coordinator; refreshMs: number }): Promise<Health> {
+export async function checkHealth(parts: { serviceGroup?: ServiceGroup; services?: ServiceView; coordinator?: Coordinator; refreshMs: number }): Promise<StatusHealth> {
   const checks: Record<string, HealthCheck> = {}
   const pending: Promise<void>[] = []
   if (parts.serviceGroup) {

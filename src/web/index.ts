@@ -7,5 +7,5 @@ export { startStatusServer, StatusServer, DEFAULTS as STATUS_SERVER_DEFAULTS } f
 export type { StatusServerOptions } from './server.js'
 export type { ServiceRow, ServiceFilter } from './services.js'
 export type { GroupRow, GroupMemberRow } from './groups.js'
-export type { Health, HealthCheck } from './health.js'
+export type { StatusHealth, HealthCheck } from './health.js'
 export { MAX_BODY_BYTES } from './http.js'

@@ -7,10 +7,11 @@
  * token it is read-only (writes answer 403 saying how to enable them); with one, every write
  * needs `Authorization: Bearer <token>`. Nothing it sends contains a credential from a URL.
  *
+ * It is not part of the package's exports: users reach it as `rollcall serve` (docs/cli.md), which
+ * builds it from the configuration. Inside this package:
+ *
  * @example
  * ```ts
- * import { connect } from 'rollcall'
- * import { startStatusServer } from './web/index.js'
  * const coordinator = await connect('redis://127.0.0.1:6379')
  * const server = await startStatusServer({ coordinator, port: 7979 })
  * console.log(`status page: ${server.url}`)

@@ -4,7 +4,7 @@ import { describe, it, type TestContext } from 'node:test'
 import {
   MemcachedClient, MemcachedConnectionError, MemcachedKeyError, MemcachedServerError, MemcachedTimeoutError, type MemcachedClientOptions,
 } from '../../src/clients/memcached/memcached-client.js'
-import { Reader, parseMeta, parseTtls, parseValues } from '../../src/clients/memcached/memcached-protocol.js'
+import { ReplyReader, parseMeta, parseTtls, parseValues } from '../../src/clients/memcached/memcached-protocol.js'
 import { TcpProxy } from '../support/proxy.js'
 import { freePort, startMemcached } from '../support/servers.js'
 import { rid, waitFor } from '../support/wait.js'
@@ -59,7 +59,7 @@ describe('memcached client', { concurrency: 4 }, () => {
     big.write('\r\nEND\r\n', 1000)
     const wire = Buffer.concat([buf('VALUE a 2 3 11\r\nabc\r\nVALUE big 1 200000 12\r\n'), big, buf('\r\nEND\r\nHD c42\r\n')])
     const check = (cuts: number[]): void => {
-      const r = new Reader()
+      const r = new ReplyReader()
       const parsers = [parseValues('gets'), parseMeta('mg')]
       const out: unknown[] = []
       let from = 0
@@ -87,7 +87,7 @@ describe('memcached client', { concurrency: 4 }, () => {
     check(Array.from({ length: Math.floor(wire.length / 65_536) }, (_, i) => (i + 1) * 65_536))
     check(Array.from({ length: 400 }, (_, i) => 5 + i * 517))
     // While the large value is incomplete, chunks are only gathered (push says there is nothing to parse).
-    const r = new Reader()
+    const r = new ReplyReader()
     assert.equal(r.push(wire.subarray(0, 100)), true)
     const parse = parseValues('gets')
     assert.equal(parse(r), undefined)
@@ -115,7 +115,7 @@ describe('memcached client', { concurrency: 4 }, () => {
     // Replies split anywhere parse alike, and the reply count must match the keys asked for.
     const wire = buf('HD t-1\r\nEN\r\nHD t5\r\nHD t600\r\nMN\r\n')
     for (let cut = 1; cut < wire.length; cut++) {
-      const r = new Reader()
+      const r = new ReplyReader()
       const parse = parseTtls(keys)
       r.push(wire.subarray(0, cut))
       const first = parse(r)
@@ -124,7 +124,7 @@ describe('memcached client', { concurrency: 4 }, () => {
       assert.deepEqual(value?.value, new Map([[forever, -1], [soon, 5], [later, 600]]), `cut at ${cut}`)
     }
     assert.throws(() => parseTtls([forever])((() => {
-      const r = new Reader()
+      const r = new ReplyReader()
       r.push(buf('HD t1\r\nHD t2\r\nMN\r\n'))
       return r
     })()), /mg/)

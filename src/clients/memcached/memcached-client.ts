@@ -16,7 +16,7 @@
 import { isIP, connect as netConnect, type Socket } from 'node:net'
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls'
 import {
-  CRLF, MemcachedServerError, Reader, checkKey, exptime, parseKeys, parseMeta, parseTtls, parseStats, parseValues, parseVersion, simple,
+  CRLF, MemcachedServerError, ReplyReader, checkKey, exptime, parseKeys, parseMeta, parseTtls, parseStats, parseValues, parseVersion, simple,
   type MemcachedItem, type MetaReply, type Parser, type ServerStats, type StoreResult,
 } from './memcached-protocol.js'
 
@@ -78,7 +78,7 @@ interface Pending {
 /** One socket with its own reply buffer and queue of requests awaiting replies. */
 interface Conn {
   readonly socket: Socket
-  readonly reader: Reader
+  readonly reader: ReplyReader
   readonly pending: Pending[]
   /** True once the handshake succeeded and the connection was announced. */
   established: boolean
@@ -350,7 +350,7 @@ export class MemcachedClient {
   }
 
   #attach(socket: Socket): Conn {
-    const conn: Conn = { socket, reader: new Reader(), pending: [], established: false, corked: false, timer: undefined, timerAt: 0 }
+    const conn: Conn = { socket, reader: new ReplyReader(), pending: [], established: false, corked: false, timer: undefined, timerAt: 0 }
     socket.setNoDelay(true)
     socket.setKeepAlive(true)
     let cause: Error | undefined

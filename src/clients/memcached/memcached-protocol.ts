@@ -70,7 +70,7 @@ export function exptime(seconds: number): number {
 }
 
 /** Reply bytes received so far, consumed from the front. */
-export class Reader {
+export class ReplyReader {
   buf: Buffer = Buffer.alloc(0)
   pos = 0
   /** Chunks received while a data block is still incomplete, joined once it is all there. */
@@ -135,7 +135,7 @@ export class Reader {
 }
 
 /** Parses one reply; returns undefined until all of it has arrived (then rewinds nothing it kept). */
-export type Parser<T> = (r: Reader) => { value: T } | undefined
+export type Parser<T> = (r: ReplyReader) => { value: T } | undefined
 
 /** The reply to `get`/`gets`: VALUE blocks up to END, by key. */
 export function parseValues(command: string): Parser<Map<string, MemcachedItem>> {

@@ -6,7 +6,7 @@
  */
 import { AuthenticationError, BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
 import { isAuthFailure } from '../../internal/client-errors.js'
-import type { Row, SqlConnection, SqlResult } from './sql.js'
+import type { Row, SqlConnection, CatalogSqlResult } from './sql.js'
 import { isMysqlConnectionFailure } from '../../internal/network-errors.js'
 
 /** Bounds on connecting and on waiting for the schema lock. */
@@ -17,7 +17,7 @@ interface MysqlConn {
   query(sql: string, values?: unknown[]): Promise<[unknown, unknown]>
   release(): void
 }
-interface MysqlPool {
+interface CatalogMysqlPool {
   query(sql: string, values?: unknown[]): Promise<[unknown, unknown]>
   getConnection(): Promise<MysqlConn>
   end(): Promise<void>
@@ -26,27 +26,27 @@ interface MysqlPool {
 
 /** Opens a pool for `uri` (a mysql:// URL; nothing is sent until the first query). */
 export async function openMysql(uri: string, shownAs: string): Promise<SqlConnection> {
-  let lib: { createPool(config: object): MysqlPool }
+  let lib: { createPool(config: object): CatalogMysqlPool }
   try {
     lib = (await import('mysql2/promise')) as unknown as typeof lib
   } catch (err) {
     throw new DriverUnavailableError('MySQL catalog', 'mysql2', { cause: err })
   }
   const pool = lib.createPool({ uri, timezone: 'Z', connectionLimit: 4, maxIdle: 4, idleTimeout: 10_000, connectTimeout: MYSQL_TIMEOUTS.connectMs, supportBigNumbers: true })
-  return new MysqlConnection(pool, shownAs)
+  return new CatalogMysqlConnection(pool, shownAs)
 }
 
-class MysqlConnection implements SqlConnection {
+class CatalogMysqlConnection implements SqlConnection {
   readonly dialect = 'mysql' as const
   readonly shownAs: string
-  readonly #pool: MysqlPool
+  readonly #pool: CatalogMysqlPool
 
-  constructor(pool: MysqlPool, shownAs: string) {
+  constructor(pool: CatalogMysqlPool, shownAs: string) {
     this.#pool = pool
     this.shownAs = shownAs
   }
 
-  async query(sql: string, params: readonly unknown[] = []): Promise<SqlResult> {
+  async query(sql: string, params: readonly unknown[] = []): Promise<CatalogSqlResult> {
     try {
       const [result] = await this.#pool.query(sql, [...params])
       if (Array.isArray(result)) return { rows: result as Row[], affected: 0 }

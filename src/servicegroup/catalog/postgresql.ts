@@ -7,14 +7,14 @@
 import { createHash } from 'node:crypto'
 import { AuthenticationError, BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
 import { isAuthFailure } from '../../internal/client-errors.js'
-import type { Row, SqlConnection, SqlResult } from './sql.js'
+import type { Row, SqlConnection, CatalogSqlResult } from './sql.js'
 import { isPgConnectionFailure } from '../../internal/network-errors.js'
 
 /** Bounds on connecting and on any one statement. */
 export const PG_TIMEOUTS = { connectMs: 5_000, queryMs: 10_000 } as const
 
 
-interface PgPool {
+interface CatalogPgPool {
   query(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }>
   connect(): Promise<{ query(text: string, values?: unknown[]): Promise<unknown>; release(err?: boolean): void }>
   end(): Promise<void>
@@ -23,7 +23,7 @@ interface PgPool {
 
 /** Opens a pool for `connectionString` (nothing is sent until the first query). */
 export async function openPostgresql(connectionString: string, shownAs: string): Promise<SqlConnection> {
-  let lib: { Pool: new (config: object) => PgPool }
+  let lib: { Pool: new (config: object) => CatalogPgPool }
   try {
     lib = (await import('pg')).default as unknown as typeof lib
   } catch (err) {
@@ -47,15 +47,15 @@ function numbered(sql: string): string {
 class PgConnection implements SqlConnection {
   readonly dialect = 'postgresql' as const
   readonly shownAs: string
-  readonly #pool: PgPool
+  readonly #pool: CatalogPgPool
   readonly #sql = new Map<string, string>()
 
-  constructor(pool: PgPool, shownAs: string) {
+  constructor(pool: CatalogPgPool, shownAs: string) {
     this.#pool = pool
     this.shownAs = shownAs
   }
 
-  async query(sql: string, params: readonly unknown[] = []): Promise<SqlResult> {
+  async query(sql: string, params: readonly unknown[] = []): Promise<CatalogSqlResult> {
     let text = this.#sql.get(sql)
     if (text === undefined) this.#sql.set(sql, (text = numbered(sql)))
     try {
@@ -68,7 +68,7 @@ class PgConnection implements SqlConnection {
 
   async withSchemaLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
     const key = createHash('sha256').update(name).digest().readBigInt64BE(0).toString()
-    let client: Awaited<ReturnType<PgPool['connect']>>
+    let client: Awaited<ReturnType<CatalogPgPool['connect']>>
     try {
       client = await this.#pool.connect()
       await client.query('SELECT pg_advisory_lock($1)', [key])

@@ -11,7 +11,7 @@ export type Dialect = 'sqlite' | 'postgresql' | 'mysql'
 export type Row = Record<string, unknown>
 
 /** The result of one statement. */
-export interface SqlResult {
+export interface CatalogSqlResult {
   rows: Row[]
   /** Rows changed by INSERT/UPDATE/DELETE. */
   affected: number
@@ -25,7 +25,7 @@ export interface SqlConnection {
   /** The connection URL with any password replaced by `***`. */
   readonly shownAs: string
   /** Runs one statement with `?` placeholders. */
-  query(sql: string, params?: readonly unknown[]): Promise<SqlResult>
+  query(sql: string, params?: readonly unknown[]): Promise<CatalogSqlResult>
   /** Runs `fn` while holding a database-wide lock that serialises schema upgrades across processes. */
   withSchemaLock<T>(name: string, fn: () => Promise<T>): Promise<T>
   close(): Promise<void>

@@ -7,7 +7,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { ConnectionError, BackendError, RollcallError } from '../../index.js'
-import type { SqlConnection, SqlResult } from './sql.js'
+import type { SqlConnection, CatalogSqlResult } from './sql.js'
 import { loadSqliteEngine, type SqliteDatabase, type SqliteEngine, type SqliteStatement } from './sqlite-engine.js'
 
 /** How long a statement waits for another process's write lock before failing (SQLITE_BUSY). */
@@ -49,7 +49,7 @@ class SqliteConnection implements SqlConnection {
     this.shownAs = shownAs
   }
 
-  async query(sql: string, params: readonly unknown[] = []): Promise<SqlResult> {
+  async query(sql: string, params: readonly unknown[] = []): Promise<CatalogSqlResult> {
     try {
       let st = this.#statements.get(sql)
       if (!st) this.#statements.set(sql, (st = this.#db.prepare(sql)))

@@ -23,7 +23,7 @@ export function lockKey(name: string): Buffer {
 }
 
 /** What a lock needs from its driver. */
-export interface LockHost {
+export interface Etcd3LockHost {
   readonly gw: EtcdGateway
   readonly lockTtlSeconds: number
   /** Lock objects that hold a lease (for the lock, or a spare), for stop() and lease loss. */
@@ -48,7 +48,7 @@ interface Lease {
  */
 export class Etcd3Lock implements DriverLock {
   fencingToken: bigint | undefined
-  readonly #host: LockHost
+  readonly #host: Etcd3LockHost
   readonly #name: string
   readonly #key: Buffer
   readonly #value: Buffer
@@ -58,7 +58,7 @@ export class Etcd3Lock implements DriverLock {
   #spare: Lease | undefined
   #spareTimer: NodeJS.Timeout | undefined
 
-  constructor(host: LockHost, name: string, value: Uint8Array) {
+  constructor(host: Etcd3LockHost, name: string, value: Uint8Array) {
     this.#host = host
     this.#name = name
     this.#key = lockKey(name)

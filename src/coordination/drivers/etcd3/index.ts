@@ -30,7 +30,7 @@ import { dumps, loads } from '../../codec.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
 import { OPTIONS, ttlSeconds, type Etcd3Options } from './etcd3-options.js'
 import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
-import { Etcd3Lock, lockKey, type LockHost } from './etcd3-lock.js'
+import { Etcd3Lock, lockKey, type Etcd3LockHost } from './etcd3-lock.js'
 import { openWatch } from './etcd3-watch.js'
 import { utf8IdProblem } from '../kit/ids.js'
 import { warnIgnoredPath } from '../kit/ignored-path.js'
@@ -227,7 +227,7 @@ class Etcd3Driver implements CoordinationDriver {
     return null
   }
 
-  #lockHost(): LockHost {
+  #lockHost(): Etcd3LockHost {
     return {
       gw: this.#client,
       lockTtlSeconds: ttlSeconds(this.#ctx.options.lockTimeoutMs),

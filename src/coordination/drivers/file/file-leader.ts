@@ -20,7 +20,7 @@ const utf8Strict = new TextDecoder('utf-8', { fatal: true })
 const RECORD_WAIT_MS = 1_000
 
 /** The leader lock of one group, held by this member. */
-export class LeaderLock extends RecordLock {
+export class FileLeaderLock extends RecordLock {
   readonly #record: Uint8Array
 
   constructor(path: string, memberId: string) {

@@ -40,7 +40,7 @@ import {
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
 import { opt, type ResolvedOptions } from '../../options.js'
 import { CorruptRecordError, decodeGroupMetadata, decodeMemberRecord, encodeGroupMetadata, encodeMemberRecord, safeName } from './file-format.js'
-import { LeaderLock, readLeader } from './file-leader.js'
+import { FileLeaderLock, readLeader } from './file-leader.js'
 import { directoryOf, makeDirectory, normalizeLockName, validateId } from './file-paths.js'
 import { nativeLocks, RecordLock, withFileLock } from './file-lock.js'
 import { exists, isMissing, MemberRecords, statIfExists, type CachedRecord, type LiveFile, type MemberEntry } from './file-records.js'
@@ -260,7 +260,7 @@ class FileDriver implements CoordinationDriver {
   }
 
   leaderLock(group: string): DriverLock {
-    return this.#wrapLock(new LeaderLock(this.#leaderPath(group), this.#ctx.memberId))
+    return this.#wrapLock(new FileLeaderLock(this.#leaderPath(group), this.#ctx.memberId))
   }
 
   async getLeader(group: string): Promise<string | null> {

@@ -11,32 +11,18 @@
  * other on the same name on the same server (GET_LOCK names are server-wide, whatever the
  * database). Fencing tokens come from a counter row bumped with LAST_INSERT_ID(expr), in the
  * same round trip as GET_LOCK. A released session is kept a few seconds for the next acquire
- * (sql-membership.ts LockSessions), as tooz keeps one per Lock object.
+ * (sql-sessions.ts LockSessions), as tooz keeps one per Lock object.
  *
  * Connections per coordinator: one for membership and heartbeats (the pool), plus one per held
  * or waiting lock (and up to two unused ones, closed after 10 s).
  *
  * Groups (tooz has none on MySQL): tables `<namespace>groups`, `<namespace>members`,
- * `<namespace>leaders`, `<namespace>fence` (sql-schema.ts), created at start if missing. Liveness
+ * `<namespace>leaders`, `<namespace>fence` (mysql-schema.ts), created at start if missing. Liveness
  * is `expires_at > UTC_TIMESTAMP(6)` by the server's clock, pushed forward by each heartbeat.
  * MySQL has no change notifications: watchers poll.
  *
- * Consistency: every statement is atomic on the server (InnoDB); a member that dies is listed
- * until its row expires (membership_timeout, default 30 s). A lock lasts exactly as long as its
- * session.
- *
- * Hazards:
- * - Lock names are limited to 64 characters; a group's leader lock is `leader_of_<group>`, so
- *   group ids are limited to 54 characters here.
- * - Lock names may compare case-insensitively (MySQL 5.7+ and MariaDB's documentation say so;
- *   MariaDB 10.11 was seen comparing them exactly): do not rely on `Job` and `job` being two locks.
- * - A waiting acquire re-enters GET_LOCK every half second: the server wakes it at once on release,
- *   but waiters are not served in arrival order.
- * - Each held or waiting lock uses a server connection of its own (max_connections): a
- *   coordinator uses 1 + locks held or waiting (+ up to 2 unused lock sessions for 10 s after a
- *   release).
- * - break() KILLs the holder's connection: it needs the right to, and ends anything else that
- *   connection was doing.
+ * Consistency and hazards (name limits, case, waiters' order, connections, break()) are declared
+ * in defineDriver below, from which docs/drivers.md is made.
  */
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'

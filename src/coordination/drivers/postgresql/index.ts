@@ -11,7 +11,7 @@
  * on a session of its own (postgresql-lock.ts), so a Python tooz process and this driver exclude
  * each other on the same lock name in the same database. Waiting happens in PostgreSQL's lock
  * queue. Fencing tokens come from the sequence `<namespace>fence`, in the statement that takes
- * the lock. A released session is kept a few seconds for the next acquire (sql-membership.ts
+ * the lock. A released session is kept a few seconds for the next acquire (sql-sessions.ts
  * LockSessions).
  *
  * Connections per coordinator: one for membership and heartbeats (the pool), one per held or
@@ -19,24 +19,13 @@
  * some group is watched.
  *
  * Groups (tooz has none on PostgreSQL): tables `<namespace>groups`, `<namespace>members`,
- * `<namespace>leaders` (sql-schema.ts), created at start if missing. Liveness is
+ * `<namespace>leaders` (postgresql-schema.ts), created at start if missing. Liveness is
  * `expires_at > now()` by the server's clock, pushed forward by each heartbeat; every change
  * NOTIFYs channel `<namespace>changes`, so watchers see joins and leaves at once. Expiry is not
  * pushed, so watched groups are still polled.
  *
- * Consistency: every statement is atomic on the server; a member that dies is listed until its
- * row expires (membership_timeout, default 30 s). A lock is held exactly as long as its session.
- *
- * Hazards:
- * - Only 65,536 lock keys (tooz's 16-bit key): different names can share a key and then exclude
- *   each other, including a group's leader lock `leader_of_<group>` and an unrelated lock.
- * - Advisory locks are per database: Python tooz and rollcall must name the same database, or
- *   their locks do not meet.
- * - Each held lock and each waiting acquire occupies a server connection (max_connections): a
- *   coordinator uses 1 + locks held or waiting (+ up to 2 unused lock sessions for 10 s after a
- *   release) + 1 while it watches a group.
- * - break() terminates the holder's backend (pg_terminate_backend, PostgreSQL ≥ 14): it needs the
- *   right to signal it, and ends anything else that session was doing.
+ * Consistency and hazards (16-bit lock keys, per-database locks, connections, break()) are
+ * declared in defineDriver below, from which docs/drivers.md is made.
  */
 import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
 import { defineDriver, type DriverEvents } from '../../driver.js'

@@ -16,23 +16,8 @@
  * group (tooz's garbage collection), and are never reported meanwhile. Watchers poll: Redis
  * offers no membership notifications that cover expiry without server configuration.
  *
- * Hazards:
- * - Everything lives in Redis memory. A restart without persistence (or a Sentinel failover to a
- *   replica that had not caught up) loses groups, members and locks. Members come back by
- *   themselves (the heartbeat notices and the Coordinator rejoins, also at once on reconnect), but
- *   for up to a heartbeat interval a lock may be held by two processes: the old holder learns it
- *   lost the lock only at its next refresh. tooz itself never notices (§4).
- * - Locks are leases (lock_timeout, default 30 s): a holder paused for longer than that loses its
- *   lock while it still runs. Use the fencing token to let the protected resource refuse stale
- *   holders. The fencing counter (`<lock key>:fence`) is only as durable as Redis persistence and
- *   replication: after data loss it restarts at 1. Counters are never deleted (one small key per
- *   lock name ever used).
- * - Lock keys changed in tooz 9 (`lock_key_style`): processes with different styles, for example
- *   tooz 3.1 (Debian bookworm) and tooz 9, do not exclude each other. Pick the style of the Python
- *   fleet you share locks with.
- * - Python tooz 3.1 has no get_leader on Redis; rollcall reads the leader lock's holder, which is
- *   `tooz:<token>` when a Python process holds it.
- * - Not Redis Cluster-safe (the scripts touch keys in different slots), like tooz.
+ * Hazards (data loss on restart, locks as leases, lock key styles, getLeader on tooz 3.1, no
+ * Redis Cluster) are declared in defineDriver below, from which docs/drivers.md is made.
  */
 import { BackendError, DriverUnavailableError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, ConnectionError, MemberExistsError, MemberNotJoinedError, SerializationError } from '../../../errors.js'
 import type { Redis } from 'ioredis'
