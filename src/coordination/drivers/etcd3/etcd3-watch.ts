@@ -8,7 +8,7 @@
  * `onGap` says so.
  */
 import type http from 'node:http'
-import { b64, big, decodeKv, EtcdApiError, EtcdTransportError, type EtcdGateway, type Json, type KeyValue } from './etcd3-gateway.js'
+import { b64, big, decodeKv, EtcdApiError, EtcdTransportError, type Endpoint, type EtcdGateway, type Json, type KeyValue } from './etcd3-gateway.js'
 
 /** A watch event. A PUT without a `type` field is how the gateway writes PUT. */
 export interface WatchEvent {
@@ -30,6 +30,19 @@ export interface WatchRequest {
   /** First revision to report; default: changes after the watch is created. */
   startRevision?: bigint
   filters?: ('NOPUT' | 'NODELETE')[]
+}
+
+/** One connection of a watch, as its readers see it. */
+interface Stream {
+  readonly endpoint: Endpoint
+  /** etcd confirmed the watch. */
+  created: boolean
+  /** The connection is over (broken() ran). */
+  done: boolean
+  /** Ends the connection for `err`, reconnecting unless the watch was closed. */
+  broken(err: Error): void
+  /** etcd confirmed the watch at `revision`. */
+  onCreated(revision: unknown): void
 }
 
 const WATCH_RETRY_FIRST_MS = 100
@@ -80,84 +93,98 @@ export class Watch {
 
   #connect(): Promise<void> {
     return new Promise((resolve, reject) => {
-      const create: Json = { key: b64(this.#request.key) }
-      if (this.#request.rangeEnd) create.range_end = b64(this.#request.rangeEnd)
-      if (this.#next !== undefined) create.start_revision = String(this.#next)
-      if (this.#request.filters) create.filters = this.#request.filters
       const startedAtMs = performance.now()
-      const { req, endpoint } = this.#gw.openStream({ create_request: create })
+      const { req, endpoint } = this.#gw.openStream({ create_request: this.#createRequest() })
       this.#req = req
-      let created = false
-      let done = false
+      const stream: Stream = { endpoint, created: false, done: false, broken: () => {}, onCreated: () => {} }
       const timer = setTimeout(() => req.destroy(new EtcdTransportError(endpoint.label, `the watch was not confirmed within ${this.#gw.timeoutMs} ms`, false)), this.#gw.timeoutMs)
-      const broken = (err: Error): void => {
-        if (done) return
-        done = true
+      stream.broken = (err: Error): void => {
+        if (stream.done) return
+        stream.done = true
         clearTimeout(timer)
         req.destroy()
         if (this.#req === req) this.#req = undefined
-        if (!created) reject(err)
+        if (!stream.created) reject(err)
         if (this.#closed) return
         const planned = this.#planned
         this.#planned = false
         if (planned) this.#failures = 0
         // A stream that was up breaks now; one still opening may have been sent during an outage already over.
-        const recovering = planned ? Promise.resolve() : this.#gw.recover(err, created ? performance.now() : startedAtMs).catch(() => {})
-        if (created || planned) void recovering.then(() => this.#reconnectLater())
+        const recovering = planned ? Promise.resolve() : this.#gw.recover(err, stream.created ? performance.now() : startedAtMs).catch(() => {})
+        if (stream.created || planned) void recovering.then(() => this.#reconnectLater())
       }
-      req.on('error', (err: NodeJS.ErrnoException) => broken(err instanceof EtcdTransportError ? err : new EtcdTransportError(endpoint.label, err.code ?? err.message, true, { cause: err })))
-      req.on('close', () => broken(new EtcdTransportError(endpoint.label, 'the watch stream closed', true)))
-      req.on('response', (res) => {
-        let buffer = ''
-        res.setEncoding('utf8')
-        res.on('data', (chunk: string) => {
-          buffer += chunk
-          for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
-            const line = buffer.slice(0, nl).trim()
-            buffer = buffer.slice(nl + 1)
-            if (line === '' || done) continue
-            let msg: Json
-            try {
-              msg = JSON.parse(line) as Json
-            } catch {
-              return broken(new EtcdApiError(endpoint.label, res.statusCode ?? 0, undefined, `not JSON: ${line.slice(0, 200)}`))
-            }
-            if (msg.error) return broken(this.#gw.streamError(msg.error, endpoint))
-            const r = (msg.result ?? {}) as Json
-            if (r.created) {
-              created = true
-              clearTimeout(timer)
-              this.#failures = 0
-              this.#gw.streamUp()
-              // Without a start revision the watch reports changes after the creation revision.
-              this.#next ??= big(r.header?.revision) + 1n
-              resolve()
-            }
-            if (r.canceled) {
-              const compacted = big(r.compact_revision)
-              if (compacted > 0n) {
-                // The history we wanted is gone: resume from the oldest kept revision and re-read.
-                this.#next = compacted
-                this.#handlers.onGap?.()
-              }
-              return broken(new EtcdApiError(endpoint.label, 200, undefined, `watch canceled${r.cancel_reason ? `: ${r.cancel_reason}` : ''}`))
-            }
-            const events = ((r.events ?? []) as Json[]).map((e): WatchEvent => ({ type: e.type === 'DELETE' ? 'DELETE' : 'PUT', kv: decodeKv(e.kv ?? {}) }))
-            if (events.length > 0) {
-              const last = events.reduce((m, e) => (e.kv.modRevision > m ? e.kv.modRevision : m), 0n)
-              if (this.#next === undefined || last + 1n > this.#next) this.#next = last + 1n
-              this.#handlers.onEvents(events)
-            } else if (!r.created && r.header?.revision !== undefined && this.#next !== undefined) {
-              // A progress notification: everything up to this revision was delivered.
-              const rev = big(r.header.revision) + 1n
-              if (rev > this.#next) this.#next = rev
-            }
-          }
-        })
-        res.on('error', (err) => broken(new EtcdTransportError(endpoint.label, err.message, true, { cause: err })))
-        if (res.statusCode !== 200) broken(new EtcdApiError(endpoint.label, res.statusCode ?? 0, undefined, 'the watch was refused'))
-      })
+      stream.onCreated = (revision: unknown): void => {
+        stream.created = true
+        clearTimeout(timer)
+        this.#failures = 0
+        this.#gw.streamUp()
+        // Without a start revision the watch reports changes after the creation revision.
+        this.#next ??= big(revision) + 1n
+        resolve()
+      }
+      req.on('error', (err: NodeJS.ErrnoException) => stream.broken(err instanceof EtcdTransportError ? err : new EtcdTransportError(endpoint.label, err.code ?? err.message, true, { cause: err })))
+      req.on('close', () => stream.broken(new EtcdTransportError(endpoint.label, 'the watch stream closed', true)))
+      req.on('response', (res) => this.#read(res, stream))
     })
+  }
+
+  /** The create_request: resuming after the last delivered revision once there is one. */
+  #createRequest(): Json {
+    const create: Json = { key: b64(this.#request.key) }
+    if (this.#request.rangeEnd) create.range_end = b64(this.#request.rangeEnd)
+    if (this.#next !== undefined) create.start_revision = String(this.#next)
+    if (this.#request.filters) create.filters = this.#request.filters
+    return create
+  }
+
+  /** Reads the stream's JSON lines; anything malformed, an error or a refusal breaks the stream. */
+  #read(res: http.IncomingMessage, stream: Stream): void {
+    let buffer = ''
+    res.setEncoding('utf8')
+    res.on('data', (chunk: string) => {
+      buffer += chunk
+      for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+        const line = buffer.slice(0, nl).trim()
+        buffer = buffer.slice(nl + 1)
+        if (line === '' || stream.done) continue
+        let msg: Json
+        try {
+          msg = JSON.parse(line) as Json
+        } catch {
+          return stream.broken(new EtcdApiError(stream.endpoint.label, res.statusCode ?? 0, undefined, `not JSON: ${line.slice(0, 200)}`))
+        }
+        if (msg.error) return stream.broken(this.#gw.streamError(msg.error, stream.endpoint))
+        const ended = this.#onResult((msg.result ?? {}) as Json, stream)
+        if (ended) return stream.broken(ended)
+      }
+    })
+    res.on('error', (err) => stream.broken(new EtcdTransportError(stream.endpoint.label, err.message, true, { cause: err })))
+    if (res.statusCode !== 200) stream.broken(new EtcdApiError(stream.endpoint.label, res.statusCode ?? 0, undefined, 'the watch was refused'))
+  }
+
+  /** One watch response: its creation, events or progress; a cancellation comes back as the error that ends the stream. */
+  #onResult(r: Json, stream: Stream): Error | undefined {
+    if (r.created) stream.onCreated(r.header?.revision)
+    if (r.canceled) {
+      const compacted = big(r.compact_revision)
+      if (compacted > 0n) {
+        // The history we wanted is gone: resume from the oldest kept revision and re-read.
+        this.#next = compacted
+        this.#handlers.onGap?.()
+      }
+      return new EtcdApiError(stream.endpoint.label, 200, undefined, `watch canceled${r.cancel_reason ? `: ${r.cancel_reason}` : ''}`)
+    }
+    const events = ((r.events ?? []) as Json[]).map((e): WatchEvent => ({ type: e.type === 'DELETE' ? 'DELETE' : 'PUT', kv: decodeKv(e.kv ?? {}) }))
+    if (events.length > 0) {
+      const last = events.reduce((m, e) => (e.kv.modRevision > m ? e.kv.modRevision : m), 0n)
+      if (this.#next === undefined || last + 1n > this.#next) this.#next = last + 1n
+      this.#handlers.onEvents(events)
+    } else if (!r.created && r.header?.revision !== undefined && this.#next !== undefined) {
+      // A progress notification: everything up to this revision was delivered.
+      const rev = big(r.header.revision) + 1n
+      if (rev > this.#next) this.#next = rev
+    }
+    return undefined
   }
 
   #reconnectLater(): void {
