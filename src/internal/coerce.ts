@@ -1,18 +1,11 @@
 /**
  * The one coercion kit: text (a URL query value, an INI or ROLLCALL_* setting, a CLI flag) or a
- * value given in code, turned into a checked number, duration, boolean, word or host:port.
- *
- * Three layers read settings with it, each wrapping its failures in its own typed error and
- * wording: coordination options (coordination/options.ts: InvalidOptionError, `Option "timeout"
- * in the redis URL must be …`), service-group settings (servicegroup/config.ts and settings.ts:
- * InvalidConfigError, `Invalid [DEFAULT] report_interval = "x" (from …): expected …`) and CLI
- * flags (cli/command.ts: InvalidArgumentError, `--refresh takes …, not "x"`).
- *
- * A reader returns the value or throws {@link Unfit}, whose message is a phrase about the value
- * that never names the setting; each reader's doc says which phrase. Two number grammars exist
- * on purpose, and both are here: URL values are strict decimals ({@link decimal}: no `0x10`, as
- * tooz's `float()`), settings and flags are what JavaScript's `Number()` reads
- * ({@link secondsText}).
+ * value from code, turned into a checked number, duration, boolean, word or host:port. A reader
+ * returns the value or throws {@link Unfit}, a phrase about the value that never names the
+ * setting; each layer wraps it in its own typed error and wording: coordination/options.ts
+ * (InvalidOptionError), servicegroup/config.ts and settings.ts (InvalidConfigError), cli/command.ts
+ * (InvalidArgumentError). Two number grammars, kept as they were: URL values are strict decimals
+ * ({@link decimal}: no `0x10`), settings and flags are what `Number()` reads ({@link secondsText}).
  * @internal
  */
 import { shorten } from '../coordination/redact.js'
@@ -115,15 +108,11 @@ export function booleanWord(text: string, words: BooleanWords): boolean | undefi
   return words.true.has(t) ? true : words.false.has(t) ? false : undefined
 }
 
-/** `one of a, b, c`, with `, or nothing` when '' is allowed. */
-export function oneOfPhrase(values: readonly string[]): string {
-  return `one of ${values.filter(Boolean).join(', ')}${values.includes('') ? ', or nothing' : ''}`
-}
-
-/** One of a fixed set of words, exactly. Unfit: {@link oneOfPhrase}. */
+/** One of a fixed set of words, exactly. Unfit: `one of a, b, c`, ending `, or nothing` when '' is one. */
 export function oneOf<V extends string>(value: unknown, values: readonly V[]): V {
-  if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) throw new Unfit(oneOfPhrase(values))
-  return value as V
+  if (typeof value === 'string' && (values as readonly string[]).includes(value)) return value as V
+  const words = values as readonly string[]
+  throw new Unfit(`one of ${words.filter(Boolean).join(', ')}${words.includes('') ? ', or nothing' : ''}`)
 }
 
 /** A host and port, the host without IPv6 brackets. */

@@ -7,7 +7,8 @@
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { InvalidConfigError } from '../index.js'
-import { parseIni, type IniDocument } from './ini.js'
+import type { LoadConfigOptions } from './config.js'
+import { parseIni, type IniDocument, type IniValue } from './ini.js'
 
 /** Largest configuration file read (a larger one, or one that is not a regular file, is refused). */
 export const MAX_CONFIG_BYTES = 1024 * 1024
@@ -19,21 +20,10 @@ export interface ConfigWarning {
 }
 
 /** One value of the merged files, with the file and line it came from. */
-export interface FileValue {
-  value: string
-  line: number
-  file: string
-}
+export type FileValue = IniValue & { file: string }
 
-/** Where the files are: `files`, else `file`, else ROLLCALL_CONFIG (when no `dir`); then `dir`'s *.conf. */
-export interface ConfigFileOptions {
-  file?: string
-  files?: readonly string[]
-  dir?: string
-}
-
-/** The files loadConfig() reads, in order. */
-export function configFiles(options: ConfigFileOptions, env: NodeJS.ProcessEnv): string[] {
+/** The files loadConfig() reads, in order: `files`, else `file`, else ROLLCALL_CONFIG (when no `dir`); then `dir`'s *.conf. */
+export function configFiles(options: Pick<LoadConfigOptions, 'file' | 'files' | 'dir'>, env: NodeJS.ProcessEnv): string[] {
   const files = [...(options.files ?? (options.file !== undefined ? [options.file] : options.dir === undefined && env.ROLLCALL_CONFIG ? [env.ROLLCALL_CONFIG] : []))]
   if (options.dir !== undefined) {
     let names: string[]
