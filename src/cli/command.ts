@@ -5,7 +5,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { InvalidArgumentError } from '../errors.js'
-import { MAX_TIMER_MS } from '../coordination/options.js'
+import { coerce, secondsText } from '../internal/coerce.js'
 
 /** Option declarations in node:util parseArgs form. */
 export type OptionsConfig = NonNullable<ParseArgsConfig['options']>
@@ -134,14 +134,19 @@ export function parseCommandArgs(cmd: Command, argv: string[]): { values: Comman
   return { values: parsed.values as CommandContext['values'], positionals: parsed.positionals, rest }
 }
 
+/**
+ * Reads a flag's value with a reader of the coercion kit (internal/coerce.ts); undefined when the
+ * flag is absent. A value that does not fit is an InvalidArgumentError: `<flag> takes <what the
+ * reader allows>, not "<value>"`.
+ */
+export function flagValue<T>(value: unknown, flag: string, read: (text: string) => T): T | undefined {
+  if (value === undefined) return undefined
+  return coerce(() => read(typeof value === 'string' ? value : ''), (phrase) => new InvalidArgumentError(`${flag} takes ${phrase}, not ${JSON.stringify(String(value).slice(0, 100))}`))
+}
+
 /** Reads a number of seconds from an option, or undefined. */
 export function secondsOption(value: unknown, name: string): number | undefined {
-  if (value === undefined) return undefined
-  const n = Number(value)
-  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n) || n < 0 || n * 1000 > MAX_TIMER_MS) {
-    throw new InvalidArgumentError(`--${name} takes a number of seconds from 0 to ${MAX_TIMER_MS / 1000} (the longest a Node timer can wait), not ${JSON.stringify(String(value).slice(0, 100))}`)
-  }
-  return n
+  return flagValue(value, `--${name}`, secondsText)
 }
 
 /** Formats rows as a plain text table with a header. */

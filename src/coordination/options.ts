@@ -1,5 +1,6 @@
 /**
- * A small kit for declaring driver options as data.
+ * A small kit for declaring driver options as data; the values are read by the coercion kit
+ * shared with the service-group settings and the CLI (internal/coerce.ts).
  *
  * One declaration gives: the URL query spelling (tooz's, in tooz's units, so an existing tooz URL
  * works unchanged), the programmatic camelCase name (every duration carries its unit:
@@ -8,13 +9,10 @@
  * that lists the known ones.
  */
 import { InvalidOptionError } from '../errors.js'
+import { MAX_TIMER_MS, STRUTILS_BOOLEANS, booleanWord, coerce, decimal, inRange, oneOf, timerMs, Unfit, type Bounds } from '../internal/coerce.js'
 import { shorten } from './redact.js'
 
-/**
- * The longest duration a Node timer can wait (2^31−1 ms, about 24.8 days): above it, setTimeout
- * fires after 1 ms. Every duration option stops there.
- */
-export const MAX_TIMER_MS = 2 ** 31 - 1
+export { MAX_TIMER_MS } from '../internal/coerce.js'
 
 /** The declared shape of one option. Build it with {@link opt}. */
 export interface OptionSpec<T> {
@@ -54,14 +52,6 @@ interface Common<T> {
   default?: T
 }
 
-interface Range {
-  min?: number
-  max?: number
-}
-
-const TRUE = new Set(['1', 't', 'true', 'on', 'y', 'yes'])
-const FALSE = new Set(['0', 'f', 'false', 'off', 'n', 'no'])
-
 function last(values: string[]): string {
   return values[values.length - 1] ?? ''
 }
@@ -75,86 +65,107 @@ function make<T>(query: string, type: string, c: Common<T>, shown: (v: T) => str
   }
 }
 
-function checkRange(n: number, r: Range, unit: string): number {
-  if (r.min !== undefined && n < r.min) throw new Error(`must be at least ${r.min}${unit}`)
-  if (r.max !== undefined && n > r.max) throw new Error(`must be at most ${r.max}${unit}`)
-  return n
-}
-
-function parseNumber(text: string, integer: boolean): number {
-  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text.trim())) throw new Error(`"${shorten(text)}" is not a number`)
-  const n = Number(text)
-  if (!Number.isFinite(n)) throw new Error(`"${shorten(text)}" is not a finite number`)
-  if (integer && !Number.isSafeInteger(n)) throw new Error(`"${shorten(text)}" is not a whole number from ${Number.MIN_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}`)
-  return n
-}
-
 /** Builders for option declarations. */
 export const opt = {
   /**
    * A duration: seconds in the URL (tooz's unit), milliseconds in code. Range bounds are in
    * seconds; the upper bound is never above {@link MAX_TIMER_MS}.
    */
-  seconds(query: string, c: Common<number> & Range): OptionSpec<number> {
+  seconds(query: string, c: Common<number> & Bounds): OptionSpec<number> {
     const check = (ms: number): number => {
-      checkRange(ms / 1000, c, ' s')
-      if (ms <= 0) throw new Error('must be greater than zero')
-      if (ms > MAX_TIMER_MS) throw new Error(`must be at most ${MAX_TIMER_MS / 1000} s (${MAX_TIMER_MS} ms, the longest a Node timer can wait)`)
-      return ms
+      inRange(ms / 1000, c, ' s')
+      return timerMs(ms)
     }
     return make(query, 'seconds', { ...c, default: c.default === undefined ? undefined : c.default * 1000 }, (v) => `${v / 1000}`,
-      (s) => check(Math.round(parseNumber(s, false) * 1000)),
+      (s) => check(Math.round(decimal(s) * 1000)),
       (v) => {
-        if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`must be a finite number of milliseconds, at most ${MAX_TIMER_MS}`)
+        if (typeof v !== 'number' || !Number.isFinite(v)) throw new Unfit(`must be a finite number of milliseconds, at most ${MAX_TIMER_MS}`)
         return check(v)
       })
   },
   /** A whole number. */
-  integer(query: string, c: Common<number> & Range): OptionSpec<number> {
-    const check = (n: number): number => checkRange(n, c, '')
-    return make(query, 'integer', c, String, (s) => check(parseNumber(s, true)), (v) => {
-      if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new Error('must be a whole number')
+  integer(query: string, c: Common<number> & Bounds): OptionSpec<number> {
+    const check = (n: number): number => inRange(n, c)
+    return make(query, 'integer', c, String, (s) => check(decimal(s, true)), (v) => {
+      if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new Unfit('must be a whole number')
       return check(v)
     })
   },
   /** true/false; the URL accepts oslo's spellings (1/0, yes/no, on/off, true/false, t/f, y/n). */
   boolean(query: string, c: Common<boolean>): OptionSpec<boolean> {
     return make(query, 'boolean', c, String, (s) => {
-      const t = s.trim().toLowerCase()
-      if (TRUE.has(t)) return true
-      if (FALSE.has(t)) return false
-      throw new Error(`"${shorten(s)}" is not a boolean (use true or false)`)
+      const b = booleanWord(s, STRUTILS_BOOLEANS)
+      if (b === undefined) throw new Unfit(`"${shorten(s)}" is not a boolean (use true or false)`)
+      return b
     }, (v) => {
-      if (typeof v !== 'boolean') throw new Error('must be true or false')
+      if (typeof v !== 'boolean') throw new Unfit('must be true or false')
       return v
     })
   },
   /** Free text. */
   string(query: string, c: Common<string> & { nonEmpty?: boolean }): OptionSpec<string> {
     const check = (s: string): string => {
-      if (c.nonEmpty && s === '') throw new Error('must not be empty')
+      if (c.nonEmpty && s === '') throw new Unfit('must not be empty')
       return s
     }
     return make(query, 'string', c, (v) => (v === '' ? '""' : v), check, (v) => {
-      if (typeof v !== 'string') throw new Error('must be a string')
+      if (typeof v !== 'string') throw new Unfit('must be a string')
       return check(v)
     })
   },
   /** One of a fixed set of words. */
   enum<const V extends string>(query: string, values: readonly V[], c: Common<V>): OptionSpec<V> {
-    const check = (v: unknown): V => {
-      if (typeof v !== 'string' || !(values as readonly string[]).includes(v)) throw new Error(`must be one of ${values.join(', ')}`)
-      return v as V
-    }
+    const check = (v: unknown): V => coerce(() => oneOf(v, values), (phrase) => new Unfit(`must be ${phrase}`))
     return make(query, values.join(' \\| '), c, String, check, check)
   },
   /** A repeatable option (`hosts=a&hosts=b`); in code, an array of strings. */
   list(query: string, c: Common<string[]>): OptionSpec<string[]> {
     return make(query, 'list', c, (v) => (v.length ? v.join(',') : '—'), (s) => [s], (v) => {
-      if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) throw new Error('must be an array of strings')
+      if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) throw new Unfit('must be an array of strings')
       return v as string[]
     }, true, (values) => values)
   },
+}
+
+/** A problem with one key of a URL query, for the caller to word as its own error. */
+export type QueryProblem =
+  | { kind: 'unknown'; key: string; known: string[] }
+  | { kind: 'empty'; key: string; type: string }
+  | { kind: 'unfit'; key: string; phrase: string }
+
+/**
+ * Reads a URL query against a spec set: programmatic name → value. `fail` words each problem as
+ * the caller's error (`known` is sorted). A key without a value is the `empty` problem unless the
+ * option repeats or `parseEmpty` is set; then its spec reads ''.
+ */
+export function readQuery(specs: OptionSpecs, query: Map<string, string[]>, fail: (problem: QueryProblem) => Error, parseEmpty = false): Map<string, unknown> {
+  const byQuery = new Map(Object.entries(specs).map(([name, spec]) => [spec.query, name]))
+  const out = new Map<string, unknown>()
+  for (const [key, values] of query) {
+    const name = byQuery.get(key)
+    if (name === undefined) throw fail({ kind: 'unknown', key, known: [...byQuery.keys()].sort() })
+    const spec = specs[name]!
+    if (!spec.repeated && !parseEmpty && values.some((v) => v === '')) throw fail({ kind: 'empty', key, type: spec.type })
+    try {
+      out.set(name, spec.fromQuery(values))
+    } catch (err) {
+      throw fail({ kind: 'unfit', key, phrase: (err as Error).message })
+    }
+  }
+  return out
+}
+
+/** The values given, and for every other option its default: a defaultFrom follows the resolved value of the option it names. */
+export function withDefaults(specs: OptionSpecs, given: ReadonlyMap<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = Object.fromEntries(given)
+  const resolve = (name: string, seen: string[]): unknown => {
+    if (name in out) return out[name]
+    const spec = specs[name]!
+    out[name] = spec.defaultFrom !== undefined && !seen.includes(spec.defaultFrom) ? resolve(spec.defaultFrom, [...seen, name]) : spec.default
+    return out[name]
+  }
+  for (const name of Object.keys(specs)) resolve(name, [])
+  return out
 }
 
 /**
@@ -162,25 +173,9 @@ export const opt = {
  * Throws InvalidOptionError naming the option, the bad value and what is allowed.
  */
 export function resolveOptions<S extends OptionSpecs>(specs: S, query: Map<string, string[]>, code: Record<string, unknown>, owner: string): ResolvedOptions<S> {
-  const byQuery = new Map(Object.entries(specs).map(([name, spec]) => [spec.query, name]))
-  const out: Record<string, unknown> = {}
-  const set = new Set<string>()
-  for (const [key, values] of query) {
-    const name = byQuery.get(key)
-    if (name === undefined) {
-      throw new InvalidOptionError(`Unknown option "${shorten(key)}" in the ${owner} URL; known options: ${[...byQuery.keys()].sort().join(', ') || '(none)'}`)
-    }
-    const spec = specs[name]!
-    if (!spec.repeated && values.some((v) => v === '')) {
-      throw new InvalidOptionError(`Option "${key}" in the ${owner} URL has no value; write ${key}=<${spec.type}>`)
-    }
-    try {
-      out[name] = spec.fromQuery(values)
-    } catch (err) {
-      throw new InvalidOptionError(`Option "${key}" in the ${owner} URL ${(err as Error).message}`)
-    }
-    set.add(name)
-  }
+  const given = readQuery(specs, query, (p) => new InvalidOptionError(p.kind === 'unknown'
+    ? `Unknown option "${shorten(p.key)}" in the ${owner} URL; known options: ${p.known.join(', ') || '(none)'}`
+    : p.kind === 'empty' ? `Option "${p.key}" in the ${owner} URL has no value; write ${p.key}=<${p.type}>` : `Option "${p.key}" in the ${owner} URL ${p.phrase}`))
   for (const [name, value] of Object.entries(code)) {
     if (value === undefined) continue
     const spec = specs[name]
@@ -188,23 +183,11 @@ export function resolveOptions<S extends OptionSpecs>(specs: S, query: Map<strin
       throw new InvalidOptionError(`Unknown option "${shorten(name)}" for the ${owner} driver; known options: ${Object.keys(specs).sort().join(', ') || '(none)'}`)
     }
     try {
-      out[name] = spec.fromCode(value)
+      given.set(name, spec.fromCode(value))
     } catch (err) {
       throw new InvalidOptionError(`Option ${name} for the ${owner} driver ${(err as Error).message}`)
     }
-    set.add(name)
   }
   // Defaults last, so that a defaultFrom sees the resolved value of the option it follows.
-  const resolve = (name: string, seen: string[]): unknown => {
-    if (set.has(name) || name in out) return out[name]
-    const spec = specs[name]!
-    if (spec.defaultFrom !== undefined && !seen.includes(spec.defaultFrom)) {
-      out[name] = resolve(spec.defaultFrom, [...seen, name])
-    } else {
-      out[name] = spec.default
-    }
-    return out[name]
-  }
-  for (const name of Object.keys(specs)) resolve(name, [])
-  return out as ResolvedOptions<S>
+  return withDefaults(specs, given) as ResolvedOptions<S>
 }

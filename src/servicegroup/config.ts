@@ -9,22 +9,23 @@
  * checked against rollcall's drivers and options, and its liveness window against
  * report_interval and service_down_time (warnings explain the consequence).
  */
-import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
-import { MAX_TIMER_MS } from '../coordination/options.js'
-import { displayUrl } from '../coordination/redact.js'
-import { COMMON_OPTIONS, InvalidConfigError, knownSchemes, loadDriver, parseBackendUrl, type Logger, type OptionSpec } from '../index.js'
+import { dirname, resolve } from 'node:path'
+import { InvalidConfigError, type Logger } from '../index.js'
+import { booleanWord, coerce, hostPort, oneOf, OSLO_CONFIG_BOOLEANS, secondsText, Unfit, wholeMsText, type HostPort } from '../internal/coerce.js'
 import { createServiceGroup, type ServiceGroup } from './api.js'
 import { DEFAULT_SQLITE_FILE, openCatalog, parseCatalogUrl } from './catalog/catalog.js'
-import { chooseMemcacheServers, osloBoolean } from './nova-memcache.js'
 import { tablePrefixProblem } from './catalog/sql.js'
-import { parseIni, type IniDocument } from './ini.js'
-import { SETTING_NAMES, ZOOKEEPER_DEFAULTS, checkDriverSettings, hostPortProblem, invalid, type DriverSettings } from './settings.js'
+import { configFiles, readConfigFiles, type ConfigWarning, type FileValue } from './config-files.js'
+import { checkToozUrl } from './config-tooz.js'
+import { chooseMemcacheServers } from './nova-memcache.js'
+import { SETTING_NAMES, ZOOKEEPER_DEFAULTS, ZOOKEEPER_PATH, ZOOKEEPER_PATH_ALLOWED, checkDriverSettings, invalid, type DriverSettings, type ZookeeperSettings } from './settings.js'
 import { TIMING_DEFAULTS, effectiveDownTime } from './times.js'
 import { DRIVER_NAMES, PREVIOUS_DRIVER_NAMES, type DriverName, type PreviousDriverName } from './types.js'
 
 export type { IniDocument } from './ini.js'
 export { parseIni } from './ini.js'
+export type { ConfigWarning } from './config-files.js'
+export { MAX_CONFIG_BYTES } from './config-files.js'
 
 /** How a setting's text is read. */
 type Kind = 'enum' | 'seconds' | 'milliseconds' | 'url' | 'list' | 'string' | 'secret' | 'hostport' | 'hostlist' | 'prefix' | 'path'
@@ -70,24 +71,15 @@ export const SETTINGS: readonly SettingSpec[] = [
   s('api', 'allowed_hosts', 'hostlist', '', '', 'Host names the status server answers to besides the ones it listens as (421 for any other Host header, against DNS rebinding), comma-separated.'),
 ]
 
-/** Largest configuration file read (a larger one, or one that is not a regular file, is refused). */
-export const MAX_CONFIG_BYTES = 1024 * 1024
-
 /** Tokens shorter than this are accepted with a warning. */
 export const MIN_TOKEN_CHARS = 16
 
 /** A resolved configuration. */
 export interface ServiceGroupConfig extends DriverSettings {
   database: { connection: string; tablePrefix: string; baseDir: string }
-  api: { token: string | undefined; listen: { host: string; port: number }; allowedHosts: string[] }
+  api: { token: string | undefined; listen: HostPort; allowedHosts: string[] }
   /** The file read, if any. */
   file: string | undefined
-}
-
-/** A warning found while loading (the caller logs it). */
-export interface ConfigWarning {
-  setting: string
-  message: string
 }
 
 /** Options of {@link loadConfig}. */
@@ -112,6 +104,7 @@ export interface LoadedConfig {
   warnings: ConfigWarning[]
 }
 
+/** The text given for a setting and where: ` (from FILE:LINE)`, ` (from ROLLCALL_X)` or ` (from the command line)`. */
 interface Raw {
   value: string
   from: string
@@ -135,277 +128,178 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
   const env = options.env ?? process.env
   const files = configFiles(options, env)
   const file = files[0]
-  const warnings: ConfigWarning[] = []
-  // Later files override earlier ones, key by key (oslo.config's --config-file and --config-dir).
-  const merged = new Map<string, Map<string, { value: string; line: number; file: string }>>()
-  for (const file of files) {
-    const doc = parseIni(readConfigFile(file), file)
-    warnings.push(...unknownKeys(doc, file), ...miscasedSections(doc, file))
-    for (const [section, keys] of doc) {
-      const into = merged.get(section) ?? new Map()
-      merged.set(section, into)
-      for (const [key, v] of keys) into.set(key, { ...v, file })
-    }
+  const { merged, warnings } = readConfigFiles(files, SETTINGS)
+  const { raw, dbFile } = layerSettings(merged, env, options.overrides ?? {})
+  // A relative SQLite path is relative to the file that names it (else the first file).
+  const baseFile = dbFile ?? file
+  const baseDir = baseFile !== undefined ? dirname(resolve(baseFile)) : resolve(options.cwd ?? process.cwd())
+  const text = new SettingsText(raw)
+  const config = resolveSettings(text, baseDir, file)
+  const corrected = effectiveDownTime(config.reportIntervalSeconds, config.serviceDownTimeSeconds)
+  if (corrected.warning) warnings.push({ setting: SETTING_NAMES.serviceDownTimeSeconds, message: corrected.warning })
+  config.serviceDownTimeSeconds = corrected.serviceDownTimeSeconds
+  if (config.toozUrl) warnings.push(...(await checkToozUrl(config, text.get('servicegroup_tooz_url').from)))
+  const token = config.api.token
+  if (token !== undefined && token.length < MIN_TOKEN_CHARS) {
+    warnings.push({ setting: '[api] token', message: `[api] token${text.get('token', 'api').from} has ${token.length} characters; use at least ${MIN_TOKEN_CHARS} random ones (openssl rand -hex 16)` })
   }
+  return { config, warnings }
+}
+
+/** The text of each setting given: the files', then the environment's, then the overrides'; and the file that set [database] connection. */
+function layerSettings(merged: Map<string, Map<string, FileValue>>, env: NodeJS.ProcessEnv, overrides: Readonly<Record<string, string | undefined>>): { raw: Map<SettingSpec, Raw>; dbFile: string | undefined } {
   const raw = new Map<SettingSpec, Raw>()
   let dbFile: string | undefined
   for (const spec of SETTINGS) {
     const inFile = merged.get(spec.section)?.get(spec.key)
     if (inFile) raw.set(spec, { value: inFile.value, from: ` (from ${inFile.file}:${inFile.line})` })
-    if (inFile && spec.section === 'database' && spec.key === 'connection') dbFile = inFile.file
+    if (inFile && spec === spec_('connection', 'database')) dbFile = inFile.file
     if (env[spec.env] !== undefined) raw.set(spec, { value: env[spec.env]!, from: ` (from ${spec.env})` })
   }
-  for (const [key, value] of Object.entries(options.overrides ?? {})) {
+  for (const [key, value] of Object.entries(overrides)) {
     if (value === undefined) continue
     const [section, k] = key.includes('.') ? key.split('.', 2) as [string, string] : ['DEFAULT', key]
     const spec = SETTINGS.find((x) => x.section === section && x.key === k)
     if (!spec) throw new InvalidConfigError(key, `Unknown setting "${key}"; known: ${SETTINGS.map((x) => (x.section === 'DEFAULT' ? x.key : `${x.section}.${x.key}`)).join(', ')}`)
     raw.set(spec, { value, from: ' (from the command line)' })
   }
-  // A relative SQLite path is relative to the file that names it (else the first file).
-  const baseFile = dbFile ?? file
-  const baseDir = baseFile !== undefined ? dirname(resolve(baseFile)) : resolve(options.cwd ?? process.cwd())
-  const config = resolveSettings(raw, baseDir, file)
-  const corrected = effectiveDownTime(config.reportIntervalSeconds, config.serviceDownTimeSeconds)
-  if (corrected.warning) warnings.push({ setting: SETTING_NAMES.serviceDownTimeSeconds, message: corrected.warning })
-  config.serviceDownTimeSeconds = corrected.serviceDownTimeSeconds
-  if (config.toozUrl) warnings.push(...(await checkToozUrl(config, raw.get(spec_('servicegroup_tooz_url'))?.from ?? '')))
-  const token = config.api.token
-  if (token !== undefined && token.length < MIN_TOKEN_CHARS) {
-    warnings.push({ setting: '[api] token', message: `[api] token${raw.get(spec_('token', 'api'))?.from ?? ''} has ${token.length} characters; use at least ${MIN_TOKEN_CHARS} random ones (openssl rand -hex 16)` })
-  }
-  return { config, warnings }
+  return { raw, dbFile }
+}
+
+/** One setting as read: its text (trimmed; the default when unset) and where it came from ('' when unset). */
+interface Setting {
+  spec: SettingSpec
+  value: string
+  from: string
 }
 
 /**
- * Reads a configuration file: a regular file of at most MAX_CONFIG_BYTES. Opened non-blocking,
- * so a FIFO cannot stall the open; /dev/zero, /dev/urandom, FIFOs and directories are refused.
+ * The layered text of the settings, read with the coercion kit: a value that does not fit is an
+ * InvalidConfigError naming the setting, the value and where it came from.
  */
-function readConfigFile(file: string): string {
-  const refuse = (why: string): InvalidConfigError => new InvalidConfigError('--config', `Cannot read the configuration file ${file}: ${why}`)
-  let fd: number
-  try {
-    const st = statSync(file)
-    if (!st.isFile()) throw refuse('not a regular file (a device, FIFO or directory); give the path of an INI file')
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
-  } catch (err) {
-    if (err instanceof InvalidConfigError) throw err
-    throw refuse((err as NodeJS.ErrnoException).code ?? (err as Error).message)
+class SettingsText {
+  constructor(readonly raw: ReadonlyMap<SettingSpec, Raw>) {}
+
+  get(key: string, section: SettingSpec['section'] = 'DEFAULT'): Setting {
+    const spec = spec_(key, section)
+    const r = this.raw.get(spec)
+    return { spec, value: (r?.value ?? spec.default).trim(), from: r?.from ?? '' }
   }
-  try {
-    if (!fstatSync(fd).isFile()) throw refuse('not a regular file (a device, FIFO or directory); give the path of an INI file')
-    const buf = Buffer.alloc(MAX_CONFIG_BYTES + 1)
-    let n = 0
-    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null)
-    if (n > MAX_CONFIG_BYTES) throw refuse(`larger than ${MAX_CONFIG_BYTES} bytes (1 MiB); a configuration file is a few kilobytes`)
-    return buf.toString('utf8', 0, n)
-  } catch (err) {
-    if (err instanceof InvalidConfigError) throw err
-    throw refuse((err as NodeJS.ErrnoException).code ?? (err as Error).message)
-  } finally {
-    closeSync(fd)
+
+  /** Reads a setting with a kit reader; `allowed` words the reader's phrase (default: `expected <phrase>`). */
+  read<T>(key: string, section: SettingSpec['section'], reader: (text: string) => T, allowed = (phrase: string) => `expected ${phrase}`): T {
+    const { spec, value, from } = this.get(key, section)
+    return coerce(() => reader(value), (phrase) => invalid(name(spec), value, allowed(phrase), from))
+  }
+
+  /** A list of host:port servers, comma- or newline-separated. */
+  servers(key: string, section: SettingSpec['section']): string[] {
+    return this.read(key, section, (v) => v.split(/[,\n]/).map((x) => x.trim()).filter(Boolean).map((item) => (hostPort(item), item)), (phrase) => phrase)
   }
 }
 
-function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: string | undefined): ServiceGroupConfig {
-  const get = (key: string, section: SettingSpec['section'] = 'DEFAULT'): { spec: SettingSpec; value: string; from: string } => {
-    const spec = spec_(key, section)
-    const r = raw.get(spec)
-    return { spec, value: (r?.value ?? spec.default).trim(), from: r?.from ?? '' }
+/** Reads and checks every setting, in steps; throws InvalidConfigError for the first bad one. */
+function resolveSettings(text: SettingsText, baseDir: string, file: string | undefined): ServiceGroupConfig {
+  const database = databaseSettings(text, baseDir)
+  const zookeeper = zookeeperSettings(text)
+  const api = apiSettings(text)
+  const previous = text.read('report_to_previous_driver', 'DEFAULT', (v) => oneOf(v, spec_('report_to_previous_driver').values!))
+  const memcacheServers = memcacheSettings(text)
+  const config: ServiceGroupConfig = {
+    driver: text.read('servicegroup_driver', 'DEFAULT', (v) => oneOf(v, DRIVER_NAMES)),
+    ...timingSettings(text),
+    toozUrl: text.get('servicegroup_tooz_url').value || undefined,
+    reportToPreviousDriver: (previous || undefined) as PreviousDriverName | undefined,
+    memcacheServers, zookeeper, database, api, file,
   }
-  const seconds = (key: string): number => {
-    const { spec, value, from } = get(key)
-    const n = Number(value)
-    if (value === '' || !Number.isFinite(n) || n < 0 || n * 1000 > MAX_TIMER_MS) throw invalid(name(spec), value, `expected a number of seconds from 0 to ${MAX_TIMER_MS / 1000} (the longest a Node timer can wait)`, from)
-    return n
-  }
-  const word = (key: string): string => {
-    const { spec, value, from } = get(key)
-    if (!spec.values!.includes(value)) throw invalid(name(spec), value, `expected one of ${spec.values!.filter(Boolean).join(', ')}${spec.values!.includes('') ? ', or nothing' : ''}`, from)
-    return value
-  }
-  const list = (key: string, section: SettingSpec['section']): string[] => {
-    const { spec, value, from } = get(key, section)
-    const items = value.split(/[,\n]/).map((x) => x.trim()).filter(Boolean)
-    for (const item of items) {
-      const problem = hostPortProblem(item)
-      if (problem) throw invalid(name(spec), value, problem, from)
-    }
-    return items
-  }
-  const db = get('connection', 'database')
-  const dbUrl = db.from === '' ? `sqlite:///${resolve(baseDir, DEFAULT_SQLITE_FILE)}` : db.value
+  checkAcrossSettings(config, text)
+  return config
+}
+
+/** [database]: a catalog URL (the default SQLite file sits in `baseDir`) and a table prefix. */
+function databaseSettings(text: SettingsText, baseDir: string): ServiceGroupConfig['database'] {
+  const db = text.get('connection', 'database')
+  const connection = db.from === '' ? `sqlite:///${resolve(baseDir, DEFAULT_SQLITE_FILE)}` : db.value
   try {
-    parseCatalogUrl(dbUrl, baseDir)
+    parseCatalogUrl(connection, baseDir)
   } catch (err) {
     throw new InvalidConfigError(name(db.spec), `${(err as Error).message}${db.from}`)
   }
-  const prefix = get('table_prefix', 'database')
-  const prefixProblem = tablePrefixProblem(prefix.value)
-  if (prefixProblem) throw invalid(name(prefix.spec), prefix.value, prefixProblem, prefix.from)
-  const recv = get('recv_timeout', 'zookeeper')
-  if (!/^\d+$/.test(recv.value) || Number(recv.value) < 100 || Number(recv.value) > MAX_TIMER_MS) throw invalid(name(recv.spec), recv.value, `expected whole milliseconds from 100 to ${MAX_TIMER_MS}`, recv.from)
-  const sgPrefix = get('sg_prefix', 'zookeeper')
-  if (!/^(\/[^/\s]+)+$/.test(sgPrefix.value)) throw invalid(name(sgPrefix.spec), sgPrefix.value, 'expected an absolute ZooKeeper path without a trailing "/", e.g. /servicegroups', sgPrefix.from)
-  const listen = get('listen', 'api')
-  if (hostPortProblem(listen.value)) throw invalid(name(listen.spec), listen.value, 'expected host:port, e.g. 127.0.0.1:7979', listen.from)
-  const token = get('token', 'api')
+  const tablePrefix = text.read('table_prefix', 'database', (v) => checked(v, tablePrefixProblem(v)), (phrase) => phrase)
+  return { connection, tablePrefix, baseDir }
+}
+
+/** [zookeeper]: checked even when unused; the zk settings exist when an address is given. */
+function zookeeperSettings(text: SettingsText): ZookeeperSettings | undefined {
+  const recvTimeoutMs = text.read('recv_timeout', 'zookeeper', (v) => wholeMsText(v, 100))
+  const sgPrefix = text.read('sg_prefix', 'zookeeper', (v) => checked(v, ZOOKEEPER_PATH.test(v) ? undefined : ZOOKEEPER_PATH_ALLOWED))
+  const address = text.servers('address', 'zookeeper')
+  return address.length ? { address: address.join(','), recvTimeoutMs, sgPrefix } : undefined
+}
+
+/** [api]: the status server's address, token and extra host names. */
+function apiSettings(text: SettingsText): ServiceGroupConfig['api'] {
+  const listen = text.read('listen', 'api', hostPort, () => 'expected host:port, e.g. 127.0.0.1:7979')
+  const token = text.get('token', 'api')
   // RFC 7230 field values: visible ASCII; a space or control character could never be sent back.
   if (token.value !== '' && !/^[\x21-\x7e]+$/.test(token.value)) {
     throw new InvalidConfigError(name(token.spec), `Invalid ${name(token.spec)}${token.from}: a token travels in an Authorization header, so it must be visible ASCII without spaces (the value is not shown); e.g. openssl rand -hex 16`)
   }
-  const allowedHosts = get('allowed_hosts', 'api')
-  const hostNames = allowedHosts.value.split(/[,\s]+/).filter(Boolean).map((h) => h.toLowerCase())
-  for (const h of hostNames) {
-    if (!/^([a-z0-9_-]+(\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])$/.test(h)) throw invalid(name(allowedHosts.spec), allowedHosts.value, `"${h.slice(0, 100)}" is not a host name (write names without port, e.g. status.example.com, comma-separated)`, allowedHosts.from)
+  const allowedHosts = text.read('allowed_hosts', 'api', hostNames, (phrase) => phrase)
+  return { token: token.value || undefined, allowedHosts, listen }
+}
+
+/** Host names, comma- or space-separated, lower-cased. Unfit: `"<name>" is not a host name (…)`. */
+function hostNames(text: string): string[] {
+  const names = text.split(/[,\s]+/).filter(Boolean).map((h) => h.toLowerCase())
+  for (const h of names) {
+    if (!/^([a-z0-9_-]+(\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])$/.test(h)) throw new Unfit(`"${h.slice(0, 100)}" is not a host name (write names without port, e.g. status.example.com, comma-separated)`)
   }
-  const zkAddress = list('address', 'zookeeper')
-  const previous = word('report_to_previous_driver')
-  const cacheEnabled = get('enabled', 'cache')
-  if (osloBoolean(cacheEnabled.value) === undefined) throw invalid(name(cacheEnabled.spec), cacheEnabled.value, 'expected true or false', cacheEnabled.from)
-  const memcache = chooseMemcacheServers({
-    own: list('servers', 'memcache'), novaDefault: list('memcached_servers', 'DEFAULT'),
-    cache: list('memcache_servers', 'cache'), cacheSet: raw.has(spec_('memcache_servers', 'cache')), cacheEnabled: cacheEnabled.value,
-  })
-  const config: ServiceGroupConfig = {
-    driver: word('servicegroup_driver') as DriverName,
-    reportIntervalSeconds: seconds('report_interval'),
-    serviceDownTimeSeconds: seconds('service_down_time'),
-    initialReportDelaySeconds: seconds('initial_report_delay'),
-    toozUrl: get('servicegroup_tooz_url').value || undefined,
-    reportToPreviousDriver: (previous || undefined) as PreviousDriverName | undefined,
-    memcacheServers: memcache.servers,
-    zookeeper: zkAddress.length ? { address: zkAddress.join(','), recvTimeoutMs: Number(recv.value), sgPrefix: sgPrefix.value } : undefined,
-    database: { connection: dbUrl, tablePrefix: prefix.value, baseDir },
-    api: { token: token.value || undefined, allowedHosts: hostNames, listen: { host: listen.value.slice(0, listen.value.lastIndexOf(':')).replace(/^\[|\]$/g, ''), port: Number(listen.value.slice(listen.value.lastIndexOf(':') + 1)) } },
-    file,
+  return names
+}
+
+/** The mc driver's servers, under rollcall's and Nova's names (nova-memcache.ts says which wins). */
+function memcacheSettings(text: SettingsText): readonly string[] {
+  const cacheEnabled = text.read('enabled', 'cache', (v) => checked(v, booleanWord(v, OSLO_CONFIG_BOOLEANS) === undefined ? 'true or false' : undefined))
+  return chooseMemcacheServers({
+    own: text.servers('servers', 'memcache'), novaDefault: text.servers('memcached_servers', 'DEFAULT'),
+    cache: text.servers('memcache_servers', 'cache'), cacheSet: text.raw.has(spec_('memcache_servers', 'cache')), cacheEnabled,
+  }).servers
+}
+
+/** The three durations, in seconds; service_down_time cannot be 0. */
+function timingSettings(text: SettingsText): Pick<DriverSettings, 'reportIntervalSeconds' | 'serviceDownTimeSeconds' | 'initialReportDelaySeconds'> {
+  const times = {
+    reportIntervalSeconds: text.read('report_interval', 'DEFAULT', secondsText),
+    serviceDownTimeSeconds: text.read('service_down_time', 'DEFAULT', secondsText),
+    initialReportDelaySeconds: text.read('initial_report_delay', 'DEFAULT', secondsText),
   }
-  if (config.serviceDownTimeSeconds === 0) throw invalid(SETTING_NAMES.serviceDownTimeSeconds, '0', 'expected a number of seconds > 0', get('service_down_time').from)
-  // Cross-field rules, once, shared with createServiceGroup(); add where the value came from.
+  if (times.serviceDownTimeSeconds === 0) throw invalid(SETTING_NAMES.serviceDownTimeSeconds, '0', 'expected a number of seconds > 0', text.get('service_down_time').from)
+  return times
+}
+
+/** Cross-field rules, once, shared with createServiceGroup(); adds where the value came from. */
+function checkAcrossSettings(config: ServiceGroupConfig, text: SettingsText): void {
   try {
     checkDriverSettings(config)
   } catch (err) {
     if (!(err instanceof InvalidConfigError)) throw err
     const spec = SETTINGS.find((x) => name(x) === err.setting)
-    let from = spec ? raw.get(spec)?.from ?? '' : ''
+    let from = spec ? text.raw.get(spec)?.from ?? '' : ''
     if (from === '') {
       // Unset, but required: say which setting requires it, and where that one came from.
       const [by, value] = config.reportToPreviousDriver && REQUIRED_BY[config.reportToPreviousDriver] === err.setting
         ? [spec_('report_to_previous_driver'), config.reportToPreviousDriver] : [spec_('servicegroup_driver'), config.driver]
-      from = ` (unset; required by ${name(by)} = ${value}${raw.get(by)?.from ?? ''})`
+      from = ` (unset; required by ${name(by)} = ${value}${text.raw.get(by)?.from ?? ''})`
     }
     throw new InvalidConfigError(err.setting, err.message.replace(/: /, `${from}: `))
   }
-  return config
 }
 
-/** The files loadConfig() reads, in order. */
-function configFiles(options: LoadConfigOptions, env: NodeJS.ProcessEnv): string[] {
-  const files = [...(options.files ?? (options.file !== undefined ? [options.file] : options.dir === undefined && env.ROLLCALL_CONFIG ? [env.ROLLCALL_CONFIG] : []))]
-  if (options.dir !== undefined) {
-    let names: string[]
-    try {
-      names = readdirSync(options.dir).filter((n) => n.endsWith('.conf')).sort()
-    } catch (err) {
-      throw new InvalidConfigError('--config-dir', `Cannot read the configuration directory ${options.dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
-    }
-    files.push(...names.map((n) => join(options.dir!, n)))
-  }
-  return files
-}
-
-/** Sections that differ from a known one only by case (`[default]`): oslo.config ignores them, so they are reported. */
-function miscasedSections(doc: IniDocument, file: string): ConfigWarning[] {
-  const known = [...new Set(SETTINGS.map((x) => x.section))]
-  const out: ConfigWarning[] = []
-  for (const [section, keys] of doc) {
-    const meant = known.find((k) => k !== section && k.toLowerCase() === section.toLowerCase())
-    if (!meant) continue
-    const first = [...keys.values()][0]
-    out.push({ setting: `[${section}]`, message: `${file}${first ? `:${first.line}` : ''}: section [${section}] is not [${meant}] (section names are case-sensitive, as in oslo.config): its ${keys.size} setting(s) are ignored; write [${meant}]` })
-  }
-  return out
-}
-
-/** Keys in known sections that look like a misspelt known key (nova.conf has many others; those are ignored). */
-function unknownKeys(doc: IniDocument, file: string): ConfigWarning[] {
-  const out: ConfigWarning[] = []
-  for (const [section, keys] of doc) {
-    const known = SETTINGS.filter((x) => x.section === section).map((x) => x.key)
-    for (const [key, v] of keys) {
-      if (known.includes(key)) continue
-      // Within 2 edits only when the lengths are: a long key costs nothing.
-      const near = known.find((k) => Math.abs(k.length - key.length) <= 2 && distance(k, key) <= 2)
-      if (near) out.push({ setting: `[${section}] ${key}`, message: `${file}:${v.line}: unknown setting [${section}] ${key} is ignored; did you mean ${near}?` })
-    }
-  }
-  return out
-}
-
-function distance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)])
-  for (let j = 1; j <= b.length; j++) d[0]![j] = j
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
-  }
-  return d[a.length]![b.length]!
-}
-
-/**
- * Checks servicegroup_tooz_url without connecting: a scheme rollcall has, options its driver
- * knows with valid values; then compares the backend's liveness window (membership_timeout, else
- * timeout, else the driver's default) with report_interval and service_down_time.
- */
-async function checkToozUrl(config: ServiceGroupConfig, from: string): Promise<ConfigWarning[]> {
-  const setting = SETTING_NAMES.toozUrl
-  const url = config.toozUrl!
-  let parsed
-  let def
-  try {
-    parsed = parseBackendUrl(url)
-    def = await loadDriver(parsed.scheme)
-  } catch (err) {
-    throw new InvalidConfigError(setting, `Invalid ${setting} = "${displayUrl(url)}"${from}: ${(err as Error).message}; known schemes: ${knownSchemes().join(', ')}`)
-  }
-  const specs = { ...COMMON_OPTIONS, ...def.options } as Record<string, OptionSpec<unknown>>
-  const byQuery = new Map(Object.values(specs).map((spec) => [spec.query, spec]))
-  const values = new Map<string, unknown>()
-  for (const [key, list] of parsed.query) {
-    const spec = byQuery.get(key)
-    if (!spec) throw invalid(setting, url, `the ${def.name} driver has no option "${key}"; known options: ${[...byQuery.keys()].sort().join(', ')}`, from)
-    try {
-      values.set(key, spec.fromQuery(list))
-    } catch (err) {
-      throw invalid(setting, url, `option ${key} ${(err as Error).message}`, from)
-    }
-  }
-  const windowMs = liveness(specs, byQuery, values)
-  if (windowMs === undefined) return []
-  const w = windowMs / 1000
-  const warnings: ConfigWarning[] = []
-  const r = config.reportIntervalSeconds
-  const sdt = config.serviceDownTimeSeconds
-  if (r > 0 && w < 2 * r) {
-    warnings.push({ setting, message: `${setting}: the ${def.name} membership timeout (${w} s) is shorter than two report intervals (2 × report_interval = ${2 * r} s). Liveness under the tooz driver is kept by the coordination heartbeat (about every ${w / 2} s), not by reports, so services stay up; but a report is what refreshes a service's Updated At and rejoins it if the backend dropped it, so Updated At will lag behind liveness by up to ${r} s. Lower report_interval or raise the timeout to silence this.` })
-  }
-  if (w > sdt) {
-    warnings.push({ setting, message: `${setting}: the ${def.name} membership timeout (${w} s) is longer than service_down_time (${sdt} s): under the tooz driver a service that dies stays up for up to ${w} s, longer than service_down_time promises${config.reportToPreviousDriver ? `, and readers still on ${config.reportToPreviousDriver} will see it down ${w - sdt} s earlier than tooz readers` : ''}. Use timeout=${sdt} or less in the URL.` })
-  } else if (config.reportToPreviousDriver && w < sdt) {
-    warnings.push({ setting, message: `${setting}: the ${def.name} membership timeout (${w} s) differs from service_down_time (${sdt} s): after a crash, tooz readers see the service down up to ${sdt - w} s before readers still on ${config.reportToPreviousDriver}; rollcall migrate check reports those services as disagreeing meanwhile.` })
-  }
-  return warnings
-}
-
-/** The liveness window in ms: membership_timeout, else timeout, else the declared defaults. */
-function liveness(specs: Record<string, OptionSpec<unknown>>, byQuery: Map<string, OptionSpec<unknown>>, values: Map<string, unknown>): number | undefined {
-  const pick = (query: string, seen = 0): number | undefined => {
-    const spec = byQuery.get(query)
-    if (!spec || seen > 3) return undefined
-    if (values.has(query)) return values.get(query) as number
-    if (spec.defaultFrom !== undefined) return pick(specs[spec.defaultFrom]?.query ?? '', seen + 1)
-    return spec.default as number | undefined
-  }
-  return pick('membership_timeout') ?? pick('timeout')
+/** `value`, or Unfit with `problem` when there is one. */
+function checked(value: string, problem: string | undefined): string {
+  if (problem !== undefined) throw new Unfit(problem)
+  return value
 }
 
 /** Opens the catalog named by the configuration and a ServiceGroup over it (which closes the catalog on close()). */

@@ -9,12 +9,13 @@
  * forced_down is left out: it is the catalog's, identical on both sides.
  */
 import { InvalidArgumentError, silentLogger, type Logger } from '../index.js'
+import { coerce, oneOf } from '../internal/coerce.js'
 import { openCatalog, type Catalog } from './catalog/catalog.js'
 import type { ServiceGroupConfig } from './config.js'
 import type { ServiceGroupDriver } from './driver.js'
 import { createDriver } from './registry.js'
 import { checkDriverSettings } from './settings.js'
-import { DRIVER_NAMES, isDriverName, type DriverName, type ServiceRecord } from './types.js'
+import { DRIVER_NAMES, type DriverName, type ServiceRecord } from './types.js'
 
 /** One service the two drivers disagree on. */
 export interface Disagreement {
@@ -72,12 +73,10 @@ export async function compareDrivers(options: CompareOptions): Promise<Migration
  * address, tooz: servicegroup_tooz_url), whichever servicegroup_driver says.
  */
 export async function checkMigration(config: ServiceGroupConfig, options: { from: string; to: string; topic?: string; logger?: Logger; onProgress?: CompareOptions['onProgress'] }): Promise<MigrationReport> {
-  for (const [flag, value] of [['--from', options.from], ['--to', options.to]] as const) {
-    if (!isDriverName(value)) throw new InvalidArgumentError(`${flag} takes one of ${DRIVER_NAMES.join(', ')}, not ${JSON.stringify(value)}`)
-  }
-  if (options.from === options.to) throw new InvalidArgumentError('--from and --to name the same driver: there is nothing to compare')
-  const from = options.from as DriverName
-  const to = options.to as DriverName
+  const driver = (flag: string, value: string): DriverName => coerce(() => oneOf(value, DRIVER_NAMES), (phrase) => new InvalidArgumentError(`${flag} takes ${phrase}, not ${JSON.stringify(value)}`))
+  const from = driver('--from', options.from)
+  const to = driver('--to', options.to)
+  if (from === to) throw new InvalidArgumentError('--from and --to name the same driver: there is nothing to compare')
   // Each side must be configured as if it were the driver.
   checkDriverSettings({ ...config, driver: from, reportToPreviousDriver: undefined })
   checkDriverSettings({ ...config, driver: to, reportToPreviousDriver: undefined })

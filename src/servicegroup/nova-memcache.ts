@@ -7,10 +7,7 @@
  * `[cache] memcache_servers` is ignored, as Nova ignores it). rollcall's own
  * `[memcache] servers`, when set, comes first: it is the name written for rollcall.
  */
-
-/** oslo.config's words for true and false (case-insensitive). */
-const TRUE = new Set(['true', '1', 'on', 'yes'])
-const FALSE = new Set(['false', '0', 'off', 'no', ''])
+import { booleanWord, OSLO_CONFIG_BOOLEANS } from '../internal/coerce.js'
 
 /** oslo.cache's default `[cache] memcache_servers`. */
 export const OSLO_CACHE_DEFAULT_SERVERS: readonly string[] = ['localhost:11211']
@@ -34,17 +31,11 @@ export interface MemcacheChoice {
   from: string
 }
 
-/** Parses `[cache] enabled` as oslo.config does; undefined when it is not a boolean. */
-export function osloBoolean(value: string): boolean | undefined {
-  const v = value.trim().toLowerCase()
-  return TRUE.has(v) ? true : FALSE.has(v) ? false : undefined
-}
-
 /** Picks the servers; see the file's header. */
 export function chooseMemcacheServers(s: MemcacheSources): MemcacheChoice {
   if (s.own.length) return { servers: s.own, from: '[memcache] servers' }
   if (s.novaDefault.length) return { servers: s.novaDefault, from: '[DEFAULT] memcached_servers' }
-  if (osloBoolean(s.cacheEnabled) === true) {
+  if (booleanWord(s.cacheEnabled, OSLO_CONFIG_BOOLEANS) === true) {
     return s.cacheSet ? { servers: s.cache, from: '[cache] memcache_servers' } : { servers: OSLO_CACHE_DEFAULT_SERVERS, from: '[cache] enabled (oslo.cache\'s default memcache_servers)' }
   }
   // [cache] memcache_servers without [cache] enabled = true: ignored, as Nova ignores it (the

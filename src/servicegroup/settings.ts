@@ -6,7 +6,8 @@
  */
 import { shorten } from '../coordination/redact.js'
 import { InvalidConfigError, redactUrl } from '../index.js'
-import { DRIVER_NAMES, PREVIOUS_DRIVER_NAMES, isDriverName, type DriverName, type PreviousDriverName } from './types.js'
+import { coerce, hostPort, oneOf } from '../internal/coerce.js'
+import { DRIVER_NAMES, PREVIOUS_DRIVER_NAMES, type DriverName, type PreviousDriverName } from './types.js'
 
 /** ZooKeeper settings of the zk driver (Nova's `[zookeeper]` group). */
 export interface ZookeeperSettings {
@@ -20,6 +21,11 @@ export interface ZookeeperSettings {
 
 /** Defaults of the `[zookeeper]` settings. */
 export const ZOOKEEPER_DEFAULTS = { recvTimeoutMs: 4000, sgPrefix: '/servicegroups' } as const
+
+/** What `[zookeeper] sg_prefix` must look like. */
+export const ZOOKEEPER_PATH = /^(\/[^/\s]+)+$/
+/** What {@link ZOOKEEPER_PATH} allows, as a phrase. */
+export const ZOOKEEPER_PATH_ALLOWED = 'an absolute ZooKeeper path without a trailing "/", e.g. /servicegroups'
 
 /** Everything that selects and tunes the drivers. */
 export interface DriverSettings {
@@ -65,11 +71,8 @@ function seconds(setting: string, value: unknown, min: number, minText: string):
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || (min > 0 && value === 0)) throw invalid(setting, value, `expected a number of seconds ${minText}`)
 }
 
-/** A `host:port` list entry problem, or undefined. */
-export function hostPortProblem(text: string): string | undefined {
-  const m = /^(\[[0-9a-f:.]+\]|[^\s:,/[\]]+):(\d{1,5})$/i.exec(text)
-  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return `"${shorten(text)}" is not host:port (port 1–65535)`
-  return undefined
+function servers(setting: string, list: readonly string[], shown: string): void {
+  for (const server of list) coerce(() => hostPort(server), (phrase) => invalid(setting, shown, phrase))
 }
 
 /**
@@ -79,7 +82,7 @@ export function hostPortProblem(text: string): string | undefined {
  * differ from the driver.
  */
 export function checkDriverSettings(s: DriverSettings): void {
-  if (!isDriverName(s.driver)) throw invalid(SETTING_NAMES.driver, s.driver, `expected one of ${DRIVER_NAMES.join(', ')}`)
+  coerce(() => oneOf(s.driver, DRIVER_NAMES), (phrase) => invalid(SETTING_NAMES.driver, s.driver, `expected ${phrase}`))
   seconds(SETTING_NAMES.reportIntervalSeconds, s.reportIntervalSeconds, 0, '≥ 0 (0 turns reports off)')
   seconds(SETTING_NAMES.serviceDownTimeSeconds, s.serviceDownTimeSeconds, Number.MIN_VALUE, '> 0')
   seconds(SETTING_NAMES.initialReportDelaySeconds, s.initialReportDelaySeconds, 0, '≥ 0')
@@ -94,19 +97,13 @@ export function checkDriverSettings(s: DriverSettings): void {
   if (uses.has('tooz') && !s.toozUrl) throw invalid(SETTING_NAMES.toozUrl, s.toozUrl ?? '', 'the tooz driver needs a coordination URL, e.g. redis://127.0.0.1:6379?timeout=5')
   if (uses.has('mc')) {
     if (s.memcacheServers.length === 0) throw invalid(SETTING_NAMES.memcacheServers, '', 'the mc driver needs at least one memcached server: [memcache] servers = 127.0.0.1:11211, or Nova\'s [DEFAULT] memcached_servers, or [cache] memcache_servers with [cache] enabled = true')
-    for (const server of s.memcacheServers) {
-      const problem = hostPortProblem(server)
-      if (problem) throw invalid(SETTING_NAMES.memcacheServers, s.memcacheServers.join(','), problem)
-    }
+    servers(SETTING_NAMES.memcacheServers, s.memcacheServers, s.memcacheServers.join(','))
   }
   if (uses.has('zk')) {
     const zk = s.zookeeper
     if (!zk || !zk.address) throw invalid(SETTING_NAMES.zookeeperAddress, '', 'the zk driver needs ZooKeeper servers, e.g. address = 127.0.0.1:2181')
-    for (const server of zk.address.split(',')) {
-      const problem = hostPortProblem(server.trim())
-      if (problem) throw invalid(SETTING_NAMES.zookeeperAddress, zk.address, problem)
-    }
+    servers(SETTING_NAMES.zookeeperAddress, zk.address.split(',').map((server) => server.trim()), zk.address)
     if (!Number.isInteger(zk.recvTimeoutMs) || zk.recvTimeoutMs < 100) throw invalid(SETTING_NAMES.recvTimeoutMs, zk.recvTimeoutMs, 'expected whole milliseconds ≥ 100')
-    if (!/^(\/[^/\s]+)+$/.test(zk.sgPrefix)) throw invalid(SETTING_NAMES.sgPrefix, zk.sgPrefix, 'expected an absolute ZooKeeper path without a trailing "/", e.g. /servicegroups')
+    if (!ZOOKEEPER_PATH.test(zk.sgPrefix)) throw invalid(SETTING_NAMES.sgPrefix, zk.sgPrefix, `expected ${ZOOKEEPER_PATH_ALLOWED}`)
   }
 }

@@ -291,7 +291,7 @@ export const demoCommands: Command[] = [
     options: { url: CONNECTION_OPTIONS.url!, listen: { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } },
     run: async (ctx) => {
       if (ctx.values.listen !== undefined) parseListen(ctx.values.listen as string)
-      if (ctx.values.duration !== undefined && !(Number(ctx.values.duration) > 0)) throw new InvalidArgumentError('--duration takes a number of seconds > 0')
+      if (secondsOption(ctx.values.duration, 'duration') === 0) throw new InvalidArgumentError('--duration takes a number of seconds > 0')
       await runDemo(ctx)
     },
   },

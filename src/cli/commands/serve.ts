@@ -12,6 +12,7 @@ import { hostname } from 'node:os'
 import { connect, InvalidArgumentError, redactUrl, type Coordinator, type Logger } from '../../index.js'
 import { openServiceGroup, type ServiceGroup, type ServiceGroupConfig } from '../../servicegroup/index.js'
 import { startStatusServer, STATUS_SERVER_DEFAULTS, type StatusServer } from '../../web/index.js'
+import { coerce, listenText } from '../../internal/coerce.js'
 import { CONNECTION_OPTIONS, secondsOption, type Command, type CommandContext, type Output } from '../command.js'
 import { waitUntil } from '../connection.js'
 import { CONFIG_OPTIONS, commandConfig } from './service.js'
@@ -28,11 +29,8 @@ export function stderrLogger(out: Output, verbose = false): Logger {
 
 /** Reads `HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT` (host 127.0.0.1). */
 export function parseListen(text: string, setting = '--listen'): { host: string; port: number } {
-  const m = /^(?:(\[[0-9a-fA-F:.]+\]|[^\s:[\]]*):)?(\d{1,5})$/.exec(text.trim())
-  const port = Number(m?.[2])
-  if (!m || port > 65535) throw new InvalidArgumentError(`${setting} takes HOST:PORT (e.g. 127.0.0.1:7979, [::1]:7979 or :7979), not ${JSON.stringify(text)}`)
-  const host = (m[1] ?? '').replace(/^\[|\]$/g, '') || STATUS_SERVER_DEFAULTS.host
-  return { host, port }
+  const { host, port } = coerce(() => listenText(text), (phrase) => new InvalidArgumentError(`${setting} takes ${phrase}, not ${JSON.stringify(text)}`))
+  return { host: host || STATUS_SERVER_DEFAULTS.host, port }
 }
 
 /** Where to listen: --listen, else [api] listen from the configuration (its default is 127.0.0.1:7979), else 127.0.0.1:7979. */

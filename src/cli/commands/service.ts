@@ -9,8 +9,9 @@ import { hostname } from 'node:os'
 import { resolve } from 'node:path'
 import { InvalidArgumentError, InvalidConfigError, redactUrl, type Logger } from '../../index.js'
 import { DEFAULT_SQLITE_FILE, ServiceNotFoundError, loadConfig, openServiceGroup, type ServiceGroup, type ServiceGroupConfig, type ServiceRecord, type ServiceStatus } from '../../servicegroup/index.js'
+import { oneOf } from '../../internal/coerce.js'
 import { startCommand } from '../child.js'
-import { table, type Command, type CommandContext, type OptionsConfig, type Output } from '../command.js'
+import { flagValue, table, type Command, type CommandContext, type OptionsConfig, type Output } from '../command.js'
 import { waitUntil } from '../connection.js'
 import { ProgressLine } from '../progress.js'
 import { EXIT } from '../exit-codes.js'
@@ -123,10 +124,9 @@ const FORMATS = ['table', 'json', 'csv', 'value'] as const
 type ListFormat = (typeof FORMATS)[number]
 
 function listFormat(ctx: CommandContext): ListFormat {
-  const f = (ctx.values.format as string | undefined) ?? 'table'
-  if (!(FORMATS as readonly string[]).includes(f)) throw new InvalidArgumentError(`-f/--format takes ${FORMATS.join(', ')}, not ${JSON.stringify(f)}`)
+  const f = flagValue(ctx.values.format ?? 'table', '-f/--format', (v) => oneOf(v, FORMATS))!
   if (ctx.values.json && ctx.values.format !== undefined) throw new InvalidArgumentError('--json and -f/--format do not go together: --json prints the API\'s records, -f json the listed columns')
-  return f as ListFormat
+  return f
 }
 
 /** Indexes into LIST_COLUMNS: -c's, in the order given, else the default (or --long) set. */

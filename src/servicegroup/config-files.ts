@@ -1,0 +1,124 @@
+/**
+ * The files loadConfig() reads (oslo.config's repeated --config-file and --config-dir), how each
+ * is read (a regular file of at most MAX_CONFIG_BYTES, never blocking on a FIFO), and the
+ * warnings about what a file holds that rollcall ignores: a section spelt in the wrong case, a
+ * key that looks like a misspelt known one.
+ */
+import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { InvalidConfigError } from '../index.js'
+import type { LoadConfigOptions } from './config.js'
+import { parseIni, type IniDocument, type IniValue } from './ini.js'
+
+/** Largest configuration file read (a larger one, or one that is not a regular file, is refused). */
+export const MAX_CONFIG_BYTES = 1024 * 1024
+
+/** A warning found while loading (the caller logs it). */
+export interface ConfigWarning {
+  setting: string
+  message: string
+}
+
+/** One value of the merged files, with the file and line it came from. */
+export type FileValue = IniValue & { file: string }
+
+/** The files loadConfig() reads, in order: `files`, else `file`, else ROLLCALL_CONFIG (when no `dir`); then `dir`'s *.conf. */
+export function configFiles(options: Pick<LoadConfigOptions, 'file' | 'files' | 'dir'>, env: NodeJS.ProcessEnv): string[] {
+  const files = [...(options.files ?? (options.file !== undefined ? [options.file] : options.dir === undefined && env.ROLLCALL_CONFIG ? [env.ROLLCALL_CONFIG] : []))]
+  if (options.dir !== undefined) {
+    let names: string[]
+    try {
+      names = readdirSync(options.dir).filter((n) => n.endsWith('.conf')).sort()
+    } catch (err) {
+      throw new InvalidConfigError('--config-dir', `Cannot read the configuration directory ${options.dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    }
+    files.push(...names.map((n) => join(options.dir!, n)))
+  }
+  return files
+}
+
+/**
+ * Reads and merges the files, later ones overriding earlier ones key by key; `known` lists the
+ * settings rollcall reads, for the warnings.
+ */
+export function readConfigFiles(files: readonly string[], known: readonly { section: string; key: string }[]): { merged: Map<string, Map<string, FileValue>>; warnings: ConfigWarning[] } {
+  const merged = new Map<string, Map<string, FileValue>>()
+  const warnings: ConfigWarning[] = []
+  for (const file of files) {
+    const doc = parseIni(readConfigFile(file), file)
+    warnings.push(...unknownKeys(doc, file, known), ...miscasedSections(doc, file, known))
+    for (const [section, keys] of doc) {
+      const into = merged.get(section) ?? new Map<string, FileValue>()
+      merged.set(section, into)
+      for (const [key, v] of keys) into.set(key, { ...v, file })
+    }
+  }
+  return { merged, warnings }
+}
+
+/**
+ * Reads a configuration file: a regular file of at most MAX_CONFIG_BYTES. Opened non-blocking,
+ * so a FIFO cannot stall the open; /dev/zero, /dev/urandom, FIFOs and directories are refused.
+ */
+function readConfigFile(file: string): string {
+  const refuse = (why: string): InvalidConfigError => new InvalidConfigError('--config', `Cannot read the configuration file ${file}: ${why}`)
+  let fd: number
+  try {
+    const st = statSync(file)
+    if (!st.isFile()) throw refuse('not a regular file (a device, FIFO or directory); give the path of an INI file')
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
+  } catch (err) {
+    if (err instanceof InvalidConfigError) throw err
+    throw refuse((err as NodeJS.ErrnoException).code ?? (err as Error).message)
+  }
+  try {
+    if (!fstatSync(fd).isFile()) throw refuse('not a regular file (a device, FIFO or directory); give the path of an INI file')
+    const buf = Buffer.alloc(MAX_CONFIG_BYTES + 1)
+    let n = 0
+    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null)
+    if (n > MAX_CONFIG_BYTES) throw refuse(`larger than ${MAX_CONFIG_BYTES} bytes (1 MiB); a configuration file is a few kilobytes`)
+    return buf.toString('utf8', 0, n)
+  } catch (err) {
+    if (err instanceof InvalidConfigError) throw err
+    throw refuse((err as NodeJS.ErrnoException).code ?? (err as Error).message)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** Sections that differ from a known one only by case (`[default]`): oslo.config ignores them, so they are reported. */
+function miscasedSections(doc: IniDocument, file: string, settings: readonly { section: string }[]): ConfigWarning[] {
+  const known = [...new Set(settings.map((x) => x.section))]
+  const out: ConfigWarning[] = []
+  for (const [section, keys] of doc) {
+    const meant = known.find((k) => k !== section && k.toLowerCase() === section.toLowerCase())
+    if (!meant) continue
+    const first = [...keys.values()][0]
+    out.push({ setting: `[${section}]`, message: `${file}${first ? `:${first.line}` : ''}: section [${section}] is not [${meant}] (section names are case-sensitive, as in oslo.config): its ${keys.size} setting(s) are ignored; write [${meant}]` })
+  }
+  return out
+}
+
+/** Keys in known sections that look like a misspelt known key (nova.conf has many others; those are ignored). */
+function unknownKeys(doc: IniDocument, file: string, settings: readonly { section: string; key: string }[]): ConfigWarning[] {
+  const out: ConfigWarning[] = []
+  for (const [section, keys] of doc) {
+    const known = settings.filter((x) => x.section === section).map((x) => x.key)
+    for (const [key, v] of keys) {
+      if (known.includes(key)) continue
+      // Within 2 edits only when the lengths are: a long key costs nothing.
+      const near = known.find((k) => Math.abs(k.length - key.length) <= 2 && distance(k, key) <= 2)
+      if (near) out.push({ setting: `[${section}] ${key}`, message: `${file}:${v.line}: unknown setting [${section}] ${key} is ignored; did you mean ${near}?` })
+    }
+  }
+  return out
+}
+
+function distance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)])
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+  }
+  return d[a.length]![b.length]!
+}
