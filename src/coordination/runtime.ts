@@ -75,6 +75,8 @@ export class DriverRuntime {
   #ticks = 0
   #stopping: Promise<void> | undefined
   #lastBeatAt: Date | undefined
+  /** When the driver last reported its session lost (it then opened a new one). */
+  #driverLostAt: number | undefined
 
   constructor(parts: CoordinatorParts, emit: Emit) {
     this.#p = parts
@@ -84,7 +86,10 @@ export class DriverRuntime {
     this.capabilities = new Set(parts.definition.capabilities)
     this.stopSignal = parts.stopController.signal
     this.driver = parts.createDriver({
-      connectionState: (state, cause) => this.setConnection(state, cause),
+      connectionState: (state, cause) => {
+        if (state === 'lost') this.#driverLostAt = Date.now()
+        this.setConnection(state, cause)
+      },
       membershipLost: (groups, reason) => this.membership.lost(groups, reason),
       lockLost: (lock, reason) => this.#lockLost(lock, reason),
       warning: (err) => this.warn(err),
@@ -128,13 +133,13 @@ export class DriverRuntime {
       onFailure: (error, consecutiveFailures, pastDeadline) => {
         emit('heartbeatFailed', { reason: 'error', error, consecutiveFailures })
         // Client-side expiry: liveness has lapsed on the backend by now, whatever the transport says.
-        if (pastDeadline) this.setConnection('lost', error)
+        if (pastDeadline && !this.#lossReported()) this.setConnection('lost', error)
       },
       onSuccess: (lateByMs) => {
         if (lateByMs > 0) emit('heartbeatFailed', { reason: 'late', consecutiveFailures: 0, lateByMs })
         if (this.#connection === 'lost') this.setConnection('reconnected')
       },
-      onExpired: () => this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
+      onExpired: () => this.#lossReported() || this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
     })
   }
 
@@ -193,6 +198,14 @@ export class DriverRuntime {
     if (this.membership.hasPending) await this.membership.rejoinPending()
     if (this.#abandoned.size > 0) await this.#releaseAbandoned()
     return result.nextBeatMs
+  }
+
+  /**
+   * True when the driver itself reported its session lost since the last good beat: a heartbeat
+   * deadline of that session passing later is stale (the loss was reported, a new session opened).
+   */
+  #lossReported(): boolean {
+    return this.#driverLostAt !== undefined && (this.#lastBeatAt === undefined || this.#driverLostAt >= this.#lastBeatAt.getTime())
   }
 
   /** Records a connection state and applies its consequences. */
