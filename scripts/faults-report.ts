@@ -21,7 +21,7 @@ const SCENARIO_ORDER = [
   'server.restart', 'server.pause', 'server.cut-long', 'server.partition', 'server.cut-short',
   'cluster.node-killed',
   'lock.safety', 'leader.safety',
-  'fuzz.urls', 'fuzz.ids', 'fuzz.capabilities', 'fuzz.strings',
+  'fuzz.urls', 'fuzz.userinfo', 'fuzz.long-strings', 'fuzz.numbers', 'fuzz.config-files', 'fuzz.ids', 'fuzz.capabilities', 'fuzz.strings',
   'hostile.garbage', 'hostile.truncated', 'hostile.lying-length', 'hostile.huge-garbage', 'hostile.huge-valid', 'hostile.wrong-type',
 ]
 const BACKEND_ORDER = ['all drivers', 'memory', 'file', 'redis', 'memcached', 'zookeeper', 'etcd3', 'postgresql', 'mysql']

@@ -7,6 +7,7 @@
  * counterpart in `toozName`, so code ported from Python can translate `except` clauses
  * mechanically (see docs/errors.md).
  */
+import type { Capability } from './coordination/capabilities.js'
 
 /** Stable error codes. New codes may be added; existing ones never change meaning. */
 export type ErrorCode =
@@ -36,6 +37,7 @@ export type ErrorCode =
   | 'INVALID_CONFIG'
   | 'SERVICE_NOT_FOUND'
   | 'SERVICEGROUP_UNAVAILABLE'
+  | 'AUTH_FAILED'
 
 /** Construction options shared by every rollcall error. */
 export interface RollcallErrorOptions {
@@ -79,6 +81,18 @@ export class ConnectionError extends RollcallError {
   static override readonly toozName = 'ToozConnectionError'
   constructor(message: string, options: RollcallErrorOptions = {}) {
     super(message, 'CONNECTION_FAILED', { retryable: true, ...options })
+  }
+}
+
+/**
+ * The backend refused the credentials: wrong user name or password, or an unknown user (tooz has
+ * no such exception: it raises `ToozConnectionError`). Not retryable: the same credentials will
+ * be refused again.
+ */
+export class AuthenticationError extends RollcallError {
+  static override readonly toozName = 'ToozConnectionError'
+  constructor(message: string, options: RollcallErrorOptions = {}) {
+    super(message, 'AUTH_FAILED', { retryable: false, ...options })
   }
 }
 
@@ -156,8 +170,12 @@ export class WatchCallbackNotFoundError extends RollcallError {
 /** The driver cannot do this (tooz `NotImplemented`). `capability` names what is missing. */
 export class NotSupportedError extends RollcallError {
   static override readonly toozName = 'NotImplemented'
-  constructor(readonly capability: string, driver: string, hint = '') {
-    super(`The ${driver} driver does not support ${capability}${hint ? `; ${hint}` : ''}`, 'NOT_SUPPORTED', { driver })
+  /**
+   * `capability` is the coordination capability the call needs (undefined for a service-group
+   * feature); `what` says in words what was asked ("leader election").
+   */
+  constructor(readonly capability: Capability | undefined, what: string, driver: string, hint = '') {
+    super(`The ${driver} driver does not support ${what}${hint ? `; ${hint}` : ''}`, 'NOT_SUPPORTED', { driver })
   }
 }
 

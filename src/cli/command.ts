@@ -5,6 +5,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { InvalidArgumentError } from '../errors.js'
+import { MAX_TIMER_MS } from '../coordination/options.js'
 
 /** Option declarations in node:util parseArgs form. */
 export type OptionsConfig = NonNullable<ParseArgsConfig['options']>
@@ -36,6 +37,8 @@ export interface Command {
   positionals?: readonly string[]
   /** Accepts a command after `--`. */
   takesCommand?: boolean
+  /** One line per option for `--help` (common options have theirs in OPTION_HELP). */
+  optionHelp?: Record<string, string>
   run(ctx: CommandContext): Promise<number | void>
 }
 
@@ -72,10 +75,40 @@ export function jsonReplacer(_key: string, value: unknown): unknown {
   return value
 }
 
-/** Options every backend-facing command takes. */
-export const CONNECTION_OPTIONS: OptionsConfig = {
+/** Options of backend-facing commands that wait by design (watch, join, lock, elect). */
+export const DIAL_OPTIONS: OptionsConfig = {
   url: { type: 'string' },
   member: { type: 'string' },
+  'dial-timeout': { type: 'string' },
+}
+
+/** Options of backend-facing commands that ask and answer: DIAL_OPTIONS and --command-timeout. */
+export const CONNECTION_OPTIONS: OptionsConfig = {
+  ...DIAL_OPTIONS,
+  'command-timeout': { type: 'string' },
+}
+
+/** Help lines of options that several commands share. */
+export const OPTION_HELP: Record<string, string> = {
+  url: 'backend URL (default: $ROLLCALL_URL)',
+  member: 'member id (default: $ROLLCALL_MEMBER, else rollcall-cli-<host>-<pid>)',
+  'dial-timeout': 'give up connecting after SECONDS (default 5; status 7)',
+  'command-timeout': 'give up on each backend request after SECONDS (default 5; status 7)',
+  json: 'print JSON',
+  config: 'configuration file (default: $ROLLCALL_CONFIG)',
+  'config-file': 'configuration file; repeatable, later files override earlier ones',
+  'config-dir': 'directory of *.conf files, read in name order after --config-file',
+  set: 'KEY=VALUE: one setting, over the file and the environment; repeatable',
+  help: 'show this help',
+}
+
+/** The `--help` text of one command: usage, summary and every option. */
+export function commandHelpText(cmd: Command): string {
+  const options = Object.entries({ ...cmd.options, help: { type: 'boolean', short: 'h' } } as OptionsConfig)
+  const names = options.map(([name, o]) => `${o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ` ${/timeout|for$/.test(name) ? 'SECONDS' : 'VALUE'}` : ''}`)
+  const width = Math.max(...names.map((n) => n.length))
+  const lines = options.map(([name], i) => `  ${names[i]!.padEnd(width)}  ${cmd.optionHelp?.[name] ?? OPTION_HELP[name] ?? ''}`.trimEnd())
+  return `Usage: rollcall ${cmd.name} ${cmd.usage}\n\n${cmd.summary}\n\nOptions:\n${lines.join('\n')}`
 }
 
 /** Parses argv for one command; throws InvalidArgumentError on unknown options or wrong counts. */
@@ -91,6 +124,10 @@ export function parseCommandArgs(cmd: Command, argv: string[]): { values: Comman
     throw new InvalidArgumentError(`${(err as Error).message.replace(/\. To specify a positional.*$/s, '')}; see rollcall ${cmd.name} --help`)
   }
   const expected = cmd.positionals ?? []
+  if (!parsed.values.help && cmd.takesCommand && dashdash < 0 && parsed.positionals.length > expected.length) {
+    const words = parsed.positionals
+    throw new InvalidArgumentError(`rollcall ${cmd.name}: put the command after "--": rollcall ${cmd.name} ${words.slice(0, expected.length).join(' ')} -- ${words.slice(expected.length).join(' ')}`)
+  }
   if (!parsed.values.help && parsed.positionals.length !== expected.length) {
     throw new InvalidArgumentError(`rollcall ${cmd.name} takes ${expected.length ? expected.join(' ') : 'no arguments'}; usage: rollcall ${cmd.name} ${cmd.usage}`)
   }
@@ -101,8 +138,8 @@ export function parseCommandArgs(cmd: Command, argv: string[]): { values: Comman
 export function secondsOption(value: unknown, name: string): number | undefined {
   if (value === undefined) return undefined
   const n = Number(value)
-  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n) || n < 0) {
-    throw new InvalidArgumentError(`--${name} takes a number of seconds, not ${JSON.stringify(value)}`)
+  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n) || n < 0 || n * 1000 > MAX_TIMER_MS) {
+    throw new InvalidArgumentError(`--${name} takes a number of seconds from 0 to ${MAX_TIMER_MS / 1000} (the longest a Node timer can wait), not ${JSON.stringify(String(value).slice(0, 100))}`)
   }
   return n
 }

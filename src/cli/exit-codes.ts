@@ -16,6 +16,7 @@ export const EXIT = {
   unavailable: 7,
   invalidInput: 8,
   lockLost: 9,
+  authFailed: 10,
   interrupted: 130,
 } as const
 
@@ -42,6 +43,7 @@ const BY_CODE: Partial<Record<ErrorCode, number>> = {
   SERIALIZATION: EXIT.invalidInput,
   INVALID_ARGUMENT: EXIT.usage,
   LOCK_LOST: EXIT.lockLost,
+  AUTH_FAILED: EXIT.authFailed,
 }
 
 /** The exit status for an error code (1 for codes without a more specific status). */

@@ -5,9 +5,9 @@
  */
 import { RollcallError, InvalidArgumentError } from '../errors.js'
 import { redactUrl } from '../coordination/url.js'
-import { parseCommandArgs, processOutput, type Command, type Output } from './command.js'
+import { commandHelpText, parseCommandArgs, processOutput, type Command, type Output } from './command.js'
 import { groupCommands } from './commands/group.js'
-import { leaderCommands } from './commands/leader.js'
+import { electCommands, leaderCommands } from './commands/leader.js'
 import { lockCommands } from './commands/lock.js'
 import { watchCommands } from './commands/watch.js'
 import { serviceCommands } from './commands/service.js'
@@ -22,6 +22,7 @@ export const COMMANDS: Command[] = [
   ...watchCommands,
   ...lockCommands,
   ...leaderCommands,
+  ...electCommands,
   ...serviceCommands,
   ...migrateCommands,
   ...serveCommands,
@@ -50,7 +51,12 @@ function help(out: Output, prefix?: string): void {
 }
 
 function commandHelp(out: Output, cmd: Command): void {
-  out.line(`Usage: rollcall ${cmd.name} ${cmd.usage}\n\n${cmd.summary}`)
+  out.line(commandHelpText(cmd))
+}
+
+/** The first word of a command group (`group`, `service`, `migrate`) that has no command of its own. */
+function isGroupWord(word: string | undefined): boolean {
+  return word !== undefined && !COMMANDS.some((c) => c.name === word) && COMMANDS.some((c) => c.name.startsWith(`${word} `))
 }
 
 /** Runs the CLI; resolves to the exit status. */
@@ -64,6 +70,11 @@ export async function main(argv: string[], out: Output = processOutput(), env: N
     out.line(String(createRequire(import.meta.url)('../../package.json').version))
     return EXIT.ok
   }
+  if (isGroupWord(argv[0]) && (argv.length === 1 || argv[1] === '--help' || argv[1] === '-h')) {
+    // `rollcall group --help`: the commands of that group.
+    help(out, `${argv[0]} `)
+    return argv.length === 1 ? EXIT.usage : EXIT.ok
+  }
   const found = findCommand(argv)
   if (!found) {
     const near = COMMANDS.filter((c) => c.name.startsWith(argv[0]!))
@@ -71,7 +82,11 @@ export async function main(argv: string[], out: Output = processOutput(), env: N
     return EXIT.usage
   }
   const controller = new AbortController()
-  const onSignal = (): void => controller.abort()
+  let interruptedBy: NodeJS.Signals | undefined
+  const onSignal = (signal: NodeJS.Signals): void => {
+    interruptedBy ??= signal
+    controller.abort()
+  }
   process.once('SIGINT', onSignal).once('SIGTERM', onSignal)
   try {
     const { values, positionals, rest } = parseCommandArgs(found.cmd, found.args)
@@ -79,10 +94,14 @@ export async function main(argv: string[], out: Output = processOutput(), env: N
       commandHelp(out, found.cmd)
       return EXIT.ok
     }
-    const status = await found.cmd.run({ values, positionals, rest, signal: controller.signal, env, out })
-    return typeof status === 'number' ? status : EXIT.ok
+    const returned = await found.cmd.run({ values, positionals, rest, signal: controller.signal, env, out })
+    const status = typeof returned === 'number' ? returned : EXIT.ok
+    // Ctrl-C is 130 everywhere (a COMMAND after "--" gives its own status); SIGTERM is a clean stop.
+    if (interruptedBy === 'SIGINT' && status === EXIT.ok && rest.length === 0) return EXIT.interrupted
+    return status
   } catch (err) {
     if (err instanceof RollcallError) {
+      if (interruptedBy === 'SIGINT' && (err.code === 'COORDINATOR_STOPPED' || err.name === 'AbortError')) return EXIT.interrupted
       out.error(`rollcall: ${redactUrl(err.message)}`)
       return err instanceof InvalidArgumentError ? EXIT.usage : exitStatusFor(err.code)
     }

@@ -20,8 +20,12 @@ export class ProgressLine {
   #frame = 0
   #timer: NodeJS.Timeout | undefined
 
-  constructor(out: Output) {
+  readonly #quiet: boolean
+
+  /** `quiet`: nothing at all off a terminal (for waits that are usually short). */
+  constructor(out: Output, options: { quiet?: boolean } = {}) {
     this.#out = out
+    this.#quiet = options.quiet ?? false
     this.#tty = out.isTTY && Boolean(process.stderr.isTTY)
     if (this.#tty) {
       this.#timer = setInterval(() => this.#draw(), 100)
@@ -37,7 +41,7 @@ export class ProgressLine {
     if (text === this.#text) return
     this.#text = text
     if (this.#tty) this.#draw()
-    else if (key !== this.#key) this.#out.status(text, true)
+    else if (key !== this.#key && !this.#quiet) this.#out.status(text, true)
     this.#key = key
   }
 

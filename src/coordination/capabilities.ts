@@ -18,6 +18,7 @@ export const CAPABILITY_DOCS = {
   getLeader: 'getLeader(): who leads a group, readable by any member.',
   locks: 'Named locks that exclude other processes, including Python tooz processes using the same backend.',
   lockWaitQueue: 'A blocked acquire() waits in a queue and is woken by the backend, not by polling.',
+  sharedLocks: 'Shared (reader) locks: acquire({ shared: true }) holds together with other shared holders and excludes exclusive ones, across processes.',
   fencing: 'Each acquisition of a lock yields a fencing token that grows with every new holder.',
   acrossProcesses: 'Works across processes on one host.',
   acrossHosts: 'Works across hosts.',

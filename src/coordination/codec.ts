@@ -16,6 +16,7 @@
  * - `undefined` object properties are left out (as JSON does); `undefined` elsewhere is nil.
  */
 import { SerializationError } from '../errors.js'
+import { hasLoneSurrogate } from '../internal/unicode.js'
 
 /** An msgpack extension value rollcall does not interpret; it round-trips unchanged. */
 export class ExtData {
@@ -24,7 +25,6 @@ export class ExtData {
 
 const MAX_DEPTH = 100
 const utf8 = new TextEncoder()
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 const utf8Strict = new TextDecoder('utf-8', { fatal: true })
 const EXT_UUID = 0
 const EXT_DATETIME = 1
@@ -108,7 +108,7 @@ class Writer {
         return this.#int(v, path)
       case 'string': {
         // TextEncoder would put U+FFFD in place of a lone surrogate: refuse it, as Python's msgpack does.
-        if (LONE_SURROGATE.test(v)) throw new SerializationError(`Cannot encode ${path}: the string has a lone UTF-16 surrogate, which has no UTF-8 form`)
+        if (hasLoneSurrogate(v)) throw new SerializationError(`Cannot encode ${path}: the string has a lone UTF-16 surrogate, which has no UTF-8 form`)
         const b = utf8.encode(v)
         this.#sized(b.length, 0xa0, 31, 0xd9, 0xda, 0xdb)
         return this.#bytes(b)

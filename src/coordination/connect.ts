@@ -8,12 +8,14 @@
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
 import { CapabilityMismatchError, InvalidIdError, InvalidOptionError } from '../errors.js'
-import { isCapability, type Capability } from './capabilities.js'
+import { isCapability } from './capabilities.js'
+import type { ConnectOptions, ConnectOptionsFor } from './connect-options.js'
 import { Coordinator } from './coordinator.js'
 import type { DriverDefinition } from './driver.js'
-import { silentLogger, type Logger } from './logger.js'
+import { silentLogger } from './logger.js'
 import { opt, resolveOptions, type OptionSpecs } from './options.js'
 import { loadDriver } from './registry.js'
+import { shorten } from './redact.js'
 import { parseBackendUrl } from './url.js'
 
 /** Options every driver accepts, in the URL (tooz-style spelling) or in code. */
@@ -22,52 +24,72 @@ export const COMMON_OPTIONS = {
   rejoin: opt.boolean('rejoin', { default: true, doc: 'Rejoin, with the last capabilities, a group this member was dropped from (session expiry, lapsed or evicted keys).' }),
 } satisfies OptionSpecs
 
-/** Options of connect() that are not driver options. */
-export interface ConnectOptions {
-  /** This member's id (tooz member_id). Default: `<hostname>-<pid>-<6 hex>`, unique per process. */
-  memberId?: string
-  /** Capabilities the driver must have; connect() fails with CapabilityMismatchError otherwise. */
-  require?: readonly Capability[]
-  /** Run the heartbeat loop (default true). Off, call heartbeat() yourself, as tooz without start_heart. */
-  heartbeat?: boolean
-  /** Deliver watcher events and run elections by themselves (default true). Off, call runWatchers(). */
-  autoWatch?: boolean
-  /** Where rollcall logs (default: nowhere). */
-  logger?: Logger
-  /** Driver options and common options (watchIntervalMs, rejoin), overriding the URL's query. */
-  [option: string]: unknown
-}
-
 /** A default member id, unique per process: `<hostname>-<pid>-<6 hex>`. */
 export function defaultMemberId(): string {
   return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`
 }
 
 /**
- * Connects to the backend named by `url` and returns a started Coordinator.
+ * Connects to the backend named by `url` and returns a started Coordinator. The options are typed
+ * by the URL's scheme (see {@link ConnectOptionsFor}); `signal` aborts the connection attempt.
+ * The Coordinator is `AsyncDisposable`: `await using c = await connect(url)` stops it at the end
+ * of the block.
  *
  * @example
  * ```ts
- * const c = await connect('kazoo://127.0.0.1:2181?timeout=5', { memberId: 'api-1' })
+ * const c = await connect('kazoo://127.0.0.1:2181?timeout=5', { memberId: 'api-1', signal: AbortSignal.timeout(5_000) })
  * await c.joinGroupCreate('api', { zone: 'az1' })
  * ```
  */
-export async function connect(url: string, options: ConnectOptions = {}): Promise<Coordinator> {
+export async function connect<U extends string>(url: U, options: ConnectOptionsFor<U> = {} as ConnectOptionsFor<U>): Promise<Coordinator> {
+  // createCoordinator() refuses options that are not an object, before anything reads them.
   const coordinator = await createCoordinator(url, options)
-  await coordinator.start()
-  return coordinator
+  const { signal } = options as ConnectOptions
+  if (!signal) {
+    await coordinator.start()
+    return coordinator
+  }
+  signal.throwIfAborted()
+  let onAbort!: () => void
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    await Promise.race([coordinator.start(), aborted])
+    return coordinator
+  } catch (err) {
+    // Whatever start() began (sockets, sessions) ends here; start() itself then fails too.
+    if (signal.aborted) await coordinator.stop().catch(() => {})
+    throw signal.aborted ? signal.reason : err
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+    aborted.catch(() => {})
+  }
 }
 
 /** Like connect() but does not start it: for code that wires events first. */
-export async function createCoordinator(url: string, options: ConnectOptions = {}): Promise<Coordinator> {
-  const { memberId = defaultMemberId(), require = [], heartbeat = true, autoWatch = true, logger = silentLogger, ...rest } = options
+export async function createCoordinator<U extends string>(url: U, options: ConnectOptionsFor<U> = {} as ConnectOptionsFor<U>): Promise<Coordinator> {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new InvalidOptionError(`The options of connect() must be an object such as { memberId: 'api-1' }, not ${describe(options)}`)
+  }
+  const { memberId = defaultMemberId(), require = [], heartbeat = true, autoWatch = true, logger = silentLogger, signal, ...rest } = options as ConnectOptions & Record<string, unknown>
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidOptionError(`Option signal must be an AbortSignal (AbortSignal.timeout(5_000), a controller's signal), not ${describe(signal)}`)
   const parsed = parseBackendUrl(url)
   const definition: DriverDefinition<any> = await loadDriver(parsed.scheme)
-  if (typeof memberId !== 'string' || memberId === '') throw new InvalidIdError('memberId must be a non-empty string')
+  if (typeof memberId !== 'string' || memberId === '') throw new InvalidIdError(`memberId must be a non-empty string, not ${describe(memberId)}`)
   const idProblem = definition.validateId?.('member', memberId)
-  if (idProblem) throw new InvalidIdError(`The member id ${JSON.stringify(memberId)} cannot be stored by the ${definition.name} driver: ${idProblem}`)
+  if (idProblem) throw new InvalidIdError(`The member id ${JSON.stringify(shorten(memberId))} cannot be stored by the ${definition.name} driver: ${idProblem}`)
+  if (!Array.isArray(require)) throw new InvalidOptionError(`Option require must be an array of capability names such as ['groups', 'locks'], not ${describe(require)}`)
+  for (const [name, value] of [['heartbeat', heartbeat], ['autoWatch', autoWatch]] as const) {
+    if (typeof value !== 'boolean') throw new InvalidOptionError(`Option ${name} must be true or false, not ${describe(value)}`)
+  }
+  const methods = ['debug', 'info', 'warn', 'error'] as const
+  if (logger === null || typeof logger !== 'object' || methods.some((m) => typeof (logger as unknown as Record<string, unknown>)[m] !== 'function')) {
+    throw new InvalidOptionError(`Option logger must be an object with debug, info, warn and error methods (console and pino fit), not ${describe(logger)}`)
+  }
   const unknownCaps = require.filter((c) => !isCapability(c))
-  if (unknownCaps.length) throw new InvalidOptionError(`Unknown capabilities in require: ${unknownCaps.join(', ')}`)
+  if (unknownCaps.length) throw new InvalidOptionError(`Unknown capabilities in require: ${unknownCaps.map((c) => (typeof c === 'string' ? shorten(c) : describe(c))).join(', ')}`)
   const missing = require.filter((c) => !definition.capabilities.includes(c))
   if (missing.length) throw new CapabilityMismatchError(missing, definition.name)
 
@@ -84,4 +106,13 @@ export async function createCoordinator(url: string, options: ConnectOptions = {
     memberId, redactedUrl: parsed.redacted, secrets, heartbeat, autoWatch, rejoin: rejoin as boolean,
     watchIntervalMs: watchIntervalMs as number, logger, stopController,
   })
+}
+
+/** A short description of a wrong value, for messages: its type, or the value when it is short. */
+function describe(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  if (typeof value === 'string') return JSON.stringify(shorten(value, 40))
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value)
+  return `a ${typeof value}`
 }

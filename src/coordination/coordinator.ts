@@ -11,7 +11,7 @@ import {
 import type { Capability } from './capabilities.js'
 import { dumps } from './codec.js'
 import type { ConnectionState } from './driver.js'
-import type { LeaderCallback } from './election.js'
+import type { LeaderCallback, StandDownOptions } from './election.js'
 import type { CoordinatorEvents } from './events.js'
 import { Lock, type AcquireOptions } from './lock.js'
 import { Partitioner, type PartitionerOptions } from './partitioner.js'
@@ -50,6 +50,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   readonly capabilities: ReadonlySet<Capability>
   /** The backend URL with any password replaced by `***`. */
   readonly url: string
+  /** How often groups the backend does not push are re-read (the URL's `watch_interval`, in ms). */
+  readonly watchIntervalMs: number
   readonly #rt: DriverRuntime
 
   /** @internal Use connect(). */
@@ -60,6 +62,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     this.driverName = parts.definition.name
     this.capabilities = this.#rt.capabilities
     this.url = parts.redactedUrl
+    this.watchIntervalMs = parts.watchIntervalMs
   }
 
   /** Lifecycle state. */
@@ -87,9 +90,18 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     return this.#rt.start()
   }
 
-  /** Leaves every joined group, releases every lock, and disconnects. Safe to call twice. */
+  /**
+   * Leaves every joined group, releases every lock, and disconnects. Safe to call twice; on a
+   * coordinator that was never started (or whose start failed) it rejects with InvalidStateError,
+   * as tooz raises ToozError.
+   */
   stop(): Promise<void> {
     return this.#rt.stop()
+  }
+
+  /** stop(), for `await using coordinator = await connect(url)`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop()
   }
 
   /** Refreshes liveness (and lock leases) now; resolves to the milliseconds until the next beat is needed. */
@@ -232,13 +244,15 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   }
 
   /**
-   * Runs the watchers now and returns the values the callbacks returned since the last call.
-   * Events are delivered without it (unless `autoWatch` is off); it exists for tooz parity.
+   * tooz run_watchers(): re-reads every watched group, runs one election round, and resolves once
+   * every callback it triggered has settled, with the values the join and leave callbacks
+   * returned since the last call (a promise counts as its value). With `autoWatch` off it is the
+   * only pump: nothing user-visible happens between two calls. With it on, events are delivered
+   * without it, and it returns the results of at most the last 1000 callbacks.
    */
-  async runWatchers(): Promise<unknown[]> {
+  runWatchers(): Promise<unknown[]> {
     this.#rt.assertStarted('run watchers')
-    await Promise.all([this.#rt.watchers.poll(true), this.#rt.elections.runAll()])
-    return this.#rt.watchers.drainResults()
+    return this.#rt.runWatchers()
   }
 
   /** Runs for leader of `group`; `cb` is called when this member is elected. */
@@ -265,10 +279,17 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     return this.#rt.call('read the leader', () => get.call(this.#rt.driver, group))
   }
 
-  /** Gives up leadership of `group`; false when this member did not lead it. */
-  async standDownGroupLeader(group: string): Promise<boolean> {
+  /**
+   * Gives up leadership of `group`; false when this member did not lead it. It stays a candidate:
+   * the next round elects whoever tries first (tooz), unless `holdOffMs` keeps it from trying.
+   */
+  async standDownGroupLeader(group: string, options: StandDownOptions = {}): Promise<boolean> {
     this.#rt.require('leaderElection', this.#rt.driver.leaderLock, 'standDownGroupLeader')
-    return this.#rt.elections.standDown(group)
+    const { holdOffMs } = options
+    if (holdOffMs !== undefined && (!Number.isFinite(holdOffMs) || holdOffMs < 0)) {
+      throw new InvalidArgumentError(`holdOffMs must be a number of milliseconds >= 0, not ${String(holdOffMs)}`)
+    }
+    return this.#rt.elections.standDown(group, options)
   }
 
   /** A lock object for `name`; nothing is taken until acquire(). */
@@ -282,6 +303,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
       untrack: (l) => rt.locks.delete(l),
       emitLockLost: (lockName, reason) => this.emit('lockLost', { name: lockName, reason }),
       stopSignal: rt.stopSignal,
+      driverName: this.driverName,
+      sharedLocks: this.capabilities.has('sharedLocks'),
     }, name, rt.driver.createLock(name))
   }
 

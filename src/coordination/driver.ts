@@ -30,6 +30,13 @@ export type ConnectionState = 'connected' | 'suspended' | 'reconnected' | 'lost'
 export interface DriverEvents {
   /** The transport changed state. Report `lost` only when the backend itself dropped our session. */
   connectionState(state: ConnectionState, cause?: unknown): void
+  /**
+   * The backend ended this member's session and the driver is already on a new one (a lapsed
+   * lease replaced, a restarted server, a new ZooKeeper session): every membership, lock and
+   * leadership of the old one is gone. The Coordinator reports them lost, whatever state it was
+   * in, then `reconnected`, rejoins and beats at once. The one way to say "lost, and back".
+   */
+  sessionReplaced(reason: string): void
   /** The backend dropped this member from these groups (an evicted key, a lapsed lease). */
   membershipLost(groups: readonly string[], reason: string): void
   /** A lock this process held is no longer held (its lease lapsed or its node vanished). */
@@ -62,6 +69,12 @@ export interface HeartbeatResult {
   nextBeatMs: number
   /** Joined groups where the backend no longer lists this member; the Coordinator rejoins them. */
   lostGroups?: readonly string[]
+  /**
+   * Set by a driver whose beat also refreshed every held lock it was given (in the same round
+   * trip): the ones whose lease lapsed or that another holder took. The Coordinator then sends no
+   * refresh of its own. Left out, the Coordinator calls refresh() on every held lock after the beat.
+   */
+  lostLocks?: readonly DriverLock[]
 }
 
 /** getMemberInfo()'s raw answer. */
@@ -83,6 +96,14 @@ export interface DriverLock {
    * after withdrawing from the queue. Absent: the Coordinator polls tryAcquire() with backoff.
    */
   acquireWaiting?(signal: AbortSignal): Promise<boolean>
+  /**
+   * Takes the lock in shared (reader) mode if no exclusive holder has it; never waits. Shared
+   * holders hold together and exclude exclusive ones. Only with `sharedLocks`; release() ends
+   * either mode.
+   */
+  tryAcquireShared?(): Promise<boolean>
+  /** Like acquireWaiting(), in shared mode. Absent: the Coordinator polls tryAcquireShared(). */
+  acquireSharedWaiting?(signal: AbortSignal): Promise<boolean>
   /** Releases the lock if this object holds it; false when it did not (or no longer did). */
   release(): Promise<boolean>
   /** Extends the lock's lease; false when the lock turned out not to be ours any more. */
@@ -101,8 +122,12 @@ export interface CoordinationDriver {
   start(): Promise<void>
   /** Closes connections and ends every timer and stream. The Coordinator has already left groups and released locks. */
   stop(): Promise<void>
-  /** Refreshes liveness for the given joined groups (group → encoded capabilities). */
-  heartbeat?(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult>
+  /**
+   * Refreshes liveness for the given joined groups (group → encoded capabilities). `heldLocks` are
+   * the locks this member holds; a driver may refresh them in the same beat (see
+   * {@link HeartbeatResult.lostLocks}).
+   */
+  heartbeat?(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<DriverLock>): Promise<HeartbeatResult>
   createGroup(group: string): Promise<void>
   deleteGroup(group: string): Promise<void>
   listGroups(): Promise<string[]>

@@ -7,9 +7,15 @@
  * candidates try the lock on every watcher tick, as tooz's run_elect_coordinator() does. Unlike
  * tooz, a leader learns that it lost its term (`leadershipLost`): when its lock lease lapses, its
  * session is lost, or it stands down.
+ *
+ * With `manual` (autoWatch off) nothing runs by itself, as in tooz: each runWatchers() makes one
+ * attempt per candidate that does not lead (tryAcquire, even where the lock has a queue) and runs
+ * the callbacks of those elected before it resolves. A lost term is still reported at once
+ * (`leadershipLost`): a member must not go on believing it leads.
  */
 import { asRollcallError, type RollcallError } from '../errors.js'
 import { invokeCallback } from '../internal/invoke.js'
+import { keepAlive } from '../internal/keep-alive.js'
 import { sleep } from '../internal/sleep.js'
 import type { DriverLock } from './driver.js'
 import type { LeaderEvent } from './events.js'
@@ -23,6 +29,8 @@ export interface ElectionHost {
   readonly memberId: string
   readonly stopSignal: AbortSignal
   readonly watchIntervalMs: number
+  /** autoWatch off: elections run only in runAll() (runWatchers). */
+  readonly manual: boolean
   leaderLock(group: string): DriverLock
   call<T>(operation: string, fn: () => Promise<T>): Promise<T>
   track(lock: HeldLock): void
@@ -42,14 +50,25 @@ interface Candidacy {
   holdoffUntil: number
   /** Ends a queued wait (native-queue drivers). */
   campaign: AbortController | undefined
-  /** A tryAcquire() of the polling path is under way (the next tick must not start another). */
-  trying: boolean
+  /** The attempt under way (tryAcquire, then the callbacks if elected): joined, never doubled. */
+  attempt: Promise<void> | undefined
+}
+
+/** Options of standDown(). */
+export interface StandDownOptions {
+  /**
+   * Make no attempt to lead again for this long, so that another candidate wins the next round.
+   * Default 0, as in tooz: the next round elects whoever tries first, this member too if alone.
+   */
+  holdOffMs?: number
 }
 
 /** The elections one Coordinator runs in. @internal */
 export class Elections {
   readonly #host: ElectionHost
   readonly #candidacies = new Map<string, Candidacy>()
+  /** Keeps the process alive while this member runs in an election with autoWatch on. */
+  #alive: (() => void) | undefined
 
   constructor(host: ElectionHost) {
     this.#host = host
@@ -66,11 +85,12 @@ export class Elections {
     if (!c) {
       const lock = this.#host.leaderLock(group)
       const held: HeldLock = { name: `leader of ${group}`, driverLock: lock, lost: (reason) => this.#lose(group, reason) }
-      c = { group, callbacks: new Set(), lock, held, leading: false, holdoffUntil: 0, campaign: undefined, trying: false }
+      c = { group, callbacks: new Set(), lock, held, leading: false, holdoffUntil: 0, campaign: undefined, attempt: undefined }
       this.#candidacies.set(group, c)
+      if (!this.#host.manual) this.#alive ??= keepAlive()
     }
     c.callbacks.add(cb)
-    if (c.leading) return
+    if (c.leading || this.#host.manual) return
     if (c.lock.acquireWaiting) this.#startCampaign(c)
     else void this.#tryOnce(c)
   }
@@ -81,25 +101,30 @@ export class Elections {
     if (!c || !c.callbacks.delete(cb)) return false
     if (c.callbacks.size === 0) {
       this.#candidacies.delete(group)
+      if (this.#candidacies.size === 0) this.#letGo()
       c.campaign?.abort()
       if (c.leading) await this.#release(c)
     }
     return true
   }
 
-  /** One election round for candidates that poll (tooz run_elect_coordinator). */
+  /**
+   * One election round (tooz run_elect_coordinator): an attempt for every candidate that polls
+   * (every candidate, when manual), joining one already under way. Resolves once the attempts,
+   * and the callbacks of those elected, have settled.
+   */
   async runAll(): Promise<void> {
-    await Promise.all([...this.#candidacies.values()].filter((c) => !c.lock.acquireWaiting).map((c) => this.#tryOnce(c)))
+    await Promise.all([...this.#candidacies.values()].filter((c) => this.#host.manual || !c.lock.acquireWaiting).map((c) => this.#tryOnce(c)))
   }
 
   /** Gives up leadership of `group`; false when this member did not lead it. Stays a candidate. */
-  async standDown(group: string): Promise<boolean> {
+  async standDown(group: string, options: StandDownOptions = {}): Promise<boolean> {
     const c = this.#candidacies.get(group)
     if (!c?.leading) return false
-    c.holdoffUntil = Date.now() + 2 * this.#host.watchIntervalMs
+    c.holdoffUntil = Date.now() + (options.holdOffMs ?? 0)
     await this.#release(c)
     this.#host.emitLost(group, 'stood down')
-    if (c.lock.acquireWaiting && this.#candidacies.get(group) === c) this.#startCampaign(c)
+    if (!this.#host.manual && c.lock.acquireWaiting && this.#candidacies.get(group) === c) this.#startCampaign(c)
     return true
   }
 
@@ -112,22 +137,38 @@ export class Elections {
   async stop(): Promise<void> {
     const all = [...this.#candidacies.values()]
     this.#candidacies.clear()
+    this.#letGo()
     for (const c of all) c.campaign?.abort()
     await Promise.allSettled(all.filter((c) => c.leading).map((c) => this.#release(c)))
   }
 
-  async #tryOnce(c: Candidacy): Promise<void> {
-    if (c.leading || c.trying || Date.now() < c.holdoffUntil || this.#host.stopSignal.aborted) return
+  #tryOnce(c: Candidacy): Promise<void> {
+    if (c.attempt) return c.attempt
+    if (c.leading || Date.now() < c.holdoffUntil || this.#host.stopSignal.aborted) return Promise.resolve()
     // One attempt at a time: a lock that is already ours may succeed again (Redis re-acquires its
     // own token), which would start a second term, with a second leaderElected, in the same process.
-    c.trying = true
-    try {
-      if (await this.#host.call('run for election', () => c.lock.tryAcquire())) this.#elected(c)
-    } catch (err) {
-      this.#host.warn(asRollcallError(err, `Running for leader of ${c.group}`))
-    } finally {
-      c.trying = false
-    }
+    c.attempt = (async () => {
+      try {
+        if (!(await this.#host.call('run for election', () => c.lock.tryAcquire()))) return
+      } catch (err) {
+        this.#host.warn(asRollcallError(err, `Running for leader of ${c.group}`))
+        return
+      }
+      // Withdrawn (or stopped) while the attempt was under way: the lock is not wanted any more.
+      if (this.#candidacies.get(c.group) !== c) {
+        await c.lock.release().catch(() => false)
+        return
+      }
+      await this.#elected(c)
+    })().finally(() => {
+      c.attempt = undefined
+    })
+    return c.attempt
+  }
+
+  #letGo(): void {
+    this.#alive?.()
+    this.#alive = undefined
   }
 
   #startCampaign(c: Candidacy): void {
@@ -141,7 +182,7 @@ export class Elections {
           if (Date.now() < c.holdoffUntil) await sleep(c.holdoffUntil - Date.now(), signal)
           if (await this.#host.call('run for election', () => c.lock.acquireWaiting!(signal))) {
             if (signal.aborted || this.#candidacies.get(c.group) !== c) await c.lock.release().catch(() => false)
-            else this.#elected(c)
+            else void this.#elected(c)
           }
         } catch (err) {
           if (signal.aborted) break
@@ -154,13 +195,14 @@ export class Elections {
     })()
   }
 
-  #elected(c: Candidacy): void {
+  /** Records the term and runs the callbacks; resolves once every callback has settled. */
+  async #elected(c: Candidacy): Promise<void> {
     c.leading = true
     this.#host.track(c.held)
     const event = { group: c.group, member: this.#host.memberId }
     this.#host.emitElected(event)
     const onError = (err: unknown): void => this.#host.warn(asRollcallError(err, `A leader callback on ${c.group}`))
-    for (const cb of c.callbacks) invokeCallback(cb, event, onError)
+    await Promise.allSettled([...c.callbacks].map((cb) => invokeCallback(cb, event, onError)))
   }
 
   async #release(c: Candidacy): Promise<void> {
@@ -175,7 +217,7 @@ export class Elections {
     c.leading = false
     this.#host.untrack(c.held)
     this.#host.emitLost(group, reason)
-    if (c.lock.acquireWaiting) this.#startCampaign(c)
+    if (!this.#host.manual && c.lock.acquireWaiting) this.#startCampaign(c)
   }
 }
 

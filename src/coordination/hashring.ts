@@ -2,7 +2,10 @@
  * tooz's consistent hash ring, bit for bit, so that a mixed fleet of Python and Node members
  * agrees on who owns what.
  *
- * For each node the hash object starts seeded with the node's UTF-8 bytes and is updated with
+ * A node is a string (placed by its UTF-8 bytes) or a Uint8Array (placed by those bytes, as tooz
+ * places a Python `bytes` node, UTF-8 or not); two Uint8Arrays with the same bytes are one node.
+ *
+ * For each node the hash object starts seeded with the node's bytes and is updated with
  * them once more before each point is recorded: the points are md5(key·2), md5(key·3), ...,
  * md5(key·(partitions·weight + 1)) as 128-bit integers (md5(key) itself is not on the ring).
  * A lookup hashes the data, bisects to the right and walks clockwise, wrapping at the end.
@@ -18,36 +21,57 @@ export interface HashRingOptions {
   hashFunction?: string
 }
 
+/** A ring node: a string, or bytes (tooz accepts both). */
+export type HashRingNode = string | Uint8Array
+
 /** Options of getNodes(). */
-export interface GetNodesOptions {
+export interface GetNodesOptions<N extends HashRingNode = string> {
   /** Nodes to skip, e.g. ones known to be down. */
-  ignoreNodes?: Iterable<string>
+  ignoreNodes?: Iterable<N>
   /** How many distinct nodes to return (capped at the number of candidates). */
   replicas?: number
 }
 
 const encoder = new TextEncoder()
 
+interface Entry<N> {
+  node: N
+  weight: number
+}
+
+/** One key per node, so that equal bytes are one node and a string never equals bytes. */
+function keyOf(node: HashRingNode): string {
+  if (typeof node === 'string') return `s${node}`
+  if (node instanceof Uint8Array) return `b${Buffer.from(node.buffer, node.byteOffset, node.byteLength).toString('latin1')}`
+  throw new InvalidArgumentError(`A hash ring node must be a string or a Uint8Array, not ${node === null ? 'null' : typeof node}`)
+}
+
+function bytesOf(node: HashRingNode): Uint8Array {
+  return typeof node === 'string' ? encoder.encode(node) : node
+}
+
 /** A consistent hash ring compatible with `tooz.hashring.HashRing`. */
-export class HashRing {
+export class HashRing<N extends HashRingNode = string> {
   /** Default points per unit of weight. */
   static readonly DEFAULT_PARTITIONS = 32
   readonly #partitions: number
   readonly #hash: string
-  readonly #nodes = new Map<string, number>()
+  readonly #entries = new Map<string, Entry<N>>()
   readonly #ring = new Map<bigint, string>()
   #points: bigint[] = []
+  #nodes: Map<N, number> | undefined
 
-  constructor(nodes: Iterable<string> = [], options: HashRingOptions = {}) {
+  constructor(nodes: Iterable<NoInfer<N>> = [], options: HashRingOptions = {}) {
     this.#partitions = options.partitions ?? HashRing.DEFAULT_PARTITIONS
     this.#hash = options.hashFunction ?? 'md5'
     if (!Number.isInteger(this.#partitions) || this.#partitions < 1) throw new InvalidArgumentError('partitions must be a whole number >= 1')
     if (!getHashes().includes(this.#hash)) throw new InvalidArgumentError(`Hash function "${this.#hash}" is not available; try one of md5, sha1, sha256`)
-    this.addNodes(new Set(nodes))
+    this.addNodes(nodes)
   }
 
-  /** Nodes on the ring with their weights. */
-  get nodes(): ReadonlyMap<string, number> {
+  /** Nodes on the ring with their weights (a bytes node as the Uint8Array first added). */
+  get nodes(): ReadonlyMap<N, number> {
+    this.#nodes ??= new Map([...this.#entries.values()].map((e) => [e.node, e.weight]))
     return this.#nodes
   }
 
@@ -56,48 +80,60 @@ export class HashRing {
     return this.#points.length
   }
 
+  /** True when `node` (or a Uint8Array with its bytes) is on the ring. */
+  has(node: N): boolean {
+    return this.#entries.has(keyOf(node))
+  }
+
   /** Adds one node; a weight of 2 takes twice the share of a weight of 1. */
-  addNode(node: string, weight = 1): void {
+  addNode(node: N, weight = 1): void {
     this.addNodes([node], weight)
   }
 
-  /** Adds nodes with one weight. */
-  addNodes(nodes: Iterable<string>, weight = 1): void {
+  /** Adds nodes with one weight (a node already there is placed again with this weight, as in tooz). */
+  addNodes(nodes: Iterable<N>, weight = 1): void {
     if (!Number.isInteger(weight) || weight < 1) throw new InvalidArgumentError(`weight must be a whole number >= 1, not ${weight}`)
-    for (const node of nodes) {
-      for (const point of this.#pointsOf(node, weight)) this.#ring.set(point, node)
-      this.#nodes.set(node, weight)
+    const unique = new Map<string, N>()
+    for (const node of nodes) if (!unique.has(keyOf(node))) unique.set(keyOf(node), node)
+    for (const [key, node] of unique) {
+      for (const point of this.#pointsOf(node, weight)) this.#ring.set(point, key)
+      this.#entries.set(key, { node: this.#entries.get(key)?.node ?? node, weight })
     }
-    this.#sort()
+    this.#changed()
   }
 
   /** Removes a node (UnknownNodeError if it is not on the ring). */
-  removeNode(node: string): void {
-    const weight = this.#nodes.get(node)
-    if (weight === undefined) throw new UnknownNodeError(node)
-    this.#nodes.delete(node)
-    for (const point of this.#pointsOf(node, weight)) this.#ring.delete(point)
-    this.#sort()
+  removeNode(node: N): void {
+    const key = keyOf(node)
+    const entry = this.#entries.get(key)
+    if (entry === undefined) throw new UnknownNodeError(typeof node === 'string' ? node : `b'${Buffer.from(node).toString('hex')}' (hex)`)
+    this.#entries.delete(key)
+    for (const point of this.#pointsOf(node, entry.weight)) this.#ring.delete(point)
+    this.#changed()
   }
 
   /** The nodes that `data` maps onto: one, or `replicas` distinct ones. */
-  getNodes(data: string | Uint8Array, options: GetNodesOptions = {}): Set<string> {
-    const ignore = new Set(options.ignoreNodes ?? [])
-    const candidates = [...this.#nodes.keys()].filter((n) => !ignore.has(n)).length
+  getNodes(data: string | Uint8Array, options: GetNodesOptions<N> = {}): Set<N> {
+    const ignore = new Set([...(options.ignoreNodes ?? [])].map(keyOf))
+    const candidates = [...this.#entries.keys()].filter((k) => !ignore.has(k)).length
     const replicas = Math.min(options.replicas ?? 1, candidates)
-    const out = new Set<string>()
+    const out = new Set<N>()
     if (replicas <= 0) return out
-    let i = this.#position(toInt(this.#digest(typeof data === 'string' ? encoder.encode(data) : data)))
-    while (out.size < replicas) {
-      const node = this.#ring.get(this.#points[i]!)!
-      if (!ignore.has(node)) out.add(node)
+    const seen = new Set<string>()
+    let i = this.#position(toInt(this.#digest(bytesOf(data))))
+    while (seen.size < replicas) {
+      const key = this.#ring.get(this.#points[i]!)!
+      if (!ignore.has(key) && !seen.has(key)) {
+        seen.add(key)
+        out.add(this.#entries.get(key)!.node)
+      }
       i = i + 1 < this.#points.length ? i + 1 : 0
     }
     return out
   }
 
-  #pointsOf(node: string, weight: number): bigint[] {
-    const key = encoder.encode(node)
+  #pointsOf(node: N, weight: number): bigint[] {
+    const key = bytesOf(node)
     const h = createHash(this.#hash).update(key)
     const out: bigint[] = []
     for (let r = 0; r < this.#partitions * weight; r++) {
@@ -123,7 +159,8 @@ export class HashRing {
     return lo < this.#points.length ? lo : 0
   }
 
-  #sort(): void {
+  #changed(): void {
+    this.#nodes = undefined
     this.#points = [...this.#ring.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   }
 }

@@ -6,8 +6,13 @@
  * queue where it has one, polling with capped backoff where it does not), a timeout that returns
  * false on every backend, cancellation through AbortSignal, non-re-entrancy, refresh by the
  * coordinator's heartbeat, and a `signal` that aborts the moment the lock is lost.
+ *
+ * Shared (reader) mode, on drivers with `sharedLocks`, follows tooz: shared holders hold
+ * together, exclusive and shared exclude each other, and one Lock object taking its shared lock
+ * twice holds it until it has released it twice (a third release returns false).
  */
-import { CoordinatorStoppedError, InvalidArgumentError, InvalidStateError, LockLostError } from '../errors.js'
+import { CoordinatorStoppedError, InvalidArgumentError, InvalidStateError, LockLostError, NotSupportedError } from '../errors.js'
+import { keepAlive } from '../internal/keep-alive.js'
 import { sleep } from '../internal/sleep.js'
 import type { DriverLock } from './driver.js'
 
@@ -19,6 +24,11 @@ export interface AcquireOptions {
   timeoutMs?: number
   /** Cancels the wait; acquire() then rejects with the signal's reason. */
   signal?: AbortSignal
+  /**
+   * Take it as a shared (reader) lock (tooz `shared=True`): other shared holders may hold it
+   * too; exclusive holders may not. Needs the `sharedLocks` capability (NotSupportedError).
+   */
+  shared?: boolean
 }
 
 /** A lock the Coordinator keeps alive and watches. @internal */
@@ -37,6 +47,10 @@ export interface LockHost {
   /** Tells the application a lock was lost (the lockLost event). */
   emitLockLost(name: string, reason: string): void
   readonly stopSignal: AbortSignal
+  /** The driver's name, for NotSupportedError. */
+  readonly driverName: string
+  /** True when the driver declares `sharedLocks`. */
+  readonly sharedLocks: boolean
 }
 
 const POLL_FIRST_MS = 20
@@ -55,14 +69,21 @@ const POLL_MAX_MS = 250
  * }
  * // or: await using held = await coordinator.acquireLock('nightly-report')
  * ```
+ *
+ * Lock is a HeldLock by shape, not by an `implements` clause: HeldLock is internal, and a shipped
+ * declaration must not name a type the package does not ship.
  */
-export class Lock implements HeldLock {
+export class Lock {
   readonly name: string
   /** @internal */
   readonly driverLock: DriverLock
   readonly #host: LockHost
   #held = false
+  /** How many shared holds this object has (0 when held exclusively or not at all). */
+  #shared = 0
   #acquiring = false
+  /** The settling of an attempt that outlived its wait's deadline (and the release of what it took). */
+  #late: Promise<void> | undefined
   #controller: AbortController | undefined
 
   /** @internal */
@@ -82,7 +103,12 @@ export class Lock implements HeldLock {
    * you protect so that it can refuse a stale holder. Undefined when not held or not supported.
    */
   get fencingToken(): bigint | undefined {
-    return this.#held ? this.driverLock.fencingToken : undefined
+    return this.#held && this.#shared === 0 ? this.driverLock.fencingToken : undefined
+  }
+
+  /** True while this object holds the lock in shared mode. */
+  get shared(): boolean {
+    return this.#held && this.#shared > 0
   }
 
   /** Aborts when the current hold ends: released, lost, or the coordinator stopped. */
@@ -90,21 +116,36 @@ export class Lock implements HeldLock {
     return (this.#controller ??= abortedController('the lock is not held')).signal
   }
 
-  /** Takes the lock. Resolves true once held; false on timeout, when not blocking and busy, or when already held by this object. */
+  /**
+   * Takes the lock. Resolves true once held; false on timeout, when not blocking and busy, or when
+   * already held by this object (except a shared lock taken again shared: that counts a hold).
+   */
   async acquire(options: AcquireOptions = {}): Promise<boolean> {
     const { timeoutMs, signal } = options
     const blocking = options.blocking ?? true
+    const shared = options.shared ?? false
     if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
       throw new InvalidArgumentError(`timeoutMs must be a number of milliseconds >= 0, not ${String(timeoutMs)}`)
     }
-    if (this.#held) return false
+    if (shared && (!this.#host.sharedLocks || !this.driverLock.tryAcquireShared)) throw new NotSupportedError('sharedLocks', 'shared locks', this.#host.driverName, 'take the lock exclusively')
+    if (this.#held) {
+      if (!shared || this.#shared === 0) return false
+      this.#shared += 1
+      return true
+    }
     if (this.#acquiring) throw new InvalidStateError(`acquire() is already under way on lock ${JSON.stringify(this.name)}; use another Lock object to contend from the same process`)
     this.#acquiring = true
+    // A wait must keep the process alive until it settles (memory:// and file:// have no socket).
+    const letGo = keepAlive()
     try {
-      const got = blocking || timeoutMs !== undefined ? await this.#wait(timeoutMs, signal) : await this.#host.call('acquire a lock', () => this.driverLock.tryAcquire())
-      if (got) this.#onAcquired()
+      // An attempt of an earlier wait that outlived its deadline settles (and frees what it took) first:
+      // its driver lock is this one, so a new attempt must not overlap it.
+      await this.#late
+      const got = blocking || timeoutMs !== undefined ? await this.#wait(timeoutMs, signal, shared) : await this.#host.call('acquire a lock', () => this.#try(shared))
+      if (got) this.#onAcquired(shared)
       return got
     } finally {
+      letGo()
       this.#acquiring = false
     }
   }
@@ -112,6 +153,10 @@ export class Lock implements HeldLock {
   /** Releases the lock. Resolves false when this object did not hold it (tooz semantics). */
   async release(): Promise<boolean> {
     if (!this.#held) return false
+    if (this.#shared > 1) {
+      this.#shared -= 1
+      return true
+    }
     this.#end(new InvalidStateError(`Lock ${JSON.stringify(this.name)} was released`))
     return this.#host.call('release a lock', () => this.driverLock.release())
   }
@@ -147,22 +192,28 @@ export class Lock implements HeldLock {
     if (!quiet) this.#host.emitLockLost(this.name, reason)
   }
 
-  async #wait(timeoutMs: number | undefined, userSignal: AbortSignal | undefined): Promise<boolean> {
+  #try(shared: boolean): Promise<boolean> {
+    return shared ? this.driverLock.tryAcquireShared!() : this.driverLock.tryAcquire()
+  }
+
+  async #wait(timeoutMs: number | undefined, userSignal: AbortSignal | undefined, shared: boolean): Promise<boolean> {
     const { driverLock } = this
+    const waiting = shared ? driverLock.acquireSharedWaiting?.bind(driverLock) : driverLock.acquireWaiting?.bind(driverLock)
     const settle = (): boolean => {
       if (userSignal?.aborted) throw userSignal.reason
       if (this.#host.stopSignal.aborted) throw new CoordinatorStoppedError('acquire a lock')
       return false
     }
     if (userSignal?.aborted || this.#host.stopSignal.aborted) return settle()
-    const attempt = (): Promise<boolean> => this.#host.call('acquire a lock', () => driverLock.tryAcquire())
-    // A free lock is taken at once, before any timer or signal is set up for waiting.
-    if (!driverLock.acquireWaiting && (await attempt())) return true
+    const attempt = (): Promise<boolean> => this.#host.call('acquire a lock', () => this.#try(shared))
+    // The deadline runs from the call, not from the end of the first attempt.
     const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(Math.ceil(timeoutMs)) // it takes whole ms only
     const signal = AbortSignal.any([this.#host.stopSignal, userSignal, timeout].filter((s): s is AbortSignal => s !== undefined))
+    // A free lock is taken at once, however short the timeout (timeoutMs 0 included): this attempt is not raced.
+    if (!waiting && (await attempt())) return true
     if (signal.aborted) return settle()
-    if (driverLock.acquireWaiting) {
-      const got = await this.#host.call('acquire a lock', () => driverLock.acquireWaiting!(signal))
+    if (waiting) {
+      const got = await this.#host.call('acquire a lock', () => waiting(signal))
       return got || settle()
     }
     for (let delay = POLL_FIRST_MS; ; delay = Math.min(delay * 1.5, POLL_MAX_MS)) {
@@ -171,18 +222,45 @@ export class Lock implements HeldLock {
       } catch {
         return settle()
       }
-      if (await attempt()) return true
+      const got = await this.#attemptUntil(attempt, signal)
+      if (got === 'aborted') return settle()
+      if (got) return true
     }
   }
 
-  #onAcquired(): void {
+  /**
+   * One attempt raced against `signal`, so that a round trip still in flight at the deadline does
+   * not make the wait overrun it: when the signal wins, an attempt that succeeds later is released
+   * at once (nobody holds that Lock object's acquisition), and the next acquire() waits for that.
+   */
+  async #attemptUntil(attempt: () => Promise<boolean>, signal: AbortSignal): Promise<boolean | 'aborted'> {
+    const pending = attempt()
+    let onAbort!: () => void
+    const aborted = new Promise<'aborted'>((resolve) => {
+      onAbort = () => resolve('aborted')
+      signal.addEventListener('abort', onAbort, { once: true })
+    })
+    try {
+      const got = await Promise.race([pending, aborted])
+      if (got === 'aborted') {
+        this.#late = pending.then((late) => late && this.driverLock.release(), () => false).catch(() => false).then(() => undefined)
+      }
+      return got
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  #onAcquired(shared: boolean): void {
     this.#held = true
+    this.#shared = shared ? 1 : 0
     this.#controller = new AbortController()
     this.#host.track(this)
   }
 
   #end(reason: Error): void {
     this.#held = false
+    this.#shared = 0
     this.#host.untrack(this)
     this.#controller?.abort(reason)
   }

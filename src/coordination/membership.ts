@@ -18,6 +18,8 @@ interface Joined {
 /** What membership bookkeeping needs from the Coordinator. @internal */
 export interface MembershipHost {
   readonly rejoin: boolean
+  /** autoWatch off: rejoins run only when rejoinPending() is called (by runWatchers). */
+  readonly manual: boolean
   join(group: string, capabilities: Uint8Array): Promise<void>
   create(group: string): Promise<void>
   emitLost(group: string, reason: string): void
@@ -87,7 +89,7 @@ export class Membership {
       if (this.#host.rejoin) this.#pending.add(group)
       else this.#joined.delete(group)
     }
-    if (this.#pending.size > 0) void this.rejoinPending()
+    if (this.#pending.size > 0 && !this.#host.manual) void this.rejoinPending()
   }
 
   /** Like lost(), for a membership found missing by a read that began at `epoch`. */

@@ -8,6 +8,13 @@
  * that lists the known ones.
  */
 import { InvalidOptionError } from '../errors.js'
+import { shorten } from './redact.js'
+
+/**
+ * The longest duration a Node timer can wait (2^31−1 ms, about 24.8 days): above it, setTimeout
+ * fires after 1 ms. Every duration option stops there.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** The declared shape of one option. Build it with {@link opt}. */
 export interface OptionSpec<T> {
@@ -75,25 +82,30 @@ function checkRange(n: number, r: Range, unit: string): number {
 }
 
 function parseNumber(text: string, integer: boolean): number {
-  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text.trim())) throw new Error(`"${text}" is not a number`)
+  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text.trim())) throw new Error(`"${shorten(text)}" is not a number`)
   const n = Number(text)
-  if (integer && !Number.isInteger(n)) throw new Error(`"${text}" is not a whole number`)
+  if (!Number.isFinite(n)) throw new Error(`"${shorten(text)}" is not a finite number`)
+  if (integer && !Number.isSafeInteger(n)) throw new Error(`"${shorten(text)}" is not a whole number from ${Number.MIN_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}`)
   return n
 }
 
 /** Builders for option declarations. */
 export const opt = {
-  /** A duration: seconds in the URL (tooz's unit), milliseconds in code. Range bounds are in seconds. */
+  /**
+   * A duration: seconds in the URL (tooz's unit), milliseconds in code. Range bounds are in
+   * seconds; the upper bound is never above {@link MAX_TIMER_MS}.
+   */
   seconds(query: string, c: Common<number> & Range): OptionSpec<number> {
     const check = (ms: number): number => {
       checkRange(ms / 1000, c, ' s')
       if (ms <= 0) throw new Error('must be greater than zero')
+      if (ms > MAX_TIMER_MS) throw new Error(`must be at most ${MAX_TIMER_MS / 1000} s (${MAX_TIMER_MS} ms, the longest a Node timer can wait)`)
       return ms
     }
     return make(query, 'seconds', { ...c, default: c.default === undefined ? undefined : c.default * 1000 }, (v) => `${v / 1000}`,
       (s) => check(Math.round(parseNumber(s, false) * 1000)),
       (v) => {
-        if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error('must be a number of milliseconds')
+        if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`must be a finite number of milliseconds, at most ${MAX_TIMER_MS}`)
         return check(v)
       })
   },
@@ -101,7 +113,7 @@ export const opt = {
   integer(query: string, c: Common<number> & Range): OptionSpec<number> {
     const check = (n: number): number => checkRange(n, c, '')
     return make(query, 'integer', c, String, (s) => check(parseNumber(s, true)), (v) => {
-      if (typeof v !== 'number' || !Number.isInteger(v)) throw new Error('must be a whole number')
+      if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new Error('must be a whole number')
       return check(v)
     })
   },
@@ -111,7 +123,7 @@ export const opt = {
       const t = s.trim().toLowerCase()
       if (TRUE.has(t)) return true
       if (FALSE.has(t)) return false
-      throw new Error(`"${s}" is not a boolean (use true or false)`)
+      throw new Error(`"${shorten(s)}" is not a boolean (use true or false)`)
     }, (v) => {
       if (typeof v !== 'boolean') throw new Error('must be true or false')
       return v
@@ -156,7 +168,7 @@ export function resolveOptions<S extends OptionSpecs>(specs: S, query: Map<strin
   for (const [key, values] of query) {
     const name = byQuery.get(key)
     if (name === undefined) {
-      throw new InvalidOptionError(`Unknown option "${key}" in the ${owner} URL; known options: ${[...byQuery.keys()].sort().join(', ') || '(none)'}`)
+      throw new InvalidOptionError(`Unknown option "${shorten(key)}" in the ${owner} URL; known options: ${[...byQuery.keys()].sort().join(', ') || '(none)'}`)
     }
     const spec = specs[name]!
     if (!spec.repeated && values.some((v) => v === '')) {
@@ -173,7 +185,7 @@ export function resolveOptions<S extends OptionSpecs>(specs: S, query: Map<strin
     if (value === undefined) continue
     const spec = specs[name]
     if (spec === undefined) {
-      throw new InvalidOptionError(`Unknown option "${name}" for the ${owner} driver; known options: ${Object.keys(specs).sort().join(', ') || '(none)'}`)
+      throw new InvalidOptionError(`Unknown option "${shorten(name)}" for the ${owner} driver; known options: ${Object.keys(specs).sort().join(', ') || '(none)'}`)
     }
     try {
       out[name] = spec.fromCode(value)

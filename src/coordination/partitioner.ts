@@ -4,14 +4,14 @@
  *
  * Object identity follows tooz, so that Python and Node members agree: an object with a
  * `toozHash()` method (tooz: `__tooz_hash__`) hashes to what it returns; anything else hashes to
- * the UTF-8 bytes of its string form. Beware the cross-language trap: a Python `bytes` object
- * hashes as its repr (`b'abc'` → the text "b'abc'"), and numbers as their decimal text; pass
- * strings on both sides to stay clear of it.
+ * the UTF-8 bytes of what Python's str() prints for the same value (python-str.ts): `true` as
+ * "True", `null` as "None", `1e16` as "1e+16", a Uint8Array as "b'abc'".
  */
 import { asRollcallError } from '../errors.js'
 import type { Coordinator } from './coordinator.js'
 import type { MemberEvent } from './events.js'
 import { HashRing } from './hashring.js'
+import { pythonStr } from './python-str.js'
 
 /** Options of joinPartitionedGroup(). */
 export interface PartitionerOptions {
@@ -97,8 +97,8 @@ function weightOf(caps: unknown): number {
   return typeof w === 'number' && Number.isInteger(w) && w >= 1 ? w : 1
 }
 
-/** The bytes an object is placed by (tooz `Partitioner._hash_object`). */
+/** What an object is placed by (tooz `Partitioner._hash_object`): its toozHash(), or Python's str() of it. */
 export function hashObject(obj: unknown): string | Uint8Array {
   if (obj !== null && typeof obj === 'object' && typeof (obj as TooZHashable).toozHash === 'function') return (obj as TooZHashable).toozHash()
-  return String(obj)
+  return pythonStr(obj)
 }

@@ -3,21 +3,30 @@
  * RuntimeDriver plays). It owns the lifecycle state machine, the one heartbeat loop, the watcher
  * tick, connection health (including client-side expiry), held-lock refresh, membership recovery,
  * and error translation at the driver boundary. The public Coordinator is a thin facade over it.
+ *
+ * With autoWatch off, runWatchers() is the only pump, as in tooz: watch callbacks, elections and
+ * their callbacks, memberships dropped and rejoined (and so a Partitioner's ring) change only
+ * inside it. Reports that arrive meanwhile (a driver's membershipLost, a heartbeat's lost
+ * groups, a lost connection's memberships) are queued for it. Only the loss of a held lock or of
+ * leadership is told at once (`lockLost`, `leadershipLost`): acting on a lock one no longer
+ * holds is never safe.
  * @internal
  */
 import {
-  CoordinatorStoppedError, InvalidArgumentError, InvalidIdError, NotSupportedError, RollcallError, SerializationError,
+  CoordinatorStoppedError, InvalidArgumentError, InvalidIdError, InvalidStateError, NotSupportedError, RollcallError, SerializationError,
 } from '../errors.js'
 import type { Capability } from './capabilities.js'
 import { loads } from './codec.js'
-import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, DriverLock, IdKind } from './driver.js'
+import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, DriverLock, HeartbeatResult, IdKind } from './driver.js'
 import { Elections } from './election.js'
 import type { CoordinatorEvents } from './events.js'
 import { HeartbeatLoop } from './heartbeat.js'
 import type { HeldLock } from './lock.js'
 import type { Logger } from './logger.js'
 import { Membership } from './membership.js'
-import { translateError } from './translate.js'
+import { RepeatedWarnings } from '../internal/repeated-warnings.js'
+import { shorten } from './redact.js'
+import { stampDriver, translateError } from './translate.js'
 import { Watchers } from './watchers.js'
 
 /** Lifecycle states. `failed` means start() failed; call it again to retry. */
@@ -45,6 +54,10 @@ export type Emit = <K extends keyof CoordinatorEvents>(event: K, ...args: Coordi
 /** Slower full re-read of pushed groups, a safety net against a missed notification. */
 const RESYNC_EVERY_TICKS = 30
 
+/** Key prefix of warnings that mean the backend cannot be reached (retryable errors). */
+const OUTAGE = 'outage:'
+const isOutageKey = (key: string): boolean => key.startsWith(OUTAGE)
+
 /** Heartbeat health, for metrics and status pages. */
 export interface Health {
   lastHeartbeatAt: Date | undefined
@@ -63,6 +76,8 @@ export class DriverRuntime {
   readonly watchers: Watchers
   readonly elections: Elections
   readonly locks = new Set<HeldLock>()
+  /** A beat sent after a reconnect while no heartbeat loop runs. */
+  #extraBeat: Promise<unknown> | undefined
   /** Driver locks given up on a lost connection, to release on the backend once it answers. */
   readonly #abandoned = new Set<DriverLock>()
   readonly stopSignal: AbortSignal
@@ -77,9 +92,14 @@ export class DriverRuntime {
   #lastBeatAt: Date | undefined
   /** When the driver last reported its session lost (it then opened a new one). */
   #driverLostAt: number | undefined
+  /** With autoWatch off: reports waiting for the next runWatchers(). */
+  #deferred: (() => void)[] = []
+  /** The log's view of warnings: a backend that is down is one line, not one per group per poll. */
+  readonly #warnings: RepeatedWarnings
 
   constructor(parts: CoordinatorParts, emit: Emit) {
     this.#p = parts
+    this.#warnings = new RepeatedWarnings(parts.logger)
     this.#emit = emit
     this.definition = parts.definition
     this.memberId = parts.memberId
@@ -90,13 +110,16 @@ export class DriverRuntime {
         if (state === 'lost') this.#driverLostAt = Date.now()
         this.setConnection(state, cause)
       },
-      membershipLost: (groups, reason) => this.membership.lost(groups, reason),
+      sessionReplaced: (reason) => this.#sessionReplaced(reason),
+      membershipLost: (groups, reason) => this.#later(() => this.membership.lost(groups, reason)),
       lockLost: (lock, reason) => this.#lockLost(lock, reason),
-      warning: (err) => this.warn(err),
+      warning: (err) => this.warn(stampDriver(err, parts.definition.name)),
     })
     const d = this.driver
+    const manual = !parts.autoWatch
     this.membership = new Membership({
       rejoin: parts.rejoin,
+      manual,
       join: (g, caps) => this.call('rejoin a group', () => d.joinGroup(g, caps), true),
       create: (g) => this.call('create a group', () => d.createGroup(g), true),
       emitLost: (group, reason) => emit('membershipLost', { group, reason }),
@@ -115,11 +138,13 @@ export class DriverRuntime {
       pushesEverything: this.capabilities.has('pushWatch'),
       nextExpiryAt: d.nextExpiryAt && this.capabilities.has('expiryWake') && parts.autoWatch ? (g) => d.nextExpiryAt!(g) : undefined,
       watchIntervalMs: parts.watchIntervalMs,
+      manual,
     })
     this.elections = new Elections({
       memberId: this.memberId,
       stopSignal: this.stopSignal,
       watchIntervalMs: parts.watchIntervalMs,
+      manual,
       leaderLock: (g) => this.require('leaderElection', d.leaderLock, 'watchElectedAsLeader').call(d, g),
       call: (op, fn) => this.call(op, fn, true),
       track: (l) => this.locks.add(l),
@@ -137,6 +162,7 @@ export class DriverRuntime {
       },
       onSuccess: (lateByMs) => {
         if (lateByMs > 0) emit('heartbeatFailed', { reason: 'late', consecutiveFailures: 0, lateByMs })
+        this.#warnings.recovered(isOutageKey)
         if (this.#connection === 'lost') this.setConnection('reconnected')
       },
       onExpired: () => this.#lossReported() || this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
@@ -179,6 +205,10 @@ export class DriverRuntime {
   }
 
   stop(): Promise<void> {
+    if (this.#state === 'created' || this.#state === 'failed') {
+      // tooz raises ToozError here too: there is nothing to stop, and saying so finds the bug.
+      return Promise.reject(new InvalidStateError(`stop() was called on a coordinator that is not started (state ${this.#state}); start() it first, or do not stop it`))
+    }
     this.#stopping ??= this.#stop()
     return this.#stopping
   }
@@ -186,18 +216,41 @@ export class DriverRuntime {
   /** One heartbeat: driver liveness, lock leases, pending rejoins. Resolves to ms until the next is needed. */
   async beat(): Promise<number> {
     const d = this.driver
+    const held = new Map([...this.locks].map((l) => [l.driverLock, l]))
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
-    const result = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
+    const result: HeartbeatResult = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, new Set(held.keys())), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
     this.#lastBeatAt = new Date()
-    if (result.lostGroups?.length) this.membership.lost(result.lostGroups, 'the backend no longer lists this member')
+    const lostGroups = result.lostGroups
+    if (lostGroups?.length) this.#later(() => this.membership.lost(lostGroups, 'the backend no longer lists this member'))
+    const lapsed = 'its lease lapsed or another holder took it'
+    if (result.lostLocks) {
+      // A lock released while the beat ran is no longer tracked: its failed refresh is no loss.
+      for (const l of result.lostLocks.map((lock) => held.get(lock))) if (l && this.locks.has(l)) l.lost(lapsed)
+    } else await this.#refreshLocks(lapsed)
+    if (this.membership.hasPending && this.#p.autoWatch) await this.membership.rejoinPending()
+    if (this.#abandoned.size > 0) await this.#releaseAbandoned()
+    return result.nextBeatMs
+  }
+
+  /**
+   * tooz run_watchers(): delivers queued reports, re-reads every watched group, runs one election
+   * round and the pending rejoins, and resolves once every callback it triggered has settled,
+   * with the values the join and leave callbacks returned (since the last call).
+   */
+  async runWatchers(): Promise<unknown[]> {
+    for (const report of this.#deferred.splice(0)) report()
+    await Promise.all([this.watchers.poll(true), this.elections.runAll()])
+    if (this.membership.hasPending) await this.membership.rejoinPending()
+    return this.watchers.drainResults()
+  }
+
+  /** Refreshes every held lock whose driver did not refresh it in the beat. */
+  async #refreshLocks(lapsed: string): Promise<void> {
     const outcomes = await Promise.allSettled([...this.locks].filter((l) => l.driverLock.refresh).map(async (l) => {
-      if (!(await l.driverLock.refresh!())) l.lost('its lease lapsed or another holder took it')
+      if (!(await l.driverLock.refresh!())) l.lost(lapsed)
     }))
     const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
     if (failed) throw this.translate(failed.reason, 'refresh a lock')
-    if (this.membership.hasPending) await this.membership.rejoinPending()
-    if (this.#abandoned.size > 0) await this.#releaseAbandoned()
-    return result.nextBeatMs
   }
 
   /**
@@ -217,20 +270,52 @@ export class DriverRuntime {
     if (state === 'suspended' && previous === 'lost') return
     this.#connection = state
     this.#emit('connectionStateChanged', { state, previous })
-    if (state === 'lost') {
-      const reason = `the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`
-      for (const l of [...this.locks]) {
-        l.lost(reason)
-        this.#abandoned.add(l.driverLock)
+    if (state === 'connected' || state === 'reconnected') this.#warnings.recovered(isOutageKey)
+    if (state === 'lost') this.#loseEverything(`the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`)
+    else if (state === 'reconnected') {
+      void this.#releaseAbandoned()
+      if (this.#p.autoWatch) {
+        void this.membership.rejoinPending()
+        void this.watchers.poll(true)
       }
-      void this.#releaseAbandoned()
-      this.elections.loseAll(reason)
-      this.membership.lostAll(reason)
-    } else if (state === 'reconnected') {
-      void this.#releaseAbandoned()
-      void this.membership.rejoinPending()
-      void this.watchers.poll(true)
+      // Whatever the outage cost (an emptied server, a lock taken meanwhile), the next beat tells: beat now.
+      void this.#beatOnce()
     }
+  }
+
+  /** The driver is on a new session: everything of the old one is lost, even if the Coordinator already said so; then back. */
+  #sessionReplaced(reason: string): void {
+    if (this.#state !== 'started') return
+    if (this.#connection === 'lost') this.#loseEverything(reason)
+    else this.setConnection('lost', new Error(reason))
+    this.setConnection('reconnected')
+  }
+
+  /** Tells every lock, leadership and membership that it is gone; locks are released on the backend once it answers. */
+  #loseEverything(reason: string): void {
+    for (const l of [...this.locks]) {
+      l.lost(reason)
+      this.#abandoned.add(l.driverLock)
+    }
+    void this.#releaseAbandoned()
+    this.elections.loseAll(reason)
+    this.#later(() => this.membership.lostAll(reason))
+  }
+
+  /** One beat outside the schedule (the loop's, when it runs); failures are the loop's to report. */
+  #beatOnce(): Promise<unknown> {
+    if (this.#p.heartbeat && this.driver.heartbeat) return this.#heart.beatNow()
+    const beat = this.driver.heartbeat ? () => this.beat() : () => this.#refreshLocks('its lease lapsed or another holder took it')
+    this.#extraBeat ??= beat().catch(() => undefined).finally(() => {
+      this.#extraBeat = undefined
+    })
+    return this.#extraBeat
+  }
+
+  /** Applies a report now, or with autoWatch off at the next runWatchers(). */
+  #later(report: () => void): void {
+    if (this.#p.autoWatch) report()
+    else this.#deferred.push(report)
   }
 
   /** Member ids of a group, with the cheapest primitive the driver has. */
@@ -249,12 +334,12 @@ export class DriverRuntime {
 
   /** Decodes stored capabilities; a corrupt value throws (raise) or is returned as its error, with a warning. */
   decodeMember(group: string, member: string, value: Uint8Array | SerializationError, raise: boolean): unknown {
-    let error = value instanceof SerializationError ? value : undefined
+    let error = value instanceof SerializationError ? stampDriver(value, this.definition.name) : undefined
     if (!error) {
       try {
         return loads(value as Uint8Array)
       } catch (err) {
-        error = new SerializationError(`The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`, { cause: err })
+        error = new SerializationError(`The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`, { cause: err, driver: this.definition.name })
       }
     }
     if (raise) throw error
@@ -264,7 +349,7 @@ export class DriverRuntime {
 
   /** Returns the driver method behind a capability, or throws NotSupportedError naming it. */
   require<F>(capability: Capability, fn: F | undefined, what: string): F {
-    if (fn === undefined || !this.capabilities.has(capability)) throw new NotSupportedError(what, this.definition.name)
+    if (fn === undefined || !this.capabilities.has(capability)) throw new NotSupportedError(capability, what, this.definition.name)
     return fn
   }
 
@@ -272,7 +357,7 @@ export class DriverRuntime {
   validateId(kind: IdKind, id: unknown): void {
     if (typeof id !== 'string' || id === '') throw new InvalidIdError(`A ${kind} id must be a non-empty string, not ${id === '' ? 'an empty string' : typeof id}`)
     const problem = this.definition.validateId?.(kind, id)
-    if (problem) throw new InvalidIdError(`The ${kind} id ${JSON.stringify(id)} cannot be stored by the ${this.definition.name} driver: ${problem}`)
+    if (problem) throw new InvalidIdError(`The ${kind} id ${JSON.stringify(shorten(id))} cannot be stored by the ${this.definition.name} driver: ${problem}`)
   }
 
   assertStarted(operation: string): void {
@@ -293,8 +378,12 @@ export class DriverRuntime {
     return translateError(err, operation, this.definition, this.#p.redactedUrl, this.#p.secrets)
   }
 
+  /**
+   * Reports a warning: always as a `warning` event; in the log, once per kind (a retryable error
+   * is one kind per code: the backend is down, whichever group noticed), then a summary now and then.
+   */
   warn(err: RollcallError): void {
-    this.#p.logger.warn(err.message, { code: err.code })
+    this.#warnings.warn(err.retryable ? `${OUTAGE}${err.code}` : `${err.code}:${err.message}`, err.message, { code: err.code })
     this.#emit('warning', err)
   }
 
@@ -327,10 +416,6 @@ export class DriverRuntime {
   }
 
   async #stop(): Promise<void> {
-    if (this.#state === 'created' || this.#state === 'failed') {
-      this.#state = 'stopped'
-      return
-    }
     this.#state = 'stopping'
     this.#heart.stop()
     clearInterval(this.#tick)

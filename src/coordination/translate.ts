@@ -6,27 +6,36 @@
  * BackendError, with the original as `cause`. Every message, the cause's included, is scrubbed of
  * the URL's password first.
  */
-import { BackendError, ConnectionError, RollcallError } from '../errors.js'
+import { AuthenticationError, BackendError, ConnectionError, RollcallError } from '../errors.js'
+import { isAuthFailure, isProtocolMismatch } from '../internal/client-errors.js'
 import type { DriverDefinition } from './driver.js'
 import { redactUrl } from './url.js'
-
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED',
-  'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'ERR_SOCKET_CLOSED',
-])
+import { isNetworkError } from '../internal/network-errors.js'
 
 /** Maps anything a driver threw to a RollcallError. @internal */
 export function translateError(err: unknown, operation: string, def: DriverDefinition<any>, redactedUrl: string, secrets: readonly string[]): RollcallError {
   scrub(err, secrets)
-  if (err instanceof RollcallError) return err
+  // Before the driver's own mapping: it may have wrapped these in a ConnectionError already.
+  if (!(err instanceof AuthenticationError) && isAuthFailure(err)) {
+    return new AuthenticationError(`Cannot ${operation}: ${redactedUrl} refused the credentials (wrong user name or password, or an unknown user)`, { cause: err, driver: def.name })
+  }
+  if (isProtocolMismatch(err)) {
+    return new ConnectionError(`Cannot ${operation}: ${redactedUrl} answered, but not as a ${def.name} server (is the port right?)`, { cause: err, driver: def.name })
+  }
+  if (err instanceof RollcallError) return stampDriver(err, def.name)
   const mapped = def.translateError?.(err)
-  if (mapped) return scrub(mapped, secrets)
+  if (mapped) return stampDriver(scrub(mapped, secrets), def.name)
   const message = (err as Error)?.message ?? String(err)
-  const code = (err as { code?: unknown })?.code
-  if (typeof code === 'string' && NETWORK_CODES.has(code)) {
+  if (isNetworkError(err)) {
     return new ConnectionError(`Cannot ${operation}: ${redactedUrl} is unreachable (${message})`, { cause: err, driver: def.name })
   }
   return new BackendError(`Cannot ${operation} on ${redactedUrl}: ${message}`, { cause: err, driver: def.name })
+}
+
+/** Names `driver` on an error that names none yet: drivers leave it out, and every error crossing the boundary gets it here. @internal */
+export function stampDriver<E extends RollcallError>(err: E, driver: string): E {
+  if (err.driver === undefined) (err as { driver: string | undefined }).driver = driver
+  return err
 }
 
 /** Removes secrets from an error's message and stack, and from its causes, in place. */

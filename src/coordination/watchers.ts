@@ -13,9 +13,13 @@
  *
  * As in tooz, a group that disappears counts as empty (everyone "leaves"), and a member that finds
  * itself missing from a group it joined reports it (the Coordinator then rejoins).
+ *
+ * With `manual` (autoWatch off) nothing happens by itself: no push subscription, no expiry timer;
+ * groups are read, and callbacks run, only when runWatchers() calls poll().
  */
 import { asRollcallError, GroupNotFoundError, type RollcallError, WatchCallbackNotFoundError } from '../errors.js'
 import { invokeCallback } from '../internal/invoke.js'
+import { keepAlive } from '../internal/keep-alive.js'
 import { SingleFlight } from '../internal/single-flight.js'
 import type { MemberEvent } from './events.js'
 
@@ -49,7 +53,12 @@ export interface WatcherHost {
   nextExpiryAt?: (group: string) => number | undefined
   /** Groups are polled this often anyway: an expiry further off than this waits for the poll. */
   watchIntervalMs: number
+  /** autoWatch off: groups change only when runWatchers() polls (no subscription, no timers). */
+  manual: boolean
 }
+
+/** Results kept for runWatchers() when nobody calls it (autoWatch on): the oldest are dropped beyond this. */
+const MAX_KEPT_RESULTS = 1_000
 
 /** How long after a member's expiry its group is re-read: the backend's clock may run a little behind ours. */
 const EXPIRY_MARGIN_MS = 5
@@ -73,6 +82,8 @@ export class Watchers {
   readonly #host: WatcherHost
   readonly #groups = new Map<string, GroupWatch>()
   #results: unknown[] = []
+  /** Keeps the process alive while a group is watched with autoWatch on (events may still come). */
+  #alive: (() => void) | undefined
 
   constructor(host: WatcherHost) {
     this.#host = host
@@ -100,6 +111,7 @@ export class Watchers {
     if (kind === 'plain') watch.plain -= 1
     if (watch.onJoin.size + watch.onLeave.size + watch.plain === 0) {
       this.#groups.delete(group)
+      if (this.#groups.size === 0) this.#letGo()
       clearTimeout(watch.expiryTimer)
       await watch.unsubscribe?.().catch((err: unknown) => this.#host.warn(asRollcallError(err, `Ending the watch on ${group}`)))
     }
@@ -115,17 +127,21 @@ export class Watchers {
     return this.#groups.get(group)?.refresher.run() ?? Promise.resolve()
   }
 
-  /** Callback results collected since the last call (tooz run_watchers() returns these). */
-  drainResults(): unknown[] {
+  /**
+   * Callback results collected since the last call (tooz run_watchers() returns these), once every
+   * one has settled: a callback's promise is awaited, and a rejected one counts as undefined.
+   */
+  async drainResults(): Promise<unknown[]> {
     const out = this.#results
     this.#results = []
-    return out
+    return Promise.all(out.map((r) => (r instanceof Promise ? r.then((v: unknown) => v, () => undefined) : r)))
   }
 
   /** Ends every push subscription. */
   async stop(): Promise<void> {
     const watches = [...this.#groups.values()]
     this.#groups.clear()
+    this.#letGo()
     for (const w of watches) clearTimeout(w.expiryTimer)
     await Promise.allSettled(watches.map((w) => w.unsubscribe?.()))
   }
@@ -136,7 +152,7 @@ export class Watchers {
       refresher: new SingleFlight(() => this.#diff(group, watch), () => this.#groups.get(group) === watch),
     }
     // Subscribe before the first read, so that no change between the two is missed.
-    if (this.#host.subscribe) watch.unsubscribe = await this.#host.subscribe(group, () => void this.refresh(group))
+    if (this.#host.subscribe && !this.#host.manual) watch.unsubscribe = await this.#host.subscribe(group, () => void this.refresh(group))
     try {
       watch.members = new Set(await this.#host.listMemberIds(group))
     } catch (err) {
@@ -150,8 +166,14 @@ export class Watchers {
       return existing
     }
     this.#groups.set(group, watch)
+    if (!this.#host.manual) this.#alive ??= keepAlive()
     this.#scheduleExpiry(group, watch)
     return watch
+  }
+
+  #letGo(): void {
+    this.#alive?.()
+    this.#alive = undefined
   }
 
   async #diff(group: string, watch: GroupWatch): Promise<void> {
@@ -204,6 +226,7 @@ export class Watchers {
     emit(event)
     const onError = (err: unknown): void => this.#host.warn(asRollcallError(err, `A watch callback on ${event.group}`))
     for (const cb of callbacks) this.#results.push(invokeCallback(cb, event, onError))
+    if (!this.#host.manual && this.#results.length > MAX_KEPT_RESULTS) this.#results.splice(0, this.#results.length - MAX_KEPT_RESULTS)
   }
 }
 

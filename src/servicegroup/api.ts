@@ -170,7 +170,7 @@ export class ServiceGroup extends EventEmitter<ServiceGroupEvents> {
    */
   async join(host: string, topic: string, service?: ServiceRecord, options: JoinOptions = {}): Promise<void> {
     if (service === undefined) {
-      const needs = this.#drivers.find((d) => d.name === 'db' || d.name === 'mc')
+      const needs = this.#drivers.find((d) => d.needsServiceRecord)
       if (needs) throw new TypeError(`service is a mandatory argument for the ${needs.name} ServiceGroup driver`)
     } else if (service.host !== host || service.topic !== topic) {
       throw new InvalidArgumentError(`join(${JSON.stringify(host)}, ${JSON.stringify(topic)}) was given the record of ${service.host} in topic ${service.topic}`)
@@ -263,7 +263,7 @@ export class ServiceGroup extends EventEmitter<ServiceGroupEvents> {
    */
   async watch(topic: string): Promise<void> {
     const driver = this.#drivers[0]!
-    if (!driver.watch) throw new NotSupportedError('liveness events (watch, onUp, onDown)', `${driver.name} service-group`, 'use the tooz driver')
+    if (!driver.watch) throw new NotSupportedError(undefined, 'liveness events (watch, onUp, onDown)', `${driver.name} service-group`, 'use the tooz driver')
     let pending = this.#watches.get(topic)
     if (!pending) {
       pending = driver.watch(topic, (c) => this.emit(c.up ? 'up' : 'down', { topic: c.topic, host: c.host }))

@@ -9,11 +9,14 @@
  * checked against rollcall's drivers and options, and its liveness window against
  * report_interval and service_down_time (warnings explain the consequence).
  */
-import { readFileSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
-import { COMMON_OPTIONS, InvalidConfigError, knownSchemes, loadDriver, parseBackendUrl, redactUrl, type Logger, type OptionSpec } from '../index.js'
+import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { MAX_TIMER_MS } from '../coordination/options.js'
+import { displayUrl } from '../coordination/redact.js'
+import { COMMON_OPTIONS, InvalidConfigError, knownSchemes, loadDriver, parseBackendUrl, type Logger, type OptionSpec } from '../index.js'
 import { createServiceGroup, type ServiceGroup } from './api.js'
 import { DEFAULT_SQLITE_FILE, openCatalog, parseCatalogUrl } from './catalog/catalog.js'
+import { chooseMemcacheServers, osloBoolean } from './nova-memcache.js'
 import { tablePrefixProblem } from './catalog/sql.js'
 import { parseIni, type IniDocument } from './ini.js'
 import { SETTING_NAMES, ZOOKEEPER_DEFAULTS, checkDriverSettings, hostPortProblem, invalid, type DriverSettings } from './settings.js'
@@ -24,11 +27,11 @@ export type { IniDocument } from './ini.js'
 export { parseIni } from './ini.js'
 
 /** How a setting's text is read. */
-type Kind = 'enum' | 'seconds' | 'milliseconds' | 'url' | 'list' | 'string' | 'secret' | 'hostport' | 'prefix' | 'path'
+type Kind = 'enum' | 'seconds' | 'milliseconds' | 'url' | 'list' | 'string' | 'secret' | 'hostport' | 'hostlist' | 'prefix' | 'path'
 
 /** One declared setting. */
 export interface SettingSpec {
-  section: 'DEFAULT' | 'database' | 'memcache' | 'zookeeper' | 'api'
+  section: 'DEFAULT' | 'database' | 'memcache' | 'cache' | 'zookeeper' | 'api'
   key: string
   /** The environment variable that overrides it. */
   env: string
@@ -55,18 +58,28 @@ export const SETTINGS: readonly SettingSpec[] = [
   s('DEFAULT', 'report_to_previous_driver', 'enum', '', '', 'While migrating: also report to this driver (mc or zk), so readers still on it see services up.', ['', ...PREVIOUS_DRIVER_NAMES]),
   s('database', 'connection', 'url', `sqlite:///${DEFAULT_SQLITE_FILE}`, '', 'The services table: sqlite:///FILE (relative to the config file), postgresql://… or mysql://….'),
   s('database', 'table_prefix', 'prefix', '', '', 'Prefix of the table names, to share a database.'),
-  s('memcache', 'servers', 'list', '', '', 'memcached servers of the mc driver, host:port, comma-separated (a fail-over list).'),
+  s('memcache', 'servers', 'list', '', '', 'memcached servers of the mc driver, host:port, comma-separated (a fail-over list). When unset, Nova\'s names are read, in Nova\'s order: [DEFAULT] memcached_servers, then [cache] memcache_servers.'),
+  s('DEFAULT', 'memcached_servers', 'list', '', '', 'Nova\'s deprecated name of the mc driver\'s servers; used when [memcache] servers is unset.'),
+  s('cache', 'enabled', 'enum', 'false', '', 'oslo.cache\'s switch: when true (and neither name above is set), the mc driver uses [cache] memcache_servers, as Nova does.', ['false', 'true']),
+  s('cache', 'memcache_servers', 'list', '', '', 'oslo.cache\'s memcached servers (oslo.cache\'s default localhost:11211 applies when [cache] enabled is true); read by the mc driver as Nova reads it.'),
   s('zookeeper', 'address', 'list', '', '', 'ZooKeeper servers of the zk driver, host:port, comma-separated.'),
   s('zookeeper', 'recv_timeout', 'milliseconds', String(ZOOKEEPER_DEFAULTS.recvTimeoutMs), 'ms', 'ZooKeeper session timeout: how long after a crash a zk service is down.'),
   s('zookeeper', 'sg_prefix', 'path', ZOOKEEPER_DEFAULTS.sgPrefix, '', 'ZooKeeper path under which the zk driver keeps its nodes.'),
   s('api', 'token', 'secret', '', '', 'Bearer token required by the status server\'s API (empty: no token).'),
   s('api', 'listen', 'hostport', '127.0.0.1:7979', '', 'Address of the status server, `rollcall serve` (loopback unless told otherwise).'),
+  s('api', 'allowed_hosts', 'hostlist', '', '', 'Host names the status server answers to besides the ones it listens as (421 for any other Host header, against DNS rebinding), comma-separated.'),
 ]
+
+/** Largest configuration file read (a larger one, or one that is not a regular file, is refused). */
+export const MAX_CONFIG_BYTES = 1024 * 1024
+
+/** Tokens shorter than this are accepted with a warning. */
+export const MIN_TOKEN_CHARS = 16
 
 /** A resolved configuration. */
 export interface ServiceGroupConfig extends DriverSettings {
   database: { connection: string; tablePrefix: string; baseDir: string }
-  api: { token: string | undefined; listen: { host: string; port: number } }
+  api: { token: string | undefined; listen: { host: string; port: number }; allowedHosts: string[] }
   /** The file read, if any. */
   file: string | undefined
 }
@@ -81,6 +94,10 @@ export interface ConfigWarning {
 export interface LoadConfigOptions {
   /** INI file to read (default: `env.ROLLCALL_CONFIG`; none when both are unset). */
   file?: string
+  /** INI files to read in order, later ones overriding earlier ones key by key (oslo.config's repeated --config-file); replaces `file`. */
+  files?: readonly string[]
+  /** A directory whose `*.conf` files are read after `files`, in name order (oslo.config's --config-dir). */
+  dir?: string
   /** Environment (default process.env). */
   env?: NodeJS.ProcessEnv
   /** Overrides by `section.key` (or `key` for DEFAULT), e.g. from flags: `{ report_interval: '5' }`. */
@@ -116,23 +133,26 @@ const REQUIRED_BY: Record<DriverName, string | undefined> = {
  */
 export async function loadConfig(options: LoadConfigOptions = {}): Promise<LoadedConfig> {
   const env = options.env ?? process.env
-  const file = options.file ?? (env.ROLLCALL_CONFIG || undefined)
+  const files = configFiles(options, env)
+  const file = files[0]
   const warnings: ConfigWarning[] = []
-  let doc: IniDocument = new Map()
-  if (file !== undefined) {
-    let text: string
-    try {
-      text = readFileSync(file, 'utf8')
-    } catch (err) {
-      throw new InvalidConfigError('--config', `Cannot read the configuration file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  // Later files override earlier ones, key by key (oslo.config's --config-file and --config-dir).
+  const merged = new Map<string, Map<string, { value: string; line: number; file: string }>>()
+  for (const file of files) {
+    const doc = parseIni(readConfigFile(file), file)
+    warnings.push(...unknownKeys(doc, file), ...miscasedSections(doc, file))
+    for (const [section, keys] of doc) {
+      const into = merged.get(section) ?? new Map()
+      merged.set(section, into)
+      for (const [key, v] of keys) into.set(key, { ...v, file })
     }
-    doc = parseIni(text, file)
-    warnings.push(...unknownKeys(doc, file))
   }
   const raw = new Map<SettingSpec, Raw>()
+  let dbFile: string | undefined
   for (const spec of SETTINGS) {
-    const inFile = doc.get(spec.section)?.get(spec.key)
-    if (inFile) raw.set(spec, { value: inFile.value, from: ` (from ${file}:${inFile.line})` })
+    const inFile = merged.get(spec.section)?.get(spec.key)
+    if (inFile) raw.set(spec, { value: inFile.value, from: ` (from ${inFile.file}:${inFile.line})` })
+    if (inFile && spec.section === 'database' && spec.key === 'connection') dbFile = inFile.file
     if (env[spec.env] !== undefined) raw.set(spec, { value: env[spec.env]!, from: ` (from ${spec.env})` })
   }
   for (const [key, value] of Object.entries(options.overrides ?? {})) {
@@ -142,13 +162,49 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
     if (!spec) throw new InvalidConfigError(key, `Unknown setting "${key}"; known: ${SETTINGS.map((x) => (x.section === 'DEFAULT' ? x.key : `${x.section}.${x.key}`)).join(', ')}`)
     raw.set(spec, { value, from: ' (from the command line)' })
   }
-  const baseDir = file !== undefined ? dirname(resolve(file)) : resolve(options.cwd ?? process.cwd())
+  // A relative SQLite path is relative to the file that names it (else the first file).
+  const baseFile = dbFile ?? file
+  const baseDir = baseFile !== undefined ? dirname(resolve(baseFile)) : resolve(options.cwd ?? process.cwd())
   const config = resolveSettings(raw, baseDir, file)
   const corrected = effectiveDownTime(config.reportIntervalSeconds, config.serviceDownTimeSeconds)
   if (corrected.warning) warnings.push({ setting: SETTING_NAMES.serviceDownTimeSeconds, message: corrected.warning })
   config.serviceDownTimeSeconds = corrected.serviceDownTimeSeconds
   if (config.toozUrl) warnings.push(...(await checkToozUrl(config, raw.get(spec_('servicegroup_tooz_url'))?.from ?? '')))
+  const token = config.api.token
+  if (token !== undefined && token.length < MIN_TOKEN_CHARS) {
+    warnings.push({ setting: '[api] token', message: `[api] token${raw.get(spec_('token', 'api'))?.from ?? ''} has ${token.length} characters; use at least ${MIN_TOKEN_CHARS} random ones (openssl rand -hex 16)` })
+  }
   return { config, warnings }
+}
+
+/**
+ * Reads a configuration file: a regular file of at most MAX_CONFIG_BYTES. Opened non-blocking,
+ * so a FIFO cannot stall the open; /dev/zero, /dev/urandom, FIFOs and directories are refused.
+ */
+function readConfigFile(file: string): string {
+  const refuse = (why: string): InvalidConfigError => new InvalidConfigError('--config', `Cannot read the configuration file ${file}: ${why}`)
+  let fd: number
+  try {
+    const st = statSync(file)
+    if (!st.isFile()) throw refuse('not a regular file (a device, FIFO or directory); give the path of an INI file')
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
+  } catch (err) {
+    if (err instanceof InvalidConfigError) throw err
+    throw refuse((err as NodeJS.ErrnoException).code ?? (err as Error).message)
+  }
+  try {
+    if (!fstatSync(fd).isFile()) throw refuse('not a regular file (a device, FIFO or directory); give the path of an INI file')
+    const buf = Buffer.alloc(MAX_CONFIG_BYTES + 1)
+    let n = 0
+    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null)
+    if (n > MAX_CONFIG_BYTES) throw refuse(`larger than ${MAX_CONFIG_BYTES} bytes (1 MiB); a configuration file is a few kilobytes`)
+    return buf.toString('utf8', 0, n)
+  } catch (err) {
+    if (err instanceof InvalidConfigError) throw err
+    throw refuse((err as NodeJS.ErrnoException).code ?? (err as Error).message)
+  } finally {
+    closeSync(fd)
+  }
 }
 
 function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: string | undefined): ServiceGroupConfig {
@@ -160,7 +216,7 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
   const seconds = (key: string): number => {
     const { spec, value, from } = get(key)
     const n = Number(value)
-    if (value === '' || !Number.isFinite(n) || n < 0) throw invalid(name(spec), value, 'expected a number of seconds ≥ 0', from)
+    if (value === '' || !Number.isFinite(n) || n < 0 || n * 1000 > MAX_TIMER_MS) throw invalid(name(spec), value, `expected a number of seconds from 0 to ${MAX_TIMER_MS / 1000} (the longest a Node timer can wait)`, from)
     return n
   }
   const word = (key: string): string => {
@@ -188,14 +244,29 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
   const prefixProblem = tablePrefixProblem(prefix.value)
   if (prefixProblem) throw invalid(name(prefix.spec), prefix.value, prefixProblem, prefix.from)
   const recv = get('recv_timeout', 'zookeeper')
-  if (!/^\d+$/.test(recv.value) || Number(recv.value) < 100) throw invalid(name(recv.spec), recv.value, 'expected whole milliseconds ≥ 100', recv.from)
+  if (!/^\d+$/.test(recv.value) || Number(recv.value) < 100 || Number(recv.value) > MAX_TIMER_MS) throw invalid(name(recv.spec), recv.value, `expected whole milliseconds from 100 to ${MAX_TIMER_MS}`, recv.from)
   const sgPrefix = get('sg_prefix', 'zookeeper')
   if (!/^(\/[^/\s]+)+$/.test(sgPrefix.value)) throw invalid(name(sgPrefix.spec), sgPrefix.value, 'expected an absolute ZooKeeper path without a trailing "/", e.g. /servicegroups', sgPrefix.from)
   const listen = get('listen', 'api')
   if (hostPortProblem(listen.value)) throw invalid(name(listen.spec), listen.value, 'expected host:port, e.g. 127.0.0.1:7979', listen.from)
-  const token = get('token', 'api').value
+  const token = get('token', 'api')
+  // RFC 7230 field values: visible ASCII; a space or control character could never be sent back.
+  if (token.value !== '' && !/^[\x21-\x7e]+$/.test(token.value)) {
+    throw new InvalidConfigError(name(token.spec), `Invalid ${name(token.spec)}${token.from}: a token travels in an Authorization header, so it must be visible ASCII without spaces (the value is not shown); e.g. openssl rand -hex 16`)
+  }
+  const allowedHosts = get('allowed_hosts', 'api')
+  const hostNames = allowedHosts.value.split(/[,\s]+/).filter(Boolean).map((h) => h.toLowerCase())
+  for (const h of hostNames) {
+    if (!/^([a-z0-9_-]+(\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])$/.test(h)) throw invalid(name(allowedHosts.spec), allowedHosts.value, `"${h.slice(0, 100)}" is not a host name (write names without port, e.g. status.example.com, comma-separated)`, allowedHosts.from)
+  }
   const zkAddress = list('address', 'zookeeper')
   const previous = word('report_to_previous_driver')
+  const cacheEnabled = get('enabled', 'cache')
+  if (osloBoolean(cacheEnabled.value) === undefined) throw invalid(name(cacheEnabled.spec), cacheEnabled.value, 'expected true or false', cacheEnabled.from)
+  const memcache = chooseMemcacheServers({
+    own: list('servers', 'memcache'), novaDefault: list('memcached_servers', 'DEFAULT'),
+    cache: list('memcache_servers', 'cache'), cacheSet: raw.has(spec_('memcache_servers', 'cache')), cacheEnabled: cacheEnabled.value,
+  })
   const config: ServiceGroupConfig = {
     driver: word('servicegroup_driver') as DriverName,
     reportIntervalSeconds: seconds('report_interval'),
@@ -203,10 +274,10 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
     initialReportDelaySeconds: seconds('initial_report_delay'),
     toozUrl: get('servicegroup_tooz_url').value || undefined,
     reportToPreviousDriver: (previous || undefined) as PreviousDriverName | undefined,
-    memcacheServers: list('servers', 'memcache'),
+    memcacheServers: memcache.servers,
     zookeeper: zkAddress.length ? { address: zkAddress.join(','), recvTimeoutMs: Number(recv.value), sgPrefix: sgPrefix.value } : undefined,
     database: { connection: dbUrl, tablePrefix: prefix.value, baseDir },
-    api: { token: token || undefined, listen: { host: listen.value.slice(0, listen.value.lastIndexOf(':')).replace(/^\[|\]$/g, ''), port: Number(listen.value.slice(listen.value.lastIndexOf(':') + 1)) } },
+    api: { token: token.value || undefined, allowedHosts: hostNames, listen: { host: listen.value.slice(0, listen.value.lastIndexOf(':')).replace(/^\[|\]$/g, ''), port: Number(listen.value.slice(listen.value.lastIndexOf(':') + 1)) } },
     file,
   }
   if (config.serviceDownTimeSeconds === 0) throw invalid(SETTING_NAMES.serviceDownTimeSeconds, '0', 'expected a number of seconds > 0', get('service_down_time').from)
@@ -228,6 +299,34 @@ function resolveSettings(raw: Map<SettingSpec, Raw>, baseDir: string, file: stri
   return config
 }
 
+/** The files loadConfig() reads, in order. */
+function configFiles(options: LoadConfigOptions, env: NodeJS.ProcessEnv): string[] {
+  const files = [...(options.files ?? (options.file !== undefined ? [options.file] : options.dir === undefined && env.ROLLCALL_CONFIG ? [env.ROLLCALL_CONFIG] : []))]
+  if (options.dir !== undefined) {
+    let names: string[]
+    try {
+      names = readdirSync(options.dir).filter((n) => n.endsWith('.conf')).sort()
+    } catch (err) {
+      throw new InvalidConfigError('--config-dir', `Cannot read the configuration directory ${options.dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    }
+    files.push(...names.map((n) => join(options.dir!, n)))
+  }
+  return files
+}
+
+/** Sections that differ from a known one only by case (`[default]`): oslo.config ignores them, so they are reported. */
+function miscasedSections(doc: IniDocument, file: string): ConfigWarning[] {
+  const known = [...new Set(SETTINGS.map((x) => x.section))]
+  const out: ConfigWarning[] = []
+  for (const [section, keys] of doc) {
+    const meant = known.find((k) => k !== section && k.toLowerCase() === section.toLowerCase())
+    if (!meant) continue
+    const first = [...keys.values()][0]
+    out.push({ setting: `[${section}]`, message: `${file}${first ? `:${first.line}` : ''}: section [${section}] is not [${meant}] (section names are case-sensitive, as in oslo.config): its ${keys.size} setting(s) are ignored; write [${meant}]` })
+  }
+  return out
+}
+
 /** Keys in known sections that look like a misspelt known key (nova.conf has many others; those are ignored). */
 function unknownKeys(doc: IniDocument, file: string): ConfigWarning[] {
   const out: ConfigWarning[] = []
@@ -235,7 +334,8 @@ function unknownKeys(doc: IniDocument, file: string): ConfigWarning[] {
     const known = SETTINGS.filter((x) => x.section === section).map((x) => x.key)
     for (const [key, v] of keys) {
       if (known.includes(key)) continue
-      const near = known.find((k) => distance(k, key) <= 2)
+      // Within 2 edits only when the lengths are: a long key costs nothing.
+      const near = known.find((k) => Math.abs(k.length - key.length) <= 2 && distance(k, key) <= 2)
       if (near) out.push({ setting: `[${section}] ${key}`, message: `${file}:${v.line}: unknown setting [${section}] ${key} is ignored; did you mean ${near}?` })
     }
   }
@@ -265,7 +365,7 @@ async function checkToozUrl(config: ServiceGroupConfig, from: string): Promise<C
     parsed = parseBackendUrl(url)
     def = await loadDriver(parsed.scheme)
   } catch (err) {
-    throw new InvalidConfigError(setting, `Invalid ${setting} = "${redactUrl(url)}"${from}: ${(err as Error).message}; known schemes: ${knownSchemes().join(', ')}`)
+    throw new InvalidConfigError(setting, `Invalid ${setting} = "${displayUrl(url)}"${from}: ${(err as Error).message}; known schemes: ${knownSchemes().join(', ')}`)
   }
   const specs = { ...COMMON_OPTIONS, ...def.options } as Record<string, OptionSpec<unknown>>
   const byQuery = new Map(Object.values(specs).map((spec) => [spec.query, spec]))

@@ -43,6 +43,8 @@ export interface ServiceGroupDriver {
    * delay (Nova's db and mc drivers).
    */
   readonly reportsOnJoin: boolean
+  /** True when a report needs the service's catalog record (db, mc), so join() without one is a TypeError, as in Nova. */
+  readonly needsServiceRecord: boolean
   readonly stats: DriverStats
   /** Connects (no-op where there is nothing to connect). */
   start(): Promise<void>

@@ -13,7 +13,7 @@
  *   other error is logged with its stack at every report.
  * - Timers are unref'd, so a reporter never keeps a process alive.
  */
-import { RollcallError, ServiceNotFoundError, type Logger } from '../index.js'
+import { isRetryable, ServiceNotFoundError, type Logger, type RollcallError } from '../index.js'
 import type { ServiceGroupDriver } from './driver.js'
 import type { ServiceRecord } from './types.js'
 
@@ -52,11 +52,6 @@ export interface ReporterOptions {
   onLost?(event: ReportEvent): void
   /** The latch turned off (first success after failure). */
   onRecovered?(event: ReportEvent): void
-}
-
-/** True for errors that mean "the backend cannot be reached right now", logged once per outage. */
-function isOutage(err: unknown): boolean {
-  return err instanceof RollcallError && err.retryable
 }
 
 /** The periodic reporter of one service to one driver. */
@@ -148,7 +143,7 @@ export class Reporter {
     const fields = { driver: driver.name, host: service.host, binary: service.binary, error: err instanceof Error ? err.message : String(err) }
     if (err instanceof ServiceNotFoundError) {
       logger.error(`The services table record for the ${service.binary} service on host ${service.host} is gone. You either need to stop this service if it should be deleted or restart it to recreate the record in the database.`, fields)
-    } else if (isOutage(err)) {
+    } else if (isRetryable(err)) {
       if (!wasDisconnected) logger.warn(`Lost connection to ${driver.backendName} for reporting service status.`, fields)
     } else {
       logger.error('Unexpected error while reporting service status', { ...fields, stack: err instanceof Error ? err.stack : undefined })

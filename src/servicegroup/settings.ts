@@ -4,6 +4,7 @@
  * is an InvalidConfigError naming the setting as the INI file spells it, the value (redacted when
  * it may hold a credential) and what is allowed. Nothing here does I/O.
  */
+import { shorten } from '../coordination/redact.js'
 import { InvalidConfigError, redactUrl } from '../index.js'
 import { DRIVER_NAMES, PREVIOUS_DRIVER_NAMES, isDriverName, type DriverName, type PreviousDriverName } from './types.js'
 
@@ -56,7 +57,7 @@ export const SETTING_NAMES = {
 
 /** Builds the error for one setting: `Invalid <setting> = "<value>"<where>: <allowed>`. */
 export function invalid(setting: string, value: unknown, allowed: string, where = ''): InvalidConfigError {
-  const shown = typeof value === 'string' ? redactUrl(value) : JSON.stringify(value)
+  const shown = typeof value === 'string' ? shorten(redactUrl(value)) : JSON.stringify(value)
   return new InvalidConfigError(setting, `Invalid ${setting} = ${typeof value === 'string' ? `"${shown}"` : shown}${where}: ${allowed}`)
 }
 
@@ -67,7 +68,7 @@ function seconds(setting: string, value: unknown, min: number, minText: string):
 /** A `host:port` list entry problem, or undefined. */
 export function hostPortProblem(text: string): string | undefined {
   const m = /^(\[[0-9a-f:.]+\]|[^\s:,/[\]]+):(\d{1,5})$/i.exec(text)
-  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return `"${text}" is not host:port (port 1–65535)`
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return `"${shorten(text)}" is not host:port (port 1–65535)`
   return undefined
 }
 
@@ -92,7 +93,7 @@ export function checkDriverSettings(s: DriverSettings): void {
   const uses = new Set<DriverName>([s.driver, ...(previous ? [previous] : [])])
   if (uses.has('tooz') && !s.toozUrl) throw invalid(SETTING_NAMES.toozUrl, s.toozUrl ?? '', 'the tooz driver needs a coordination URL, e.g. redis://127.0.0.1:6379?timeout=5')
   if (uses.has('mc')) {
-    if (s.memcacheServers.length === 0) throw invalid(SETTING_NAMES.memcacheServers, '', 'the mc driver needs at least one memcached server, e.g. servers = 127.0.0.1:11211')
+    if (s.memcacheServers.length === 0) throw invalid(SETTING_NAMES.memcacheServers, '', 'the mc driver needs at least one memcached server: [memcache] servers = 127.0.0.1:11211, or Nova\'s [DEFAULT] memcached_servers, or [cache] memcache_servers with [cache] enabled = true')
     for (const server of s.memcacheServers) {
       const problem = hostPortProblem(server)
       if (problem) throw invalid(SETTING_NAMES.memcacheServers, s.memcacheServers.join(','), problem)

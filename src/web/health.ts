@@ -6,6 +6,7 @@
  */
 import { redactUrl, type Coordinator } from '../index.js'
 import type { ServiceGroup } from '../servicegroup/index.js'
+import { withDeadline } from '../internal/deadline.js'
 import type { ServiceView } from './services.js'
 
 /** How long one check may take before it counts as failed. */
@@ -28,16 +29,11 @@ export interface Health {
 
 async function timed(fn: () => Promise<unknown>): Promise<HealthCheck> {
   const t0 = performance.now()
-  let timer: NodeJS.Timeout | undefined
   try {
-    await Promise.race([fn(), new Promise((_r, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${HEALTH_TIMEOUT_MS} ms`)), HEALTH_TIMEOUT_MS)
-    })])
+    await withDeadline(fn(), HEALTH_TIMEOUT_MS)
     return { ok: true, ms: Math.round((performance.now() - t0) * 10) / 10 }
   } catch (err) {
     return { ok: false, error: redactUrl((err as Error)?.message ?? String(err)) }
-  } finally {
-    clearTimeout(timer)
   }
 }
 

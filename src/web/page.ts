@@ -54,9 +54,9 @@ export function formatAge(iso: string | null, now: Date): string {
 /** The columns of a service row: [label, class]. The script builds rows with the same list. */
 export const COLUMNS = [['ID', 'id'], ['Binary', 'binary'], ['Host', 'host'], ['Zone', 'zone'], ['Status', 'status'], ['State', 'state'], ['Updated At', 'updated'], ['Last report', 'age']] as const
 
-/** The Content-Security-Policy of the page: only its own inline style and nonce'd script, and its own origin. */
+/** The Content-Security-Policy of the page: only its own nonce'd style and script, and its own origin. */
 export function pageCsp(nonce: string): string {
-  return `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`
+  return `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`
 }
 
 /** The whole page. */
@@ -76,7 +76,7 @@ export function renderPage(d: PageData): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(d.info.title)}</title>
 <link rel="icon" href="data:,">
-<style>${PAGE_STYLE}</style>
+<style nonce="${escapeHtml(d.nonce)}">${PAGE_STYLE}</style>
 </head>
 <body>
 <header>

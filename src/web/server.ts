@@ -21,10 +21,11 @@
 import { randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { RollcallError, redactUrl, silentLogger, type Coordinator, type Logger } from '../index.js'
+import { InvalidArgumentError, RollcallError, redactUrl, silentLogger, type Coordinator, type Logger } from '../index.js'
 import type { ServiceGroup } from '../servicegroup/index.js'
 import { deleteService, getGroup, getService, listGroups, listServices, updateService } from './api.js'
 import { GroupView } from './groups.js'
+import { HostCheck } from './hosts.js'
 import { checkHealth } from './health.js'
 import { HttpError, authorizeWrite, baseHeaders, readJson, sendError, sendJson } from './http.js'
 import { WebMetrics } from './metrics.js'
@@ -56,9 +57,22 @@ export interface StatusServerOptions {
   refreshMs?: number
   /** How often the coordinator's heartbeat round trip is measured (default 5000 ms). */
   heartbeatProbeMs?: number
+  /**
+   * True when `coordinator` reads the backend of the tooz service-group driver: then each group
+   * read (what keeps the groups section live) also carries the services' report times into the
+   * services table, instead of waiting for the driver's next full read.
+   */
+  groupsAreServiceTopics?: boolean
   title?: string
   logger?: Logger
+  /** Host names answered besides the ones the server listens as (`[api] allowed_hosts`); others get 421. */
+  allowedHosts?: readonly string[]
+  /** Bytes that may wait on one event stream before it is dropped (default 8 MiB). */
+  maxStreamQueueBytes?: number
 }
+
+/** Tokens shorter than this are accepted, with a warning. */
+export const MIN_TOKEN_CHARS = 16
 
 type Handler = (req: IncomingMessage, res: ServerResponse, match: RegExpExecArray, url: URL) => Promise<void>
 
@@ -83,6 +97,7 @@ export class StatusServer {
   readonly #routes: Route[]
   readonly #timers: NodeJS.Timeout[] = []
   readonly #logger: Logger
+  readonly #hosts: HostCheck
   #closing: Promise<void> | undefined
 
   /** @internal Use startStatusServer(). */
@@ -97,6 +112,7 @@ export class StatusServer {
     this.address = server.address() as AddressInfo
     const host = this.address.family === 'IPv6' ? `[${this.address.address}]` : this.address.address
     this.url = `http://${host}:${this.address.port}/`
+    this.#hosts = new HostCheck(parts.options.host ?? DEFAULTS.host, parts.options.allowedHosts)
     const sg = parts.options.serviceGroup
     const c = parts.options.coordinator
     this.#info = {
@@ -237,6 +253,9 @@ export class StatusServer {
     let routeName = 'unknown'
     res.on('finish', () => this.metrics.request(routeName, req.method ?? '', res.statusCode))
     try {
+      if (!this.#hosts.allows(req.headers.host)) {
+        throw new HttpError(421, 'MISDIRECTED_REQUEST', `This server does not answer for the host name in the Host header (${JSON.stringify(String(req.headers.host).slice(0, 100))}): it answers IP addresses and ${this.#hosts.names.join(', ')}. Add the name to [api] allowed_hosts to reach it by that name.`)
+      }
       const url = new URL(req.url ?? '/', 'http://status.invalid')
       const route = this.#routes.find((r) => r.pattern.test(url.pathname))
       if (!route) throw new HttpError(404, 'ROUTE_NOT_FOUND', `No route ${url.pathname.slice(0, 200)}; see / for the page and /v1/services, /v1/groups, /v1/events, /metrics, /healthz`)
@@ -262,10 +281,12 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   const metrics = new WebMetrics()
   const refreshMs = options.refreshMs ?? DEFAULTS.refreshMs
   const warn = (message: string): void => (options.logger ?? silentLogger).warn(redactUrl(message))
-  const hub = new EventHub({ onCount: (n) => metrics.sseClients(n) })
+  checkToken(options.token, warn)
+  const hub = new EventHub({ onCount: (n) => metrics.sseClients(n), maxQueuedBytes: options.maxStreamQueueBytes })
   const services = options.serviceGroup ? new ServiceView(options.serviceGroup, { refreshMs, metrics, onWarning: warn }) : undefined
   const groups = options.coordinator ? new GroupView(options.coordinator, { refreshMs, metrics, onWarning: warn }) : undefined
   if (!options.coordinator) metrics.connectionState(undefined)
+  if (services && groups && options.groupsAreServiceTopics) groups.on('changed', (g) => services.applyGroupReports(g))
   const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16 * 1024 })
   try {
     await Promise.all([services?.start(), groups?.start()])
@@ -285,4 +306,13 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   const s = new StatusServer(server, { options, metrics, hub, services, groups })
   s.start()
   return s
+}
+
+/** Refuses a token that no client could send in an Authorization header; warns about a short one. Never shows it. */
+function checkToken(token: string | undefined, warn: (message: string) => void): void {
+  if (token === undefined) return
+  if (typeof token !== 'string' || !/^[\x21-\x7e]+$/.test(token)) {
+    throw new InvalidArgumentError('The API token (ROLLCALL_API_TOKEN or [api] token) must be visible ASCII without spaces: it travels in an Authorization header (the value is not shown); e.g. openssl rand -hex 16')
+  }
+  if (token.length < MIN_TOKEN_CHARS) warn(`The API token has ${token.length} characters; use at least ${MIN_TOKEN_CHARS} random ones (openssl rand -hex 16)`)
 }

@@ -12,6 +12,7 @@ import { SingleFlight } from '../internal/single-flight.js'
 import { EventEmitter } from 'node:events'
 import { InvalidArgumentError, redactUrl, type RollcallError } from '../index.js'
 import type { ServiceGroup, ServiceRecord, ServiceStatus } from '../servicegroup/index.js'
+import type { GroupRow } from './groups.js'
 import type { WebMetrics } from './metrics.js'
 
 /** One service as the API and the page show it (Nova's os-services fields, plus topic and report time). */
@@ -113,6 +114,8 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
   /** The last report time seen per id: kept when a driver forgets it (a departed tooz member has none). */
   readonly #lastReport = new Map<number, string>()
   #watched = new Set<string>()
+  /** Newest report time per `topic\nhost\nbinary`, from applyGroupReports(). */
+  readonly #groupReports = new Map<string, string>()
   readonly #refresher = new SingleFlight(() => this.#refreshOnce(), () => !this.#stopped)
   #timer: NodeJS.Timeout | undefined
   #soon: NodeJS.Timeout | undefined
@@ -186,8 +189,45 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
     return this.toRow(status!)
   }
 
+  /**
+   * Report times read from the tooz driver's groups (one group per topic, one member per service
+   * process, `reported_at` in its capabilities) by the groups section: rows of that topic take
+   * them at once when they are newer than what the driver's view last read, so Updated At and
+   * Last report move with every report, as the groups section does.
+   */
+  applyGroupReports(group: GroupRow): void {
+    for (const m of group.members) {
+      const caps = m.capabilities as { host?: unknown; binary?: unknown; reported_at?: unknown } | null
+      if (!caps || typeof caps.host !== 'string' || typeof caps.reported_at !== 'string' || Number.isNaN(Date.parse(caps.reported_at))) continue
+      const key = `${group.group}\n${caps.host}\n${typeof caps.binary === 'string' ? caps.binary : ''}`
+      const before = this.#groupReports.get(key)
+      if (before === undefined || Date.parse(before) < Date.parse(caps.reported_at)) this.#groupReports.set(key, new Date(caps.reported_at).toISOString())
+    }
+    for (const [id, entry] of this.#rows) {
+      if (entry.row.topic !== group.group) continue
+      const row = this.#withGroupReport(entry.row)
+      const json = JSON.stringify(row)
+      if (json === entry.json) continue
+      this.#rows.set(id, { row, json })
+      if (!this.#stopped) this.emit('changed', row)
+    }
+  }
+
+  /** `row` with the newest report time the groups have shown for it, if newer than its own. */
+  #withGroupReport(row: ServiceRow): ServiceRow {
+    if (row.state !== 'up') return row
+    const seen = this.#groupReports.get(`${row.topic}\n${row.host}\n${row.binary}`)
+    if (seen === undefined || (row.updated_at !== null && Date.parse(row.updated_at) >= Date.parse(seen))) return row
+    this.#lastReport.set(row.id, seen)
+    return { ...row, updated_at: seen, last_report_at: seen }
+  }
+
   /** A ServiceStatus as a row. */
   toRow(s: ServiceStatus): ServiceRow {
+    return this.#withGroupReport(this.#toDriverRow(s))
+  }
+
+  #toDriverRow(s: ServiceStatus): ServiceRow {
     const r: ServiceRecord = s.record
     let lastReport = iso(this.serviceGroup.driverName === 'db' ? r.lastSeenUp : s.updatedAt)
     if (lastReport !== null) this.#lastReport.set(r.id, lastReport)

@@ -11,6 +11,7 @@ import { connect, loadDriver, parseBackendUrl, type Capability, type ConnectOpti
 import { backend, type Backend, type BackendConfig } from '../support/backends.js'
 import { TIMING } from '../support/timing.js'
 import { rid } from '../support/wait.js'
+import { TcpProxy } from '../support/proxy.js'
 
 /** What every case file receives. */
 export interface Harness {
@@ -23,9 +24,19 @@ export interface Harness {
   gated(caps: Capability | Capability[], title: string, fn: (t: TestContext) => Promise<void>, twin?: (t: TestContext) => Promise<void>): void
   /** A plain test. */
   test(title: string, fn: (t: TestContext) => Promise<void>): void
+  /** A ported test that cannot run here, listed as skipped with the reason. */
+  skip(title: string, reason: string): void
+  /** A started coordinator on the fast URL, reaching its server through a fault proxy (network backends only). */
+  openProxied(t: TestContext, options?: ConnectOptions): Promise<{ coordinator: Coordinator; proxy: TcpProxy }>
   /** A member in another process, joined to `group`, that can be killed. */
   spawnMember(t: TestContext, group: string, member: string, options?: { fast?: boolean; capabilities?: unknown }): Promise<ChildProcess>
 }
+
+/**
+ * No case may hang its file: a wait that never settles now keeps the process alive (as it
+ * must), so a case stuck on one fails after this long instead of stalling the whole run.
+ */
+const CASE_TIMEOUT_MS = 180_000
 
 /** Builds the harness for one backend (reads the driver's declared capabilities). */
 export async function harness(name: Backend): Promise<Harness> {
@@ -46,12 +57,25 @@ export async function harness(name: Backend): Promise<Harness> {
     gated(needed, area, fn, twin) {
       const list = Array.isArray(needed) ? needed : [needed]
       const missing = list.filter((c) => !caps.has(c))
-      if (missing.length === 0) it(title(area), fn)
-      else if (twin) it(title(`${area} [without ${missing.join(', ')}: shown absent]`), twin)
+      if (missing.length === 0) it(title(area), { timeout: CASE_TIMEOUT_MS }, fn)
+      else if (twin) it(title(`${area} [without ${missing.join(', ')}: shown absent]`), { timeout: CASE_TIMEOUT_MS }, twin)
       else it(title(area), { skip: `unsupported by ${name}: ${missing.join(', ')}` }, () => {})
     },
     test(area, fn) {
-      it(title(area), fn)
+      it(title(area), { timeout: CASE_TIMEOUT_MS }, fn)
+    },
+    skip(area, reason) {
+      it(title(area), { skip: reason }, () => {})
+    },
+    async openProxied(t, options = {}) {
+      const at = /(\/\/|@)(127\.0\.0\.1|localhost):(\d+)/.exec(config.fastUrl)
+      if (!at) throw new Error(`${name}: no loopback host:port in ${config.fastUrl} to put a proxy in front of`)
+      const proxy = await TcpProxy.start(Number(at[3]))
+      t.after(() => proxy.close())
+      const url = config.fastUrl.replace(at[0], `${at[1]}127.0.0.1:${proxy.port}`)
+      const coordinator = await connect(url, { memberId: rid('m'), watchIntervalMs: TIMING.watchIntervalMs, ...options })
+      t.after(() => coordinator.stop())
+      return { coordinator, proxy }
     },
     async spawnMember(t, group, member, options = {}) {
       const url = options.fast ? config.fastUrl : config.url
@@ -65,7 +89,7 @@ export async function harness(name: Backend): Promise<Harness> {
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
       while (!out.includes('joined')) {
         const [code] = await Promise.race([once(child.stdout!, 'data'), once(child, 'exit')])
-        if (child.exitCode !== null || typeof code === 'number') throw new Error(`member process exited before joining: ${out}`)
+        if (child.exitCode !== null || child.signalCode !== null || typeof code === 'number') throw new Error(`member process exited (or was killed after 15 s) before joining: ${out}`)
       }
       clearTimeout(timer)
       return child

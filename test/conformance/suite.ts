@@ -1,6 +1,7 @@
 /**
  * The coordination conformance suite, written once and run against every backend:
  * `await describeConformance('redis')` in test/conformance/redis.test.ts is all a backend needs.
+ * cases/tooz/ holds tooz's own test suite, ported with tooz's test names.
  */
 import { describe } from 'node:test'
 import type { Backend } from '../support/backends.js'
@@ -8,6 +9,10 @@ import { electionCases } from './cases/elections.js'
 import { groupCases } from './cases/groups.js'
 import { lockCases } from './cases/locks.js'
 import { partitionerCases } from './cases/partitioner.js'
+import { toozGroupCases } from './cases/tooz/api-groups.js'
+import { toozLockCases } from './cases/tooz/api-locks.js'
+import { toozWatchCases } from './cases/tooz/api-watch.js'
+import { toozPartitionerCases } from './cases/tooz/partitioner.js'
 import { watcherCases } from './cases/watchers.js'
 import { harness } from './harness.js'
 
@@ -20,5 +25,12 @@ export async function describeConformance(name: Backend): Promise<void> {
     electionCases(h)
     lockCases(h)
     partitionerCases(h)
+  })
+  // tooz's own tests (test_coordination.py TestAPI, test_partitioner.py), ported case by case.
+  describe(`${name} tooz conformance`, { concurrency: 6 }, () => {
+    toozGroupCases(h)
+    toozWatchCases(h)
+    toozLockCases(h)
+    toozPartitionerCases(h)
   })
 }

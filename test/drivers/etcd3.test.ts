@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import {
-  BackendError, ConnectionError, connect, dumps, InvalidIdError, InvalidOptionError, loads, type ConnectionState, type Coordinator,
+  AuthenticationError, BackendError, ConnectionError, connect, dumps, InvalidIdError, InvalidOptionError, loads, type ConnectionState, type Coordinator,
   type MemberEvent,
 } from '../../src/index.js'
 import { EtcdGateway, EtcdTransportError, prefixEnd } from '../../src/coordination/drivers/etcd3/etcd3-gateway.js'
@@ -504,7 +504,7 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     await d.joinGroup(g)
     await joined
     const wrong = await connect(`etcd3+http://root:wrong-pw-123@127.0.0.1:${port}`, { memberId: rid('m') }).catch((e: unknown) => e)
-    assert.ok(wrong instanceof BackendError, String(wrong))
+    assert.ok(wrong instanceof AuthenticationError && wrong.code === 'AUTH_FAILED', String(wrong))
     assert.ok(!String((wrong as Error).stack).includes('wrong-pw-123'))
     // etcd grants leases without a token; the first key operation is refused.
     const anonymous = await open(t, `etcd3+http://127.0.0.1:${port}`)

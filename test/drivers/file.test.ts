@@ -50,7 +50,7 @@ function age(path: string, seconds: number): void {
 
 /** The driver itself, without a Coordinator around it: for tests of what one primitive costs. */
 async function bareDriver(t: TestContext, dir: string, memberId: string): Promise<CoordinationDriver> {
-  const events = { connectionState() {}, membershipLost() {}, lockLost() {}, warning() {} }
+  const events = { connectionState() {}, sessionReplaced() {}, membershipLost() {}, lockLost() {}, warning() {} }
   const options = { timeoutMs: 10_000, executor: '' }
   const d = fileDriver.create({ url: parseBackendUrl(`file://${dir}`), options, memberId, events, signal: new AbortController().signal, log: silentLogger })
   await d.start()
@@ -277,7 +277,7 @@ describe('file driver', { concurrency: 4 }, () => {
     const caps = dumps({ v: 1 })
     await withinOneTurn('createGroup', () => a.createGroup('g'))
     await withinOneTurn('joinGroup', () => a.joinGroup('g', caps))
-    await withinOneTurn('heartbeat', () => a.heartbeat!(new Map([['g', caps]])))
+    await withinOneTurn('heartbeat', () => a.heartbeat!(new Map([['g', caps]]), new Set()))
     assert.deepEqual([...(await withinOneTurn('listMembers', () => a.listMembers('g'))).keys()], ['a'])
     assert.deepEqual(await withinOneTurn('listMemberIds', () => a.listMemberIds!('g')), ['a'])
     await withinOneTurn('getMemberInfo', () => a.getMemberInfo!('g', 'a'))

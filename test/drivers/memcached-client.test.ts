@@ -4,7 +4,7 @@ import { describe, it, type TestContext } from 'node:test'
 import {
   MemcachedClient, MemcachedConnectionError, MemcachedKeyError, MemcachedServerError, MemcachedTimeoutError, type MemcachedClientOptions,
 } from '../../src/clients/memcached/memcached-client.js'
-import { Reader, parseMeta, parseValues } from '../../src/clients/memcached/memcached-protocol.js'
+import { Reader, parseMeta, parseTtls, parseValues } from '../../src/clients/memcached/memcached-protocol.js'
 import { TcpProxy } from '../support/proxy.js'
 import { freePort, startMemcached } from '../support/servers.js'
 import { rid, waitFor } from '../support/wait.js'
@@ -95,6 +95,39 @@ describe('memcached client', { concurrency: 4 }, () => {
     assert.equal(r.push(wire.subarray(50_000, 150_000)), false)
     assert.equal(r.push(wire.subarray(150_000)), true)
     assert.ok(parse(r))
+  })
+
+  it('memcached-client: ttls: one request reads the remaining TTL of many keys; absent keys are left out', async (t) => {
+    const c = client(t)
+    const [forever, soon, later, missing] = [rid('k'), rid('k'), rid('k'), rid('k')]
+    await c.store('set', forever, buf('a'), 0, 0)
+    await c.store('set', soon, buf('b'), 0, 5)
+    await c.store('set', later, buf('c'), 0, 600)
+    const keys = [forever, missing, soon, later]
+    const before = c.requestCount
+    const ttls = await c.ttls(keys)
+    assert.equal(c.requestCount - before, 1, 'one request for all of them')
+    assert.deepEqual([...ttls.keys()].sort(), [forever, soon, later].sort())
+    assert.equal(ttls.get(forever), -1)
+    assert.ok(ttls.get(soon)! >= 4 && ttls.get(soon)! <= 5, `5 s key reported with ${ttls.get(soon)} s`)
+    assert.ok(ttls.get(later)! >= 599 && ttls.get(later)! <= 600, `600 s key reported with ${ttls.get(later)} s`)
+    assert.deepEqual(await c.ttls([]), new Map())
+    // Replies split anywhere parse alike, and the reply count must match the keys asked for.
+    const wire = buf('HD t-1\r\nEN\r\nHD t5\r\nHD t600\r\nMN\r\n')
+    for (let cut = 1; cut < wire.length; cut++) {
+      const r = new Reader()
+      const parse = parseTtls(keys)
+      r.push(wire.subarray(0, cut))
+      const first = parse(r)
+      r.push(wire.subarray(cut))
+      const value = first ?? parse(r)
+      assert.deepEqual(value?.value, new Map([[forever, -1], [soon, 5], [later, 600]]), `cut at ${cut}`)
+    }
+    assert.throws(() => parseTtls([forever])((() => {
+      const r = new Reader()
+      r.push(buf('HD t1\r\nHD t2\r\nMN\r\n'))
+      return r
+    })()), /mg/)
   })
 
   it('memcached-client: cas: a stale CAS value is refused with exists, a missing key with notFound', async (t) => {

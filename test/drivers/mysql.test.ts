@@ -7,14 +7,14 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, it } from 'node:test'
+import { describe, it, type TestContext } from 'node:test'
 import { tlsConfig } from '../../src/coordination/drivers/mysql/index.js'
 import { connect, ConnectionError, InvalidIdError, InvalidUrlError } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
 import { TIMING } from '../support/timing.js'
 import { rid, waitFor } from '../support/wait.js'
 import { sqlDriverCases } from './sql-cases.js'
-import { openSql, sqlAdmin } from './sql-support.js'
+import { openSql, sqlAdmin, withQuery } from './sql-support.js'
 
 const URL = serverUrl('mysql')
 
@@ -61,6 +61,50 @@ describe('mysql driver', { concurrency: 4 }, () => {
     assert.equal(await waiting, true)
     t.diagnostic(`b acquired ${Date.now() - releasedAt} ms after release`)
   })
+
+  it('mysql: locks: fencing=false takes GET_LOCK alone: no token, no bump of the fence row, and locks still exclude', async (t) => {
+    const admin = sqlAdmin(t, 'mysql', URL)
+    // Tables of their own, so that the fence row is theirs alone to bump.
+    const ns = `t${rid('').slice(1)}_`
+    try {
+      await unfenced(t, admin, ns)
+    } finally {
+      for (const table of ['members', 'leaders', 'fence', 'groups']) await admin.query(`DROP TABLE IF EXISTS ${ns}${table}`)
+    }
+  })
+
+  async function unfenced(t: TestContext, admin: ReturnType<typeof sqlAdmin>, ns: string): Promise<void> {
+    const fenced = await openSql(t, withQuery(URL, `namespace=${ns}`))
+    const plain = await openSql(t, withQuery(URL, `namespace=${ns}&fencing=false`))
+    const other = await openSql(t, withQuery(URL, `namespace=${ns}&fencing=false`))
+    const counter = async (): Promise<bigint> => BigInt(String((await admin.query(`SELECT value FROM ${ns}fence WHERE id = 1`, []))[0]!.value))
+    const name = rid('l')
+    const f = fenced.getLock(name)
+    assert.equal(await f.acquire(), true)
+    const first = f.fencingToken
+    assert.equal(typeof first, 'bigint', 'the default issues tokens')
+    await f.release()
+    const lock = plain.getLock(name)
+    const rival = other.getLock(name)
+    const before = await counter()
+    for (let i = 0; i < 5; i++) {
+      assert.equal(await lock.acquire(), true)
+      assert.equal(lock.fencingToken, undefined, 'no token with fencing=false')
+      assert.equal(await rival.acquire({ blocking: false }), false, 'the held lock excludes')
+      assert.equal(await f.acquire({ blocking: false }), false, 'and excludes a fenced process too')
+      await lock.release()
+    }
+    assert.equal(await lock.acquire(), true)
+    const waited = rival.acquire({ timeoutMs: TIMING.eventMs })
+    await lock.release()
+    assert.equal(await waited, true, 'a waiter with fencing=false is woken by the server as before')
+    assert.equal(rival.fencingToken, undefined)
+    await rival.release()
+    assert.equal(await counter(), before, 'unfenced acquires leave the counter row alone')
+    assert.equal(await f.acquire(), true)
+    assert.ok(f.fencingToken! > first!, 'tokens keep growing for fenced processes')
+    await Promise.all([fenced.stop(), plain.stop(), other.stop()])
+  }
 
   it('mysql: validation: lock names over 64 characters, and group ids over 54 (leader_of_<group>), are refused', async (t) => {
     const a = await openSql(t, URL)

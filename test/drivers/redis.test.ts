@@ -303,6 +303,7 @@ describe('redis driver', { concurrency: 4 }, () => {
     await assert.rejects(connect(`${base}?timeout=0`), InvalidOptionError)
     await assert.rejects(connect(`${base}?membership_timeout=-1`), InvalidOptionError)
     await assert.rejects(connect(`${base}?encoding=latin1`), (e: Error) => e instanceof InvalidOptionError && /UTF-8/.test(e.message))
+    // @ts-expect-error a value outside the enum: a type error, and InvalidOptionError at run time
     await assert.rejects(connect(base, { lockKeyStyle: 'nope' }), InvalidOptionError)
     await assert.rejects(connect(`${base}/2`), (e: Error) => e instanceof InvalidUrlError && /db=N/.test(e.message))
     await assert.rejects(connect(`redis://127.0.0.1:${hole.port},127.0.0.1:1`), InvalidUrlError)
@@ -394,6 +395,26 @@ describe('redis driver', { concurrency: 4 }, () => {
     assert.deepEqual(redisTarget(sock.parsed, sock.o), { kind: 'socket', path: '/var/run/redis.sock' })
     const tls = resolved('rediss://:6380')
     assert.deepEqual(redisTarget(tls.parsed, tls.o), { kind: 'tcp', host: 'localhost', port: 6380, tls: true })
+  })
+
+  it('redis: a tooz URL with a path works unchanged, with one warning; a numeric path is refused', async () => {
+    const warnings: string[] = []
+    const { parsed, o } = resolved('redis://127.0.0.1:6379/f00?db=1')
+    assert.deepEqual(redisTarget(parsed, o, (m) => warnings.push(m)), { kind: 'tcp', host: '127.0.0.1', port: 6379, tls: false })
+    assert.equal(warnings.length, 1)
+    assert.match(warnings[0]!, /"\/f00".*ignored.*db=N \(now 1\)/)
+    const numeric = resolved('redis://127.0.0.1:6379/2')
+    assert.throws(() => redisTarget(numeric.parsed, numeric.o), (err: unknown) => err instanceof InvalidUrlError && /database number.*\?db=N/.test(err.message))
+    const logged: string[] = []
+    const c = await connect(`${serverUrl('redis')}/f00`, { memberId: rid('m'), logger: { debug() {}, info() {}, warn: (m: string) => void logged.push(m), error() {} } })
+    try {
+      assert.equal(logged.filter((m) => m.includes('/f00')).length, 1)
+      const g = rid('g')
+      await c.joinGroupCreate(g)
+      assert.deepEqual(await c.getMembers(g), [c.memberId])
+    } finally {
+      await c.stop()
+    }
   })
 
   it('redis: sentinel: a member connects through a real sentinel to its master', async (t) => {

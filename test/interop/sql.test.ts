@@ -87,6 +87,29 @@ for (const backend of ['postgresql', 'mysql'] as const satisfies readonly Sql[])
   })
 }
 
+describe('postgresql shared locks with Python tooz 3.1', () => {
+  it('postgresql: interop: a Node shared lock (pg_advisory_lock_shared, tooz\'s key) and a Python lock of one name exclude each other, both ways', async (t) => {
+    const URL = serverUrl('postgresql')
+    const py = await ToozPeer.start(t, URL, rid('py'))
+    const node = await open(t, URL)
+    const other = await open(t, URL)
+    const name = rid('замок')
+    assert.equal(await py.call('lock_acquire', { name }), true)
+    assert.equal(await node.getLock(name).acquire({ shared: true, blocking: false }), false, 'Python holds it')
+    assert.equal(await py.call('lock_release', { name }), true)
+    const reader = node.getLock(name)
+    const reader2 = other.getLock(name)
+    assert.equal(await reader.acquire({ shared: true, blocking: false }), true)
+    assert.equal(await reader2.acquire({ shared: true, blocking: false }), true, 'readers hold together')
+    assert.equal(await py.call('lock_acquire', { name }), false, 'Node readers hold it')
+    assert.equal(await reader.release(), true)
+    assert.equal(await py.call('lock_acquire', { name }), false, 'one Node reader still holds it')
+    assert.equal(await reader2.release(), true)
+    assert.equal(await py.call('lock_acquire', { name }), true)
+    assert.equal(await py.call('lock_release', { name }), true)
+  })
+})
+
 describe('SQL URL forms shared with Python tooz', { concurrency: 4 }, () => {
   it('mysql: interop: Python tooz needs no database in its URL, and still meets rollcall\'s locks', async (t) => {
     const py = await ToozPeer.start(t, withoutDatabase(serverUrl('mysql')), rid('py'))

@@ -69,7 +69,7 @@ describe('servicegroup: catalog', { concurrency: 6 }, () => {
     assert.equal(parseCatalogUrl('sqlite:////var/lib/x.db').target, '/var/lib/x.db')
     assert.equal(parseCatalogUrl('sqlite://').target, ':memory:')
     assert.equal(parseCatalogUrl('postgresql+psycopg2://nova:pw@db/nova').target, 'postgresql://nova:pw@db/nova')
-    assert.equal(parseCatalogUrl('postgresql+psycopg2://nova:pw@db/nova').shownAs, 'postgresql+psycopg2://nova:***@db/nova')
+    assert.equal(parseCatalogUrl('postgresql+psycopg2://nova:pw@db/nova').shownAs, 'postgresql+psycopg2://***@db/nova')
     assert.equal(parseCatalogUrl('mysql+pymysql://nova:pw@db/nova?charset=utf8').target, 'mysql://nova:pw@db/nova')
     assert.equal(parseCatalogUrl('mariadb://u@db/x').dialect, 'mysql')
     assert.throws(() => parseCatalogUrl('mongodb://u:pw@db/x'), (e: Error & { setting?: string }) => e.setting === '[database] connection' && !e.message.includes(':pw@'))

@@ -64,6 +64,7 @@ describe('servicegroup: configuration', () => {
         ROLLCALL_SERVICEGROUP_DRIVER: 'zk', ROLLCALL_INITIAL_REPORT_DELAY: '1', ROLLCALL_REPORT_TO_PREVIOUS_DRIVER: 'mc', ROLLCALL_MEMCACHE_SERVERS: '127.0.0.1:11211',
         ROLLCALL_ZOOKEEPER_ADDRESS: 'zk1:2181,zk2:2181', ROLLCALL_ZOOKEEPER_RECV_TIMEOUT: '6000', ROLLCALL_ZOOKEEPER_SG_PREFIX: '/sg', ROLLCALL_DATABASE_CONNECTION: 'mysql://u:p@db/nova?charset=utf8',
         ROLLCALL_DATABASE_TABLE_PREFIX: 'rc_', ROLLCALL_API_TOKEN: 's3cret', ROLLCALL_API_LISTEN: '0.0.0.0:9000', ROLLCALL_SERVICEGROUP_TOOZ_URL: 'memory://',
+        ROLLCALL_API_ALLOWED_HOSTS: 'Status.Example.com, rc',
       },
     })
     assert.equal(config.driver, 'zk')
@@ -71,7 +72,7 @@ describe('servicegroup: configuration', () => {
     assert.deepEqual(config.zookeeper, { address: 'zk1:2181,zk2:2181', recvTimeoutMs: 6000, sgPrefix: '/sg' })
     assert.deepEqual(config.memcacheServers, ['127.0.0.1:11211'])
     assert.deepEqual(config.database, { connection: 'mysql://u:p@db/nova?charset=utf8', tablePrefix: 'rc_', baseDir: process.cwd() })
-    assert.deepEqual(config.api, { token: 's3cret', listen: { host: '0.0.0.0', port: 9000 } })
+    assert.deepEqual(config.api, { token: 's3cret', allowedHosts: ['status.example.com', 'rc'], listen: { host: '0.0.0.0', port: 9000 } })
     assert.equal(config.initialReportDelaySeconds, 1)
   })
 

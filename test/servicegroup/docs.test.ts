@@ -46,7 +46,7 @@ describe('servicegroup: docs', () => {
     for (const c of [...serviceCommands, ...migrateCommands]) {
       assert.ok(sg.includes(`\`rollcall ${c.name}`), `docs/servicegroup.md does not show rollcall ${c.name}`)
       for (const opt of Object.keys(c.options ?? {})) {
-        if (['config', 'set', 'verbose'].includes(opt)) continue
+        if (['config', 'config-file', 'config-dir', 'set', 'verbose'].includes(opt)) continue
         const line = sg.split('\n').find((l) => l.includes(`\`rollcall ${c.name}`) && l.includes(`--${opt}`))
         assert.ok(line, `docs/servicegroup.md does not show --${opt} of rollcall ${c.name}`)
       }

@@ -83,7 +83,7 @@ def main():
         'get_members': lambda r: sorted(m.decode() if isinstance(m, bytes) else m for m in coord.get_members(ident(r, 'group')).get()),
         'get_member_capabilities': lambda r: to_json(coord.get_member_capabilities(ident(r, 'group'), ident(r, 'member')).get()),
         'update_capabilities': lambda r: coord.update_capabilities(ident(r, 'group'), from_json(r.get('capabilities'))).get(),
-        'lock_acquire': lambda r: lock(r).acquire(blocking=r.get('blocking', False)),
+        'lock_acquire': lambda r: lock(r).acquire(blocking=r.get('blocking', False), **({'shared': True} if r.get('shared') else {})),
         'lock_release': lambda r: lock(r).release(),
         'lock_is_owner': lambda r: lock(r).is_still_owner(),
         'elect': elect,

@@ -132,4 +132,49 @@ describe('web: browser', () => {
       assert.equal(exit.code, 0, `serve stopped cleanly on SIGTERM: ${serve.stderr()}`)
     }
   })
+
+  it('web: browser: Updated At and Last report follow each report of a tooz service, and the CSP allows styles by nonce only', { timeout: 120_000 }, async (t) => {
+    const dir = tempDir(t)
+    const config = writeConfig(dir, { timeoutSeconds: 5, reportIntervalSeconds: 1 })
+    await startService(t, config, { binary: 'rollcall-api', host: 'node-1', topic: 'api' })
+    const serve = cli(t, ['serve', '--config', config, '--listen', '127.0.0.1:0', '--refresh', '0.5'])
+    const url = await serve.url()
+    let context: BrowserContext | undefined
+    try {
+      const csp = (await fetch(url)).headers.get('content-security-policy') ?? ''
+      assert.match(csp, /style-src 'nonce-[^']+'/)
+      assert.doesNotMatch(csp, /unsafe-inline/)
+      context = await chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
+        executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1100, height: 820 }, timeout: 30_000,
+      })
+      const page = context.pages()[0] ?? await context.newPage()
+      const consoleErrors: string[] = []
+      page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
+      await page.goto(url, { waitUntil: 'domcontentloaded', timeout: WEB_TIMING.requestMs })
+      await page.waitForSelector('body[data-synced="true"]', { timeout: WEB_TIMING.liveMs })
+      // The nonce'd stylesheet applied: the header is laid out by it, not by the browser's defaults.
+      assert.notEqual(await page.evaluate(() => getComputedStyle(document.querySelector('header')).display), 'block')
+      const cell = (): Promise<string[]> => page.evaluate(() => {
+        const tr = document.querySelector('#topics tr[data-id]')
+        return [tr?.querySelector('.c-updated')?.textContent ?? '', tr?.querySelector('.c-age')?.textContent ?? '']
+      })
+      // The service reports every second; the driver's own view re-reads report times every 30 s.
+      const seen = new Set<string>()
+      const started = Date.now()
+      await waitFor('Updated At to change with the reports, without a reload', async () => {
+        const [updated] = await cell()
+        if (updated && updated !== '\u2014') seen.add(updated)
+        return seen.size >= 3
+      }, 20_000, 100)
+      t.diagnostic(`3 distinct Updated At values within ${Date.now() - started} ms`)
+      const [, age = ''] = await cell()
+      const ageSeconds = Number(/(\d+)/.exec(age)?.[1] ?? NaN)
+      assert.ok(ageSeconds <= 5, `Last report shows ${age} for a service reporting every second`)
+      assert.deepEqual(consoleErrors, [], 'no CSP violation or script error')
+    } finally {
+      await context?.close()
+      serve.child.kill('SIGTERM')
+      await serve.exited
+    }
+  })
 })

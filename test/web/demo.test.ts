@@ -68,7 +68,8 @@ describe('web: demo', { concurrency: 2 }, () => {
   })
 
   it('web: demo: --url runs the same against a real Redis, and ends by itself after --duration', { timeout: 90_000 }, async (t) => {
-    const demo = cli(t, ['demo', '--url', serverUrl('redis'), '--listen', '127.0.0.1:0', '--duration', '30', '--json'])
+    // A namespace of its own: /v1/groups lists every group under it, and the shared one holds those of every other test.
+    const demo = cli(t, ['demo', '--url', `${serverUrl('redis')}?namespace=demo_${Math.random().toString(36).slice(2, 10)}`, '--listen', '127.0.0.1:0', '--duration', '30', '--json'])
     const url = await demo.url()
     const rows = await waitFor('the five demo services up', () => servicesUp(url), 30_000, 250)
     assert.ok(rows.every((r) => /^(api|worker)-demo-[a-z0-9]+$/.test(r.topic)), 'topics get a random suffix on a shared backend')
@@ -76,7 +77,7 @@ describe('web: demo', { concurrency: 2 }, () => {
     const mine = groups.filter((g) => rows.some((r) => r.topic === g.group))
     assert.equal(mine.reduce((n, g) => n + g.members.length, 0), 5)
     const setup = events(demo.stdout()).find((e) => e.event === 'setup')!
-    assert.match(String(setup.url), /^redis:\/\/127\.0\.0\.1:\d+\?timeout=5$/)
+    assert.match(String(setup.url), /^redis:\/\/127\.0\.0\.1:\d+\?namespace=demo_[a-z0-9]+&timeout=5$/)
     const exit = await demo.exited
     assert.equal(exit.code, 0, demo.stderr())
     assert.ok(events(demo.stdout()).some((e) => e.event === 'stopping'))

@@ -58,7 +58,7 @@ describe('web: serve', { concurrency: 4 }, () => {
     await after.exited
     assert.deepEqual(JSON.parse(after.stdout()), [])
     serve.child.kill('SIGINT')
-    assert.equal((await serve.exited).code, 0, serve.stderr())
+    assert.equal((await serve.exited).code, 130, `Ctrl-C is 130, as for every command: ${serve.stderr()}`)
   })
 
   it('web: serve: --url alone shows coordination groups only', async (t) => {

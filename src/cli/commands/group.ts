@@ -1,6 +1,6 @@
 /** `rollcall group create|delete|list|join|leave|members`. */
 import { InvalidArgumentError } from '../../errors.js'
-import { CONNECTION_OPTIONS, secondsOption, table, jsonReplacer, type Command } from '../command.js'
+import { CONNECTION_OPTIONS, DIAL_OPTIONS, secondsOption, table, jsonReplacer, type Command } from '../command.js'
 import { waitUntil, withCoordinator } from '../connection.js'
 
 function parseCapabilities(text: unknown): unknown {
@@ -46,7 +46,7 @@ export const groupCommands: Command[] = [
     summary: 'Join a group and stay in it, heartbeating, until interrupted or --for SECONDS pass; then leave.',
     usage: 'GROUP [--capabilities JSON] [--for SECONDS] [--create] [--member ID] [--url URL]',
     positionals: ['GROUP'],
-    options: { ...CONNECTION_OPTIONS, capabilities: { type: 'string' }, for: { type: 'string' }, create: { type: 'boolean' } },
+    options: { ...DIAL_OPTIONS, capabilities: { type: 'string' }, for: { type: 'string' }, create: { type: 'boolean' } },
     run: async (ctx) => {
       const group = ctx.positionals[0]!
       const caps = parseCapabilities(ctx.values.capabilities)
@@ -58,7 +58,7 @@ export const groupCommands: Command[] = [
         c.on('rejoined', (e) => ctx.out.status(`rejoined ${e.group}`, true))
         ctx.out.status(`joined ${group} as ${c.memberId}${forSeconds === undefined ? '; Ctrl-C to leave' : ` for ${forSeconds} s`}`)
         await waitUntil(ctx.signal, forSeconds === undefined ? undefined : forSeconds * 1000)
-      })
+      }, { bounded: false })
     },
   },
   {

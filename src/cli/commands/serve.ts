@@ -61,6 +61,8 @@ export interface OpenStatusOptions {
   title?: string
   memberId?: string
   logger: Logger
+  /** `[api] allowed_hosts`: Host names answered besides the ones it listens as. */
+  allowedHosts?: readonly string[]
 }
 
 /** Opens the service group and the observer coordinator, then starts the server; undoes it all on failure. */
@@ -73,7 +75,8 @@ export async function openStatus(o: OpenStatusOptions): Promise<RunningStatus> {
       coordinator = await connect(o.coordinationUrl, { memberId: o.memberId ?? `rollcall-serve-${hostname()}-${process.pid}`, logger: o.logger })
     }
     const server = await startStatusServer({
-      serviceGroup, coordinator, token: o.token, host: o.listen.host, port: o.listen.port, refreshMs: o.refreshMs, title: o.title, logger: o.logger,
+      serviceGroup, coordinator, token: o.token, host: o.listen.host, port: o.listen.port, refreshMs: o.refreshMs, title: o.title, logger: o.logger, allowedHosts: o.allowedHosts,
+      groupsAreServiceTopics: o.config?.driver === 'tooz' && o.coordinationUrl !== undefined && o.coordinationUrl === o.config.toozUrl,
     })
     let closing: Promise<void> | undefined
     return {
@@ -105,10 +108,10 @@ export const serveCommands: Command[] = [
     name: 'serve',
     summary: 'Serve the status page (live), the JSON API (/v1/services, /v1/groups), /metrics and /healthz until interrupted.',
     usage: '[--config FILE] [--set KEY=VALUE]... [--url URL] [--listen HOST:PORT] [--refresh SECONDS] [--title TEXT] [--verbose]',
-    options: { ...CONNECTION_OPTIONS, ...CONFIG_OPTIONS, listen: { type: 'string' }, refresh: { type: 'string' }, title: { type: 'string' } },
+    options: { url: CONNECTION_OPTIONS.url!, member: CONNECTION_OPTIONS.member!, ...CONFIG_OPTIONS, listen: { type: 'string' }, refresh: { type: 'string' }, title: { type: 'string' } },
     run: async (ctx) => {
-      const file = (ctx.values.config as string | undefined) ?? (ctx.env.ROLLCALL_CONFIG || undefined)
       const { config, logger } = await commandConfig(ctx)
+      const file = config.file
       const url = (ctx.values.url as string | undefined) ?? (ctx.env.ROLLCALL_URL || undefined)
       const showServices = file !== undefined || url === undefined
       const coordinationUrl = url ?? (showServices && config.driver === 'tooz' ? config.toozUrl : undefined)
@@ -117,7 +120,7 @@ export const serveCommands: Command[] = [
       const running = await openStatus({
         config: showServices ? config : undefined, coordinationUrl, listen: listenAddress(ctx.values.listen as string | undefined, config),
         token: config.api.token, refreshMs: refreshSeconds === undefined ? undefined : refreshSeconds * 1000,
-        title: ctx.values.title as string | undefined, memberId: ctx.values.member as string | undefined, logger,
+        title: ctx.values.title as string | undefined, memberId: ctx.values.member as string | undefined, logger, allowedHosts: config.api.allowedHosts,
       })
       try {
         announce(ctx, running, config.api.token)

@@ -4,10 +4,12 @@
  * from `--config FILE` (or ROLLCALL_CONFIG), then ROLLCALL_* variables, then `--set KEY=VALUE`.
  * Uses only the public APIs (`rollcall`, `rollcall/servicegroup`).
  */
-import { spawn } from 'node:child_process'
-import { constants, hostname } from 'node:os'
-import { InvalidArgumentError, redactUrl, type Logger } from '../../index.js'
-import { ServiceNotFoundError, loadConfig, openServiceGroup, type ServiceGroup, type ServiceGroupConfig, type ServiceRecord, type ServiceStatus } from '../../servicegroup/index.js'
+import { existsSync } from 'node:fs'
+import { hostname } from 'node:os'
+import { resolve } from 'node:path'
+import { InvalidArgumentError, InvalidConfigError, redactUrl, type Logger } from '../../index.js'
+import { DEFAULT_SQLITE_FILE, ServiceNotFoundError, loadConfig, openServiceGroup, type ServiceGroup, type ServiceGroupConfig, type ServiceRecord, type ServiceStatus } from '../../servicegroup/index.js'
+import { startCommand } from '../child.js'
 import { table, type Command, type CommandContext, type OptionsConfig, type Output } from '../command.js'
 import { waitUntil } from '../connection.js'
 import { ProgressLine } from '../progress.js'
@@ -15,12 +17,15 @@ import { EXIT } from '../exit-codes.js'
 
 /** Options every service command takes. */
 export const CONFIG_OPTIONS: OptionsConfig = {
-  config: { type: 'string' },
+  // multiple, so that a repeated --config is reported instead of the last one silently winning.
+  config: { type: 'string', multiple: true },
+  'config-file': { type: 'string', multiple: true },
+  'config-dir': { type: 'string' },
   set: { type: 'string', multiple: true },
   verbose: { type: 'boolean' },
 }
 
-const CONFIG_USAGE = '[--config FILE] [--set KEY=VALUE]...'
+const CONFIG_USAGE = '[--config FILE | --config-file FILE... | --config-dir DIR] [--set KEY=VALUE]...'
 
 /** Writes warnings and errors (and with --verbose, info) to stderr, credentials redacted. */
 function stderrLogger(out: Output, verbose: boolean): Logger {
@@ -41,14 +46,36 @@ export async function commandConfig(ctx: CommandContext): Promise<{ config: Serv
     if (eq <= 0) throw new InvalidArgumentError(`--set takes KEY=VALUE (e.g. report_interval=5 or database.connection=sqlite:///x.db), not ${JSON.stringify(pair)}`)
     overrides[pair.slice(0, eq).trim()] = pair.slice(eq + 1)
   }
-  const { config, warnings } = await loadConfig({ file: ctx.values.config as string | undefined, env: ctx.env, overrides })
+  const once = (ctx.values.config as string[] | undefined) ?? []
+  if (once.length > 1) {
+    throw new InvalidArgumentError(`--config was given ${once.length} times, and only one file is read with it; to layer files, repeat --config-file (later files override earlier ones, as in oslo.config)`)
+  }
+  const files = [...once, ...((ctx.values['config-file'] as string[] | undefined) ?? [])]
+  const { config, warnings } = await loadConfig({ files: files.length ? files : undefined, dir: ctx.values['config-dir'] as string | undefined, env: ctx.env, overrides })
   for (const w of warnings) logger.warn(w.message)
   return { config, logger }
 }
 
-/** Runs `fn` with a ServiceGroup opened from the configuration, and always closes it (without leaving). */
+/**
+ * The SQLite file a configuration-less command would use, when nothing names a catalog: no
+ * file, and no [database] connection from the environment or --set. undefined otherwise.
+ */
+function implicitCatalog(ctx: CommandContext, config: ServiceGroupConfig): string | undefined {
+  if (config.file !== undefined || ctx.env.ROLLCALL_DATABASE_CONNECTION !== undefined) return undefined
+  if (((ctx.values.set as string[] | undefined) ?? []).some((pair) => /^\s*database\.connection\s*=/.test(pair))) return undefined
+  return resolve(DEFAULT_SQLITE_FILE)
+}
+
+/**
+ * Runs `fn` with a ServiceGroup opened from the configuration, and always closes it (without
+ * leaving). Refuses to run without any configuration when that would create ./rollcall.sqlite.
+ */
 async function withServiceGroup<T>(ctx: CommandContext, fn: (sg: ServiceGroup) => Promise<T>): Promise<T> {
   const { config, logger } = await commandConfig(ctx)
+  const implicit = implicitCatalog(ctx, config)
+  if (implicit !== undefined && !existsSync(implicit)) {
+    throw new InvalidConfigError('--config', `No configuration found (no --config, ROLLCALL_CONFIG or [database] connection), and there is no ${implicit} to read: pass --config /etc/rollcall/rollcall.conf (or your nova.conf), or set ROLLCALL_CONFIG`)
+  }
   const sg = await openServiceGroup(config, { logger })
   try {
     return await fn(sg)
@@ -87,6 +114,45 @@ function printShow(ctx: CommandContext, s: ServiceStatus): void {
 
 const SERVICE_ARG = ['SERVICE']
 
+/** The columns of `service list`: heading and snake_case key; the last two only with --long (or -c). */
+const LIST_COLUMNS: readonly (readonly [string, string])[] = [
+  ['ID', 'id'], ['Binary', 'binary'], ['Host', 'host'], ['Zone', 'zone'], ['Status', 'status'], ['State', 'state'], ['Updated At', 'updated_at'],
+  ['Disabled Reason', 'disabled_reason'], ['Forced Down', 'forced_down'],
+]
+const FORMATS = ['table', 'json', 'csv', 'value'] as const
+type ListFormat = (typeof FORMATS)[number]
+
+function listFormat(ctx: CommandContext): ListFormat {
+  const f = (ctx.values.format as string | undefined) ?? 'table'
+  if (!(FORMATS as readonly string[]).includes(f)) throw new InvalidArgumentError(`-f/--format takes ${FORMATS.join(', ')}, not ${JSON.stringify(f)}`)
+  if (ctx.values.json && ctx.values.format !== undefined) throw new InvalidArgumentError('--json and -f/--format do not go together: --json prints the API\'s records, -f json the listed columns')
+  return f as ListFormat
+}
+
+/** Indexes into LIST_COLUMNS: -c's, in the order given, else the default (or --long) set. */
+function listColumns(ctx: CommandContext): number[] {
+  const asked = (ctx.values.column as string[] | undefined) ?? []
+  if (asked.length === 0) return LIST_COLUMNS.map((_c, i) => i).slice(0, ctx.values.long ? LIST_COLUMNS.length : 7)
+  return asked.map((name) => {
+    const i = LIST_COLUMNS.findIndex(([heading, key]) => heading.toLowerCase() === name.toLowerCase() || key === name.toLowerCase())
+    if (i < 0) throw new InvalidArgumentError(`No column ${JSON.stringify(name)}; columns: ${LIST_COLUMNS.map(([h]) => `"${h}"`).join(', ')}`)
+    return i
+  })
+}
+
+const csvCell = (v: string): string => `"${v.replace(/"/g, '""')}"`
+
+/** Prints rows (every column, in LIST_COLUMNS order) as `format`, keeping `columns`. */
+function printRows(ctx: CommandContext, format: ListFormat, columns: number[], rows: string[][]): void {
+  const headings = columns.map((i) => LIST_COLUMNS[i]![0])
+  const picked = rows.map((r) => columns.map((i) => r[i]!))
+  if (format === 'json') return ctx.out.json(picked.map((r) => Object.fromEntries(r.map((v, j) => [headings[j]!, v]))))
+  // cliff's csv: a heading line, every field quoted; value: the values alone, space-separated.
+  if (format === 'csv') return ctx.out.line([headings, ...picked].map((r) => r.map(csvCell).join(',')).join('\n'))
+  if (format === 'value') return picked.forEach((r) => ctx.out.line(r.join(' ')))
+  ctx.out.line(table(headings, picked))
+}
+
 /** Changes one record's admin fields, then shows it with --json. */
 function adminCommand(name: string, summary: string, usage: string, options: OptionsConfig, changes: (ctx: CommandContext) => Parameters<ServiceGroup['catalog']['update']>[1]): Command {
   return {
@@ -107,18 +173,30 @@ export const serviceCommands: Command[] = [
   {
     name: 'service list',
     summary: 'List services: ID, Binary, Host, Zone, Status (enabled/disabled), State (up/down), Updated At.',
-    usage: `[--long] [--json] [--topic T] [--host H] [--binary B] ${CONFIG_USAGE}`,
-    options: { ...CONFIG_OPTIONS, long: { type: 'boolean' }, json: { type: 'boolean' }, topic: { type: 'string' }, host: { type: 'string' }, binary: { type: 'string' } },
-    run: (ctx) => withServiceGroup(ctx, async (sg) => {
-      const statuses = await sg.list({ topic: ctx.values.topic as string | undefined, host: ctx.values.host as string | undefined, binary: ctx.values.binary as string | undefined })
-      if (ctx.values.json) return ctx.out.json(statuses.map(serviceJson))
-      const long = Boolean(ctx.values.long)
-      const headers = ['ID', 'Binary', 'Host', 'Zone', 'Status', 'State', 'Updated At', ...(long ? ['Disabled Reason', 'Forced Down'] : [])]
-      ctx.out.line(table(headers, statuses.map((s) => {
-        const r = s.record
-        return [String(r.id), r.binary, r.host, r.availabilityZone ?? '-', s.status, s.state, time(s.updatedAt), ...(long ? [r.disabledReason ?? '-', String(r.forcedDown)] : [])]
-      })))
-    }),
+    usage: `[--long] [--json | -f table|json|csv|value] [-c COLUMN]... [--topic T] [--host H] [--binary B] ${CONFIG_USAGE}`,
+    options: {
+      ...CONFIG_OPTIONS, long: { type: 'boolean' }, json: { type: 'boolean' }, format: { type: 'string', short: 'f' }, column: { type: 'string', short: 'c', multiple: true },
+      topic: { type: 'string' }, host: { type: 'string' }, binary: { type: 'string' },
+    },
+    optionHelp: {
+      long: 'add Disabled Reason and Forced Down',
+      json: 'print the os-services API\'s records (snake_case keys, every field)',
+      format: 'table (default), json (rows keyed by column heading), csv or value, as openstack compute service list',
+      column: 'show only this column (a heading such as "Updated At", or its snake_case key); repeatable',
+      topic: 'only this topic', host: 'only this host', binary: 'only this binary',
+    },
+    run: async (ctx) => {
+      const format = listFormat(ctx)
+      const columns = listColumns(ctx)
+      return withServiceGroup(ctx, async (sg) => {
+        const statuses = await sg.list({ topic: ctx.values.topic as string | undefined, host: ctx.values.host as string | undefined, binary: ctx.values.binary as string | undefined })
+        if (ctx.values.json) return ctx.out.json(statuses.map(serviceJson))
+        printRows(ctx, format, columns, statuses.map((s) => {
+          const r = s.record
+          return [String(r.id), r.binary, r.host, r.availabilityZone ?? '-', s.status, s.state, time(s.updatedAt), r.disabledReason ?? '-', String(r.forcedDown)]
+        }))
+      })
+    },
   },
   {
     name: 'service show',
@@ -159,15 +237,14 @@ export const serviceCommands: Command[] = [
   },
 ]
 
-/** Signals `service run` passes on to its command. */
-const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2']
-
 async function runService(ctx: CommandContext): Promise<number> {
   const binary = ctx.values.binary as string | undefined
   if (!binary) throw new InvalidArgumentError('service run needs --binary B (the service\'s name, e.g. rollcall-worker)')
   const host = (ctx.values.host as string | undefined) ?? hostname()
   const topic = (ctx.values.topic as string | undefined) ?? binary
   const { config, logger } = await commandConfig(ctx)
+  const implicit = implicitCatalog(ctx, config)
+  if (implicit !== undefined) ctx.out.status(`rollcall: no configuration file (--config FILE or ROLLCALL_CONFIG); using the SQLite catalog ${implicit}`, true)
   const sg = await openServiceGroup(config, { logger })
   // While reports fail, say so and keep saying for how long; say when they recover.
   const progress = new ProgressLine(ctx.out)
@@ -204,27 +281,16 @@ async function runService(ctx: CommandContext): Promise<number> {
 
 /** Runs the command as a child, joined exactly while it lives; resolves to its exit status. */
 async function superviseCommand(ctx: CommandContext, sg: ServiceGroup, record: ServiceRecord): Promise<number> {
-  const [cmd, ...args] = ctx.rest
-  const child = spawn(cmd!, args, { stdio: 'inherit' })
-  const forward = (signal: NodeJS.Signals): void => void child.kill(signal)
-  const exited = new Promise<number>((resolve, reject) => {
-    child.once('error', (err) => reject(new InvalidArgumentError(`Cannot run ${JSON.stringify(cmd)}: ${err.message}`)))
-    child.once('exit', (code, signal) => resolve(code ?? 128 + (signal ? constants.signals[signal] : 0)))
-  })
-  for (const s of FORWARDED) process.on(s, forward)
-  try {
-    await new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve)
-      exited.catch(reject)
-    })
+  const running = await startCommand(ctx.rest, ctx.out)
+  // A command that could not start was never up.
+  if (running.exited) return await running.status
+  {
     const joined = sg.join(record.host, record.topic, record, { reportImmediately: true })
-    ctx.out.status(`rollcall: ${record.binary} on ${record.host} (id ${record.id}) is up while pid ${child.pid} runs`, true)
-    const status = await exited
+    ctx.out.status(`rollcall: ${record.binary} on ${record.host} (id ${record.id}) is up while pid ${running.child.pid} runs`, true)
+    const status = await running.status
     await joined
     // Down at once: leave before anything else.
     await sg.leave(record.host, record.topic)
     return status
-  } finally {
-    for (const s of FORWARDED) process.off(s, forward)
   }
 }

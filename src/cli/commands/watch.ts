@@ -1,5 +1,5 @@
 /** `rollcall watch GROUP`: join and leave events as JSON lines until interrupted. */
-import { CONNECTION_OPTIONS, type Command } from '../command.js'
+import { DIAL_OPTIONS, type Command } from '../command.js'
 import { waitUntil, withCoordinator } from '../connection.js'
 
 /** The watch command. */
@@ -9,7 +9,7 @@ export const watchCommands: Command[] = [
     summary: 'Print join and leave events of a group as JSON lines (members present at start first, as "present"), until interrupted.',
     usage: 'GROUP [--url URL]',
     positionals: ['GROUP'],
-    options: CONNECTION_OPTIONS,
+    options: DIAL_OPTIONS,
     run: (ctx) => withCoordinator(ctx, async (c) => {
       const group = ctx.positionals[0]!
       const at = (): string => new Date().toISOString()
@@ -20,6 +20,6 @@ export const watchCommands: Command[] = [
       for (const member of await c.getMembers(group)) ctx.out.json({ event: 'present', group, member, at: at() })
       await waitUntil(ctx.signal)
       await stop()
-    }),
+    }, { bounded: false }),
   },
 ]

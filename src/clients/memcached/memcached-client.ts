@@ -16,7 +16,7 @@
 import { isIP, connect as netConnect, type Socket } from 'node:net'
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls'
 import {
-  CRLF, MemcachedServerError, Reader, checkKey, exptime, parseKeys, parseMeta, parseStats, parseValues, parseVersion, simple,
+  CRLF, MemcachedServerError, Reader, checkKey, exptime, parseKeys, parseMeta, parseTtls, parseStats, parseValues, parseVersion, simple,
   type MemcachedItem, type MetaReply, type Parser, type ServerStats, type StoreResult,
 } from './memcached-protocol.js'
 
@@ -156,6 +156,17 @@ export class MemcachedClient {
     if (keys.length === 0) return Promise.resolve(new Set())
     keys.forEach(checkKey)
     return this.#request(`get ${keys.join(' ')}\r\n`, undefined, parseKeys('get'), 'get')
+  }
+
+  /**
+   * The remaining lifetime of each of `keys` that exists, in whole seconds as memcached counts it
+   * (-1: no expiry), in one round trip: `mg <key> t` per key, then `mn` to mark the end
+   * (memcached ≥ 1.6.10). A key reported with n seconds lapses between n − 1 and n seconds later.
+   */
+  ttls(keys: readonly string[]): Promise<Map<string, number>> {
+    if (keys.length === 0) return Promise.resolve(new Map())
+    keys.forEach(checkKey)
+    return this.#request(`${keys.map((k) => `mg ${k} t\r\n`).join('')}mn\r\n`, undefined, parseTtls(keys), 'mg')
   }
 
   /** One key with its CAS value, or undefined when it is absent. */

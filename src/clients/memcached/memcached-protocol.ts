@@ -181,6 +181,32 @@ export function parseKeys(command: string): Parser<Set<string>> {
   }
 }
 
+/**
+ * The replies to `mg <key> t` for each of `keys` in turn, ended by `mn`'s `MN`: the remaining TTL
+ * (seconds; -1 for none) of every key that exists (`HD t<n>`); absent keys (`EN`) are left out.
+ */
+export function parseTtls(keys: readonly string[]): Parser<Map<string, number>> {
+  const ttls = new Map<string, number>()
+  let next = 0
+  return (r) => {
+    for (;;) {
+      const line = r.line()
+      if (line === undefined) return undefined
+      if (line === 'MN') {
+        if (next !== keys.length) throw unexpected(line, 'mg')
+        return { value: ttls }
+      }
+      const key = keys[next++]
+      if (key === undefined) throw unexpected(line, 'mg')
+      if (line === 'EN') continue
+      const [code, ...tokens] = line.split(' ')
+      const t = tokens.find((f) => f.startsWith('t'))
+      if (code !== 'HD' || t === undefined || !/^t-?\d+$/.test(t)) throw unexpected(line, 'mg')
+      ttls.set(key, Number(t.slice(1)))
+    }
+  }
+}
+
 const META_CODES = new Set(['HD', 'VA', 'EN', 'NS', 'EX', 'NF'])
 
 /** The reply to a meta command: its code, returned flags and (for VA) the value. */

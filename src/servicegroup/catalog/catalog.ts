@@ -18,7 +18,8 @@
  * ```
  */
 import { isAbsolute, resolve } from 'node:path'
-import { InvalidConfigError, ServiceNotFoundError, redactUrl } from '../../index.js'
+import { displayUrl } from '../../coordination/redact.js'
+import { InvalidConfigError, ServiceNotFoundError, parseBackendUrl } from '../../index.js'
 import { toDate } from '../times.js'
 import type { ServiceChanges, ServiceRecord, ServiceSpec } from '../types.js'
 import { openMysql } from './mysql.js'
@@ -52,19 +53,29 @@ export const DEFAULT_SQLITE_FILE = 'rollcall.sqlite'
  * Throws InvalidConfigError naming the setting, the (redacted) value and the accepted forms.
  */
 export function parseCatalogUrl(url: string, baseDir = process.cwd()): CatalogTarget {
-  const shownAs = redactUrl(url)
-  const m = /^([a-z][a-z0-9]*)(\+[a-z0-9_]+)?:\/\/(.*)$/i.exec(url.trim())
+  const m = /^([a-z][a-z0-9]*)(\+[a-z0-9_]+)?:\/\/(.*)$/is.exec(url.trim())
   const scheme = m?.[1]?.toLowerCase()
   const rest = m?.[3] ?? ''
   if (scheme === 'sqlite') {
+    const shownAs = displayUrl(url)
     if (rest === '' || rest === '/:memory:' || rest === '/') return { dialect: 'sqlite', target: ':memory:', shownAs }
     if (!rest.startsWith('/')) throw badUrl(shownAs, 'a SQLite URL has no host: write sqlite:///relative.db or sqlite:////absolute/path.db')
     const path = rest.slice(1)
     return { dialect: 'sqlite', target: isAbsolute(path) ? path : resolve(baseDir, path), shownAs }
   }
+  if (scheme !== 'postgresql' && scheme !== 'postgres' && scheme !== 'mysql' && scheme !== 'mariadb') {
+    throw badUrl(displayUrl(url), 'expected sqlite:///FILE, postgresql://USER:PASS@HOST/DB or mysql://USER:PASS@HOST/DB')
+  }
+  // The client libraries parse URLs their own way and echo them in their errors: check the shape
+  // (credentials percent-encoded, valid hosts and ports) first, with the password never shown.
+  let shownAs: string
+  try {
+    shownAs = parseBackendUrl(url.trim()).redacted
+  } catch (err) {
+    throw new InvalidConfigError(SETTING, `Invalid ${SETTING}: ${(err as Error).message}`)
+  }
   if (scheme === 'postgresql' || scheme === 'postgres') return { dialect: 'postgresql', target: `postgresql://${rest}`, shownAs }
-  if (scheme === 'mysql' || scheme === 'mariadb') return { dialect: 'mysql', target: `mysql://${rest.replace(/\?.*$/, '')}`, shownAs }
-  throw badUrl(shownAs, 'expected sqlite:///FILE, postgresql://USER:PASS@HOST/DB or mysql://USER:PASS@HOST/DB')
+  return { dialect: 'mysql', target: `mysql://${rest.replace(/\?.*$/s, '')}`, shownAs }
 }
 
 function badUrl(shownAs: string, allowed: string): InvalidConfigError {

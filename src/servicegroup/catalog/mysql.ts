@@ -4,14 +4,14 @@
  * serialised with GET_LOCK on a dedicated connection. Connection-level failures become a
  * retryable ConnectionError; anything else a BackendError.
  */
-import { BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
+import { AuthenticationError, BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
+import { isAuthFailure } from '../../internal/client-errors.js'
 import type { Row, SqlConnection, SqlResult } from './sql.js'
+import { isMysqlConnectionFailure } from '../../internal/network-errors.js'
 
 /** Bounds on connecting and on waiting for the schema lock. */
 export const MYSQL_TIMEOUTS = { connectMs: 5_000, schemaLockSeconds: 30 } as const
 
-const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
-  'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN'])
 
 interface MysqlConn {
   query(sql: string, values?: unknown[]): Promise<[unknown, unknown]>
@@ -82,10 +82,9 @@ class MysqlConnection implements SqlConnection {
   }
 
   #translate(err: unknown): RollcallError {
-    const e = err as { code?: unknown; fatal?: unknown; message?: unknown }
+    if (isAuthFailure(err)) return new AuthenticationError(`The services database ${this.shownAs} refused the credentials (wrong user name or password, or an unknown user)`, { cause: err })
+    const e = err as { message?: unknown }
     const message = `The services database ${this.shownAs} failed: ${typeof e?.message === 'string' ? e.message : String(err)}`
-    const connection = e?.fatal === true || (typeof e?.code === 'string' && NETWORK.has(e.code)) ||
-      (typeof e?.message === 'string' && /Pool is closed|closed state/.test(e.message))
-    return connection ? new ConnectionError(message, { cause: err }) : new BackendError(message, { cause: err })
+    return isMysqlConnectionFailure(err) ? new ConnectionError(message, { cause: err }) : new BackendError(message, { cause: err })
   }
 }

@@ -5,14 +5,14 @@
  * BackendError. Messages carry the redacted URL only.
  */
 import { createHash } from 'node:crypto'
-import { BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
+import { AuthenticationError, BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
+import { isAuthFailure } from '../../internal/client-errors.js'
 import type { Row, SqlConnection, SqlResult } from './sql.js'
+import { isPgConnectionFailure } from '../../internal/network-errors.js'
 
 /** Bounds on connecting and on any one statement. */
 export const PG_TIMEOUTS = { connectMs: 5_000, queryMs: 10_000 } as const
 
-const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
-const CONNECTION_MESSAGES = /Connection terminated|connection timeout|timeout exceeded|Client has encountered a connection error|Cannot use a pool after calling end/i
 
 interface PgPool {
   query(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }>
@@ -87,10 +87,9 @@ class PgConnection implements SqlConnection {
   }
 
   #translate(err: unknown): RollcallError {
-    const code = (err as { code?: unknown })?.code
+    if (isAuthFailure(err)) return new AuthenticationError(`The services database ${this.shownAs} refused the credentials (wrong user name or password, or an unknown user)`, { cause: err })
     const message = `The services database ${this.shownAs} failed: ${(err as Error)?.message ?? String(err)}`
-    const connection = typeof code === 'string' && (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code) || NETWORK.has(code))
-    if (connection || (err instanceof Error && CONNECTION_MESSAGES.test(err.message))) return new ConnectionError(message, { cause: err })
+    if (isPgConnectionFailure(err)) return new ConnectionError(message, { cause: err })
     return new BackendError(message, { cause: err })
   }
 }

@@ -1,27 +1,14 @@
 /**
- * The SQLite connection of the catalog: better-sqlite3 (an optional dependency, loaded only when
- * a SQLite catalog is opened), one file, WAL journal and a busy timeout so that several processes
- * of one host can register and report at once. better-sqlite3 is synchronous; each call is short.
+ * The SQLite connection of the catalog: one file, WAL journal and a busy timeout so that several
+ * processes of one host can register and report at once. The engine (better-sqlite3 or
+ * node:sqlite, see sqlite-engine.ts) is loaded only when a SQLite catalog is opened; both are
+ * synchronous, and each call is short.
  */
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { ConnectionError, DriverUnavailableError, BackendError, RollcallError } from '../../index.js'
-import type { Row, SqlConnection, SqlResult } from './sql.js'
-
-/** The part of better-sqlite3 used here. */
-interface Statement {
-  readonly reader: boolean
-  all(...params: unknown[]): Row[]
-  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint }
-}
-interface Database {
-  prepare(sql: string): Statement
-  exec(sql: string): void
-  pragma(sql: string): unknown
-  close(): void
-  readonly open: boolean
-}
-type DatabaseCtor = new (path: string, options?: { timeout?: number }) => Database
+import { ConnectionError, BackendError, RollcallError } from '../../index.js'
+import type { SqlConnection, SqlResult } from './sql.js'
+import { loadSqliteEngine, type SqliteDatabase, type SqliteEngine, type SqliteStatement } from './sqlite-engine.js'
 
 /** How long a statement waits for another process's write lock before failing (SQLITE_BUSY). */
 export const SQLITE_BUSY_TIMEOUT_MS = 5_000
@@ -29,31 +16,19 @@ export const SQLITE_BUSY_TIMEOUT_MS = 5_000
 /** SQLite result codes that mean "cannot get at the file right now" rather than a bug. */
 const TRANSIENT = /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL|READONLY|PROTOCOL)/
 
-let loaded: DatabaseCtor | undefined
-
-async function loadSqlite(): Promise<DatabaseCtor> {
-  if (loaded) return loaded
-  try {
-    loaded = (await import('better-sqlite3')).default as unknown as DatabaseCtor
-  } catch (err) {
-    throw new DriverUnavailableError('SQLite catalog (the default [database] connection)', 'better-sqlite3', { cause: err })
-  }
-  return loaded
-}
-
 /** Opens (creating if needed) the SQLite file at `path` (`:memory:` for a private in-memory one). */
 export async function openSqlite(path: string, shownAs: string): Promise<SqlConnection> {
-  const Ctor = await loadSqlite()
-  let db: Database
+  const engine = await loadSqliteEngine()
+  let db: SqliteDatabase
   try {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
-    db = new Ctor(path, { timeout: SQLITE_BUSY_TIMEOUT_MS })
-    db.pragma('journal_mode = WAL')
-    db.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`)
+    db = engine.open(path, SQLITE_BUSY_TIMEOUT_MS)
+    db.exec('PRAGMA journal_mode = WAL')
+    db.exec(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`)
   } catch (err) {
     throw new ConnectionError(`Cannot open the services database ${shownAs}: ${(err as Error).message}`, { cause: err })
   }
-  return new SqliteConnection(db, path === ':memory:' ? `:memory:${Math.random()}` : path, shownAs)
+  return new SqliteConnection(engine, db, path === ':memory:' ? `:memory:${Math.random()}` : path, shownAs)
 }
 
 /** Per database file: the schema upgrade of this process's connections, one at a time. */
@@ -62,11 +37,13 @@ const schemaTurns = new Map<string, Promise<void>>()
 class SqliteConnection implements SqlConnection {
   readonly dialect = 'sqlite' as const
   readonly shownAs: string
-  readonly #db: Database
+  readonly #engine: SqliteEngine
+  readonly #db: SqliteDatabase
   readonly #path: string
-  readonly #statements = new Map<string, Statement>()
+  readonly #statements = new Map<string, SqliteStatement>()
 
-  constructor(db: Database, path: string, shownAs: string) {
+  constructor(engine: SqliteEngine, db: SqliteDatabase, path: string, shownAs: string) {
+    this.#engine = engine
     this.#db = db
     this.#path = path
     this.shownAs = shownAs
@@ -76,18 +53,18 @@ class SqliteConnection implements SqlConnection {
     try {
       let st = this.#statements.get(sql)
       if (!st) this.#statements.set(sql, (st = this.#db.prepare(sql)))
-      // better-sqlite3 binds no booleans.
+      // Neither engine binds booleans.
       const values = params.map((p) => (typeof p === 'boolean' ? Number(p) : p))
       if (st.reader) return { rows: st.all(...values), affected: 0 }
       const r = st.run(...values)
-      return { rows: [], affected: r.changes, insertId: Number(r.lastInsertRowid) }
+      return { rows: [], affected: Number(r.changes), insertId: Number(r.lastInsertRowid) }
     } catch (err) {
       throw this.#translate(err)
     }
   }
 
   async withSchemaLock<T>(_name: string, fn: () => Promise<T>): Promise<T> {
-    // Connections of this process take turns first: better-sqlite3 waits for a lock synchronously,
+    // Connections of this process take turns first: the engine waits for a lock synchronously,
     // so a second connection waiting here would freeze the event loop of the one holding it.
     const previous = schemaTurns.get(this.#path) ?? Promise.resolve()
     let done!: () => void
@@ -125,7 +102,7 @@ class SqliteConnection implements SqlConnection {
   }
 
   #translate(err: unknown): RollcallError {
-    const code = String((err as { code?: unknown })?.code ?? '')
+    const code = this.#engine.codeOf(err)
     const message = `The services database ${this.shownAs} failed: ${(err as Error)?.message ?? String(err)}`
     if (!this.#db.open || TRANSIENT.test(code)) return new ConnectionError(message, { cause: err })
     return new BackendError(message, { cause: err })

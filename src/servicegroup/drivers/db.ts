@@ -37,6 +37,7 @@ export class DbDriver implements ServiceGroupDriver {
   readonly name = 'db' as const
   readonly backendName = 'the services table'
   readonly reportsOnJoin = false
+  readonly needsServiceRecord = true
   readonly stats: DriverStats = { reads: 0, writes: 0 }
   readonly #o: DbDriverOptions
   readonly #now: () => number

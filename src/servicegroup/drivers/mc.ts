@@ -47,6 +47,7 @@ export class McDriver implements ServiceGroupDriver {
   readonly name = 'mc' as const
   readonly backendName = 'memcache server'
   readonly reportsOnJoin = false
+  readonly needsServiceRecord = true
   readonly stats: DriverStats = { reads: 0, writes: 0 }
   readonly #o: McDriverOptions
   readonly #client: MemcachedClient

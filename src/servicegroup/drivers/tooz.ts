@@ -23,7 +23,8 @@
  * report time in capabilities is as fresh as the last full read of the view (at most
  * RESYNC_MS old), so Updated At is approximate by that much.
  */
-import { COMMON_OPTIONS, InvalidArgumentError, ServiceGroupUnavailableError, connect, defaultMemberId, parseBackendUrl, redactUrl, type Coordinator, type Logger, type RollcallError } from '../../index.js'
+import { InvalidArgumentError, ServiceGroupUnavailableError, connect, defaultMemberId, redactUrl, type Coordinator, type Logger, type RollcallError } from '../../index.js'
+import { RepeatedWarnings } from '../../internal/repeated-warnings.js'
 import type { DriverStats, LiveView, LivenessChange, ServiceGroupDriver } from '../driver.js'
 import type { ServiceRecord, ServiceRef } from '../types.js'
 import { ToozTopicView, memberInfo, type ServiceCapabilities } from './tooz-view.js'
@@ -43,17 +44,6 @@ export interface ToozDriverOptions {
 /** Follow-up reads after a read that found unannounced changes, at most. */
 const SETTLE_ROUNDS = 5
 
-/** The coordination layer's watch interval for this URL (its `watch_interval`, else the default). */
-function watchIntervalOf(url: string): number {
-  try {
-    const values = parseBackendUrl(url).query.get(COMMON_OPTIONS.watchIntervalMs.query)
-    if (values) return COMMON_OPTIONS.watchIntervalMs.fromQuery(values) as number
-  } catch {
-    // connect() reports a bad URL or value.
-  }
-  return COMMON_OPTIONS.watchIntervalMs.default as number
-}
-
 /** Errors that are the caller's, not the backend's: they pass through unwrapped. */
 const CALLER_CODES = new Set(['INVALID_ID', 'INVALID_ARGUMENT', 'NOT_SUPPORTED'])
 
@@ -62,21 +52,23 @@ export class ToozDriver implements ServiceGroupDriver {
   readonly name = 'tooz' as const
   readonly backendName: string
   readonly reportsOnJoin = true
+  readonly needsServiceRecord = false
   readonly stats: DriverStats = { reads: 0, writes: 0 }
   readonly #o: ToozDriverOptions
   readonly #views = new Map<string, ToozTopicView>()
   /** topic → host this process joined it as. */
   readonly #joined = new Map<string, string>()
   readonly #settling = new Set<NodeJS.Timeout>()
-  readonly #watchIntervalMs: number
   #c: Coordinator | undefined
   #resync: NodeJS.Timeout | undefined
   #closed = false
+  /** Failed refreshes, logged once per kind rather than once per topic per resync. */
+  readonly #refreshWarnings: RepeatedWarnings
 
   constructor(options: ToozDriverOptions) {
     this.#o = options
+    this.#refreshWarnings = new RepeatedWarnings(options.logger)
     this.backendName = `the coordination backend ${redactUrl(options.url)}`
-    this.#watchIntervalMs = watchIntervalOf(options.url)
   }
 
   /** The coordinator (after start()), for diagnostics. */
@@ -224,7 +216,7 @@ export class ToozDriver implements ServiceGroupDriver {
       if (this.#views.get(topic) !== view) return
       this.stats.reads += 1
       view.refresh().then((changed) => changed && this.#settle(topic, view, round + 1), () => view.markStale())
-    }, 2 * this.#watchIntervalMs + 50)
+    }, 2 * this.coordinator.watchIntervalMs + 50)
     timer.unref()
     this.#settling.add(timer)
   }
@@ -233,8 +225,14 @@ export class ToozDriver implements ServiceGroupDriver {
     for (const [topic, view] of this.#views) {
       this.stats.reads += 1
       view.refresh().then(
-        (changed) => changed && this.#settle(topic, view, 0),
-        (err: unknown) => this.#o.logger.warn(`Refreshing the view of ${topic} failed: ${(err as Error).message}`),
+        (changed) => {
+          this.#refreshWarnings.recovered()
+          if (changed) this.#settle(topic, view, 0)
+        },
+        (err: unknown) => {
+          const e = err as RollcallError
+          this.#refreshWarnings.warn(e?.retryable ? `outage:${e.code}` : String(e?.message), `Refreshing the view of ${topic} failed: ${e?.message ?? String(err)}`)
+        },
       )
     }
   }

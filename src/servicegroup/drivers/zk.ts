@@ -41,6 +41,7 @@ export class ZkDriver implements ServiceGroupDriver {
   readonly name = 'zk' as const
   readonly backendName = 'ZooKeeper'
   readonly reportsOnJoin = true
+  readonly needsServiceRecord = false
   readonly stats: DriverStats = { reads: 0, writes: 0 }
   readonly #o: ZkDriverOptions
   readonly #views = new Map<string, ZkTopicView>()

@@ -52,7 +52,8 @@ export function electionCases(h: Harness): void {
     await new Promise((r) => setTimeout(r, 3 * TIMING.watchIntervalMs))
     assert.ok(!b.isLeader(g), 'b must not lead while a does')
     const lost = nextEvent<{ group: string }>(a, 'leadershipLost', (e) => e.group === g, TIMING.eventMs)
-    assert.equal(await a.standDownGroupLeader(g), true)
+    // Held off for a while, so that b (not a again) wins the next round on polling backends too.
+    assert.equal(await a.standDownGroupLeader(g, { holdOffMs: TIMING.eventMs }), true)
     await lost
     await waitFor('b to lead', () => b.isLeader(g), TIMING.eventMs)
     assert.ok(!a.isLeader(g))

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import {
   CoordinatorStoppedError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidArgumentError, MemberExistsError,
-  MemberNotJoinedError, NotSupportedError,
+  MemberNotJoinedError, NotSupportedError, loadDriver, type RollcallError,
 } from '../../../src/index.js'
 import { rid, waitFor } from '../../support/wait.js'
 import { TIMING } from '../../support/timing.js'
@@ -58,6 +58,19 @@ export function groupCases(h: Harness): void {
     const junk = groups.filter((x) => x.startsWith(`${g}/`) || x.startsWith(g) && x !== g || x === 'locks')
     assert.deepEqual(junk, [])
     assert.deepEqual(await c.getMembers(g), [c.memberId, d.memberId].sort())
+  })
+
+  h.gated('groups', 'errors: every error crossing the driver boundary names the driver', async (t) => {
+    const c = await h.open(t)
+    const g = rid('g')
+    const scheme = h.config.url.slice(0, h.config.url.indexOf(':'))
+    const name = (await loadDriver(scheme)).name
+    const named = (cls: new (...args: never[]) => Error) => (err: unknown) => err instanceof cls && (err as RollcallError).driver === name
+    await assert.rejects(c.deleteGroup(g), named(GroupNotFoundError))
+    await assert.rejects(c.joinGroup(g), named(GroupNotFoundError))
+    await c.createGroup(g)
+    await assert.rejects(c.createGroup(g), named(GroupExistsError))
+    await c.deleteGroup(g)
   })
 
   h.gated('groups', 'groups: errors for missing, existing and non-empty groups', async (t) => {

@@ -1,5 +1,7 @@
 /** Join/leave watchers, delivered without a run_watchers() pump, and member expiry. */
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import { GroupNotFoundError, WatchCallbackNotFoundError, type MemberEvent } from '../../../src/index.js'
 import { TIMING } from '../../support/timing.js'
 import { nextEvent, rid, waitFor } from '../../support/wait.js'
@@ -46,6 +48,11 @@ export function watcherCases(h: Harness): void {
     assert.deepEqual(results, [`hello ${b.memberId}`])
     const cb = (): void => {}
     await assert.rejects(a.unwatchLeaveGroup(g, cb), WatchCallbackNotFoundError)
+  })
+
+  h.gated('groups', 'watchers: a pending watch keeps its process alive until its event comes', async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/support/watch-process.ts', h.config.url, rid('g')], { timeout: 30_000 })
+    assert.match(stdout, /^joined joiner-\d+$/m)
   })
 
   h.gated('groups', 'watchers: a throwing callback becomes a warning and others still run', async (t) => {
@@ -110,9 +117,12 @@ export function watcherCases(h: Harness): void {
     await a.joinGroupCreate(g)
     await a.watchGroup(g)
     const victim = rid('victim')
-    const joined = nextEvent<MemberEvent>(a, 'memberJoined', (e) => e.member === victim, TIMING.expirySlackMs)
+    // Recorded from the start, awaited once the child says it joined: the bound is then the
+    // watcher's, not the child's start-up (seconds of module loading on a busy machine).
+    const joins: string[] = []
+    a.on('memberJoined', (e) => e.group === g && joins.push(e.member))
     const child = await h.spawnMember(t, g, victim, { fast: true, capabilities: { pid: 'child' } })
-    await joined
+    await waitFor('memberJoined of the child', () => joins.includes(victim), TIMING.eventMs)
     assert.deepEqual(await a.getMemberCapabilities(g, victim), { pid: 'child' })
     const left = nextEvent<MemberEvent>(a, 'memberLeft', (e) => e.member === victim, TIMING.expirySeconds * 1000 + TIMING.expirySlackMs)
     const killedAt = Date.now()

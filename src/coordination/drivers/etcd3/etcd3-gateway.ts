@@ -58,7 +58,7 @@ export class EtcdApiError extends Error {
 }
 
 /** gRPC status codes the driver branches on. */
-export const GRPC = { NOT_FOUND: 5, FAILED_PRECONDITION: 9, UNAVAILABLE: 14, UNAUTHENTICATED: 16 } as const
+export const GRPC = { DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, FAILED_PRECONDITION: 9, UNAVAILABLE: 14, UNAUTHENTICATED: 16 } as const
 
 /** etcd refused a request because the lease it names no longer exists (revoked, or lapsed). */
 export const isLeaseGone = (err: unknown): boolean => err instanceof EtcdApiError && err.grpcCode === GRPC.NOT_FOUND && /lease not found/.test(err.detail)

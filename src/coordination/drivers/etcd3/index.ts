@@ -1,10 +1,10 @@
 /**
  * etcd v3 through its JSON gateway, wire-compatible with tooz's `etcd3+http://` (etcd3gw) driver.
  *
- * URL: `etcd3+http://[user:password@]host[:port][,host[:port]...][?timeout=30&membership_timeout=30&lock_timeout=30&api_version=v3]`,
- * `etcd3+https://...&ca_cert=FILE&cert_key=FILE&cert_cert=FILE`, and `etcd3://` (= http). The
- * host defaults to localhost:2379. With several hosts, a request whose connection cannot be
- * opened moves on to the next one.
+ * URL: `etcd3+http://[user:password@]host[:port][,host[:port]...][?options]`, `etcd3+https://...`
+ * (with ca_cert, cert_key, cert_cert) and `etcd3://` (= http); options in etcd3-options.ts. With
+ * several hosts, a request whose connection cannot be opened moves on to the next one.
+ * Consistency and hazards: the declaration at the end of this file (docs/drivers.md).
  *
  * Layout (tooz 3.1, exactly):
  * - group `tooz/groups/<g>/`, value = the key's own bytes, no lease;
@@ -19,56 +19,29 @@
  * group id (`tooz/groups/a/b/` would read as group `a` with member `b/`, and tooz's get_groups
  * would list it wrongly), and lone UTF-16 surrogates (no UTF-8 form). "/" in member ids and lock
  * names is harmless. Keys with non-UTF-8 ids written by someone else are skipped with a warning.
- *
- * Consistency: every read and write is linearizable (etcd's default); every check-and-act is one
- * txn, so join, leave, capability updates, group deletion and lock release cannot race. Liveness
- * is the lease: a crashed member's keys are deleted by etcd when its lease lapses, and the watch
- * pushes that deletion like any other change. Fencing token = the lock key's create revision.
- *
- * Hazards:
- * - A process paused longer than membership_timeout loses its lease: its member keys and locks
- *   are gone. The next heartbeat notices (`lost`), grants a new lease (`reconnected`), and the
- *   Coordinator rejoins every group and reports every lock lost.
- * - Leases are timed by the etcd leader, not by this process: if the etcd cluster itself stalls
- *   (a paused server), nothing expires until it runs again.
- * - A user lock named `leader_of_<g>` is the leader lock of group `<g>`.
- * - Python tooz 3.1 does not revoke its leases on stop(): its locks stay held until lock_timeout.
  */
 import { randomBytes } from 'node:crypto'
-import { readFile } from 'node:fs/promises'
 import {
   BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidOptionError, MemberExistsError,
   MemberNotJoinedError, OperationTimeoutError, SerializationError,
 } from '../../../errors.js'
 import { dumps, loads } from '../../codec.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
-import { opt, type ResolvedOptions } from '../../options.js'
+import { OPTIONS, ttlSeconds, type Etcd3Options } from './etcd3-options.js'
 import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
 import { Etcd3Lock, lockKey, type LockHost } from './etcd3-lock.js'
 import { openWatch } from './etcd3-watch.js'
+import { utf8IdProblem } from '../kit/ids.js'
+import { readTlsFile } from '../kit/tls-files.js'
 
 const GROUP_PREFIX = 'tooz/groups/'
 const DEFAULT_PORT = 2379
 const utf8 = new TextDecoder('utf-8', { fatal: true })
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
-const OPTIONS = {
-  timeoutMs: opt.seconds('timeout', { default: 30, doc: 'Bound on every HTTP request (and on start()); the default of membership_timeout and lock_timeout.' }),
-  membershipTimeoutMs: opt.seconds('membership_timeout', { defaultFrom: 'timeoutMs', doc: 'TTL of the membership lease: a member that stops heartbeating is removed by etcd after this long (whole seconds, rounded up).' }),
-  lockTimeoutMs: opt.seconds('lock_timeout', { defaultFrom: 'timeoutMs', doc: 'TTL of each lock\'s lease: a lock whose holder stops heartbeating is freed after this long (whole seconds, rounded up).' }),
-  apiVersion: opt.enum('api_version', ['v3alpha', 'v3beta', 'v3'], { doc: 'Gateway API prefix. Default: discovered from GET /version (etcd ≥3.4 → v3, 3.3 → v3beta, older → v3alpha).' }),
-  caCert: opt.string('ca_cert', { doc: 'PEM file of the CA that signed the etcd server certificate (etcd3+https).' }),
-  certKey: opt.string('cert_key', { doc: 'PEM file of the client key, for client-certificate authentication (with cert_cert).' }),
-  certCert: opt.string('cert_cert', { doc: 'PEM file of the client certificate (with cert_key).' }),
-  executor: opt.string('executor', { ignored: true, doc: 'tooz\'s choice of thread pool for its blocking client; this driver has none.' }),
-}
-
-type Etcd3Options = ResolvedOptions<typeof OPTIONS>
 
 const key = (text: string): Buffer => Buffer.from(text, 'utf8')
 const groupKey = (group: string): Buffer => key(`${GROUP_PREFIX}${group}/`)
 const memberKey = (group: string, member: string): Buffer => key(`${GROUP_PREFIX}${group}/${member}`)
-const ttlSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
 const exists = (k: Uint8Array): Compare => ({ key: k, target: 'CREATE', result: 'GREATER', operand: 0n })
 const absent = (k: Uint8Array): Compare => ({ key: k, target: 'CREATE', result: 'EQUAL', operand: 0n })
 
@@ -76,8 +49,6 @@ class Etcd3Driver implements CoordinationDriver {
   readonly #ctx: DriverContext<Etcd3Options>
   readonly #endpoints: Endpoint[]
   readonly #holding = new Set<Etcd3Lock>()
-  /** Groups joined through this driver (and not left): what a lease loss takes away. */
-  readonly #joined = new Set<string>()
   #gw: EtcdGateway | undefined
   #lease: string | undefined
   #leaseTtlSeconds: number
@@ -127,7 +98,7 @@ class Etcd3Driver implements CoordinationDriver {
       this.#lease = granted.id
       this.#leaseTtlSeconds = granted.ttlSeconds
     } catch (err) {
-      if (err instanceof EtcdTransportError) throw new ConnectionError(`Cannot connect to etcd at ${gw.endpoints} (${url.redacted}): ${err.message}`, { cause: err, driver: 'etcd3' })
+      if (err instanceof EtcdTransportError) throw new ConnectionError(`Cannot connect to etcd at ${gw.endpoints} (${url.redacted}): ${err.message}`, { cause: err })
       throw err
     }
     this.#started = true
@@ -140,7 +111,6 @@ class Etcd3Driver implements CoordinationDriver {
     // tooz leaves its leases to expire; revoking frees member keys and locks at once.
     const lease = this.#lease
     this.#lease = undefined
-    this.#joined.clear()
     await Promise.allSettled([lease ? gw.leaseRevoke(lease) : undefined, ...[...this.#holding].map((l) => l.abandon()), ...this.#background])
     gw.close()
   }
@@ -195,14 +165,12 @@ class Etcd3Driver implements CoordinationDriver {
     const r = await this.#withLease((lease) => this.#client.txn([exists(g), absent(m)], [{ put: { key: m, value: capabilities, lease } }], [{ range: { key: g, keysOnly: true } }]))
     if (!r.succeeded && !r.responses[0]?.length) throw new GroupNotFoundError(group)
     // Joined now, or already (a rejoin counts that as success).
-    this.#joined.add(group)
     if (!r.succeeded) throw new MemberExistsError(group, this.#ctx.memberId)
   }
 
   async leaveGroup(group: string): Promise<void> {
     const m = memberKey(group, this.#ctx.memberId)
     const r = await this.#client.txn([exists(m)], [{ deleteRange: { key: m } }])
-    this.#joined.delete(group)
     if (!r.succeeded) throw new MemberNotJoinedError(group, this.#ctx.memberId)
   }
 
@@ -270,7 +238,7 @@ class Etcd3Driver implements CoordinationDriver {
   /** Lets `task` run on; stop() waits for it, and its failure is reported as a warning. */
   #inBackground(what: string, task: Promise<unknown>): void {
     const done: Promise<void> = task.then(() => {}, (err: unknown) => {
-      this.#ctx.events.warning(new BackendError(`Could not ${what}; it lapses by itself after lock_timeout: ${(err as Error).message}`, { cause: err, driver: 'etcd3' }))
+      this.#ctx.events.warning(new BackendError(`Could not ${what}; it lapses by itself after lock_timeout: ${(err as Error).message}`, { cause: err }))
     }).finally(() => this.#background.delete(done))
     this.#background.add(done)
   }
@@ -318,10 +286,9 @@ class Etcd3Driver implements CoordinationDriver {
   }
 
   /**
-   * The membership lease lapsed, so etcd deleted every member key on it: grant a new one, then say
-   * so (`lost`: the Coordinator reports memberships and locks lost) and that we are back
-   * (`reconnected`: it rejoins every group, on the new lease). Locks under leases of their own
-   * are abandoned too, since the Coordinator has just told their holders they are gone.
+   * The membership lease lapsed, so etcd deleted every member key on it: grant a new one, abandon
+   * the locks (their holders are told they are gone), and report the session replaced (the
+   * Coordinator reports memberships and locks lost, then rejoins every group on the new lease).
    */
   #replaceLease(old: string, reason: string): Promise<void> {
     this.#renewing ??= (async () => {
@@ -330,12 +297,8 @@ class Etcd3Driver implements CoordinationDriver {
       this.#lease = granted.id
       this.#leaseTtlSeconds = granted.ttlSeconds
       this.#ctx.log.warn('etcd membership lease lost; granted a new one', { old, lease: granted.id })
-      this.#ctx.events.connectionState('lost', new Error(reason))
-      // Said explicitly too: when the Coordinator already counts the connection lost (client-side
-      // expiry), the state above changes nothing, yet a rejoin may have landed on the dying lease.
-      this.#ctx.events.membershipLost([...this.#joined], reason)
       await Promise.allSettled([...this.#holding].map((l) => l.abandon()))
-      this.#ctx.events.connectionState('reconnected')
+      this.#ctx.events.sessionReplaced(reason)
     })().finally(() => {
       this.#renewing = undefined
     })
@@ -374,16 +337,12 @@ class Etcd3Driver implements CoordinationDriver {
 }
 
 async function readTls(options: Etcd3Options): Promise<{ ca?: Buffer; cert?: Buffer; key?: Buffer }> {
-  const read = async (file: string | undefined, option: string): Promise<Buffer | undefined> => {
-    if (file === undefined) return undefined
-    try {
-      return await readFile(file)
-    } catch (err) {
-      throw new InvalidOptionError(`Option ${option} names ${JSON.stringify(file)}, which cannot be read: ${(err as Error).message}`)
-    }
-  }
-  const [ca, cert, keyPem] = await Promise.all([read(options.caCert as string | undefined, 'ca_cert'), read(options.certCert as string | undefined, 'cert_cert'), read(options.certKey as string | undefined, 'cert_key')])
-  return { ca, cert, key: keyPem }
+  const [ca, cert, key] = await Promise.all([
+    readTlsFile('etcd3', 'ca_cert', options.caCert as string | undefined),
+    readTlsFile('etcd3', 'cert_cert', options.certCert as string | undefined),
+    readTlsFile('etcd3', 'cert_key', options.certKey as string | undefined),
+  ])
+  return { ca, cert, key }
 }
 
 export default defineDriver({
@@ -401,16 +360,17 @@ export default defineDriver({
   capabilities: ['groups', 'updateCapabilities', 'sessionExpiry', 'pushWatch', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: OPTIONS,
   validateId(kind, id) {
-    if (LONE_SURROGATE.test(id)) return 'it contains a lone UTF-16 surrogate, so it has no UTF-8 form; use well-formed Unicode'
+    const text = utf8IdProblem(id)
+    if (text !== undefined) return text
     if (kind === 'group' && id.includes('/')) return 'group ids cannot contain "/": tooz\'s etcd layout (tooz/groups/<group>/<member>) would make it ambiguous; use another separator such as ":" or "."'
     return undefined
   },
   translateError(err) {
-    if (err instanceof EtcdTransportError) return new ConnectionError(err.message, { cause: err, driver: 'etcd3' })
+    if (err instanceof EtcdTransportError) return new ConnectionError(err.message, { cause: err })
     if (!(err instanceof EtcdApiError)) return undefined
-    if (err.grpcCode === GRPC.UNAVAILABLE || err.status === 503) return new ConnectionError(`${err.message} (etcd is unavailable)`, { cause: err, driver: 'etcd3' })
-    if (err.grpcCode === 4 || err.status === 408 || err.status === 504) return new OperationTimeoutError(err.message, { cause: err, driver: 'etcd3' })
-    return new BackendError(err.message, { cause: err, driver: 'etcd3' })
+    if (err.grpcCode === GRPC.UNAVAILABLE || err.status === 503) return new ConnectionError(`${err.message} (etcd is unavailable)`, { cause: err })
+    if (err.grpcCode === GRPC.DEADLINE_EXCEEDED || err.status === 408 || err.status === 504) return new OperationTimeoutError(err.message, { cause: err })
+    return new BackendError(err.message, { cause: err })
   },
   create: (ctx) => new Etcd3Driver(ctx),
 })

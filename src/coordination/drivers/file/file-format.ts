@@ -17,9 +17,9 @@
 import { createHash } from 'node:crypto'
 import { SerializationError } from '../../../errors.js'
 import { dumps, ExtData, loads } from '../../codec.js'
+import { splitMap } from '../../codec-scan.js'
 
 const EXT_DATETIME = 1
-const MAX_DEPTH = 100
 const NIL = Uint8Array.of(0xc0)
 const utf8 = new TextEncoder()
 const utf8Strict = new TextDecoder('utf-8', { fatal: true })
@@ -54,7 +54,7 @@ export function encodeGroupMetadata(groupId: string): Uint8Array {
 
 /** The group id a `.metadata` names. Throws CorruptRecordError. */
 export function decodeGroupMetadata(bytes: Uint8Array): string {
-  const fields = splitMap(bytes).fields
+  const fields = fieldsOf(bytes).fields
   const raw = fields.get('group_id')
   if (raw === undefined) throw new CorruptRecordError('the group metadata has no group_id')
   return decodeId(raw, 'group_id')
@@ -77,7 +77,7 @@ export function encodeMemberRecord(memberId: string, capabilities: Uint8Array, j
 
 /** Reads a member's `.raw` record. Throws CorruptRecordError (with `memberId` when it was readable). */
 export function decodeMemberRecord(bytes: Uint8Array): MemberRecord {
-  const { fields, error } = splitMap(bytes)
+  const { fields, error } = fieldsOf(bytes)
   const rawId = fields.get('member_id')
   if (rawId === undefined) {
     throw new CorruptRecordError(error ? `not a member record (${error.message})` : 'the member record has no member_id', undefined, error)
@@ -130,80 +130,22 @@ function decodeId(raw: Uint8Array, key: string): string {
 }
 
 /**
- * Splits a top-level msgpack map into key → the raw bytes of its value. Keys may be str or bin
- * (pre-1.36 files). Stops at the first malformed entry and returns what came before with the error.
+ * A top-level msgpack map as key → the raw bytes of its value. Keys may be str or bin (pre-1.36
+ * files). Stops at the first malformed entry and returns what came before with the error.
  */
-function splitMap(bytes: Uint8Array): { fields: Map<string, Uint8Array>; error: Error | undefined } {
+function fieldsOf(bytes: Uint8Array): { fields: Map<string, Uint8Array>; error: Error | undefined } {
   const fields = new Map<string, Uint8Array>()
-  try {
-    const t = bytes[0]
-    let n: number
-    let pos: number
-    if (t !== undefined && t >= 0x80 && t <= 0x8f) [n, pos] = [t & 0x0f, 1]
-    else if (t === 0xde) [n, pos] = [readUint(bytes, 1, 2), 3]
-    else if (t === 0xdf) [n, pos] = [readUint(bytes, 1, 4), 5]
-    else throw new SerializationError(bytes.length === 0 ? 'the file is empty' : 'it is not a msgpack map')
-    for (let i = 0; i < n; i++) {
-      const keyEnd = skip(bytes, pos, 0)
-      const key = loads(bytes.subarray(pos, keyEnd))
-      const valueEnd = skip(bytes, keyEnd, 0)
-      const name = typeof key === 'string' ? key : key instanceof Uint8Array ? Buffer.from(key).toString('utf8') : undefined
-      // A plain Uint8Array copy: a Buffer here would make the codec decode bin values as Buffers.
-      if (name !== undefined) fields.set(name, new Uint8Array(bytes.subarray(keyEnd, valueEnd)))
-      pos = valueEnd
+  const { entries, error } = splitMap(bytes)
+  for (const entry of entries) {
+    let key: unknown
+    try {
+      key = loads(entry.key)
+    } catch (err) {
+      return { fields, error: err as Error }
     }
-    if (pos !== bytes.length) throw new SerializationError(`${bytes.length - pos} bytes left over after the map`)
-    return { fields, error: undefined }
-  } catch (err) {
-    return { fields, error: err as Error }
+    const name = typeof key === 'string' ? key : key instanceof Uint8Array ? Buffer.from(key).toString('utf8') : undefined
+    // A plain Uint8Array copy: a Buffer here would make the codec decode bin values as Buffers.
+    if (name !== undefined) fields.set(name, new Uint8Array(entry.value))
   }
-}
-
-function readUint(b: Uint8Array, pos: number, width: 1 | 2 | 4): number {
-  if (pos + width > b.length) throw new SerializationError(`truncated at byte ${pos}`)
-  let v = 0
-  for (let i = 0; i < width; i++) v = v * 256 + b[pos + i]!
-  return v
-}
-
-/** The end offset of the msgpack value starting at `pos` (structure only; contents are not checked). */
-function skip(b: Uint8Array, pos: number, depth: number): number {
-  if (depth > MAX_DEPTH) throw new SerializationError(`nested deeper than ${MAX_DEPTH} levels`)
-  if (pos >= b.length) throw new SerializationError(`truncated at byte ${pos}`)
-  const t = b[pos]!
-  const after = (end: number): number => {
-    if (end > b.length) throw new SerializationError(`truncated at byte ${b.length}`)
-    return end
-  }
-  const items = (count: number, start: number): number => {
-    let p = start
-    for (let i = 0; i < count; i++) p = skip(b, p, depth + 1)
-    return p
-  }
-  if (t <= 0x7f || t >= 0xe0 || t === 0xc0 || t === 0xc2 || t === 0xc3) return pos + 1
-  if (t >= 0xa0 && t <= 0xbf) return after(pos + 1 + (t & 0x1f))
-  if (t >= 0x90 && t <= 0x9f) return items(t & 0x0f, pos + 1)
-  if (t >= 0x80 && t <= 0x8f) return items(2 * (t & 0x0f), pos + 1)
-  switch (t) {
-    case 0xc4: case 0xd9: return after(pos + 2 + readUint(b, pos + 1, 1))
-    case 0xc5: case 0xda: return after(pos + 3 + readUint(b, pos + 1, 2))
-    case 0xc6: case 0xdb: return after(pos + 5 + readUint(b, pos + 1, 4))
-    case 0xc7: return after(pos + 3 + readUint(b, pos + 1, 1))
-    case 0xc8: return after(pos + 4 + readUint(b, pos + 1, 2))
-    case 0xc9: return after(pos + 6 + readUint(b, pos + 1, 4))
-    case 0xcc: case 0xd0: return after(pos + 2)
-    case 0xcd: case 0xd1: return after(pos + 3)
-    case 0xca: case 0xce: case 0xd2: return after(pos + 5)
-    case 0xcb: case 0xcf: case 0xd3: return after(pos + 9)
-    case 0xd4: return after(pos + 3)
-    case 0xd5: return after(pos + 4)
-    case 0xd6: return after(pos + 6)
-    case 0xd7: return after(pos + 10)
-    case 0xd8: return after(pos + 18)
-    case 0xdc: return items(readUint(b, pos + 1, 2), pos + 3)
-    case 0xdd: return items(readUint(b, pos + 1, 4), pos + 5)
-    case 0xde: return items(2 * readUint(b, pos + 1, 2), pos + 3)
-    case 0xdf: return items(2 * readUint(b, pos + 1, 4), pos + 5)
-    default: throw new SerializationError(`byte 0x${t.toString(16)} at ${pos} starts no msgpack value`)
-  }
+  return { fields, error }
 }

@@ -9,6 +9,12 @@
  * POSIX locks are the same record locks and conflict with each other, so a lock held here excludes
  * Python's, and the reverse.
  *
+ * Shared (reader) locks are F_OFD_SETLK read locks on the same file: readers in any process hold
+ * together and exclude writers. tooz's own file driver shares only within one process (fasteners'
+ * ReaderWriterLock); across processes its "shared" lock is the same exclusive lockf as above, so
+ * a Python holder of either kind excludes rollcall readers and writers, and rollcall readers
+ * exclude a Python taker of either kind.
+ *
  * OFD locks belong to the open file description, not to the process: two descriptors opened in one
  * process exclude each other (classic POSIX locks would not, which is why tooz adds an in-process
  * barrier). The kernel drops the lock when the description's last descriptor closes, so a process
@@ -28,8 +34,8 @@ import { DriverUnavailableError, OperationTimeoutError } from '../../../errors.j
 
 /** The subset of fs-native-extensions used here. */
 interface NativeLocks {
-  /** Whole-file write lock without waiting; false when another description holds a conflicting lock. */
-  tryLock(fd: number): boolean
+  /** Whole-file write lock (read lock with `shared`) without waiting; false when another description holds a conflicting lock. */
+  tryLock(fd: number, options?: { shared?: boolean }): boolean
   unlock(fd: number): void
 }
 
@@ -50,14 +56,18 @@ export function nativeLocks(): NativeLocks {
 /** fasteners' append mode (created if missing), without blocking on a FIFO. */
 const LOCK_FILE_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK
 
-/** Opens `path` as fasteners does (append mode, created if missing, parent directories too). */
-function openForLock(path: string): number {
+/** A read lock needs a descriptor open for reading. */
+const SHARED_LOCK_FILE_FLAGS = constants.O_RDONLY | constants.O_CREAT | constants.O_NONBLOCK
+
+/** Opens `path` as fasteners does (append mode, created if missing, parent directories too); for reading when `shared`. */
+function openForLock(path: string, shared = false): number {
+  const flags = shared ? SHARED_LOCK_FILE_FLAGS : LOCK_FILE_FLAGS
   try {
-    return openSync(path, LOCK_FILE_FLAGS, 0o666)
+    return openSync(path, flags, 0o666)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
     mkdirSync(dirname(path), { recursive: true })
-    return openSync(path, LOCK_FILE_FLAGS, 0o666)
+    return openSync(path, flags, 0o666)
   }
 }
 
@@ -98,15 +108,15 @@ export class RecordLock {
     this.path = path
   }
 
-  /** Takes the lock if it is free; never waits. */
-  async tryAcquire(): Promise<boolean> {
+  /** Takes the lock if it is free (in shared mode: if no writer holds it); never waits. */
+  async tryAcquire(shared = false): Promise<boolean> {
     if (this.#held) return false
     // A retry only happens when the file was broken (unlinked) between our open and our lock.
     for (let attempt = 0; attempt < 5; attempt++) {
-      const fd = openForLock(this.path)
+      const fd = openForLock(this.path, shared)
       let locked = false
       try {
-        locked = nativeLocks().tryLock(fd)
+        locked = nativeLocks().tryLock(fd, { shared })
         if (locked) {
           const { ino, dev } = fstatSync(fd)
           if (isFileAt({ ino, dev }, this.path)) {
@@ -204,7 +214,7 @@ export async function withFileLock<T>(path: string, maxWaitMs: number, fn: () =>
       const deadline = Date.now() + maxWaitMs
       for (let delay = POLL_FIRST_MS; !nativeLocks().tryLock(fd); delay = Math.min(delay * 2, POLL_MAX_MS)) {
         if (Date.now() >= deadline) {
-          throw new OperationTimeoutError(`Could not take ${path} within ${maxWaitMs} ms: another process holds it`, { driver: 'file' })
+          throw new OperationTimeoutError(`Could not take ${path} within ${maxWaitMs} ms: another process holds it`)
         }
         await pause(delay)
       }

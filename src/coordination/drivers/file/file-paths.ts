@@ -11,11 +11,11 @@ import { posix } from 'node:path'
 import { InvalidUrlError } from '../../../errors.js'
 import type { IdKind } from '../../driver.js'
 import type { BackendUrl } from '../../url.js'
+import { utf8IdProblem } from '../kit/ids.js'
 
 /** First path segments a lock name may not have: tooz's reserved paths and rollcall's leader locks. */
 export const RESERVED_LOCK_SEGMENTS: ReadonlySet<string> = new Set(['groups', 'tmp', '.driver_lock', '.leaders'])
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 const MAX_SEGMENT_BYTES = 255
 
 /** A lock name as a path relative to DIR, without `.` or `..` segments or a trailing slash. */
@@ -25,7 +25,8 @@ export function normalizeLockName(name: string): string {
 
 /** Why `id` cannot be stored, or undefined when it can. */
 export function validateId(kind: IdKind, id: string): string | undefined {
-  if (LONE_SURROGATE.test(id)) return 'it is not valid Unicode (it has a lone surrogate), so it has no UTF-8 form; use a well-formed string'
+  const text = utf8IdProblem(id)
+  if (text !== undefined) return text
   if (kind !== 'lock') return undefined
   if (id.includes('\0')) return 'a lock name is a file name, which cannot contain NUL characters'
   if (id.startsWith('/')) return 'a lock name is a path relative to the directory of the URL, not an absolute path; drop the leading "/"'

@@ -31,7 +31,9 @@
  * - Local only: a network file system's record locks and mtimes are only as good as its server.
  * - Locks are record locks (F_OFD_SETLK on Linux, through fs-native-extensions), which conflict
  *   with the `fcntl.lockf` locks Python tooz takes: rollcall and tooz exclude each other on
- *   `.driver_lock` and on named locks. On macOS the package uses flock, which does not exclude
+ *   `.driver_lock` and on named locks. Shared locks are read record locks: readers hold together
+ *   across processes; a Python holder of either kind (tooz's shared lock is exclusive across
+ *   processes) excludes them, and they exclude a Python taker. On macOS the package uses flock, which does not exclude
  *   Python's locks (rollcall processes still exclude each other).
  * - Unlike tooz, a listing or deleteGroup() deletes other members' `.raw` files whose mtime is
  *   older than `timeout` (never this member's own), as Redis' lazy GC does, so dead members no
@@ -54,9 +56,9 @@
  *   its mtime where the file system records no birth time.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs'
-import { mkdir, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import {
   BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, MemberExistsError,
   MemberNotJoinedError, SerializationError,
@@ -78,6 +80,25 @@ type FileOptions = ResolvedOptions<typeof OPTIONS>
 
 /** Longest wait for `.driver_lock`, which tooz and rollcall hold only for one short operation. */
 const DRIVER_LOCK_WAIT_MS = 10_000
+
+/**
+ * `mkdir -p` in at most one mkdir per missing component. Node's recursive mkdir retries forever
+ * when a parent exists but takes no new entries (`/proc/self`: ENOENT, then EEXIST, again).
+ */
+function makeDirectory(dir: string): void {
+  const missing: string[] = []
+  for (let d = resolve(dir); statSync(d, { throwIfNoEntry: false })?.isDirectory() !== true; d = dirname(d)) {
+    missing.push(d)
+    if (dirname(d) === d) break
+  }
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || statSync(d).isDirectory() !== true) throw err
+    }
+  }
+}
 
 class FileDriver implements CoordinationDriver {
   readonly #ctx: DriverContext<FileOptions>
@@ -107,10 +128,10 @@ class FileDriver implements CoordinationDriver {
   async start(): Promise<void> {
     nativeLocks()
     try {
-      for (const d of [this.#dir, this.#groupsDir, this.#tmpDir]) await mkdir(d, { recursive: true })
+      for (const d of [this.#dir, this.#groupsDir, this.#tmpDir]) makeDirectory(d)
       await writeFile(this.#driverLock, '', { flag: 'a' })
     } catch (err) {
-      throw new ConnectionError(`Cannot use ${this.#dir} as a file:// backend: ${(err as Error).message}`, { cause: err, driver: 'file' })
+      throw new ConnectionError(`Cannot use ${this.#dir} as a file:// backend: ${(err as Error).message}`, { cause: err })
     }
   }
 
@@ -144,7 +165,7 @@ class FileDriver implements CoordinationDriver {
     await this.#locked(() => {
       // tooz rewrites an existing .metadata here; rollcall leaves it, so a tooz writer's `encoded` flag stays.
       if (exists(join(dir, '.metadata'))) throw new GroupExistsError(group)
-      mkdirSync(dir, { recursive: true })
+      makeDirectory(dir)
       this.#writeAtomically(join(dir, '.metadata'), encodeGroupMetadata(group))
     })
   }
@@ -159,7 +180,7 @@ class FileDriver implements CoordinationDriver {
         left.push(entry)
       }
       if (left.some((e) => e.endsWith('.raw'))) throw new GroupNotEmptyError(group)
-      if (left.length > 0) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: unexpected ${left.map((e) => JSON.stringify(e)).join(', ')} in ${dir}, which should hold only .metadata and member files`, { driver: 'file' })
+      if (left.length > 0) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: unexpected ${left.map((e) => JSON.stringify(e)).join(', ')} in ${dir}, which should hold only .metadata and member files`)
       rmSync(dir, { recursive: true, force: true })
       this.#records.forget(dir)
     })
@@ -225,7 +246,7 @@ class FileDriver implements CoordinationDriver {
     for (const { path, record } of await this.#liveFiles(group)) {
       const read = record.read
       if (!(read instanceof CorruptRecordError)) members.set(read.memberId, read.capabilities)
-      else if (read.memberId !== undefined) members.set(read.memberId, new SerializationError(`Member record ${path} is unreadable (${read.message})`, { cause: read, driver: 'file' }))
+      else if (read.memberId !== undefined) members.set(read.memberId, new SerializationError(`Member record ${path} is unreadable (${read.message})`, { cause: read }))
       else this.#warnUnnamed(path, record, read)
     }
     return members
@@ -280,7 +301,7 @@ class FileDriver implements CoordinationDriver {
   }
 
   createLock(name: string): DriverLock {
-    return this.#wrapLock(new RecordLock(join(this.#dir, normalizeLockName(name))))
+    return this.#wrapLock(new RecordLock(join(this.#dir, normalizeLockName(name))), true)
   }
 
   leaderLock(group: string): DriverLock {
@@ -291,16 +312,18 @@ class FileDriver implements CoordinationDriver {
     return readLeader(this.#leaderPath(group))
   }
 
-  /** Wraps a record lock as a DriverLock, tracked so that stop() closes it. */
-  #wrapLock(lock: RecordLock): DriverLock {
+  /** Wraps a record lock as a DriverLock (with a shared mode for named locks), tracked so that stop() closes it. */
+  #wrapLock(lock: RecordLock, sharable = false): DriverLock {
     const locks = this.#locks
+    const take = async (shared: boolean): Promise<boolean> => {
+      const got = await lock.tryAcquire(shared)
+      if (got) locks.add(lock)
+      return got
+    }
     return {
       fencingToken: undefined,
-      async tryAcquire() {
-        const got = await lock.tryAcquire()
-        if (got) locks.add(lock)
-        return got
-      },
+      tryAcquire: () => take(false),
+      ...(sharable ? { tryAcquireShared: () => take(true) } : {}),
       async release() {
         locks.delete(lock)
         return lock.release()
@@ -370,7 +393,7 @@ class FileDriver implements CoordinationDriver {
     if (this.#warned.has(key)) return
     if (this.#warned.size > 1_000) this.#warned.clear()
     this.#warned.add(key)
-    this.#ctx.events.warning(new SerializationError(message, { cause, driver: 'file' }))
+    this.#ctx.events.warning(new SerializationError(message, { cause }))
   }
 
   /** Writes `DIR/tmp/<random>` and renames it over `path`: readers see the old file or the new one. */
@@ -405,14 +428,14 @@ export default defineDriver({
     'Calls inside the driver lock use synchronous file-system calls (they are short and the lock is held anyway): on a hung network mount they would block the event loop.',
   ],
   clientPackage: 'fs-native-extensions',
-  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses'],
+  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'sharedLocks', 'acrossProcesses'],
   options: OPTIONS,
   validateId,
   translateError(err) {
     const e = err as NodeJS.ErrnoException
     if (typeof e?.code !== 'string' || typeof e.syscall !== 'string') return undefined
     const retryable = ['ESTALE', 'EIO', 'EAGAIN', 'EBUSY', 'ENOSPC', 'EDQUOT', 'EMFILE', 'ENFILE'].includes(e.code)
-    return new BackendError(`The file backend failed: ${e.message}`, { cause: err, driver: 'file', retryable })
+    return new BackendError(`The file backend failed: ${e.message}`, { cause: err, retryable })
   },
   create(ctx) {
     return new FileDriver(ctx, directoryOf(ctx.url))

@@ -14,7 +14,10 @@
  * reads it (never the reader itself), as tooz does. Reading a group costs two round trips at any
  * size (`gets` of the group, then one multi-key `get` of every member key; tooz does one per
  * member). Locks and leadership are `add`-ed keys with an expiry; release and refresh compare the
- * CAS value of our own hold (memcached-lock.ts), which tooz cannot do.
+ * CAS value of our own hold (memcached-lock.ts), which tooz cannot do. Watchers poll, and a
+ * watched group is also re-read through the last second of its first member key's TTL (read with
+ * `mg <key> t` alongside the listing), so a crashed member is seen leaving within about 0.1 s of
+ * memcached's own expiry (servers with meta commands; older ones are polled only).
  *
  * A heartbeat (memcached-heartbeat.ts) is one write and one round trip whatever the group sizes:
  * the member key `set` (with a reply, unlike tooz's noreply, so that a failed beat is noticed), the
@@ -39,7 +42,6 @@
  * - A member id, group id or lock name must fit a memcached key once prefixed (250 bytes, no
  *   spaces or control characters); validateId() refuses the rest before anything is written.
  */
-import { readFileSync } from 'node:fs'
 import type { ConnectionOptions } from 'node:tls'
 import {
   BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidIdError, InvalidOptionError,
@@ -55,8 +57,11 @@ import {
   FLAG_MSGPACK, KEYS, LONGEST_PREFIX_BYTES, capabilitiesOf, decodeGroup, decodeGroupList, decodeOwner,
   encodeGroup, encodeGroupList, groupListId, memberEntry, type GroupEntry,
 } from './memcached-layout.js'
+import { FirstExpiries } from '../../expiries.js'
+import { recheckInMs } from './memcached-expiries.js'
 import { MemcachedHeartbeat } from './memcached-heartbeat.js'
 import { MemcachedLock } from './memcached-lock.js'
+import { readTlsFile } from '../kit/tls-files.js'
 
 const DEFAULT_PORT = 11211
 
@@ -83,6 +88,7 @@ export type MemcachedOptions = ResolvedOptions<typeof MEMCACHED_OPTIONS>
 /** Returned by a CAS step that lost the race and must run again. */
 const RETRY = Symbol('retry')
 
+
 class MemcachedDriver implements CoordinationDriver {
   readonly #ctx: DriverContext<MemcachedOptions>
   readonly #me: string
@@ -90,10 +96,10 @@ class MemcachedDriver implements CoordinationDriver {
   #client: MemcachedClient | undefined
   #server: MemcachedServer | undefined
   #meta = false
-  /** Locks this member holds; the heartbeat refreshes them. */
-  readonly #heldLocks = new Set<MemcachedLock>()
   /** The member key, the held locks' refreshes and the per-group CAS probes (memcached-heartbeat.ts). */
   readonly #heartbeat: MemcachedHeartbeat
+  /** When the first member key of each group's latest listMemberIds() may lapse. */
+  readonly #expiries = new FirstExpiries()
 
   constructor(ctx: DriverContext<MemcachedOptions>) {
     this.#ctx = ctx
@@ -101,11 +107,11 @@ class MemcachedDriver implements CoordinationDriver {
     const o = ctx.options
     const secs = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
     this.#ttl = { membership: secs(o.membershipTimeoutMs), lock: secs(o.lockTimeoutMs), leader: secs(o.leaderTimeoutMs) }
-    this.#heartbeat = new MemcachedHeartbeat(() => this.#c, this.#me, this.#ttl, () => this.#meta, this.#heldLocks)
+    this.#heartbeat = new MemcachedHeartbeat(() => this.#c, this.#me, this.#ttl, () => this.#meta)
   }
 
   get #c(): MemcachedClient {
-    if (!this.#client) throw new ConnectionError('The memcached driver is not started', { driver: 'memcached' })
+    if (!this.#client) throw new ConnectionError('The memcached driver is not started')
     return this.#client
   }
 
@@ -116,20 +122,20 @@ class MemcachedDriver implements CoordinationDriver {
       hosts,
       connectTimeoutMs: options.timeoutMs,
       requestTimeoutMs: options.timeoutMs,
-      tls: options.useSsl ? tlsOptions(options) : undefined,
+      tls: options.useSsl ? await tlsOptions(options) : undefined,
       onConnected: (server, reconnect) => this.#onConnected(server, reconnect),
       onDisconnected: (cause) => this.#ctx.events.connectionState('suspended', cause),
     })
     try {
       await this.#client.connect()
     } catch (err) {
-      throw new ConnectionError(`Cannot connect to ${url.redacted}: ${(err as Error).message}`, { cause: err, driver: 'memcached' })
+      throw new ConnectionError(`Cannot connect to ${url.redacted}: ${(err as Error).message}`, { cause: err })
     }
     if (url.username !== undefined || url.password !== undefined) {
       this.#ctx.events.warning(new InvalidOptionError('memcached\'s text protocol has no authentication: the user name and password in the URL are ignored (as tooz ignores them)'))
     }
     if (!this.#meta) {
-      this.#ctx.events.warning(new BackendError(`memcached ${this.#server?.version} has no meta commands (they need 1.6.10 or later): locks are released with tooz's non-atomic get-compare-delete`, { driver: 'memcached' }))
+      this.#ctx.events.warning(new BackendError(`memcached ${this.#server?.version} has no meta commands (they need 1.6.10 or later): locks are released with tooz's non-atomic get-compare-delete`))
     }
   }
 
@@ -142,8 +148,8 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   /** One write and one round trip whatever the group sizes (MemcachedHeartbeat.beat()). */
-  async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
-    return this.#heartbeat.beat(joined)
+  async heartbeat(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<DriverLock>): Promise<HeartbeatResult> {
+    return this.#heartbeat.beat(joined, heldLocks)
   }
 
   async createGroup(group: string): Promise<void> {
@@ -226,18 +232,30 @@ class MemcachedDriver implements CoordinationDriver {
     return out
   }
 
+  /** Live member ids; with meta commands the member keys are read with their TTLs, for nextExpiryAt(). */
   async listMemberIds(group: string): Promise<string[]> {
     const ids: string[] = []
-    for (const e of await this.#live(group)) if (e.id !== undefined) ids.push(e.id)
+    let live: GroupEntry[]
+    try {
+      live = await this.#live(group, true)
+    } catch (err) {
+      this.#expiries.note(group, Infinity)
+      throw err
+    }
+    for (const e of live) if (e.id !== undefined) ids.push(e.id)
     return ids
   }
 
+  nextExpiryAt(group: string): number | undefined {
+    return this.#expiries.get(group)
+  }
+
   createLock(name: string): DriverLock {
-    return new MemcachedLock(this.#c, KEYS.lock(name), this.#me, this.#ttl.lock, () => this.#meta, this.#heldLocks)
+    return new MemcachedLock(this.#c, KEYS.lock(name), this.#me, this.#ttl.lock, () => this.#meta)
   }
 
   leaderLock(group: string): DriverLock {
-    return new MemcachedLock(this.#c, KEYS.leader(group), this.#me, this.#ttl.leader, () => this.#meta, this.#heldLocks)
+    return new MemcachedLock(this.#c, KEYS.leader(group), this.#me, this.#ttl.leader, () => this.#meta)
   }
 
   async getLeader(group: string): Promise<string | null> {
@@ -258,25 +276,35 @@ class MemcachedDriver implements CoordinationDriver {
   /**
    * The live entries of a group: self, members whose key exists (ONE multi-get for all of them),
    * and members whose id cannot be read (their liveness cannot be checked, so they are kept).
+   * With `expiriesOf` (and meta commands) the member keys are read with their TTLs instead (`mg
+   * <key> t`, still one round trip), and when the first of them may lapse is noted for that group.
    */
-  async #alive(entries: readonly GroupEntry[]): Promise<GroupEntry[]> {
+  async #alive(entries: readonly GroupEntry[], expiriesOf?: string): Promise<GroupEntry[]> {
     const keys = entries.map((e) => (e.id === undefined || e.id === this.#me ? undefined : KEYS.member(e.id)))
-    const beats = await this.#c.present(keys.filter((k): k is string => k !== undefined))
-    return entries.filter((_, i) => keys[i] === undefined || beats.has(keys[i]))
+    const wanted = keys.filter((k): k is string => k !== undefined)
+    if (expiriesOf === undefined || !this.#meta) {
+      const beats = await this.#c.present(wanted)
+      return entries.filter((_, i) => keys[i] === undefined || beats.has(keys[i]))
+    }
+    const ttls = await this.#c.ttls(wanted)
+    let soonestS = Infinity
+    for (const t of ttls.values()) if (t >= 0 && t < soonestS) soonestS = t
+    this.#expiries.note(expiriesOf, recheckInMs(soonestS))
+    return entries.filter((_, i) => keys[i] === undefined || ttls.has(keys[i]))
   }
 
   /** A group's live entries (two round trips at any size), pruning the dead ones from its value. */
-  async #live(group: string): Promise<GroupEntry[]> {
+  async #live(group: string, withExpiries = false): Promise<GroupEntry[]> {
     const key = KEYS.group(group)
     const item = await this.#c.gets(key)
     const entries = this.#entries(item, group)
-    const alive = await this.#alive(entries)
+    const alive = await this.#alive(entries, withExpiries ? group : undefined)
     const dead = entries.length - alive.length
     if (dead > 0) {
       // Lazy garbage collection, as tooz does it. Losing the CAS race is fine: the next reader retries.
       // #alive() keeps every entry it cannot check, so the live entries are exactly what stays.
       await this.#c.store('cas', key, encodeGroup(alive), FLAG_MSGPACK, 0, item!.cas).catch((err: unknown) => {
-        this.#ctx.events.warning(new BackendError(`Pruning ${dead} dead members from group ${group} failed: ${(err as Error).message}`, { cause: err, driver: 'memcached' }))
+        this.#ctx.events.warning(new BackendError(`Pruning ${dead} dead members from group ${group} failed: ${(err as Error).message}`, { cause: err }))
       })
     } else if (alive.some((e) => e.id === this.#me)) {
       // A read the heartbeat need not repeat: our entry is in the value at this CAS.
@@ -303,7 +331,7 @@ class MemcachedDriver implements CoordinationDriver {
     for (let attempt = 1; ; attempt++) {
       if ((await step()) !== RETRY) return
       if (Date.now() - started > this.#ctx.options.timeoutMs) {
-        throw new OperationTimeoutError(`Gave up ${what} after ${attempt} compare-and-swap conflicts in ${Date.now() - started} ms (timeout)`, { driver: 'memcached' })
+        throw new OperationTimeoutError(`Gave up ${what} after ${attempt} compare-and-swap conflicts in ${Date.now() - started} ms (timeout)`)
       }
       await sleep(Math.min(100, 2 * 1.5 ** attempt) * (0.5 + Math.random()), this.#ctx.signal)
     }
@@ -319,24 +347,16 @@ class MemcachedDriver implements CoordinationDriver {
     const same = previous.host === server.host && previous.port === server.port && previous.pid === server.pid &&
       (previous.bootedAt === undefined || server.bootedAt === undefined || Math.abs(previous.bootedAt - server.bootedAt) <= 1)
     if (same) this.#ctx.events.connectionState('reconnected')
-    else this.#ctx.events.connectionState('lost', new Error(`memcached at ${server.host}:${server.port} is not the server this member used before (restarted, or a fail-over host): every key is gone`))
+    else this.#ctx.events.sessionReplaced(`memcached at ${server.host}:${server.port} is not the server this member used before (restarted, or a fail-over host): every key is gone`)
   }
 }
 
 /** node:tls options from use_ssl and friends; the files are read here, at start. */
-function tlsOptions(o: MemcachedOptions): ConnectionOptions {
-  const file = (name: string, path: string | undefined): Buffer | undefined => {
-    if (!path) return undefined
-    try {
-      return readFileSync(path)
-    } catch (err) {
-      throw new InvalidOptionError(`Option ${name} of the memcached driver names ${path}, which cannot be read: ${(err as Error).message}`)
-    }
-  }
+async function tlsOptions(o: MemcachedOptions): Promise<ConnectionOptions> {
   return {
-    ca: file('ca_cert', o.caCert),
-    cert: file('ssl_cert', o.sslCert),
-    key: file('ssl_key', o.sslKey),
+    ca: await readTlsFile('memcached', 'ca_cert', o.caCert),
+    cert: await readTlsFile('memcached', 'ssl_cert', o.sslCert),
+    key: await readTlsFile('memcached', 'ssl_key', o.sslKey),
     passphrase: o.sslKeyPassword || undefined,
     ciphers: o.sslCiphers || undefined,
     rejectUnauthorized: true,
@@ -348,7 +368,7 @@ export default defineDriver({
   name: 'memcached',
   summary: 'tooz\'s memcached layout: groups as CAS-updated msgpack values, members alive while their expiring key exists, locks and leaders as added keys. Shares groups, locks and leaders with Python tooz processes.',
   urlForms: ['memcached://127.0.0.1:11211', 'memcached://mc1:11211,mc2:11211?timeout=10', 'memcached://mc1:11211?use_ssl=true&ca_cert=/etc/ssl/mc-ca.pem'],
-  consistency: 'Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists (membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend another holder\'s lock. Watchers poll.',
+  consistency: 'Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists (membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend another holder\'s lock. Watchers poll, and re-read a watched group every 0.1 s through the last second of its first member key\'s TTL (memcached ≥ 1.6.10).',
   hazards: [
     'memcached is a cache: LRU eviction can drop a group, a member key or a lock at any moment, whatever its expiry. Dropped memberships are reported (membershipLost) and rejoined; a dropped lock can be taken by another process before the holder notices (lockLost).',
     'A restarted memcached forgets everything; the driver reports the connection as lost on reconnect, so locks and leadership are dropped and groups rejoined.',
@@ -356,7 +376,7 @@ export default defineDriver({
     'Extra hosts in the URL are a fail-over list, not shards; keys live on whichever server answers first, and a fail-over starts from empty.',
     'Expiry has one-second resolution; timeouts under 2 s are not useful.',
   ],
-  capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses', 'acrossHosts'],
+  capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses', 'acrossHosts'],
   options: MEMCACHED_OPTIONS,
   validateId(kind: IdKind, id: string): string | undefined {
     if (/[\x00-\x20\x7f]/.test(id)) return 'memcached keys cannot contain spaces or control characters; use "-" or "_" instead'
@@ -368,12 +388,12 @@ export default defineDriver({
     return undefined
   },
   translateError(err) {
-    if (err instanceof MemcachedConnectionError) return new ConnectionError(err.message, { cause: err, driver: 'memcached' })
-    if (err instanceof MemcachedTimeoutError) return new OperationTimeoutError(`${err.message} (option timeout)`, { cause: err, driver: 'memcached' })
+    if (err instanceof MemcachedConnectionError) return new ConnectionError(err.message, { cause: err })
+    if (err instanceof MemcachedTimeoutError) return new OperationTimeoutError(`${err.message} (option timeout)`, { cause: err })
     if (err instanceof MemcachedKeyError) return new InvalidIdError(err.message)
     if (err instanceof MemcachedServerError) {
       const hint = /too large/i.test(err.message) ? '; the value exceeds memcached\'s item size limit (raise it with memcached -I)' : ''
-      return new BackendError(`${err.message}${hint}`, { cause: err, driver: 'memcached', retryable: err.kind === 'SERVER_ERROR' && /memory/i.test(err.message) })
+      return new BackendError(`${err.message}${hint}`, { cause: err, retryable: err.kind === 'SERVER_ERROR' && /memory/i.test(err.message) })
     }
     return undefined
   },

@@ -3,9 +3,9 @@
  *
  * A beat pipelines, before awaiting any reply: the member key `set` (`_TOOZ_MEMBER_<id>`, expiry
  * membership_timeout; with a reply, unlike tooz's noreply, so that a failed beat is noticed), the
- * refresh of every held lock (MemcachedLock.beatRefresh(), claimed by the Coordinator's refresh()
- * right after), and for each joined group a probe of its CAS alone (`mg <key> c`), which moves no
- * value.
+ * refresh of every held lock the Coordinator passes (it then sends none of its own: the beat's
+ * result lists the locks lost), and for each joined group a probe of its CAS alone
+ * (`mg <key> c`), which moves no value.
  *
  * The CAS cache: per joined group, the CAS of a value in which this member saw its own entry.
  * memcached gives every write of an item a new CAS, so while the group's CAS is still this one,
@@ -18,7 +18,7 @@
  * Servers before 1.6.10 have no meta commands: the probe is then one `gets` of every joined group,
  * values included; a value is still decoded only when its CAS changed.
  */
-import type { HeartbeatResult } from '../../driver.js'
+import type { DriverLock, HeartbeatResult } from '../../driver.js'
 import type { MemcachedClient, MemcachedItem } from '../../../clients/memcached/memcached-client.js'
 import { FLAG_BYTES, KEYS, STILL_ALIVE, decodeGroup } from './memcached-layout.js'
 import type { MemcachedLock } from './memcached-lock.js'
@@ -36,8 +36,6 @@ export class MemcachedHeartbeat {
   readonly #me: string
   readonly #ttl: HeartbeatTtls
   readonly #meta: () => boolean
-  /** The driver's held locks, refreshed by every beat. */
-  readonly #heldLocks: ReadonlySet<MemcachedLock>
   /**
    * Per joined group, the CAS of a value in which this member saw its own entry. memcached gives
    * every write of an item a new CAS, so while the group's CAS is still this one, the entry is
@@ -47,12 +45,11 @@ export class MemcachedHeartbeat {
   readonly #listedAt = new Map<string, bigint>()
 
   /** `client` gives the driver's connection (it throws when not started); `meta` says whether the server has meta commands. */
-  constructor(client: () => MemcachedClient, me: string, ttl: HeartbeatTtls, meta: () => boolean, heldLocks: ReadonlySet<MemcachedLock>) {
+  constructor(client: () => MemcachedClient, me: string, ttl: HeartbeatTtls, meta: () => boolean) {
     this.#client = client
     this.#me = me
     this.#ttl = ttl
     this.#meta = meta
-    this.#heldLocks = heldLocks
   }
 
   get #c(): MemcachedClient {
@@ -65,20 +62,16 @@ export class MemcachedHeartbeat {
   }
 
   /** One beat: the member key, the held locks' refreshes and the probe of every joined group. */
-  async beat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
+  async beat(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<DriverLock>): Promise<HeartbeatResult> {
     for (const g of this.#listedAt.keys()) if (!joined.has(g)) this.#listedAt.delete(g)
     const groups = [...joined.keys()]
     // One write, one round trip: the requests below all leave before any reply is awaited.
     // Replied-to set, not noreply as in tooz: a failed beat must be noticed.
     const beat = this.touch()
-    if (this.#heldLocks.size === 0) return this.#beatGroups(groups, beat)
-    const unclaimed = [...this.#heldLocks].map((lock) => lock.beatRefresh())
-    try {
-      return await this.#beatGroups(groups, beat)
-    } finally {
-      // The Coordinator claims the refreshes as soon as this resolves; what it left is stale after this turn.
-      setImmediate(() => unclaimed.forEach((drop) => drop()))
-    }
+    const locks = [...heldLocks] as MemcachedLock[]
+    const refreshed = Promise.all(locks.map((lock) => lock.refresh()))
+    const [result, extended] = await Promise.all([this.#beatGroups(groups, beat), refreshed])
+    return { ...result, lostLocks: locks.filter((_lock, i) => !extended[i]) }
   }
 
   /** A read of `group` found this member's entry in the value at `cas`: the next beat need not read it again. */

@@ -17,6 +17,7 @@
  */
 import { SerializationError } from '../../../errors.js'
 import { dumps, loads } from '../../codec.js'
+import { splitMap } from '../../codec-scan.js'
 import type { MemcachedItem } from '../../../clients/memcached/memcached-client.js'
 
 /** Client flags of a raw-bytes value (pymemcache serde as tooz sets it up). */
@@ -73,22 +74,9 @@ export function decodeGroup(item: MemcachedItem | undefined, group: string): Gro
   const bytes = payload(item, what)
   if (item.flags !== FLAG_MSGPACK) throw new SerializationError(`The ${what} is raw bytes (flags 1), not a msgpack map (flags 2)`)
   if (bytes.length === 1 && bytes[0] === 0xc0) return undefined
-  try {
-    const [count, first] = mapHeader(bytes, 0)
-    const entries: GroupEntry[] = []
-    let pos = first
-    for (let i = 0; i < count; i++) {
-      const keyEnd = skip(bytes, pos, 0)
-      const valueEnd = skip(bytes, keyEnd, 0)
-      const key = bytes.subarray(pos, keyEnd)
-      entries.push({ id: idOf(key), key, value: bytes.subarray(keyEnd, valueEnd) })
-      pos = valueEnd
-    }
-    if (pos !== bytes.length) throw new Error(`${bytes.length - pos} bytes left over after the map`)
-    return entries
-  } catch (err) {
-    throw new SerializationError(`The ${what} is not a tooz group map: ${(err as Error).message}`, { cause: err })
-  }
+  const { entries, error } = splitMap(bytes)
+  if (error) throw new SerializationError(`The ${what} is not a tooz group map: ${error.message}`, { cause: error })
+  return entries.map(({ key, value }) => ({ id: idOf(key), key, value }))
 }
 
 /** A group value made of these entries, byte for byte. */
@@ -106,22 +94,13 @@ export function memberEntry(member: string, capabilities: Uint8Array): GroupEntr
 
 /** The encoded capabilities inside an entry, or a SerializationError for this member alone. */
 export function capabilitiesOf(entry: GroupEntry, group: string): Uint8Array | SerializationError {
-  const v = entry.value
-  try {
-    const [count, first] = mapHeader(v, 0)
-    let pos = first
-    for (let i = 0; i < count; i++) {
-      const keyEnd = skip(v, pos, 0)
-      const valueEnd = skip(v, keyEnd, 0)
-      // A plain Uint8Array view, not a copy: the Coordinator decodes it at once (and the decoder
-      // copies what it keeps), so the group value it points into is not held for long.
-      if (isCapabilitiesKey(v, pos, keyEnd)) return new Uint8Array(v.buffer, v.byteOffset + keyEnd, valueEnd - keyEnd)
-      pos = valueEnd
-    }
-    throw new Error('it has no "capabilities" key')
-  } catch (err) {
-    return new SerializationError(`The entry of member ${JSON.stringify(entry.id)} in group ${JSON.stringify(group)} is not {b'capabilities': ...}: ${(err as Error).message}`, { cause: err })
-  }
+  const { entries, error } = splitMap(entry.value)
+  // A plain Uint8Array view, not a copy: the Coordinator decodes it at once (and the decoder
+  // copies what it keeps), so the group value it points into is not held for long.
+  const caps = entries.find((e) => isCapabilitiesKey(e.key))?.value
+  if (caps !== undefined) return new Uint8Array(caps.buffer, caps.byteOffset, caps.length)
+  const reason = error?.message ?? 'it has no "capabilities" key'
+  return new SerializationError(`The entry of member ${JSON.stringify(entry.id)} in group ${JSON.stringify(group)} is not {b'capabilities': ...}: ${reason}`, { cause: error })
 }
 
 /** The group list's entries (bin or str ids, as stored), or [] when the key is absent. */
@@ -187,11 +166,11 @@ function idOf(key: Uint8Array): string | undefined {
   return ascii
 }
 
-/** Whether the msgpack key in `b[from, to)` is `capabilities` (bin, as tooz writes it, or str). */
-function isCapabilitiesKey(b: Uint8Array, from: number, to: number): boolean {
-  const start = from + textStart(b[from]!)
-  if (start === from || to - start !== CAPABILITIES.length) return false
-  for (let i = 0; i < CAPABILITIES.length; i++) if (b[start + i] !== CAPABILITIES[i]) return false
+/** Whether the msgpack key `key` is `capabilities` (bin, as tooz writes it, or str). */
+function isCapabilitiesKey(key: Uint8Array): boolean {
+  const start = textStart(key[0]!)
+  if (start === 0 || key.length - start !== CAPABILITIES.length) return false
+  for (let i = 0; i < CAPABILITIES.length; i++) if (key[start + i] !== CAPABILITIES[i]) return false
   return true
 }
 
@@ -199,67 +178,4 @@ function bin(b: Uint8Array): Buffer {
   const n = b.length
   const head = n < 0x100 ? [0xc4, n] : n < 0x10000 ? [0xc5, n >> 8, n & 0xff] : [0xc6, n >>> 24, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff]
   return Buffer.concat([Buffer.from(head), b])
-}
-
-function mapHeader(b: Uint8Array, pos: number): [count: number, first: number] {
-  const t = need(b, pos)
-  if (t >= 0x80 && t <= 0x8f) return [t & 0x0f, pos + 1]
-  if (t === 0xde) return [uint(b, pos + 1, 2), pos + 3]
-  if (t === 0xdf) return [uint(b, pos + 1, 4), pos + 5]
-  throw new Error(`byte 0x${t.toString(16)} at ${pos} does not start a map`)
-}
-
-function need(b: Uint8Array, pos: number): number {
-  if (pos >= b.length) throw new Error(`truncated at byte ${pos}`)
-  return b[pos]!
-}
-
-function uint(b: Uint8Array, pos: number, width: number): number {
-  let n = 0
-  for (let i = 0; i < width; i++) n = n * 256 + need(b, pos + i)
-  return n
-}
-
-/** Widths of fixed-size msgpack values by type byte (0 = not fixed-size). */
-const FIXED_WIDTH = new Uint8Array(256)
-for (const [t, w] of [[0xca, 5], [0xcb, 9], [0xcc, 2], [0xcd, 3], [0xce, 5], [0xcf, 9], [0xd0, 2], [0xd1, 3], [0xd2, 5], [0xd3, 9], [0xd4, 3], [0xd5, 4], [0xd6, 6], [0xd7, 10], [0xd8, 18]] as const) FIXED_WIDTH[t] = w
-
-/** The offset just past the msgpack value at `pos`, without decoding it. */
-function skip(b: Uint8Array, pos: number, depth: number): number {
-  if (depth > 100) throw new Error('nested deeper than 100 levels')
-  const t = need(b, pos)
-  let end = 0
-  let items = -1
-  let first = 0
-  if (t <= 0x7f || t >= 0xe0 || t === 0xc0 || t === 0xc2 || t === 0xc3) end = pos + 1
-  else if (t >= 0xa0 && t <= 0xbf) end = pos + 1 + (t & 0x1f)
-  else if (t >= 0x80 && t <= 0x9f) {
-    items = t <= 0x8f ? 2 * (t & 0x0f) : t & 0x0f
-    first = pos + 1
-  }
-  else if (FIXED_WIDTH[t]! > 0) end = pos + FIXED_WIDTH[t]!
-  else {
-    switch (t) {
-      // bin 8/16/32 and str 8/16/32: length-prefixed bytes.
-      case 0xc4: case 0xd9: end = pos + 2 + uint(b, pos + 1, 1); break
-      case 0xc5: case 0xda: end = pos + 3 + uint(b, pos + 1, 2); break
-      case 0xc6: case 0xdb: end = pos + 5 + uint(b, pos + 1, 4); break
-      // ext 8/16/32: length, type byte, data.
-      case 0xc7: end = pos + 3 + uint(b, pos + 1, 1); break
-      case 0xc8: end = pos + 4 + uint(b, pos + 1, 2); break
-      case 0xc9: end = pos + 6 + uint(b, pos + 1, 4); break
-      case 0xdc: items = uint(b, pos + 1, 2); first = pos + 3; break
-      case 0xdd: items = uint(b, pos + 1, 4); first = pos + 5; break
-      case 0xde: items = 2 * uint(b, pos + 1, 2); first = pos + 3; break
-      case 0xdf: items = 2 * uint(b, pos + 1, 4); first = pos + 5; break
-      default: throw new Error(`byte 0x${t.toString(16)} at ${pos} starts no msgpack value`)
-    }
-  }
-  if (items >= 0) {
-    let p = first
-    for (let i = 0; i < items; i++) p = skip(b, p, depth + 1)
-    return p
-  }
-  if (end > b.length) throw new Error(`truncated at byte ${b.length}`)
-  return end
 }

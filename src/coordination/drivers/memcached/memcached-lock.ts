@@ -14,9 +14,8 @@
  * commands with the CAS read by `gets`, whose release is a compare-then-delete with a short race,
  * as tooz's is.
  *
- * The driver's heartbeat refreshes every held lock in the same write as the member key
- * (beatRefresh()), as tooz's heartbeat touches them; the Coordinator's refresh() that follows the
- * beat then takes that result instead of sending a second round of requests.
+ * The driver's heartbeat refreshes every held lock in the same write as the member key, as
+ * tooz's heartbeat touches them, and tells the Coordinator which were lost.
  */
 import type { DriverLock } from '../../driver.js'
 import type { MemcachedClient } from '../../../clients/memcached/memcached-client.js'
@@ -31,24 +30,19 @@ export class MemcachedLock implements DriverLock {
   readonly #owner: Buffer
   readonly #ttlSeconds: number
   readonly #meta: () => boolean
-  /** The driver's set of held locks, which its heartbeat refreshes. */
-  readonly #held: Set<MemcachedLock>
   /** The CAS value of our hold; undefined when not held. */
   #cas: bigint | undefined
   /** The refresh under way: a second refresh() joins it (a second `ms C<cas>` would find the CAS changed by the first). */
   #refreshing: Promise<boolean> | undefined
-  /** A refresh the heartbeat sent, not yet claimed by refresh(); dropped when the event loop turns after it settles. */
-  #beatRefresh: Promise<boolean> | undefined
   /** A write whose reply was lost may have changed the CAS: check the value before declaring a loss. */
   #uncertain = false
 
-  constructor(client: MemcachedClient, key: string, memberId: string, ttlSeconds: number, meta: () => boolean, held: Set<MemcachedLock>) {
+  constructor(client: MemcachedClient, key: string, memberId: string, ttlSeconds: number, meta: () => boolean) {
     this.#client = client
     this.#key = key
     this.#owner = Buffer.from(memberId)
     this.#ttlSeconds = ttlSeconds
     this.#meta = meta
-    this.#held = held
   }
 
   async tryAcquire(): Promise<boolean> {
@@ -74,28 +68,9 @@ export class MemcachedLock implements DriverLock {
     return item?.cas === cas && (await this.#client.delete(this.#key))
   }
 
+  /** Extends the hold by lock_timeout; false when it is no longer ours. Concurrent calls share one request. */
   refresh(): Promise<boolean> {
-    const sent = this.#beatRefresh
-    this.#beatRefresh = undefined
-    // Released since the beat sent it: not ours to report as extended.
-    return sent && this.#cas !== undefined ? sent : this.#refreshOnce()
-  }
-
-  /**
-   * Sends a refresh now, for the heartbeat, whose result the next refresh() takes; returns a
-   * function that drops the result if it is still unclaimed. The Coordinator calls refresh() for
-   * every held lock as soon as the heartbeat resolves, in the same turn of the event loop, and the
-   * driver drops what is left after that turn, so a later refresh() never reports an extension
-   * made long before.
-   */
-  beatRefresh(): () => void {
-    if (this.#cas === undefined) return () => {}
-    const sent = this.#refreshOnce()
-    sent.catch(() => {}) // claimed and awaited by refresh(), or dropped
-    this.#beatRefresh = sent
-    return () => {
-      if (this.#beatRefresh === sent) this.#beatRefresh = undefined
-    }
+    return this.#refreshOnce()
   }
 
   #refreshOnce(): Promise<boolean> {
@@ -149,11 +124,9 @@ export class MemcachedLock implements DriverLock {
     return false
   }
 
-  /** Records the CAS of our hold, and whether the heartbeat has this lock to refresh. */
+  /** Records the CAS of our hold (undefined: not held). */
   #setCas(cas: bigint | undefined): void {
     this.#cas = cas
-    if (cas === undefined) this.#held.delete(this)
-    else this.#held.add(this)
   }
 
   /** After a lost reply: if the key still names us, its new CAS is the one our own write made. */

@@ -43,11 +43,16 @@ import { join } from 'node:path'
 import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
 import { defineDriver } from '../../driver.js'
 import { opt } from '../../options.js'
+import { sqlCommonOptions } from '../sql/sql-options.js'
 import { formatHosts } from '../../url.js'
-import { MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
-import { DeadlineError, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
+import { MYSQL_LOCK_SQL_UNFENCED, MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
+import { SqlDriver, sqlIdProblem, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import { LockSessions } from '../sql/sql-sessions.js'
-import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql, namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from '../sql/sql-schema.js'
+import { namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from '../sql/sql-schema.js'
+import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql } from './mysql-schema.js'
+import { isMysqlConnectionFailure } from '../../../internal/network-errors.js'
+import { readTlsFile } from '../kit/tls-files.js'
 
 type Mysql = typeof import('mysql2/promise')
 type MysqlPool = ReturnType<Mysql['createPool']>
@@ -64,19 +69,14 @@ export const MAX_LOCK_NAME_CHARS = 64
  */
 const POOL_SIZE = 1
 const CLOSE_GRACE_MS = 2_000
-const CONNECTION_CODES = new Set([
-  'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH',
-  'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_CONNECTION_KILLED',
-])
 const ACCESS_CODES = new Set(['ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_NOT_SUPPORTED_AUTH_MODE'])
 
 /** How a MySQL or network error reads for the shared code. */
 function mysqlFailure(err: unknown): SqlFailure | undefined {
-  const e = err as { errno?: unknown; code?: unknown; fatal?: unknown; message?: unknown } | undefined
+  const e = err as { errno?: unknown } | undefined
   if (e?.errno === 1062) return 'duplicate'
   if (e?.errno === 1451 || e?.errno === 1452 || e?.errno === 1216 || e?.errno === 1217) return 'foreignKey'
-  if (e?.fatal === true || (typeof e?.code === 'string' && CONNECTION_CODES.has(e.code))) return 'connection'
-  if (typeof e?.message === 'string' && /Pool is closed|closed state/.test(e.message)) return 'connection'
+  if (isMysqlConnectionFailure(err)) return 'connection'
   return undefined
 }
 
@@ -107,15 +107,8 @@ const VERIFY_MODES: Record<string, boolean> = { none: false, '0': false, false: 
 /** mysql2's `ssl` settings for tooz's ssl_* options; undefined (no TLS) when none is set. @internal */
 export async function tlsConfig(o: MysqlTlsOptions): Promise<SslConfig | undefined> {
   if (Object.values(o).every((v) => v === undefined || v === '')) return undefined
-  const file = async (option: string, path: string): Promise<string> => {
-    try {
-      return await readFile(path, 'utf8')
-    } catch (err) {
-      throw new InvalidOptionError(`Option ${option} of the mysql driver names ${path}, which cannot be read: ${(err as Error).message}`)
-    }
-  }
   const ca: string[] = []
-  if (o.sslCa) ca.push(await file('ssl_ca', o.sslCa))
+  if (o.sslCa) ca.push((await readTlsFile('mysql', 'ssl_ca', o.sslCa))!.toString('utf8'))
   if (o.sslCapath) {
     const names = await readdir(o.sslCapath).catch((err: Error) => {
       throw new InvalidOptionError(`Option ssl_capath of the mysql driver names ${o.sslCapath}, which cannot be listed: ${err.message}`)
@@ -129,8 +122,8 @@ export async function tlsConfig(o: MysqlTlsOptions): Promise<SslConfig | undefin
   const verify = o.sslVerifyMode ? VERIFY_MODES[o.sslVerifyMode.toLowerCase()] ?? false : ca.length > 0
   return {
     ...(ca.length ? { ca } : {}),
-    ...(o.sslCert ? { cert: await file('ssl_cert', o.sslCert) } : {}),
-    ...(o.sslKey ? { key: await file('ssl_key', o.sslKey) } : {}),
+    ...(o.sslCert ? { cert: (await readTlsFile('mysql', 'ssl_cert', o.sslCert))!.toString('utf8') } : {}),
+    ...(o.sslKey ? { key: (await readTlsFile('mysql', 'ssl_key', o.sslKey))!.toString('utf8') } : {}),
     ...(o.sslCipher ? { ciphers: o.sslCipher } : {}),
     rejectUnauthorized: verify,
     verifyIdentity: ca.length > 0 && (o.sslCheckHostname ?? true),
@@ -147,6 +140,7 @@ interface Prepared {
 /** The dialect: pool, statements and lock sessions. */
 class MysqlDialect implements SqlDialect, MysqlLockHost {
   readonly lockSql: string
+  readonly fencing: boolean
   readonly sessions: LockSessions<MysqlConnection>
   readonly #config: MysqlConfig
   readonly #tls: MysqlTlsOptions
@@ -158,7 +152,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   #pool: MysqlPool | undefined
   #closed = false
 
-  constructor(config: MysqlConfig, tls: MysqlTlsOptions, where: string, timeoutMs: number, names: SqlNames) {
+  constructor(config: MysqlConfig, tls: MysqlTlsOptions, where: string, timeoutMs: number, names: SqlNames, fencing: boolean) {
     this.#config = config
     this.#tls = tls
     this.#where = where
@@ -166,7 +160,8 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     this.#names = names
     const statements = mysqlStatements(names)
     this.#statements = Object.fromEntries(Object.entries(statements).map(([k, sql]) => [k, { ...toPositional(sql), multiple: sql.includes(';') }])) as Record<StatementName, Prepared>
-    this.lockSql = mysqlLockSql(names.fence)
+    this.fencing = fencing
+    this.lockSql = fencing ? mysqlLockSql(names.fence) : MYSQL_LOCK_SQL_UNFENCED
     this.sessions = new LockSessions<MysqlConnection>({
       open: () => this.#connect(),
       end: (conn) => this.#endSession(conn),
@@ -227,13 +222,13 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
 
   /** A new lock session; closed by close() (through LockSessions) if still open then. */
   async #connect(): Promise<MysqlConnection> {
-    if (!this.#lib || this.#closed) throw new ConnectionError('The mysql driver is not started', { driver: 'mysql' })
+    if (!this.#lib || this.#closed) throw new ConnectionError('The mysql driver is not started')
     const conn = (await this.#lib.createConnection(this.#config)) as unknown as MysqlConnection
     // Errors are reported through the queries that fail; an idle connection must not crash the process.
     conn.on('error', () => undefined)
     if (this.#closed) {
       conn.destroy()
-      throw new ConnectionError('The mysql driver stopped while a lock session was opening', { driver: 'mysql' })
+      throw new ConnectionError('The mysql driver stopped while a lock session was opening')
     }
     return conn
   }
@@ -249,7 +244,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   }
 
   #requirePool(): MysqlPool {
-    if (!this.#pool || this.#closed) throw new ConnectionError('The mysql driver is not started', { driver: 'mysql' })
+    if (!this.#pool || this.#closed) throw new ConnectionError('The mysql driver is not started')
     return this.#pool
   }
 
@@ -264,9 +259,9 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     if (err instanceof InvalidOptionError) return err
     const reason = err instanceof DeadlineError ? `it did not answer within ${this.#timeoutMs / 1000} s (timeout)` : (err as Error)?.message ?? String(err)
     if (err instanceof DeadlineError || mysqlFailure(err) === 'connection' || isAccessError(err)) {
-      return new ConnectionError(`Cannot connect to MySQL at ${this.#where}: ${reason}`, { cause: err, driver: 'mysql', retryable: !isAccessError(err) })
+      return new ConnectionError(`Cannot connect to MySQL at ${this.#where}: ${reason}`, { cause: err, retryable: !isAccessError(err) })
     }
-    return new BackendError(`Cannot prepare rollcall's tables on MySQL at ${this.#where}: ${reason}`, { cause: err, driver: 'mysql' })
+    return new BackendError(`Cannot prepare rollcall's tables on MySQL at ${this.#where}: ${reason}`, { cause: err })
   }
 }
 
@@ -285,9 +280,7 @@ export default defineDriver({
   clientPackage: 'mysql2',
   capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: {
-    timeoutMs: opt.seconds('timeout', { default: 30, doc: 'Connect timeout, and the default of membership_timeout. (tooz\'s MySQL driver has no timeout option.)' }),
-    membershipTimeoutMs: opt.seconds('membership_timeout', { defaultFrom: 'timeoutMs', doc: 'A member whose last heartbeat is older than this (by the server clock) is no longer listed.' }),
-    namespace: opt.string('namespace', { default: 'rollcall_', nonEmpty: true, doc: 'Prefix of the table names (letters, digits, "_"; lower-cased).' }),
+    ...sqlCommonOptions('MySQL', 'table'),
     unixSocket: opt.string('unix_socket', { doc: 'tooz: connect through this Unix socket instead of TCP.' }),
     sslCa: opt.string('ssl_ca', { doc: 'tooz: CA certificate file; turns TLS on and, by default, certificate and host name checks.' }),
     sslCapath: opt.string('ssl_capath', { doc: 'tooz: directory whose PEM files are trusted CA certificates.' }),
@@ -296,11 +289,15 @@ export default defineDriver({
     sslCipher: opt.string('ssl_cipher', { doc: 'tooz: allowed TLS ciphers (OpenSSL list).' }),
     sslVerifyMode: opt.string('ssl_verify_mode', { doc: 'tooz/pymysql: none, optional (treated as none) or required; default required with a CA, none without.' }),
     sslCheckHostname: opt.boolean('ssl_check_hostname', { doc: 'tooz: check the server certificate\'s host name (default true when a CA is given).' }),
+    fencing: opt.boolean('fencing', {
+      default: true,
+      doc: 'Issue a fencing token with every lock (an InnoDB counter row bumped in the acquire\'s round trip: one redo-log flush per acquire, and acquirers of every lock queue on that row). false: GET_LOCK alone, as tooz; acquires are cheaper and fencingToken is undefined, so a resource cannot refuse a stale holder (one that lost its session but still runs).',
+    }),
   },
   validateId: (kind, id) => sqlIdProblem(kind, id, MAX_LOCK_NAME_CHARS),
   translateError(err) {
     if (mysqlFailure(err) === 'connection' || isAccessError(err)) {
-      return new ConnectionError(`MySQL connection failed: ${(err as Error).message}`, { cause: err, driver: 'mysql', retryable: !isAccessError(err) })
+      return new ConnectionError(`MySQL connection failed: ${(err as Error).message}`, { cause: err, retryable: !isAccessError(err) })
     }
     return undefined
   },
@@ -332,7 +329,7 @@ export default defineDriver({
       sslCa: options.sslCa, sslCapath: options.sslCapath, sslCert: options.sslCert, sslKey: options.sslKey,
       sslCipher: options.sslCipher, sslVerifyMode: options.sslVerifyMode, sslCheckHostname: options.sslCheckHostname,
     }
-    const dialect = new MysqlDialect(config, tls, where, options.timeoutMs, sqlNames(options.namespace))
+    const dialect = new MysqlDialect(config, tls, where, options.timeoutMs, sqlNames(options.namespace), options.fencing)
     return new SqlDriver(dialect, { memberId, membershipTimeoutMs: options.membershipTimeoutMs, events })
   },
 })

@@ -12,6 +12,14 @@
  * As tooz's driver keeps one connection per Lock object, a released session is kept (in the
  * coordinator's LockSessions, sql-sessions.ts) for the next acquire: a lock taken in a loop
  * costs two round trips per cycle (GET_LOCK with its fencing token, RELEASE_LOCK).
+ *
+ * The fencing token is an InnoDB counter row bumped in the acquire's round trip: a committed
+ * write, so one redo-log flush per acquire (with innodb_flush_log_at_trx_commit = 1), and
+ * acquirers of any lock queue on that one row. Nothing cheaper is monotonic across server
+ * restarts and across the holders' sessions (connection ids repeat when a kept session takes the
+ * lock again and restart at 1 with the server; clocks step back), so the trade is offered
+ * instead: `fencing=false` skips the counter (GET_LOCK alone, as tooz) and leaves fencingToken
+ * undefined.
  */
 import { BackendError, ConnectionError } from '../../../errors.js'
 import { sleep } from '../../../internal/sleep.js'
@@ -35,8 +43,18 @@ export interface MysqlLockHost {
   readonly sessions: LockSessions<MysqlConnection>
   /** Runs a statement on the shared pool and returns its rows. */
   query(sql: string, values: unknown[]): Promise<Record<string, unknown>[]>
-  /** {@link mysqlLockSql}. */
+  /** {@link mysqlLockSql}, or {@link MYSQL_LOCK_SQL_UNFENCED} with fencing=false. */
   readonly lockSql: string
+  /** False with fencing=false: lockSql takes no token. */
+  readonly fencing: boolean
+}
+
+/** GET_LOCK alone (fencing=false), as tooz takes it. Parameters: name, timeout in seconds. */
+export const MYSQL_LOCK_SQL_UNFENCED = 'SELECT GET_LOCK(?, ?) AS ok'
+
+/** A granted GET_LOCK, with its fencing token unless fencing=false. */
+interface Granted {
+  fence: bigint | undefined
 }
 
 /**
@@ -85,7 +103,7 @@ export class MysqlLock implements SessionLock {
     const { sessions } = this.#host
     for (;;) {
       const { session: conn, reused } = await sessions.take()
-      let token: bigint | undefined
+      let token: Granted | undefined
       try {
         token = await this.#attempt(conn, 0)
       } catch (err) {
@@ -104,17 +122,36 @@ export class MysqlLock implements SessionLock {
     }
   }
 
-  /** Waits on the server in GET_LOCK rounds of half a second; an abort closes the connection at once. */
+  /**
+   * Waits on the server in GET_LOCK rounds of half a second. An abort resolves false at once
+   * (the client does not end a statement in flight when its connection is destroyed, so the
+   * round is not awaited) and closes the connection, which frees anything the round took.
+   */
   async acquireWaiting(signal: AbortSignal): Promise<boolean> {
     if (this.#conn || signal.aborted) return false
     const { sessions } = this.#host
     for (;;) {
       const { session: conn, reused } = await sessions.take()
-      const onAbort = (): void => conn.destroy()
+      let onAbort = (): void => {}
+      const aborted = new Promise<'aborted'>((resolve) => {
+        onAbort = () => {
+          conn.destroy()
+          resolve('aborted')
+        }
+      })
       signal.addEventListener('abort', onAbort, { once: true })
-      let token: bigint | undefined
+      let token: Granted | undefined
       try {
-        while (token === undefined && !signal.aborted) token = await this.#attempt(conn, WAIT_SLICE_S)
+        while (token === undefined && !signal.aborted) {
+          const round = this.#attempt(conn, WAIT_SLICE_S)
+          const first = await Promise.race([round, aborted])
+          if (first === 'aborted') {
+            round.catch(() => {})
+            void sessions.discard(conn)
+            return false
+          }
+          token = first
+        }
       } catch (err) {
         await sessions.discard(conn)
         if (signal.aborted) return false
@@ -191,18 +228,22 @@ export class MysqlLock implements SessionLock {
    * One GET_LOCK(name, waitS) with its fence: the token when taken, undefined when not (GET_LOCK
    * answers 1 when taken, 0 on timeout, NULL on an error; tooz takes only 1).
    */
-  async #attempt(conn: MysqlConnection, waitS: number): Promise<bigint | undefined> {
+  async #attempt(conn: MysqlConnection, waitS: number): Promise<Granted | undefined> {
+    if (!this.#host.fencing) {
+      const [rows] = await conn.query(this.#host.lockSql, [this.#name, waitS])
+      return Number((rows as Record<string, unknown>[])[0]?.ok) === 1 ? { fence: undefined } : undefined
+    }
     const [results] = await conn.query(this.#host.lockSql, [this.#name, waitS, this.#name])
     const [rows, header] = results as [Record<string, unknown>[], { affectedRows: number; insertId: number | string }]
     if (Number(rows[0]?.ok) !== 1) return undefined
-    if (header.affectedRows !== 1) throw new BackendError('The fencing counter row is missing (id 1 of the fence table): the lock was not kept', { driver: 'mysql' })
-    return BigInt(String(header.insertId))
+    if (header.affectedRows !== 1) throw new BackendError('The fencing counter row is missing (id 1 of the fence table): the lock was not kept')
+    return { fence: BigInt(String(header.insertId)) }
   }
 
   /** Records a granted lock; from now on the end of its session reports the lock lost. */
-  #taken(conn: MysqlConnection, token: bigint): void {
+  #taken(conn: MysqlConnection, token: Granted): void {
     this.#conn = conn
-    this.fencingToken = token
+    this.fencingToken = token.fence
     const alive = this.#host.sessions.hold(conn, (reason) => {
       if (this.#conn !== conn) return
       this.#conn = undefined
@@ -210,7 +251,7 @@ export class MysqlLock implements SessionLock {
     })
     if (!alive) {
       this.#conn = undefined
-      throw new ConnectionError('The MySQL session ended just as the lock was granted', { driver: 'mysql' })
+      throw new ConnectionError('The MySQL session ended just as the lock was granted')
     }
   }
 }

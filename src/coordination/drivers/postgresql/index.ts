@@ -42,15 +42,16 @@ import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionErr
 import { defineDriver, type DriverEvents } from '../../driver.js'
 import type { Logger } from '../../logger.js'
 import { opt } from '../../options.js'
+import { sqlCommonOptions } from '../sql/sql-options.js'
 import { formatHosts, type BackendUrl } from '../../url.js'
 import { endPgClient, PgLock, pgLockStatements, type PgClient, type PgLockHost, type PgLockStatements } from './postgresql-lock.js'
 import { PgNotifier } from './postgresql-notify.js'
-import { DeadlineError, SqlDriver, sqlIdProblem, withDeadline, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
+import { SqlDriver, sqlIdProblem, type SessionLock, type SqlDialect, type SqlFailure, type SqlResult } from '../sql/sql-membership.js'
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import { LockSessions } from '../sql/sql-sessions.js'
-import {
-  namespaceProblem, postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql, sqlNames,
-  type SqlNames, type SqlStatements, type StatementName,
-} from '../sql/sql-schema.js'
+import { namespaceProblem, sqlNames, type SqlNames, type SqlStatements, type StatementName } from '../sql/sql-schema.js'
+import { postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql } from './postgresql-schema.js'
+import { isPgConnectionFailure } from '../../../internal/network-errors.js'
 
 type Pg = (typeof import('pg'))['default']
 type PgPool = InstanceType<Pg['Pool']>
@@ -66,16 +67,13 @@ const POOL_SIZE = 1
 const POOL_IDLE_MS = 10_000
 /** How long stop() waits for the pool to close. */
 const CLOSE_GRACE_MS = 2_000
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE'])
-const CONNECTION_MESSAGES = /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client was closed|Cannot use a pool after calling end|Client has encountered a connection error/i
 
 /** How a PostgreSQL or network error reads for the shared code. */
 function pgFailure(err: unknown): SqlFailure | undefined {
   const code = (err as { code?: unknown } | undefined)?.code
   if (code === '23505') return 'duplicate'
   if (code === '23503') return 'foreignKey'
-  if (typeof code === 'string' && (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code) || NETWORK_CODES.has(code))) return 'connection'
-  if (err instanceof Error && CONNECTION_MESSAGES.test(err.message)) return 'connection'
+  if (isPgConnectionFailure(err)) return 'connection'
   return undefined
 }
 
@@ -166,7 +164,7 @@ class PgDialect implements SqlDialect, PgLockHost {
 
   /** A dedicated client (a lock session, or LISTEN), ended by close() if still open then. */
   async connect(): Promise<PgClient> {
-    if (!this.#lib || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started', { driver: 'postgresql' })
+    if (!this.#lib || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started')
     const client = new this.#lib.Client(this.#config)
     const session = client as unknown as PgClient
     // Errors are reported through the queries that fail; an idle client must not crash the process.
@@ -187,7 +185,7 @@ class PgDialect implements SqlDialect, PgLockHost {
   }
 
   #requirePool(): PgPool {
-    if (!this.#pool || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started', { driver: 'postgresql' })
+    if (!this.#pool || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started')
     return this.#pool
   }
 
@@ -212,9 +210,9 @@ class PgDialect implements SqlDialect, PgLockHost {
   #startError(err: unknown): RollcallError {
     const reason = err instanceof DeadlineError ? `it did not answer within ${this.#timeoutMs / 1000} s (timeout)` : (err as Error)?.message ?? String(err)
     if (err instanceof DeadlineError || pgFailure(err) === 'connection' || isAccessError(err)) {
-      return new ConnectionError(`Cannot connect to PostgreSQL at ${this.#where}: ${reason}`, { cause: err, driver: 'postgresql', retryable: !isAccessError(err) })
+      return new ConnectionError(`Cannot connect to PostgreSQL at ${this.#where}: ${reason}`, { cause: err, retryable: !isAccessError(err) })
     }
-    return new BackendError(`Cannot prepare rollcall's tables on PostgreSQL at ${this.#where}: ${reason}`, { cause: err, driver: 'postgresql' })
+    return new BackendError(`Cannot prepare rollcall's tables on PostgreSQL at ${this.#where}: ${reason}`, { cause: err })
   }
 }
 
@@ -259,11 +257,9 @@ export default defineDriver({
     'break() terminates the holding backend (PostgreSQL 14 or later), which needs the right to signal it.',
   ],
   clientPackage: 'pg',
-  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'sharedLocks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: {
-    timeoutMs: opt.seconds('timeout', { default: 30, doc: 'Connect timeout, and the default of membership_timeout. (tooz\'s PostgreSQL driver has no timeout option.)' }),
-    membershipTimeoutMs: opt.seconds('membership_timeout', { defaultFrom: 'timeoutMs', doc: 'A member whose last heartbeat is older than this (by the server clock) is no longer listed.' }),
-    namespace: opt.string('namespace', { default: 'rollcall_', nonEmpty: true, doc: 'Prefix of the table, sequence and NOTIFY channel names (letters, digits, "_"; lower-cased).' }),
+    ...sqlCommonOptions('PostgreSQL', 'table, sequence and NOTIFY channel'),
     host: opt.string('host', { doc: 'tooz: overrides the URL host; a path names a Unix socket directory.' }),
     port: opt.integer('port', { min: 1, max: 65535, doc: 'tooz: overrides the URL port (default 5432).' }),
     dbname: opt.string('dbname', { doc: 'tooz: overrides the database named in the URL path.' }),
@@ -271,7 +267,7 @@ export default defineDriver({
   validateId: (kind, id) => sqlIdProblem(kind, id),
   translateError(err) {
     if (pgFailure(err) === 'connection' || isAccessError(err)) {
-      return new ConnectionError(`PostgreSQL connection failed: ${(err as Error).message}`, { cause: err, driver: 'postgresql', retryable: !isAccessError(err) })
+      return new ConnectionError(`PostgreSQL connection failed: ${(err as Error).message}`, { cause: err, retryable: !isAccessError(err) })
     }
     return undefined
   },

@@ -9,6 +9,10 @@
  * connection, terminated backend): PostgreSQL guarantees the latter, which is what makes a crashed
  * holder safe.
  *
+ * Shared (reader) locks, which tooz's PostgreSQL driver lacks, are `pg_advisory_lock_shared` on
+ * the same key: shared holders hold together, and they and tooz's exclusive holders exclude each
+ * other. A shared hold has no fencing token (several hold at once).
+ *
  * Unlike tooz, a released session is not closed at once: it goes back to the coordinator's
  * LockSessions (sql-sessions.ts) for the next acquire, so a lock taken in a loop costs two round
  * trips per cycle (lock with its fencing token, unlock) and no connection set-up.
@@ -44,6 +48,9 @@ export interface PgLockHost {
 export interface PgLockStatements {
   readonly try: string
   readonly wait: string
+  /** Shared mode: `token` is 'shared' when taken, null when not. */
+  readonly tryShared: string
+  readonly waitShared: string
 }
 
 /**
@@ -56,6 +63,8 @@ export function pgLockStatements(fenceSequence: string): PgLockStatements {
   return {
     try: `SELECT CASE WHEN pg_try_advisory_lock($1, $2) THEN ${next} END AS token`,
     wait: `SELECT ${next} AS token FROM (SELECT pg_advisory_lock($1, $2)) AS granted`,
+    tryShared: `SELECT CASE WHEN pg_try_advisory_lock_shared($1, $2) THEN 'shared' END AS token`,
+    waitShared: `SELECT 'shared' AS token FROM (SELECT pg_advisory_lock_shared($1, $2)) AS granted`,
   }
 }
 
@@ -81,6 +90,8 @@ export class PgLock implements SessionLock {
   readonly #key: [number, number]
   readonly #onLost: (reason: string) => void
   #client: PgClient | undefined
+  /** The mode of the hold, while held. */
+  #shared = false
 
   constructor(host: PgLockHost, name: string, onLost: (reason: string) => void) {
     this.#host = host
@@ -97,14 +108,30 @@ export class PgLock implements SessionLock {
     return this.#client?.processID ?? undefined
   }
 
-  async tryAcquire(): Promise<boolean> {
+  tryAcquire(): Promise<boolean> {
+    return this.#try(this.#host.lockSql.try, false)
+  }
+
+  tryAcquireShared(): Promise<boolean> {
+    return this.#try(this.#host.lockSql.tryShared, true)
+  }
+
+  acquireWaiting(signal: AbortSignal): Promise<boolean> {
+    return this.#wait(signal, this.#host.lockSql.wait, false)
+  }
+
+  acquireSharedWaiting(signal: AbortSignal): Promise<boolean> {
+    return this.#wait(signal, this.#host.lockSql.waitShared, true)
+  }
+
+  async #try(statement: string, shared: boolean): Promise<boolean> {
     if (this.#client) return false
     const { sessions } = this.#host
     for (;;) {
       const { session: client, reused } = await sessions.take()
       let token: unknown
       try {
-        token = (await client.query(this.#host.lockSql.try, this.#key)).rows[0]?.token
+        token = (await client.query(statement, this.#key)).rows[0]?.token
       } catch (err) {
         // The lock may have been taken before the error: closing the session frees it.
         await sessions.discard(client)
@@ -116,17 +143,18 @@ export class PgLock implements SessionLock {
         sessions.give(client)
         return false
       }
-      this.#taken(client, token)
+      this.#taken(client, token, shared)
       return true
     }
   }
 
   /**
    * Waits in PostgreSQL's own lock queue (a blocking pg_advisory_lock): the server wakes the
-   * waiter when the holder releases or its session ends. An abort cancels the query with
-   * pg_cancel_backend; if the lock was granted meanwhile, closing the session gives it back.
+   * waiter when the holder releases or its session ends. An abort resolves false at once and
+   * cancels the query with pg_cancel_backend; once it has ended, its session is closed, which
+   * gives back the lock if it was granted meanwhile.
    */
-  async acquireWaiting(signal: AbortSignal): Promise<boolean> {
+  async #wait(signal: AbortSignal, statement: string, shared: boolean): Promise<boolean> {
     if (this.#client || signal.aborted) return false
     const { sessions } = this.#host
     for (;;) {
@@ -144,26 +172,44 @@ export class PgLock implements SessionLock {
         repeat = setInterval(cancel, CANCEL_REPEAT_MS)
         repeat.unref()
       }
-      signal.addEventListener('abort', onAbort, { once: true })
+      let abandon = (): void => {}
+      const abandoned = new Promise<'aborted'>((resolve) => (abandon = () => resolve('aborted')))
+      const onAbortNow = (): void => {
+        onAbort()
+        abandon()
+      }
+      signal.addEventListener('abort', onAbortNow, { once: true })
+      const query = client.query(statement, this.#key)
       let token: unknown
       try {
-        token = (await client.query(this.#host.lockSql.wait, this.#key)).rows[0]?.token
+        const first = await Promise.race([query, abandoned])
+        if (first === 'aborted') {
+          // Answer the caller now; the cancelled (or, too late, granted) query ends on its own, and
+          // closing its session afterwards gives back anything it took.
+          void query.catch(() => undefined).finally(() => {
+            clearInterval(repeat)
+            void sessions.discard(client)
+          })
+          return false
+        }
+        token = first.rows[0]?.token
       } catch (err) {
+        clearInterval(repeat)
         await sessions.discard(client)
         if (signal.aborted) return false
         if (reused) continue
         throw err
       } finally {
-        signal.removeEventListener('abort', onAbort)
-        clearInterval(repeat)
+        signal.removeEventListener('abort', onAbortNow)
       }
+      clearInterval(repeat)
       if (signal.aborted) {
         // Granted as the wait was abandoned. A cancel may still be on its way to this session, so
         // it is closed (which gives the lock back) rather than kept.
         await sessions.discard(client)
         return false
       }
-      this.#taken(client, token)
+      this.#taken(client, token, shared)
       return true
     }
   }
@@ -175,7 +221,8 @@ export class PgLock implements SessionLock {
     this.fencingToken = undefined
     let released = false
     try {
-      const { rows } = await client.query('SELECT pg_advisory_unlock($1, $2) AS ok', this.#key)
+      const unlock = this.#shared ? 'pg_advisory_unlock_shared' : 'pg_advisory_unlock'
+      const { rows } = await client.query(`SELECT ${unlock}($1, $2) AS ok`, this.#key)
       released = rows[0]?.ok === true
     } catch {
       // The session is gone, and the server released the lock with it.
@@ -216,9 +263,10 @@ export class PgLock implements SessionLock {
   }
 
   /** Records a granted lock; from now on the end of its session reports the lock lost. */
-  #taken(client: PgClient, token: unknown): void {
+  #taken(client: PgClient, token: unknown, shared: boolean): void {
     this.#client = client
-    this.fencingToken = BigInt(String(token))
+    this.#shared = shared
+    this.fencingToken = shared ? undefined : BigInt(String(token))
     const alive = this.#host.sessions.hold(client, (reason) => {
       if (this.#client !== client) return
       this.#client = undefined
@@ -226,7 +274,7 @@ export class PgLock implements SessionLock {
     })
     if (!alive) {
       this.#client = undefined
-      throw new ConnectionError('The PostgreSQL session ended just as the lock was granted', { driver: 'postgresql' })
+      throw new ConnectionError('The PostgreSQL session ended just as the lock was granted')
     }
   }
 }

@@ -43,6 +43,8 @@ import { decodeId, GROUP_EXISTS_FIELD, holderOfToken, RedisKeys, STILL_ALIVE } f
 import { RedisLock } from './redis-lock.js'
 import { REDIS_OPTIONS, type RedisOptions } from './redis-options.js'
 import { installScripts, SCRIPTS, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
+import { utf8IdProblem } from '../kit/ids.js'
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 
 /**
  * Reconnect delays once started: 100 ms more per attempt, capped at 1 s, plus up to 100 ms of
@@ -117,7 +119,7 @@ class RedisDriver implements CoordinationDriver {
     this.#client = undefined
     if (!client) return
     // As tooz's _stop: delete the beat key, so that others see this member gone at once.
-    if (this.#started && client.status === 'ready') await withinMs(client.del(this.#keys.beat(this.#ctx.memberId)), STOP_GRACE_MS).catch(() => {})
+    if (this.#started && client.status === 'ready') await withDeadline(client.del(this.#keys.beat(this.#ctx.memberId)), STOP_GRACE_MS).catch(() => {})
     client.disconnect()
   }
 
@@ -136,7 +138,7 @@ class RedisDriver implements CoordinationDriver {
     const r = await this.#run('rollcallDeleteGroup', [this.#keys.group(group), this.#keys.groups], [group, this.#keys.beat(), this.#ctx.memberId])
     if (r === -1 || r === -2) throw new GroupNotFoundError(group)
     if (r === -3) throw new GroupNotEmptyError(group)
-    if (r !== 1) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: removing it from ${this.#keys.groups} failed (script answered ${String(r)})`, { driver: 'redis' })
+    if (r !== 1) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: removing it from ${this.#keys.groups} failed (script answered ${String(r)})`)
   }
 
   async listGroups(): Promise<string[]> {
@@ -175,7 +177,7 @@ class RedisDriver implements CoordinationDriver {
     const [[collectErr, selfDead] = [], [hgetallErr, all] = []] = replies ?? []
     if (collectErr ?? hgetallErr) throw collectErr ?? hgetallErr
     if (selfDead === -1) throw new GroupNotFoundError(group)
-    if (!Array.isArray(all)) throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`, { driver: 'redis' })
+    if (!Array.isArray(all)) throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`)
     const out = new Map<string, Uint8Array>()
     for (let i = 0; i + 1 < all.length; i += 2) {
       const field: unknown = all[i]
@@ -199,7 +201,7 @@ class RedisDriver implements CoordinationDriver {
       throw new GroupNotFoundError(group)
     }
     const [ids, soonestMs] = Array.isArray(r) ? (r as unknown[]) : []
-    if (!Array.isArray(ids) || typeof soonestMs !== 'number') throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`, { driver: 'redis' })
+    if (!Array.isArray(ids) || typeof soonestMs !== 'number') throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`)
     this.#expiries.note(group, soonestMs >= 0 ? soonestMs : Infinity)
     const out: string[] = []
     for (const field of ids) {
@@ -260,24 +262,17 @@ class RedisDriver implements CoordinationDriver {
   }
 
   async #connectWithin(client: Redis, timeoutMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs)
-      timer.unref()
-    })
     try {
-      await Promise.race([client.connect(), deadline])
+      await withDeadline(client.connect(), timeoutMs)
     } catch (err) {
       client.disconnect()
-      const timedOut = (err as Error).message.startsWith('no answer within')
-      const detail = timedOut
-        ? `${(err as Error).message}${this.#lastError ? ` (last error: ${this.#lastError.message})` : ''}`
+      const detail = err instanceof DeadlineError
+        ? `${err.message}${this.#lastError ? ` (last error: ${this.#lastError.message})` : ''}`
         : (this.#lastError ?? (err as Error)).message
-      throw new ConnectionError(`Cannot connect to Redis at ${describeTarget(this.#target)} (${this.#ctx.url.redacted}): ${detail}`, { cause: this.#lastError ?? err, driver: 'redis' })
-    } finally {
-      clearTimeout(timer)
+      throw new ConnectionError(`Cannot connect to Redis at ${describeTarget(this.#target)} (${this.#ctx.url.redacted}): ${detail}`, { cause: this.#lastError ?? err })
     }
   }
+
 
   /** The transport broke: report `suspended` once; members and locks may still be valid on the server. */
   #onDown(): void {
@@ -310,12 +305,12 @@ class RedisDriver implements CoordinationDriver {
 
   #decodeOrWarn(bytes: Buffer, what: string): string | undefined {
     const id = decodeId(bytes)
-    if (id === undefined) this.#ctx.events.warning(new SerializationError(`Skipped ${what}: its id is not UTF-8 (hex ${bytes.toString('hex')}), so rollcall cannot name it`, { driver: 'redis' }))
+    if (id === undefined) this.#ctx.events.warning(new SerializationError(`Skipped ${what}: its id is not UTF-8 (hex ${bytes.toString('hex')}), so rollcall cannot name it`))
     return id
   }
 
   #redis(): Redis {
-    if (!this.#client) throw new ConnectionError('The redis driver is not connected', { driver: 'redis', retryable: false })
+    if (!this.#client) throw new ConnectionError('The redis driver is not connected', { retryable: false })
     return this.#client
   }
 
@@ -324,17 +319,6 @@ class RedisDriver implements CoordinationDriver {
     return this.#runner!(name, keys, args)
   }
 }
-
-/** Rejects when `promise` has not settled within `ms`. */
-function withinMs<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([promise, new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
-    timer.unref()
-  })]).finally(() => clearTimeout(timer))
-}
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 export default defineDriver({
   name: 'redis',
@@ -356,12 +340,13 @@ export default defineDriver({
   capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: REDIS_OPTIONS,
   validateId(kind, id) {
-    if (LONE_SURROGATE.test(id)) return 'it contains an unpaired UTF-16 surrogate, which has no UTF-8 form; use well-formed text'
+    const text = utf8IdProblem(id)
+    if (text !== undefined) return text
     if (kind === 'member' && id === GROUP_EXISTS_FIELD) return `"${GROUP_EXISTS_FIELD}" is the hash field tooz uses to mark that a group exists; choose another member id`
     return undefined
   },
   translateError: translateRedisError,
   create(ctx) {
-    return new RedisDriver(ctx, redisTarget(ctx.url, ctx.options))
+    return new RedisDriver(ctx, redisTarget(ctx.url, ctx.options, (message) => ctx.log.warn(message)))
   },
 })

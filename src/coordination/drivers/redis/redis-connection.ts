@@ -11,11 +11,11 @@
  *   `sentinel_password` credentials, and TLS only with `sentinel_ssl`; the URL's credentials,
  *   `db` and `ssl` are for the master.
  */
-import { readFile } from 'node:fs/promises'
 import type { RedisOptions as IoRedisOptions } from 'ioredis'
 import { BackendError, ConnectionError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
 import { parseHostPort, type BackendUrl, type HostPort } from '../../url.js'
 import type { RedisOptions } from './redis-options.js'
+import { readTlsFile } from '../kit/tls-files.js'
 
 /** Port of a redis URL that names none. */
 export const REDIS_PORT = 6379
@@ -38,8 +38,11 @@ export interface TlsMaterial {
 /** How ioredis reconnects; the driver swaps policies once start() has succeeded. */
 export type RetryPolicy = (attempt: number) => number | null
 
-/** Checks the URL's shape and returns the target. Throws InvalidUrlError/InvalidOptionError. */
-export function redisTarget(url: BackendUrl, o: RedisOptions): RedisTarget {
+/**
+ * Checks the URL's shape and returns the target. Throws InvalidUrlError/InvalidOptionError.
+ * `warn` is told, once, about a URL part that is accepted but ignored (as tooz ignores it).
+ */
+export function redisTarget(url: BackendUrl, o: RedisOptions, warn: (message: string) => void = () => {}): RedisTarget {
   if (url.hosts.length > 1) {
     throw new InvalidUrlError(`${url.redacted} names ${url.hosts.length} hosts; a redis URL names one server (or one sentinel, with more in sentinel_fallback=host:port)`)
   }
@@ -51,9 +54,13 @@ export function redisTarget(url: BackendUrl, o: RedisOptions): RedisTarget {
     return { kind: 'socket', path: url.path }
   }
   if (url.path !== '' && url.path !== '/') {
-    // tooz ignores the path of a host URL (it always uses ?db=N), so honouring it would make this
-    // process use another database than the Python processes given the same URL.
-    throw new InvalidUrlError(`${url.redacted} has a path ("${url.path}"); tooz ignores it, so select the database with ?db=N instead`)
+    // tooz ignores the path of a host URL (it always uses ?db=N), and so does this driver, so that
+    // a tooz URL such as redis://host:6379/f00 works unchanged. A number there is refused: it
+    // reads as redis-py's database index, and ignoring it would put data in database 0 unasked.
+    if (/^\/\d+\/?$/.test(url.path)) {
+      throw new InvalidUrlError(`${url.redacted} has the path "${url.path}", which reads as a database number, but tooz ignores URL paths (and would use database ${o.db}); select the database with ?db=N instead`)
+    }
+    warn(`The path "${url.path}" of ${url.redacted} is ignored, as tooz ignores it; the database is chosen with ?db=N (now ${o.db})`)
   }
   const host = first.host === '' ? 'localhost' : first.host
   if (o.sentinel === undefined) return { kind: 'tcp', host, port: first.port ?? REDIS_PORT, tls }
@@ -72,15 +79,7 @@ export function redisTarget(url: BackendUrl, o: RedisOptions): RedisTarget {
 
 /** Reads the ssl_* files named by the options; InvalidOptionError naming the option when one cannot be read. */
 export async function readTlsMaterial(o: RedisOptions): Promise<TlsMaterial> {
-  const read = async (option: string, path: string | undefined): Promise<Buffer | undefined> => {
-    if (path === undefined) return undefined
-    try {
-      return await readFile(path)
-    } catch (err) {
-      throw new InvalidOptionError(`Option "${option}": cannot read ${JSON.stringify(path)} (${(err as NodeJS.ErrnoException).code ?? String(err)})`)
-    }
-  }
-  const [cert, key, ca] = await Promise.all([read('ssl_certfile', o.sslCertfile), read('ssl_keyfile', o.sslKeyfile), read('ssl_ca_certs', o.sslCaCerts)])
+  const [cert, key, ca] = await Promise.all([readTlsFile('redis', 'ssl_certfile', o.sslCertfile), readTlsFile('redis', 'ssl_keyfile', o.sslKeyfile), readTlsFile('redis', 'ssl_ca_certs', o.sslCaCerts)])
   const out: TlsMaterial = {}
   if (cert) out.cert = cert
   if (key) out.key = key
@@ -168,16 +167,16 @@ export function translateRedisError(err: unknown): RollcallError | undefined {
   const message = err.message
   if (err.name === 'ReplyError') {
     if (/^(NOAUTH|WRONGPASS|NOPERM)\b/.test(message)) {
-      return new ConnectionError(`Redis refused this client: ${message}`, { cause: err, driver: 'redis', retryable: false })
+      return new ConnectionError(`Redis refused this client: ${message}`, { cause: err, retryable: false })
     }
     // A replica after a failover, a server still loading its data set, a master that lost its quorum.
     if (/^(READONLY|LOADING|MASTERDOWN|BUSY|TRYAGAIN)\b/.test(message)) {
-      return new ConnectionError(`Redis cannot serve this request right now: ${message}`, { cause: err, driver: 'redis' })
+      return new ConnectionError(`Redis cannot serve this request right now: ${message}`, { cause: err })
     }
-    return new BackendError(`Redis answered with an error: ${message}`, { cause: err, driver: 'redis' })
+    return new BackendError(`Redis answered with an error: ${message}`, { cause: err })
   }
   if (err.name === 'MaxRetriesPerRequestError' || CONNECTION_MESSAGES.some((m) => message.startsWith(m))) {
-    return new ConnectionError(`The connection to Redis broke: ${message}`, { cause: err, driver: 'redis' })
+    return new ConnectionError(`The connection to Redis broke: ${message}`, { cause: err })
   }
   return undefined
 }

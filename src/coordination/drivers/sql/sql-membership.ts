@@ -21,7 +21,9 @@ import {
 } from '../../../errors.js'
 import type { CoordinationDriver, DriverEvents, DriverLock, DriverMemberInfo, HeartbeatResult, IdKind } from '../../driver.js'
 import { FirstExpiries } from '../../expiries.js'
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import type { StatementName } from './sql-schema.js'
+import { utf8IdProblem } from '../kit/ids.js'
 
 /** One statement's outcome. `affected` counts changed rows (or returned rows, for SELECT). */
 export interface SqlResult {
@@ -78,7 +80,8 @@ export const MAX_ID_BYTES = 255
  * server's lock-name limit (MySQL: 64), which also bounds group ids through `leader_of_<group>`.
  */
 export function sqlIdProblem(kind: IdKind, id: string, maxLockChars?: number): string | undefined {
-  if (/\p{Cs}/u.test(id)) return 'it contains an unpaired UTF-16 surrogate, which has no UTF-8 form; use well-formed text'
+  const text = utf8IdProblem(id)
+  if (text !== undefined) return text
   if (id.includes('\0')) return 'it contains a NUL character, which SQL text and lock names cannot hold; remove it'
   if (kind !== 'lock' && Buffer.byteLength(id, 'utf8') > MAX_ID_BYTES) return `it is longer than ${MAX_ID_BYTES} bytes in UTF-8; use a shorter id`
   if (maxLockChars !== undefined) {
@@ -88,28 +91,6 @@ export function sqlIdProblem(kind: IdKind, id: string, maxLockChars?: number): s
     if (kind === 'group' && chars > room) return `group ids are at most ${room} characters here, because the group's leader lock GET_LOCK('${leaderLockName('<group>')}') is limited to ${maxLockChars}; use a shorter id`
   }
   return undefined
-}
-
-/** Rejected by {@link withDeadline}: the server did not answer in time. Reads as a network timeout (ETIMEDOUT). */
-export class DeadlineError extends Error {
-  readonly code = 'ETIMEDOUT'
-  constructor(readonly afterMs: number) {
-    super(`no answer within ${afterMs / 1000} s`)
-  }
-}
-
-/** Resolves as `work` does, or rejects with DeadlineError after `ms` (the work is not stopped). */
-export async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new DeadlineError(ms)), ms)
-    timer.unref()
-  })
-  try {
-    return await Promise.race([work, deadline])
-  } finally {
-    clearTimeout(timer)
-  }
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
@@ -157,8 +138,9 @@ export class SqlDriver implements CoordinationDriver {
 
   /**
    * One UPDATE of this member's rows; groups whose row is gone (or lapsed) are reported lost. No
-   * answer within a quarter of membership_timeout counts as a broken link (`suspended`), reported
-   * well before the rows lapse and the Coordinator calls the membership lost.
+   * answer within a quarter of membership_timeout is reported as a broken link (`suspended`), well
+   * before the rows lapse; the beat itself waits up to membership_timeout, so a slow server (a
+   * loaded machine, a first beat at start) is late, not failed, and its answer says `reconnected`.
    */
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
     const nextBeatMs = this.#s.membershipTimeoutMs
@@ -166,7 +148,14 @@ export class SqlDriver implements CoordinationDriver {
     const beat = groups.length === 0
       ? this.#dialect.run('probe', []).then(() => [])
       : this.#dialect.refreshMembers(this.#s.memberId, groups, nextBeatMs)
-    const refreshed = new Set(await this.#guard(() => withDeadline(beat, nextBeatMs / 4)))
+    const silent = setTimeout(() => this.#suspend(new DeadlineError(nextBeatMs / 4)), nextBeatMs / 4)
+    silent.unref()
+    let refreshed: Set<string>
+    try {
+      refreshed = new Set(await this.#guard(() => withDeadline(beat, nextBeatMs)))
+    } finally {
+      clearTimeout(silent)
+    }
     const lostGroups = groups.filter((g) => !refreshed.has(g))
     return lostGroups.length ? { nextBeatMs, lostGroups } : { nextBeatMs }
   }
@@ -315,16 +304,20 @@ export class SqlDriver implements CoordinationDriver {
     return this.#guard(() => this.#dialect.run(statement, params))
   }
 
+  /** Reports the shared connection down (`suspended`), once until it answers again. */
+  #suspend(cause: unknown): void {
+    if (this.#suspended) return
+    this.#suspended = true
+    this.#s.events.connectionState('suspended', cause)
+  }
+
   /** Reports the shared connection going down (`suspended`) and coming back (`reconnected`). */
   async #guard<T>(fn: () => Promise<T>): Promise<T> {
     let result: T
     try {
       result = await fn()
     } catch (err) {
-      if (!this.#suspended && this.#dialect.classify(err) === 'connection') {
-        this.#suspended = true
-        this.#s.events.connectionState('suspended', err)
-      }
+      if (this.#dialect.classify(err) === 'connection') this.#suspend(err)
       throw err
     }
     if (this.#suspended) {

@@ -8,6 +8,7 @@ import type { ConnectionOptions as TlsOptions } from 'node:tls'
 import { InvalidOptionError, InvalidUrlError } from '../../../errors.js'
 import type { IdKind } from '../../driver.js'
 import { opt, type ResolvedOptions } from '../../options.js'
+import { shorten } from '../../redact.js'
 import { parseHostPort, type BackendUrl } from '../../url.js'
 
 /** ZooKeeper's client port. */
@@ -63,8 +64,8 @@ export function checkPath(path: string, what: 'chroot' | 'namespace'): string {
     const problem = idProblem('lock', p)
     if (!problem) continue
     const message = what === 'chroot'
-      ? `The URL path "${path}" (the chroot) is not a valid ZooKeeper path: component "${p}": ${problem}`
-      : `The namespace "${path}" is not a valid ZooKeeper path: component "${p}": ${problem}`
+      ? `The URL path "${shorten(path)}" (the chroot) is not a valid ZooKeeper path: component "${shorten(p)}": ${problem}`
+      : `The namespace "${shorten(path)}" is not a valid ZooKeeper path: component "${shorten(p)}": ${problem}`
     throw what === 'chroot' ? new InvalidUrlError(message) : new InvalidOptionError(message)
   }
   return parts.length ? `/${parts.join('/')}` : ''

@@ -1,0 +1,54 @@
+/**
+ * The options of connect(), typed per URL scheme: the scheme of a literal URL picks its driver's
+ * option set, so a misspelt or mistyped option (`membershipTimeotMs`) is a compile error as well
+ * as an InvalidOptionError at run time. A URL typed `string` accepts the options of any built-in
+ * driver (the run-time check still names the driver's own set); a scheme rollcall does not ship
+ * (a driver from registerDriver) accepts any option.
+ */
+import type { Capability } from './capabilities.js'
+import type { DriverDefinition } from './driver.js'
+import type { Logger } from './logger.js'
+import type { OptionSpec, OptionSpecs } from './options.js'
+import type { BUILTIN_DRIVERS } from './registry.js'
+
+/** What connect() takes besides driver options. */
+export interface BaseConnectOptions {
+  /** This member's id (tooz member_id). Default: `<hostname>-<pid>-<6 hex>`, unique per process. */
+  memberId?: string
+  /** Capabilities the driver must have; connect() fails with CapabilityMismatchError otherwise. */
+  require?: readonly Capability[]
+  /** Run the heartbeat loop (default true). Off, call heartbeat() yourself, as tooz without start_heart. */
+  heartbeat?: boolean
+  /** Deliver watcher events and run elections by themselves (default true). Off, call runWatchers(). */
+  autoWatch?: boolean
+  /** Where rollcall logs (default: nowhere). */
+  logger?: Logger
+  /** Aborts connect(): it stops what it started and rejects with the signal's reason. */
+  signal?: AbortSignal
+  /** How often watchers re-read groups the backend does not push (URL: watch_interval, seconds). */
+  watchIntervalMs?: number
+  /** Rejoin a group this member was dropped from (URL: rejoin; default true). */
+  rejoin?: boolean
+}
+
+/** A URL scheme of a built-in driver. */
+export type BuiltinScheme = keyof typeof BUILTIN_DRIVERS
+
+/** The programmatic options (camelCase, durations in ms) of a spec set, all optional. */
+export type CodeOptions<S extends OptionSpecs> = { [K in keyof S]?: S[K] extends OptionSpec<infer T> ? T : never }
+
+type SpecsOf<K extends BuiltinScheme> = Awaited<ReturnType<(typeof BUILTIN_DRIVERS)[K]>>['default'] extends DriverDefinition<infer S> ? S : never
+
+/** The driver options of one built-in scheme (`DriverOptions<'redis'>`). */
+export type DriverOptions<K extends BuiltinScheme> = CodeOptions<SpecsOf<K>>
+
+/** The options of connect() for any built-in driver: a typo is an error, any driver's option is accepted. */
+export type ConnectOptions = BaseConnectOptions & { [K in BuiltinScheme]: DriverOptions<K> }[BuiltinScheme]
+
+type SchemeOf<U extends string> = U extends `${infer S}://${string}` ? Lowercase<S> : never
+
+/** The options of connect(url) for this URL: its driver's options when the scheme is known. */
+export type ConnectOptionsFor<U extends string> = string extends U ? ConnectOptions
+  : [SchemeOf<U>] extends [never] ? ConnectOptions
+    : SchemeOf<U> extends BuiltinScheme ? BaseConnectOptions & DriverOptions<SchemeOf<U>>
+      : BaseConnectOptions & { [option: string]: unknown }

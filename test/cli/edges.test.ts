@@ -1,0 +1,143 @@
+/**
+ * Safe at the edges (issue 11), as a user meets them: the built CLI, its output read through a
+ * real pipe, real Redis. Output survives a pipe; credentials of any shape stay hidden; malformed
+ * numbers, files and keys fail fast with a typed error and the invalid-input exit status (8).
+ */
+import assert from 'node:assert/strict'
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { connect, type Coordinator } from '../../src/index.js'
+import { serverUrl } from '../support/backends.js'
+import { rid } from '../support/wait.js'
+
+const BIN = 'dist/cli/bin.js'
+const redis = serverUrl('redis')
+
+interface Run {
+  code: number | null
+  stdout: string
+  stderr: string
+  ms: number
+}
+
+/** Runs the CLI with stdout and stderr as pipes, as `rollcall ... | jq` does. */
+function run(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<Run> {
+  const t0 = performance.now()
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ROLLCALL_URL: redis, ROLLCALL_CONFIG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const out: Buffer[] = []
+  let stderr = ''
+  child.stdout.on('data', (d: Buffer) => out.push(d))
+  child.stderr.on('data', (d) => (stderr += d))
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+  return new Promise((resolve) => child.on('close', (code) => {
+    clearTimeout(timer)
+    resolve({ code, stdout: Buffer.concat(out).toString(), stderr, ms: performance.now() - t0 })
+  }))
+}
+
+function tempDir(t: { after(fn: () => void): void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'rollcall-edges-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+const SECRET_PARTS = ['Gh7', 'kP#2x', 'SECRET']
+
+describe('cli: edges', { concurrency: 4 }, () => {
+  it('cli: more than 1 MiB of JSON reaches the end of a pipe whole', { timeout: 120_000 }, async (t) => {
+    const g = rid('big')
+    const members: Coordinator[] = []
+    t.after(() => Promise.all(members.map((c) => c.stop())))
+    for (let i = 0; i < 4; i++) {
+      const c = await connect(redis, { memberId: rid(`m${i}`) })
+      members.push(c)
+      if (i === 0) await c.joinGroupCreate(g, { blob: 'x'.repeat(300_000), i })
+      else await c.joinGroup(g, { blob: 'y'.repeat(300_000), i })
+    }
+    const r = await run(['group', 'members', g, '--json'])
+    assert.equal(r.code, 0, r.stderr)
+    assert.ok(r.stdout.length > 1024 * 1024, `${r.stdout.length} bytes through the pipe`)
+    const rows = JSON.parse(r.stdout) as { capabilities: { i: number } }[]
+    assert.deepEqual(rows.map((row) => row.capabilities.i).sort(), [0, 1, 2, 3])
+  })
+
+  it('cli: ROLLCALL_URL with a raw "/", "#" or a "::" typo: exit 8, the password never printed', async () => {
+    for (const url of ['redis://:Gh7/kP#2x@127.0.0.1:6379', 'redis::SECRET@127.0.0.1:6379', 'redis://u:Gh7?kP#2x@127.0.0.1']) {
+      const r = await run(['group', 'list'], { ROLLCALL_URL: url })
+      assert.equal(r.code, 8, `${url}: ${r.stderr}`)
+      for (const part of SECRET_PARTS) assert.ok(!r.stderr.includes(part) && !r.stdout.includes(part), `${url} printed ${part}: ${r.stderr}`)
+      assert.match(r.stderr, /127\.0\.0\.1/, 'the host is named')
+    }
+  })
+
+  it('cli: durations that are not finite or past the timer limit: exit 8 naming the limit, no crash', async () => {
+    for (const value of ['1e309', '2200000']) {
+      const r = await run(['group', 'list'], { ROLLCALL_URL: `${redis}?timeout=${value}` })
+      assert.equal(r.code, 8, r.stderr)
+      assert.match(r.stderr, /timeout/)
+      assert.doesNotMatch(r.stderr, /RangeError|unexpected error/)
+    }
+    const lock = await run(['lock', rid('l'), '--timeout', '1e309', '--', 'true'])
+    assert.equal(lock.code, 2, lock.stderr)
+    assert.match(lock.stderr, /2147483\.647/)
+  })
+
+  it('cli: [database] connection and servicegroup_tooz_url with a raw "/" or "#" in the password: exit 8, never printed', async (t) => {
+    const dir = tempDir(t)
+    const cases = [
+      '[database]\nconnection = postgresql://nova:Gh7/kP#2x@127.0.0.1/nova\n',
+      '[database]\nconnection = mysql://nova:Gh7?kP#2x@127.0.0.1/nova\n',
+      '[DEFAULT]\nservicegroup_driver = tooz\nservicegroup_tooz_url = redis://:Gh7/kP#2x@127.0.0.1:6379\n',
+      '[DEFAULT]\nservicegroup_driver = tooz\nservicegroup_tooz_url = redis::SECRET@127.0.0.1:6379\n',
+    ]
+    for (const [i, text] of cases.entries()) {
+      const file = join(dir, `c${i}.conf`)
+      writeFileSync(file, text)
+      const r = await run(['service', 'list', '--config', file])
+      assert.equal(r.code, 8, `${text}: ${r.stderr}`)
+      for (const part of SECRET_PARTS) assert.ok(!r.stderr.includes(part), `${text} printed ${part}: ${r.stderr}`)
+    }
+  })
+
+  it('cli: a configuration file that is a device, a FIFO, a directory or over 1 MiB is refused at once', async (t) => {
+    const dir = tempDir(t)
+    const fifo = join(dir, 'fifo.conf')
+    execFileSync('mkfifo', [fifo])
+    const big = join(dir, 'big.conf')
+    writeFileSync(big, `[DEFAULT]\n# ${'x'.repeat(1024 * 1024)}\n`)
+    mkdirSync(join(dir, 'dir.conf'))
+    for (const file of ['/dev/zero', '/dev/urandom', fifo, join(dir, 'dir.conf'), big]) {
+      const r = await run(['service', 'list', '--config', file], {}, 60_000)
+      assert.equal(r.code, 8, `${file}: ${r.stderr}`)
+      assert.match(r.stderr, /not a regular file|larger than 1048576 bytes/, file)
+      // Well under a second when idle (a stat, no read); it never returned before (killed at 60 s).
+      assert.ok(r.ms < 30_000, `${file} took ${Math.round(r.ms)} ms`)
+    }
+  })
+
+  it('cli: a 1 MB unknown key in a known section costs nothing', async (t) => {
+    const dir = tempDir(t)
+    const file = join(dir, 'rollcall.conf')
+    writeFileSync(file, `[DEFAULT]\n${'k'.repeat(1_000_000)} = 1\nreport_intervall = 10\n`)
+    const small = join(dir, 'small.conf')
+    writeFileSync(small, `[DEFAULT]\nreport_intervall = 10\n`)
+    // The same command on a small file first: what the key costs is the difference, whatever the load.
+    const baseline = await run(['service', 'list', '--config', small], {}, 60_000)
+    assert.equal(baseline.code, 0, baseline.stderr)
+    const r = await run(['service', 'list', '--config', file], {}, 60_000)
+    assert.equal(r.code, 0, r.stderr)
+    assert.match(r.stderr, /report_intervall is ignored; did you mean report_interval\?/, 'short keys still get a suggestion')
+    // Well under a second more on an idle machine; over 30 s more before suggestions were limited to near-length keys.
+    assert.ok(r.ms - baseline.ms < 10_000, `took ${Math.round(r.ms)} ms against ${Math.round(baseline.ms)} ms for a small file`)
+  })
+
+  it('cli: serve refuses a token that cannot be sent in a header, without printing it', async () => {
+    const r = await run(['serve', '--listen', '127.0.0.1:0'], { ROLLCALL_API_TOKEN: 'tok with Zq9 space' }, 20_000)
+    assert.equal(r.code, 8, r.stderr)
+    assert.match(r.stderr, /\[api\] token.*visible ASCII without spaces/)
+    assert.ok(!r.stderr.includes('Zq9'))
+  })
+})

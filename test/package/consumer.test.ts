@@ -1,0 +1,200 @@
+/**
+ * The package as a consumer gets it: `npm pack`, the tarball installed into a fresh project, a
+ * file that uses the root export and `rollcall/servicegroup` type-checked with skipLibCheck off
+ * under `node16` and `bundler` resolution, then run through `import` and through `require`.
+ *
+ * It also checks what the install costs: no backend client and no native SQLite engine are
+ * installed for a coordination-only consumer (they are optional peers), and the tarball carries
+ * neither images nor source maps that point at files it does not ship.
+ */
+import assert from 'node:assert/strict'
+import { execFile, execFileSync, spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+
+const ROOT = process.cwd()
+const TSC = resolve(ROOT, 'node_modules/typescript/bin/tsc')
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; devDependencies: Record<string, string> }
+
+/** Uses both entry points; `expected` is what run() must print. */
+const APP_TS = `
+import { connect, Coordinator, DriverUnavailableError, type Lock } from 'rollcall'
+import { openCatalog, parseIni, type IniDocument } from 'rollcall/servicegroup'
+
+export async function run(): Promise<string> {
+  const c: Coordinator = await connect('memory://', { memberId: 'consumer-1', watchIntervalMs: 50 })
+  try {
+    await c.joinGroupCreate('consumers', { zone: 'az1' })
+    const members: string[] = await c.getMembers('consumers')
+    const lock: Lock = await c.acquireLock('consumer-lock')
+    const held = lock.acquired
+    await lock.release()
+    const doc: IniDocument = parseIni('[DEFAULT]\\nservicegroup_driver = tooz\\n')
+    let catalog = 'opened'
+    try {
+      await (await openCatalog('sqlite://')).close()
+    } catch (err) {
+      catalog = err instanceof DriverUnavailableError ? err.code : String(err)
+    }
+    const redis = await connect('redis://127.0.0.1:1').then(() => 'connected', (err: unknown) => (err instanceof DriverUnavailableError ? err.message : String(err)))
+    return JSON.stringify({ members, held, sections: [...doc.keys()], catalog, redis })
+  } finally {
+    await c.stop()
+  }
+}
+
+run().then((out) => console.log(out), (err: unknown) => {
+  console.error(err)
+  process.exitCode = 1
+})
+`
+
+/** The same program through require (Node >= 20.19 loads the ESM package synchronously). */
+const APP_CJS = `
+const { connect, DriverUnavailableError } = require('rollcall')
+const { openCatalog, parseIni } = require('rollcall/servicegroup')
+;(async () => {
+  const c = await connect('memory://', { memberId: 'consumer-1', watchIntervalMs: 50 })
+  try {
+    await c.joinGroupCreate('consumers', { zone: 'az1' })
+    const members = await c.getMembers('consumers')
+    const lock = await c.acquireLock('consumer-lock')
+    const held = lock.acquired
+    await lock.release()
+    const doc = parseIni('[DEFAULT]\\nservicegroup_driver = tooz\\n')
+    let catalog = 'opened'
+    try {
+      await (await openCatalog('sqlite://')).close()
+    } catch (err) {
+      catalog = err instanceof DriverUnavailableError ? err.code : String(err)
+    }
+    const redis = await connect('redis://127.0.0.1:1').then(() => 'connected', (err) => (err instanceof DriverUnavailableError ? err.message : String(err)))
+    console.log(JSON.stringify({ members, held, sections: [...doc.keys()], catalog, redis }))
+  } finally {
+    await c.stop()
+  }
+})().catch((err) => { console.error(err); process.exitCode = 1 })
+`
+
+/** Type errors a consumer must get: misspelt or mistyped connect() options. */
+const TYPO_TS = `
+import { connect } from 'rollcall'
+export async function typos(signal: AbortSignal): Promise<void> {
+  // @ts-expect-error a misspelt common option
+  await connect('memory://', { watchIntervalMss: 5 })
+  // @ts-expect-error a misspelt Redis option
+  await connect('redis://127.0.0.1:6379', { membershipTimeotMs: 5 })
+  // @ts-expect-error a Redis option given a string
+  await connect('redis://127.0.0.1:6379', { membershipTimeoutMs: '5' })
+  await connect('redis://127.0.0.1:6379', { membershipTimeoutMs: 5_000, signal })
+  await using c = await connect('zookeeper://127.0.0.1:2181', { sessionTimeoutMs: 5_000, signal })
+  // @ts-expect-error a Redis option is not a ZooKeeper option
+  await connect('kazoo://127.0.0.1:2181', { lockTimeoutMs: 5_000 })
+  const url: string = 'redis://127.0.0.1:6379'
+  await connect(url, { lockTimeoutMs: 5_000 })
+  // @ts-expect-error a URL typed string still refuses a name no driver has
+  await connect(url, { lockTimeotMs: 5_000 })
+  void c
+}
+`
+
+const EXPECTED = { members: ['consumer-1'], held: true, sections: ['DEFAULT'], catalog: 'DRIVER_UNAVAILABLE',
+  redis: 'The redis driver needs the npm package "ioredis"; install it with: npm install ioredis' }
+
+function tsconfig(resolution: 'node16' | 'bundler'): object {
+  return {
+    compilerOptions: {
+      target: 'ES2022',
+      module: resolution === 'node16' ? 'node16' : 'esnext',
+      moduleResolution: resolution,
+      lib: ['ES2022', 'ESNext.Disposable'],
+      strict: true,
+      skipLibCheck: false,
+      types: ['node'],
+      outDir: `out-${resolution}`,
+      noEmit: resolution === 'bundler',
+    },
+    files: ['app.ts', 'typos.ts'],
+  }
+}
+
+describe('package: the packed tarball as a consumer installs it', () => {
+  let dir = ''
+  let app = ''
+  let installSeconds = 0
+  /** Both type checks run at once (each takes seconds on a busy machine): resolution → tsc output, or '' when it passed. */
+  const checks = new Map<string, Promise<string>>()
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rollcall-consumer-'))
+    assert.ok(existsSync(join(ROOT, 'dist/index.js')), 'dist/ is built (npm test builds it first)')
+    // --ignore-scripts: `prepare` would rebuild dist/, which npm test has just done.
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })) as Array<{ filename: string; files: Array<{ path: string }> }>
+    const tarball = join(dir, packed[0]!.filename)
+    app = join(dir, 'app')
+    mkdirSync(app)
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }))
+    const started = Date.now()
+    // The cache that installed this repository holds everything the tarball needs; --prefer-offline
+    // asks the registry only for what it lacks.
+    execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', tarball, `@types/node@${pkg.devDependencies['@types/node']}`], { cwd: app, encoding: 'utf8' })
+    installSeconds = (Date.now() - started) / 1000
+    writeFileSync(join(app, 'app.ts'), APP_TS)
+    writeFileSync(join(app, 'typos.ts'), TYPO_TS)
+    writeFileSync(join(app, 'app.cjs'), APP_CJS)
+    writeFileSync(join(app, 'files.json'), JSON.stringify(packed[0]!.files.map((f) => f.path)))
+    for (const resolution of ['node16', 'bundler'] as const) {
+      writeFileSync(join(app, `tsconfig.${resolution}.json`), JSON.stringify(tsconfig(resolution)))
+      checks.set(resolution, new Promise((done) => {
+        execFile(process.execPath, [TSC, '-p', `tsconfig.${resolution}.json`], { cwd: app, encoding: 'utf8' }, (err, stdout, stderr) => done(err ? `${stdout}${stderr}` : ''))
+      }))
+    }
+  })
+
+  after(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('package: ships no images and no source maps that point at unshipped sources', () => {
+    const files = JSON.parse(readFileSync(join(app, 'files.json'), 'utf8')) as string[]
+    assert.ok(files.includes('dist/index.js') && files.includes('dist/index.d.ts') && files.includes('README.md'))
+    assert.deepEqual(files.filter((f) => /\.(png|jpe?g|gif|svg)$/i.test(f)), [])
+    const maps = files.filter((f) => f.endsWith('.map'))
+    const shippedSources = files.filter((f) => f.startsWith('src/'))
+    assert.ok(maps.length === 0 || shippedSources.length > 0, `${maps.length} .map files ship without the src/ they point at`)
+  })
+
+  it('package: a coordination-only install has no backend client and nothing compiled', () => {
+    const installed = readdirSync(join(app, 'node_modules'))
+    for (const optional of ['ioredis', 'pg', 'mysql2', 'node-zookeeper-client', 'better-sqlite3']) {
+      assert.ok(!installed.includes(optional), `${optional} is an optional peer, not installed by default`)
+    }
+    const built = installed.filter((name) => existsSync(join(app, 'node_modules', name, 'build')))
+    assert.deepEqual(built, [], 'no package compiled anything')
+    assert.ok(installSeconds < 60, `install took ${installSeconds} s`)
+  })
+
+  for (const resolution of ['node16', 'bundler'] as const) {
+    it(`package: the types compile with skipLibCheck off under ${resolution} resolution`, async () => {
+      assert.equal(await checks.get(resolution), '', `tsc (${resolution}) failed`)
+    })
+  }
+
+  it('package: the program runs through import', async () => {
+    await checks.get('node16')
+    const out = join(app, 'out-node16', 'app.js')
+    assert.ok(existsSync(out), 'tsc emitted app.js')
+    const r = spawnSync(process.execPath, [out], { cwd: app, encoding: 'utf8', timeout: 30_000 })
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout), EXPECTED)
+  })
+
+  it('package: the program runs through require', () => {
+    const r = spawnSync(process.execPath, ['app.cjs'], { cwd: app, encoding: 'utf8', timeout: 30_000 })
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout), EXPECTED)
+    assert.doesNotMatch(r.stderr, /Error/, 'require(esm) loads the package without an error on stderr')
+  })
+})
