@@ -118,7 +118,6 @@ export class ZkWire {
         settled = true
         clearTimeout(timer)
         socket.destroy()
-        socket.unref()
         reject(new WireOpenError(failure, message, cause))
       }
       const timer = setTimeout(() => fail('network', `ZooKeeper at ${where} did not complete the handshake within ${o.connectTimeoutMs} ms`), o.connectTimeoutMs)
@@ -217,9 +216,7 @@ export class ZkWire {
   close(err: Error): void {
     if (this.#closed) return
     this.#closed = err
-    // unref(): a destroyed socket whose shutdown the peer never completes must not hold the process.
     this.#socket.destroy()
-    this.#socket.unref()
     const pending = [...this.#pending.values()]
     this.#pending.clear()
     for (const p of pending) p.done(new ZkError(ZK_CODES.CONNECTION_LOSS, `Cannot ${p.req.op}: ${err.message}`, { cause: err }))
