@@ -90,6 +90,8 @@ export class DriverRuntime {
   #ticks = 0
   #stopping: Promise<void> | undefined
   #lastBeatAt: Date | undefined
+  /** When the driver last reported its session lost (it then opened a new one). */
+  #driverLostAt: number | undefined
   /** With autoWatch off: reports waiting for the next runWatchers(). */
   #deferred: (() => void)[] = []
   /** The log's view of warnings: a backend that is down is one line, not one per group per poll. */
@@ -104,7 +106,10 @@ export class DriverRuntime {
     this.capabilities = new Set(parts.definition.capabilities)
     this.stopSignal = parts.stopController.signal
     this.driver = parts.createDriver({
-      connectionState: (state, cause) => this.setConnection(state, cause),
+      connectionState: (state, cause) => {
+        if (state === 'lost') this.#driverLostAt = Date.now()
+        this.setConnection(state, cause)
+      },
       sessionReplaced: (reason) => this.#sessionReplaced(reason),
       membershipLost: (groups, reason) => this.#later(() => this.membership.lost(groups, reason)),
       lockLost: (lock, reason) => this.#lockLost(lock, reason),
@@ -153,14 +158,14 @@ export class DriverRuntime {
       onFailure: (error, consecutiveFailures, pastDeadline) => {
         emit('heartbeatFailed', { reason: 'error', error, consecutiveFailures })
         // Client-side expiry: liveness has lapsed on the backend by now, whatever the transport says.
-        if (pastDeadline) this.setConnection('lost', error)
+        if (pastDeadline && !this.#lossReported()) this.setConnection('lost', error)
       },
       onSuccess: (lateByMs) => {
         if (lateByMs > 0) emit('heartbeatFailed', { reason: 'late', consecutiveFailures: 0, lateByMs })
         this.#warnings.recovered(isOutageKey)
         if (this.#connection === 'lost') this.setConnection('reconnected')
       },
-      onExpired: () => this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
+      onExpired: () => this.#lossReported() || this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
     })
   }
 
@@ -246,6 +251,14 @@ export class DriverRuntime {
     }))
     const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
     if (failed) throw this.translate(failed.reason, 'refresh a lock')
+  }
+
+  /**
+   * True when the driver itself reported its session lost since the last good beat: a heartbeat
+   * deadline of that session passing later is stale (the loss was reported, a new session opened).
+   */
+  #lossReported(): boolean {
+    return this.#driverLostAt !== undefined && (this.#lastBeatAt === undefined || this.#driverLostAt >= this.#lastBeatAt.getTime())
   }
 
   /** Records a connection state and applies its consequences. */

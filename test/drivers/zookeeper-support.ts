@@ -1,17 +1,14 @@
 /**
- * Helpers for the ZooKeeper driver tests: a plain node-zookeeper-client, closed when the test
- * ends, to read back exactly what is stored (paths, data, ephemeral owners, ACLs).
+ * Helpers for the ZooKeeper tests: a plain client (rollcall's ZkConnection, without any driver
+ * on top), closed when the test ends, to read back exactly what is stored (paths, data,
+ * ephemeral owners, ACLs); and a way to end another client's session with its id and password
+ * (Curator's KillSession).
  */
 import type { TestContext } from 'node:test'
-import type * as Zk from 'node-zookeeper-client'
+import { OPEN_ACL, ZkConnection, type ZkAcl, type ZkStat } from '../../src/clients/zookeeper/zookeeper-client.js'
+import { ZkSession } from '../../src/clients/zookeeper/zookeeper-session.js'
 import { parseBackendUrl } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
-
-/** The node-zookeeper-client module. */
-export async function zkLib(): Promise<typeof Zk> {
-  const mod = await import('node-zookeeper-client')
-  return ((mod as unknown as { default?: typeof Zk }).default ?? mod) as typeof Zk
-}
 
 /** host:port of the shared server. */
 export function sharedHostPort(): { host: string; port: number } {
@@ -21,49 +18,64 @@ export function sharedHostPort(): { host: string; port: number } {
 
 /** A plain client with promises; `auth` is a digest `user:password`. */
 export interface RawZk {
-  readonly client: Zk.Client
-  get(path: string): Promise<{ data: Buffer; stat: Zk.Stat }>
+  readonly conn: ZkConnection
+  get(path: string): Promise<{ data: Buffer; stat: ZkStat }>
   children(path: string): Promise<string[]>
-  exists(path: string): Promise<Zk.Stat | null>
-  acl(path: string): Promise<{ scheme: string; id: string; perms: number }[]>
+  exists(path: string): Promise<ZkStat | null>
+  acl(path: string): Promise<ZkAcl[]>
   create(path: string, data?: Buffer): Promise<string>
   set(path: string, data: Buffer): Promise<void>
   remove(path: string): Promise<void>
+  close(): Promise<void>
+}
+
+/** Connects a plain client, not tied to a test. */
+export async function openRawZk(options: { host?: string; port?: number; auth?: string; timeoutMs?: number } = {}): Promise<RawZk> {
+  const shared = sharedHostPort()
+  const host = options.host ?? (options.port ? '127.0.0.1' : shared.host)
+  const port = options.port ?? shared.port
+  const timeoutMs = options.timeoutMs ?? 10_000
+  const conn = new ZkConnection({
+    servers: [{ host, port }], randomizeHosts: false, sessionTimeoutMs: timeoutMs, connectTimeoutMs: timeoutMs, opTimeoutMs: timeoutMs,
+    digestAuth: options.auth, acl: OPEN_ACL, shownAs: `raw ${host}:${port}`, onState: () => {}, onNewSession: async () => {},
+  })
+  await conn.start()
+  return {
+    conn,
+    get: (path) => conn.getData(path),
+    children: (path) => conn.getChildren(path),
+    exists: (path) => conn.exists(path),
+    acl: (path) => conn.getAcl(path),
+    create: (path, data) => conn.create(path, data, 'PERSISTENT'),
+    set: async (path, data) => void (await conn.setData(path, data)),
+    remove: (path) => conn.remove(path),
+    close: () => conn.stop(),
+  }
 }
 
 /** Connects a plain client (closed after the test). */
 export async function rawZk(t: TestContext, options: { port?: number; auth?: string } = {}): Promise<RawZk> {
-  const zk = await zkLib()
-  const { host, port } = options.port ? { host: '127.0.0.1', port: options.port } : sharedHostPort()
-  const client = zk.createClient(`${host}:${port}`, { sessionTimeout: 10_000 })
-  if (options.auth) client.addAuthInfo('digest', Buffer.from(options.auth))
-  t.after(() => client.close())
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the raw ZooKeeper client did not connect')), 10_000)
-    client.once('connected', () => {
-      clearTimeout(timer)
-      resolve()
-    })
-    client.connect()
-  })
-  const p = <T>(fn: (cb: (err: unknown, v?: T) => void) => void): Promise<T> =>
-    new Promise((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v as T))))
-  return {
-    client,
-    get: (path) => p<{ data: Buffer; stat: Zk.Stat }>((cb) => client.getData(path, (e, data, stat) => cb(e, { data: data ?? Buffer.alloc(0), stat }))),
-    children: (path) => p<string[]>((cb) => client.getChildren(path, (e, c) => cb(e, c))),
-    exists: (path) => p<Zk.Stat | null>((cb) => client.exists(path, (e, s) => cb(e, s ?? null))),
-    acl: (path) => p((cb) => client.getACL(path, (e, acls) => cb(e, e ? [] : acls.map((a) => {
-      const raw = a as unknown as { permission: number; id: { scheme: string; id: string } }
-      return { scheme: raw.id.scheme, id: raw.id.id, perms: raw.permission }
-    })))),
-    create: (path, data) => p<string>((cb) => client.create(path, data ?? Buffer.alloc(0), (e, created) => cb(e, created))),
-    set: (path, data) => p<void>((cb) => client.setData(path, data, (e) => cb(e))),
-    remove: (path) => p<void>((cb) => client.remove(path, (e) => cb(e))),
-  }
+  const raw = await openRawZk(options)
+  t.after(() => raw.close())
+  return raw
 }
 
-/** The library error code of a rejection (NO_AUTH = -102, NO_NODE = -101). */
+/** Resumes the session `creds` on host:port from a second client and closes it there. */
+export async function closeSessionOf(host: string, port: number, creds: { id: Buffer; password: Buffer }, timeoutMs = 10_000): Promise<void> {
+  let session: ZkSession | undefined
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the second client did not resume the session')), timeoutMs)
+    session = new ZkSession({ servers: [{ host, port }], randomizeHosts: false, sessionTimeoutMs: 6_000, auth: [], tls: undefined, chroot: '', resume: creds }, 1, (_s, event) => {
+      clearTimeout(timer)
+      if (event === 'connected') resolve()
+      else reject(new Error(`the second client could not resume the session: ${event}`))
+    })
+  })
+  await session!.close(timeoutMs)
+  session!.abandon(new Error('done'))
+}
+
+/** The ZooKeeper error code of a rejection (NO_AUTH = -102, NO_NODE = -101). */
 export function codeOf(err: unknown): number | undefined {
   return (err as { code?: unknown })?.code as number | undefined
 }

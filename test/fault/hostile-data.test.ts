@@ -25,6 +25,7 @@ import { connect, dumps, parseBackendUrl, SerializationError, type Coordinator, 
 import { encodeMemberRecord, safeName } from '../../src/coordination/drivers/file/file-format.js'
 import type { Backend, BackendConfig } from '../support/backends.js'
 import { rid } from '../support/wait.js'
+import { openRawZk } from '../drivers/zookeeper-support.js'
 import { faultBackends, type FaultBackend } from './support/backends.js'
 import { repeat, sleep, withTimeout } from './support/harness.js'
 import { ResultsWriter } from './support/results.js'
@@ -127,20 +128,13 @@ const TAMPERS: Partial<Record<Backend, (config: BackendConfig) => Promise<Tamper
     }
   },
   zookeeper: async (config) => {
-    const mod = await import('node-zookeeper-client')
-    const zk = ((mod as unknown as { default?: typeof mod }).default ?? mod)
     const { host, port } = hostPort(config)
-    const client = zk.createClient(`${host}:${port}`, { sessionTimeout: 10_000 })
-    await withTimeout(new Promise<void>((resolve) => {
-      client.once('connected', () => resolve())
-      client.connect()
-    }), 15_000, 'a raw ZooKeeper client connecting')
-    const p = <T>(fn: (cb: (err: unknown, v?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v as T))))
+    const raw = await withTimeout(openRawZk({ host, port }), 15_000, 'a raw ZooKeeper client connecting')
     return {
       granularity: 'member', maxBytes: 1_000_000,
-      read: (g, m) => p<Buffer>((cb) => client.getData(`/tooz/${g}/${m}`, (e, data) => cb(e, data ?? Buffer.alloc(0)))),
-      write: (g, m, bytes) => p<void>((cb) => client.setData(`/tooz/${g}/${m}`, bytes, -1, (e) => cb(e))),
-      close: async () => client.close(),
+      read: async (g, m) => (await raw.get(`/tooz/${g}/${m}`)).data,
+      write: (g, m, bytes) => raw.set(`/tooz/${g}/${m}`, bytes),
+      close: () => raw.close(),
     }
   },
   etcd3: async (config) => {

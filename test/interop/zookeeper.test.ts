@@ -10,6 +10,7 @@ import { serverUrl } from '../support/backends.js'
 import { TIMING } from '../support/timing.js'
 import { fromPeer, ToozPeer } from '../support/tooz-peer.js'
 import { rid, waitFor } from '../support/wait.js'
+import { openRawZk } from '../drivers/zookeeper-support.js'
 
 const base = serverUrl('zookeeper')
 /** The URL tooz is given: the kazoo alias, tooz's own spelling of the timeout. */
@@ -253,21 +254,10 @@ describe('zookeeper interop with Python tooz', { concurrency: 4 }, () => {
   })
 })
 
-/** A plain node-zookeeper-client on the shared server, closed after the test: reads what is really stored. */
+/** A plain client (no driver) on the shared server, closed after the test: reads what is really stored. */
 async function rawClient(t: TestContext): Promise<{ children(path: string): Promise<string[]> }> {
-  const zk = await import('node-zookeeper-client')
   const { hosts } = parseBackendUrl(base)
-  const client = zk.createClient(hosts.map((h) => `${h.host}:${h.port ?? 2181}`).join(','), { sessionTimeout: 5_000 })
-  t.after(() => client.close())
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the raw client did not connect')), 5_000)
-    client.once('connected', () => {
-      clearTimeout(timer)
-      resolve()
-    })
-    client.connect()
-  })
-  return {
-    children: (path) => new Promise((resolve, reject) => client.getChildren(path, (err, children) => (err ? reject(err) : resolve(children)))),
-  }
+  const raw = await openRawZk({ host: hosts[0]!.host, port: hosts[0]!.port ?? 2181, timeoutMs: 5_000 })
+  t.after(() => raw.close())
+  return raw
 }

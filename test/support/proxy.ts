@@ -60,8 +60,8 @@ export class TcpProxy {
   cut(): void {
     this.#cut = true
     for (const [a, b] of this.#pairs) {
-      a.resetAndDestroy()
-      b.resetAndDestroy()
+      reset(a)
+      reset(b)
     }
     this.#pairs.clear()
     this.#held.length = 0
@@ -93,7 +93,7 @@ export class TcpProxy {
 
   #accept(client: Socket, targetPort: number): void {
     if (this.#cut) {
-      client.resetAndDestroy()
+      reset(client)
       return
     }
     const upstream = connect(targetPort, '127.0.0.1')
@@ -125,4 +125,16 @@ export class TcpProxy {
     forward(client, upstream)
     forward(upstream, client)
   }
+}
+
+/**
+ * Ends `socket` with a reset (RST), or, when its own end (FIN) is already under way, by destroying
+ * it. Node 20 refuses a reset while a shutdown is in flight (an 'error', EINVAL, syscall "reset"),
+ * yet marks the handle closing without closing it: the event loop then ends, but the process spins
+ * at exit (Environment::CleanupHandles waits for that handle) and never exits. A proxied socket
+ * ends itself when its peer ends (allowHalfOpen is off), so a cut right after a peer closed hit it.
+ */
+function reset(socket: Socket): void {
+  if (socket.writableEnded) socket.destroy()
+  else socket.resetAndDestroy()
 }

@@ -1,56 +1,33 @@
 /**
- * A small promise adapter over node-zookeeper-client 1.1.3, and the connection that outlives a
- * session: when one is lost, the next is opened (shared/reference/ecosystem.md §1.3).
+ * The ZooKeeper connection of one driver: the current session (zookeeper-session.ts), its
+ * replacement once it is lost, and promise-returning operations that always go to the current
+ * session (shared/reference/ecosystem.md §1.3).
  *
- * - Every operation rejects after `opTimeoutMs`. The library queues requests for as long as it is
- *   disconnected, forever; here a timed-out request may still run later, so callers that create
- *   nodes treat a timeout as "maybe done" (the library sends requests in order, so a later read
- *   on the same session sees such a node).
- * - A session is lost when a server says it expired, or when none answered for longer than the
- *   negotiated session timeout (client-side expiry, ZOOKEEPER-4508; see zookeeper-session.ts).
- *   Its client is abandoned and a new one opened, since the library's client stays dead after
- *   expiry. The owner hears `lost`, then `reconnected` once the new session is up.
+ * - Every operation rejects after `opTimeoutMs`; one still queued then is dropped, one sent may
+ *   still have been applied, so callers that create nodes treat a timeout as "maybe done".
+ * - A session is lost when a server says it expired, when it refuses the credentials, or when no
+ *   server answered for the session timeout (less a margin) counted from the send time of the
+ *   last answered request: client-side expiry (ZOOKEEPER-4508), decided on the wire. The owner
+ *   hears `lost`, then `reconnected` once the new session is up.
  * - Nodes this process could not delete because the connection broke are deleted when the same
  *   session reconnects (deleteWhenConnected); a lost session takes them with it.
  */
-import type * as Zk from 'node-zookeeper-client'
+import type { ConnectionOptions as TlsOptions } from 'node:tls'
 import { ConnectionError, OperationTimeoutError } from '../../errors.js'
-import { ZkSession, type ZkLib, type ZkSessionEvent } from './zookeeper-session.js'
+import { ZkError, zkCode, ZK_CODES } from './zookeeper-errors.js'
+import type { ZkAcl, ZkStat } from './zookeeper-frames.js'
+import { readOpBytes, type ZkCreateMode, type ZkReadResult, type ZkRequest, type ZkResponses } from './zookeeper-ops.js'
+import { expiryMarginMs, ZkSession, type ZkSessionEvent } from './zookeeper-session.js'
+import type { ZkWatcher } from './zookeeper-watches.js'
+import { now } from './zookeeper-wire.js'
 
-export type { ZkLib } from './zookeeper-session.js'
-
-/** A znode's metadata as the library returns it. */
-export type ZkStat = Zk.Stat
-
-/** How a node is created. */
-export type ZkCreateMode = 'PERSISTENT' | 'EPHEMERAL' | 'EPHEMERAL_SEQUENTIAL'
-
-/** A one-shot watcher, as the library calls it. */
-export type ZkWatcher = (event: Zk.Event) => void
+export { ZK_CODES, zkCode, ZkError } from './zookeeper-errors.js'
+export { OPEN_ACL, PERM, type ZkAcl, type ZkStat } from './zookeeper-frames.js'
+export type { ZkCreateMode } from './zookeeper-ops.js'
+export type { ZkWatcher, ZkWatchEvent } from './zookeeper-watches.js'
 
 /** What a connection reports to its owner. `connected` is implicit in start() resolving. */
 export type ZkSessionState = 'suspended' | 'reconnected' | 'lost'
-
-/** The library's error codes this code branches on (lib/Exception.js). */
-export const ZK_CODES = {
-  CONNECTION_LOSS: -4,
-  OPERATION_TIMEOUT: -7,
-  NO_NODE: -101,
-  NO_AUTH: -102,
-  BAD_VERSION: -103,
-  NODE_EXISTS: -110,
-  NOT_EMPTY: -111,
-  SESSION_EXPIRED: -112,
-  INVALID_ACL: -114,
-  AUTH_FAILED: -115,
-} as const
-
-/** The library's error code of `err`, or undefined when it is not one of its errors. */
-export function zkCode(err: unknown): number | undefined {
-  if (!(err instanceof Error)) return undefined
-  const code = (err as { code?: unknown }).code
-  return typeof code === 'number' ? code : undefined
-}
 
 /** True for failures after which the same call may work once the connection is back. */
 export function isConnectionProblem(err: unknown): boolean {
@@ -61,10 +38,13 @@ export function isConnectionProblem(err: unknown): boolean {
 
 /** Settings of one ZkConnection. */
 export interface ZkConnectionOptions {
-  lib: ZkLib
   servers: readonly { host: string; port: number }[]
-  /** Try servers in random order (the library's only behaviour) or in the order given. */
+  /** Try servers in random order (kazoo's default) or in the order given. */
   randomizeHosts: boolean
+  /** TLS settings, or undefined for plain TCP. */
+  tls?: TlsOptions
+  /** A chroot applied by the client to every path ('' or undefined for none). */
+  chroot?: string
   /** The session timeout asked of the server; the server may negotiate it into its own bounds. */
   sessionTimeoutMs: number
   /** How long start() waits for a first session. */
@@ -74,7 +54,7 @@ export interface ZkConnectionOptions {
   /** Digest credentials (`user:password`) sent on every connect, or undefined. */
   digestAuth: string | undefined
   /** The ACL of every node created. */
-  acl: Zk.ACL[]
+  acl: readonly ZkAcl[]
   /** The backend as messages name it (redacted URL). */
   shownAs: string
   /** A transport or session change, after the initial connect. */
@@ -96,6 +76,7 @@ export class ZkConnection {
   readonly #waiters = new Set<{ resolve: () => void; reject: (err: unknown) => void }>()
   readonly #orphans: { generation: number; parent: string; match: (child: string) => boolean }[] = []
   #tick: NodeJS.Timeout | undefined
+  #expiry: NodeJS.Timeout | undefined
   #stopped = false
   #starting: { resolve: () => void; reject: (err: Error) => void } | undefined
 
@@ -118,9 +99,22 @@ export class ZkConnection {
     return this.#s?.timeoutMs ?? this.#o.sessionTimeoutMs
   }
 
+  /**
+   * When (performance.now() ms) the current session is presumed expired unless a server answers
+   * again: the send time of the last answered request plus the timeout, less a margin.
+   */
+  get sessionDeadline(): number {
+    return this.#s?.deadline ?? now() + this.#o.sessionTimeoutMs
+  }
+
   /** The current session id as 16 hex digits (zeros before the first connect). */
   get sessionId(): string {
     return this.#s?.id ?? SESSION_ID_NONE
+  }
+
+  /** True once stop() was called: nothing will connect again. */
+  get stopped(): boolean {
+    return this.#stopped
   }
 
   /** True while the current session has a live connection. */
@@ -134,7 +128,7 @@ export class ZkConnection {
    */
   sessionCredentials(): { id: Buffer; password: Buffer } | undefined {
     const s = this.#s
-    return s?.id ? { id: s.client.getSessionId(), password: s.client.getSessionPassword() } : undefined
+    return s?.id ? s.credentials() : undefined
   }
 
   /** True when `owner` (a stat's ephemeralOwner, hex) is a session of this connection that was lost. */
@@ -147,6 +141,7 @@ export class ZkConnection {
     const s = this.#open(1)
     this.#tick = setInterval(() => this.#onTick(), Math.max(50, Math.min(500, this.#o.sessionTimeoutMs / 10)))
     this.#tick.unref()
+    this.#armExpiry()
     let timer: NodeJS.Timeout | undefined
     try {
       await new Promise<void>((resolve, reject) => {
@@ -156,7 +151,6 @@ export class ZkConnection {
           const last = s.lastSocketError ? `; last error: ${s.lastSocketError}` : ''
           reject(new ConnectionError(`Cannot connect to ZooKeeper at ${this.#hostList()}: no server answered within ${seconds} s (${this.#o.shownAs})${last}`))
         }, this.#o.connectTimeoutMs)
-        timer.unref()
       })
     } catch (err) {
       await this.stop()
@@ -172,6 +166,7 @@ export class ZkConnection {
     if (this.#stopped) return
     this.#stopped = true
     clearInterval(this.#tick)
+    clearTimeout(this.#expiry)
     const stopped = new ConnectionError(`The ZooKeeper connection to ${this.#o.shownAs} was closed`)
     for (const w of this.#waiters) w.reject(stopped)
     this.#waiters.clear()
@@ -214,42 +209,105 @@ export class ZkConnection {
     if (this.isConnected) void this.#deleteOrphans()
   }
 
+  /** Creates a node; resolves to its path (with the sequence number for a sequential mode). */
   create(path: string, data: Uint8Array | undefined, mode: ZkCreateMode): Promise<string> {
-    const buffer = data ? Buffer.from(data.buffer, data.byteOffset, data.byteLength) : Buffer.alloc(0)
-    return this.#op<string>(`create ${path}`, (c, cb) => c.create(path, buffer, this.#o.acl, this.#o.lib.CreateMode[mode], cb))
+    return this.#op('create', `create ${path}`, { op: 'create', path, data: data ?? EMPTY, acl: this.#o.acl, mode, withStat: false })
   }
 
   remove(path: string, version = -1): Promise<void> {
-    return this.#op<void>(`delete ${path}`, (c, cb) => c.remove(path, version, cb))
+    return this.#op('delete', `delete ${path}`, { op: 'delete', path, version })
   }
 
+  /** The node's data and stat; a watcher fires once when it changes or is deleted. */
   getData(path: string, watcher?: ZkWatcher): Promise<{ data: Buffer; stat: ZkStat }> {
-    return this.#op<[Buffer | undefined, ZkStat]>(`read ${path}`, (c, cb) => (watcher ? c.getData(path, watcher, cb2(cb)) : c.getData(path, cb2(cb))))
-      .then(([data, stat]) => ({ data: data ?? Buffer.alloc(0), stat }))
+    return this.#op('getData', `read ${path}`, { op: 'getData', path, watch: !!watcher }, watcher && ((s, err) => {
+      if (!err) s.watch('data', path, watcher)
+    }))
   }
 
   setData(path: string, data: Uint8Array, version = -1): Promise<ZkStat> {
-    const buffer = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
-    return this.#op<ZkStat>(`write ${path}`, (c, cb) => c.setData(path, buffer, version, cb))
+    return this.#op('setData', `write ${path}`, { op: 'setData', path, data, version })
   }
 
-  getChildren(path: string, watcher?: ZkWatcher): Promise<string[]> {
-    return this.#op<string[]>(`list ${path}`, (c, cb) => (watcher ? c.getChildren(path, watcher, cb) : c.getChildren(path, cb)))
+  /** The node's children (getChildren2); a watcher fires once when they change or the node is deleted. */
+  async getChildren(path: string, watcher?: ZkWatcher): Promise<string[]> {
+    const r = await this.#op('getChildren', `list ${path}`, { op: 'getChildren', path, watch: !!watcher }, watcher && ((s, err) => {
+      if (!err) s.watch('child', path, watcher)
+    }))
+    return r.children
   }
 
   /** The node's stat, or null when it does not exist (a watcher then waits for its creation). */
   exists(path: string, watcher?: ZkWatcher): Promise<ZkStat | null> {
-    return this.#op<ZkStat | null>(`check ${path}`, (c, cb) => (watcher ? c.exists(path, watcher, cb) : c.exists(path, cb)))
-      .then((stat) => stat ?? null)
+    return this.#op('exists', `check ${path}`, { op: 'exists', path, watch: !!watcher }, watcher && ((s, err) => {
+      if (!err) s.watch('data', path, watcher)
+      else if (zkCode(err) === ZK_CODES.NO_NODE) s.watch('exist', path, watcher)
+    })).catch((err: unknown) => {
+      if (zkCode(err) === ZK_CODES.NO_NODE) return null
+      throw err
+    })
+  }
+
+  /** The node's ACL. */
+  async getAcl(path: string): Promise<ZkAcl[]> {
+    return (await this.#op('getACL', `read the ACL of ${path}`, { op: 'getACL', path })).acl
   }
 
   /** Deletes several nodes atomically (a multi); rejects with the first failing operation's error. */
-  removeAll(paths: readonly string[]): Promise<void> {
-    return this.#op<void>(`delete ${paths.join(', ')}`, (c, cb) => {
-      const tx = c.transaction()
-      for (const p of paths) tx.remove(p, -1)
-      tx.commit((err) => cb(err))
-    })
+  async removeAll(paths: readonly string[]): Promise<void> {
+    await this.#op('multi', `delete ${paths.join(', ')}`, { op: 'multi', ops: paths.map((p) => ({ op: 'delete' as const, path: p, version: -1 })) })
+  }
+
+  /**
+   * The data of many nodes, in order (undefined for a node that does not exist): multiRead
+   * batches (ZooKeeper 3.6+) within the server's jute.maxbuffer, or one pipelined getData per
+   * node on a server without multiRead.
+   */
+  async getDataMany(paths: readonly string[]): Promise<(Buffer | undefined)[]> {
+    // A first batch measures the nodes; the rest go out together, sized by what it found.
+    const first = Math.min(paths.length, FIRST_BATCH)
+    const head = await this.#readBatch(paths.slice(0, first))
+    const largest = head.reduce((m, v) => Math.max(m, v?.length ?? 0), 0)
+    const perReply = 100 + Math.max(256, largest * 2)
+    const batches: [number, number][] = []
+    let from = first
+    let bytes = 0
+    for (let i = first; i < paths.length; i++) {
+      const n = readOpBytes(paths[i]!)
+      if (i > from && (bytes + n > READ_BATCH_BYTES || (i - from + 1) * perReply > REPLY_BATCH_BYTES)) {
+        batches.push([from, i])
+        from = i
+        bytes = 0
+      }
+      bytes += n
+    }
+    if (from < paths.length) batches.push([from, paths.length])
+    const rest = await Promise.all(batches.map(([a, b]) => this.#readBatch(paths.slice(a, b))))
+    return head.concat(...rest)
+  }
+
+  async #readBatch(paths: readonly string[]): Promise<(Buffer | undefined)[]> {
+    const s = this.#session()
+    if (s.multiRead && paths.length > 1) {
+      try {
+        const results = await this.#op('multiRead', `read ${paths.length} nodes`, { op: 'multiRead', ops: paths.map((p) => ({ op: 'getData' as const, path: p })) })
+        return results.map((r: ZkReadResult) => {
+          if ('data' in r) return r.data
+          if ('error' in r && zkCode(r.error) === ZK_CODES.NO_NODE) return undefined
+          throw 'error' in r ? r.error : new ZkError(ZK_CODES.MARSHALLING_ERROR, 'Unexpected multiRead result')
+        })
+      } catch (err) {
+        // An older server: it does not know the OpCode (UNIMPLEMENTED, or it drops the connection).
+        const code = zkCode(err)
+        if (code === ZK_CODES.UNIMPLEMENTED || code === ZK_CODES.MARSHALLING_ERROR || code === ZK_CODES.CONNECTION_LOSS) {
+          if (code !== ZK_CODES.CONNECTION_LOSS) s.multiRead = false
+        } else throw err
+      }
+    }
+    return Promise.all(paths.map((p) => this.getData(p).then((r) => r.data, (err: unknown) => {
+      if (zkCode(err) === ZK_CODES.NO_NODE) return undefined
+      throw err
+    })))
   }
 
   /** Creates `path` and its missing ancestors (persistent, with the ACL), as kazoo's ensure_path. */
@@ -274,41 +332,18 @@ export class ZkConnection {
     return this.#o.servers.map((h) => `${h.host}:${h.port}`).join(',')
   }
 
-  /** Runs one library call on the current session, with a timeout; rejected if the session is abandoned. */
-  #op<T>(what: string, run: (client: Zk.Client, cb: (err: unknown, value?: T) => void) => void): Promise<T> {
+  /** Sends one request on the current session, with the operation timeout. */
+  #op<K extends ZkRequest['op']>(kind: K, what: string, req: Extract<ZkRequest, { op: K }>, onReply?: (s: ZkSession, err: Error | undefined) => void): Promise<ZkResponses[K]> {
     if (this.#stopped) return Promise.reject(new ConnectionError(`Cannot ${what}: the ZooKeeper connection to ${this.#o.shownAs} is closed`))
     const s = this.#session()
-    return new Promise<T>((resolve, reject) => {
-      const fail = (err: Error): void => {
-        settle()
-        reject(err)
-      }
-      const timer = setTimeout(() => {
-        const state = s.connected ? 'connected, but the server did not answer' : 'not connected'
-        fail(new OperationTimeoutError(`Cannot ${what}: ZooKeeper at ${this.#hostList()} did not answer within ${this.#o.opTimeoutMs / 1000} s (${state})`))
-      }, this.#o.opTimeoutMs)
-      timer.unref()
-      const settle = (): void => {
-        clearTimeout(timer)
-        s.pending.delete(fail)
-      }
-      s.pending.add(fail)
-      try {
-        run(s.client, (err, value) => {
-          settle()
-          if (err) reject(err)
-          else resolve(value as T)
-        })
-      } catch (err) {
-        // The library validates paths and sizes with synchronous asserts.
-        fail(err as Error)
-      }
-    })
+    void kind
+    return s.request(req, this.#o.opTimeoutMs, what, onReply && ((err) => onReply(s, err)))
   }
 
   #open(generation: number): ZkSession {
-    const { lib, servers, randomizeHosts, sessionTimeoutMs, digestAuth } = this.#o
-    const s = new ZkSession({ lib, servers, randomizeHosts, sessionTimeoutMs, digestAuth }, generation, (session, event) => this.#onEvent(session, event))
+    const { servers, randomizeHosts, sessionTimeoutMs, digestAuth, tls, chroot } = this.#o
+    const auth = digestAuth === undefined ? [] : [{ scheme: 'digest', auth: Buffer.from(digestAuth, 'utf8') }]
+    const s = new ZkSession({ servers, randomizeHosts, sessionTimeoutMs, auth, tls, chroot: chroot ?? '' }, generation, (session, event) => this.#onEvent(session, event))
     this.#s = s
     return s
   }
@@ -340,8 +375,28 @@ export class ZkConnection {
 
   #onTick(): void {
     const s = this.#s
-    if (!s || this.#stopped || !s.check(Date.now())) return
-    this.#lose(s, new ConnectionError(`No ZooKeeper server answered for longer than the ${s.timeoutMs} ms session timeout; session 0x${s.id} is presumed expired`))
+    if (!s || this.#stopped || !s.check(now())) return
+    this.#presumeExpired(s)
+  }
+
+  /** A timer at the current session's deadline, re-armed while answers keep moving it. */
+  #armExpiry(): void {
+    clearTimeout(this.#expiry)
+    const s = this.#s
+    if (!s || this.#stopped) return
+    this.#expiry = setTimeout(() => {
+      if (s !== this.#s || this.#stopped) return
+      if (s.id !== undefined && now() > s.deadline) return this.#presumeExpired(s)
+      this.#armExpiry()
+    }, Math.max(1, s.deadline - now() + 1))
+    this.#expiry.unref()
+  }
+
+  #presumeExpired(s: ZkSession): void {
+    // A connection still up but silent is dropped first: the owner hears `suspended`, then `lost`.
+    s.disconnect(new ConnectionError('no answer within the session timeout'))
+    const margin = expiryMarginMs(s.timeoutMs)
+    this.#lose(s, new ConnectionError(`No ZooKeeper server answered within the ${s.timeoutMs} ms session timeout (less a ${margin} ms margin) of the last answered request; session 0x${s.id} is presumed expired`))
   }
 
   /** The session is gone: report it, abandon its client and open a new one. */
@@ -351,6 +406,7 @@ export class ZkConnection {
     s.abandon(cause)
     this.#orphans.length = 0
     this.#open(s.generation + 1)
+    this.#armExpiry()
     this.#o.onState('lost', cause)
   }
 
@@ -373,7 +429,11 @@ export class ZkConnection {
   }
 }
 
-/** Adapts the library's (err, data, stat) callbacks to one (err, [data, stat]) value. */
-function cb2<A, B>(cb: (err: unknown, value?: [A, B]) => void): (err: unknown, a: A, b: B) => void {
-  return (err, a, b) => cb(err, [a, b])
-}
+const EMPTY = new Uint8Array(0)
+
+/** Budget of one multiRead request (bytes), well within the server's jute.maxbuffer (1 MiB). */
+const READ_BATCH_BYTES = 512 * 1024
+/** Budget of one multiRead's expected reply (bytes). */
+const REPLY_BATCH_BYTES = 1024 * 1024
+/** Nodes read by the first batch of getDataMany(), which measures them. */
+const FIRST_BATCH = 256

@@ -1,198 +1,281 @@
 /**
- * One ZooKeeper session: a node-zookeeper-client 1.1.3 Client and what the library does not track
- * about it (shared/reference/ecosystem.md §1.3).
+ * One ZooKeeper session across connections: the host list (shuffled with randomize_hosts, then
+ * tried in turn), the session id and password that resume it on another server of the ensemble,
+ * requests queued while no connection is up, one-shot watches re-registered with setWatches on
+ * every new connection, credentials re-sent on every connect, and the chroot.
  *
- * - When a server last answered, so that the session can be presumed expired on the client side
- *   once no server has answered for longer than the negotiated session timeout. The library only
- *   reports EXPIRED when a server says so, which never happens while none answers.
- * - A read timeout. The library has none: a paused or partitioned server keeps it "connected"
- *   forever. check() closes a socket that has heard nothing for 2/3 of the session timeout
- *   (timeout / number of hosts during the handshake), as the Java client does; the library then
- *   reconnects within the session.
- * - Abandoning. A dead session's client is shut for good: its socket destroyed, a connect it had
- *   under way dropped, its pending operations rejected.
- * - A clean slate per socket. The library carries the bytes of a frame cut off by a broken
- *   connection over to the next one; they are dropped when the socket closes.
- *
- * The library's ConnectionManager is reached through four internal methods (socket data, connect,
- * close and error), wrapped per instance, and its pending-frame buffer. This is the one place that
- * depends on the library's internals, and it is pinned to 1.1.3.
+ * Expiry is decided on the wire (zookeeper-wire.ts): the session is presumed expired once
+ * `answeredSentAt + timeout - margin` has passed, `answeredSentAt` being the send time of the
+ * latest request any server answered. The server cannot have expired it earlier, so a holder
+ * gives up its locks before anyone else can take them; and a brief cut, shorter than the
+ * timeout less the margin, never ends the session on this side. A server that reports the
+ * session expired, or refuses its credentials, ends it too.
  */
-import type { Socket } from 'node:net'
-import type * as Zk from 'node-zookeeper-client'
+import type { ConnectionOptions as TlsOptions } from 'node:tls'
+import { OperationTimeoutError } from '../../errors.js'
+import { sessionHex } from './zookeeper-frames.js'
+import type { ZkRequest, ZkResponses } from './zookeeper-ops.js'
+import { WatchRegistry, type WatchKind, type ZkWatcher } from './zookeeper-watches.js'
+import { now, WireOpenError, ZkWire } from './zookeeper-wire.js'
 
-/** The node-zookeeper-client module, loaded lazily by the driver. */
-export type ZkLib = typeof Zk
-
-/** What a session reports, in the library's terms. */
+/** What a session reports. */
 export type ZkSessionEvent = 'connected' | 'disconnected' | 'expired' | 'authFailed'
 
 /** How to open one session. */
 export interface ZkSessionOptions {
-  lib: ZkLib
   servers: readonly { host: string; port: number }[]
-  /** Try servers in random order (the library's only behaviour) or in the order given. */
+  /** Try servers in random order (kazoo's default) or in the order given. */
   randomizeHosts: boolean
   /** The session timeout asked of the server. */
   sessionTimeoutMs: number
-  /** Digest credentials (`user:password`) sent on every connect, or undefined. */
-  digestAuth: string | undefined
+  /** Credentials sent on every connect. */
+  auth: readonly { scheme: string; auth: Uint8Array }[]
+  /** TLS settings, or undefined for plain TCP. */
+  tls: TlsOptions | undefined
+  /** A path prefixed to every path sent and removed from every path received ('' for none). */
+  chroot: string
+  /** Resume this session instead of opening a new one (tests: Curator's KillSession). */
+  resume?: { id: Buffer; password: Buffer }
 }
 
-/** The library's ConnectionManager internals used here (node-zookeeper-client 1.1.3). */
-interface ConnectionManagerInternals {
-  socket: Socket | undefined
-  connectTimeoutHandler: NodeJS.Timeout | null
-  /** Bytes of a frame not yet complete. */
-  pendingBuffer: Buffer | null
-  servers: { host: string; port: number | string }[]
-  onSocketData(this: ConnectionManagerInternals, buffer: Buffer): void
-  onSocketConnected(this: ConnectionManagerInternals): void
-  onSocketClosed(this: ConnectionManagerInternals, hadError: boolean): void
-  onSocketError(this: ConnectionManagerInternals, err: Error): void
+/** The share of the session timeout kept in hand against timer lateness: a tenth, 100 ms to 1 s. */
+export function expiryMarginMs(timeoutMs: number): number {
+  return Math.min(1_000, Math.max(100, timeoutMs / 10))
 }
 
-/** One library client, i.e. one ZooKeeper session. */
+interface Queued {
+  req: ZkRequest
+  resolve(value: unknown): void
+  reject(err: Error): void
+  /** Runs synchronously with the reply, before any later notification (watch registration). */
+  onReply: ((err: Error | undefined, value: unknown) => void) | undefined
+  sent: boolean
+  timer: NodeJS.Timeout | undefined
+}
+
+/** One session. */
 export class ZkSession {
   /** 1 for a connection's first session, +1 for each replacement. */
   readonly generation: number
-  readonly client: Zk.Client
   /** Aborts when this session is abandoned (lost, or the connection stopped). */
   readonly controller = new AbortController()
-  /** Rejecters of operations in flight on this client. */
-  readonly pending = new Set<(err: Error) => void>()
+  readonly watches = new WatchRegistry()
   /** The session id in hex, once a server granted one. */
   id: string | undefined
   connected = false
   /** How many times this session has connected (1 at first, +1 per reconnect within it). */
   connects = 0
   abandoned = false
-  /** The last socket error, for messages ("ECONNREFUSED"). */
+  /** The last connect failure, for messages ("ECONNREFUSED", a certificate problem). */
   lastSocketError: string | undefined
-  readonly #cm: ConnectionManagerInternals
+  /** The server's version answer to multiRead: false once a server said it does not know it. */
+  multiRead = true
   readonly #o: ZkSessionOptions
-  /** Last time a server answered within this session: what the server's expiry clock counts from. */
-  #heardAt = Date.now()
-  /** Last byte (or the TCP connect) on the current socket: what the read timeout counts from. */
-  #socketHeardAt = Date.now()
-  #socketOpen = false
+  readonly #onEvent: (session: ZkSession, event: ZkSessionEvent) => void
+  readonly #servers: { host: string; port: number }[]
+  readonly #queue = new Set<Queued>()
+  #next = 0
+  #wire: ZkWire | undefined
+  #sessionId = 0n
+  #password: Buffer = Buffer.alloc(16)
+  #timeoutMs: number
+  #answeredSentAt = now()
+  #lastZxid = 0n
+  #retry: NodeJS.Timeout | undefined
+  #closing = false
 
-  /** Creates the client and starts connecting; `onEvent` hears its state changes. */
+  /** Starts connecting; `onEvent` hears the state changes. */
   constructor(options: ZkSessionOptions, generation: number, onEvent: (session: ZkSession, event: ZkSessionEvent) => void) {
-    const { lib } = options
     this.#o = options
     this.generation = generation
-    this.client = lib.createClient(options.servers.map((h) => `${h.host}:${h.port}`).join(','), {
-      sessionTimeout: options.sessionTimeoutMs,
-      spinDelay: Math.min(1_000, Math.max(50, options.sessionTimeoutMs / 10)),
-      retries: 0,
-    })
-    const cm = (this.client as unknown as { connectionManager: ConnectionManagerInternals }).connectionManager
-    this.#cm = cm
-    if (!options.randomizeHosts) cm.servers = options.servers.map((h) => ({ ...h }))
-    this.#hook(cm)
-    this.client.on('state', (state) => {
-      const { State } = lib
-      if (state === State.SYNC_CONNECTED) {
-        this.connected = true
-        this.connects += 1
-        this.#heardAt = Date.now()
-        this.id = this.client.getSessionId().toString('hex')
-        onEvent(this, 'connected')
-      } else if (state === State.DISCONNECTED) {
-        if (!this.connected) return
-        this.connected = false
-        onEvent(this, 'disconnected')
-      } else if (state === State.EXPIRED) {
-        onEvent(this, 'expired')
-      } else if (state === State.AUTH_FAILED) {
-        onEvent(this, 'authFailed')
+    this.#onEvent = onEvent
+    this.#timeoutMs = options.sessionTimeoutMs
+    this.#servers = options.servers.map((h) => ({ ...h }))
+    if (options.randomizeHosts) {
+      for (let i = this.#servers.length - 1; i > 0; i--) {
+        const j = Math.floor(Math.random() * (i + 1))
+        ;[this.#servers[i], this.#servers[j]] = [this.#servers[j]!, this.#servers[i]!]
       }
-    })
-    if (options.digestAuth !== undefined) this.client.addAuthInfo('digest', Buffer.from(options.digestAuth))
-    this.client.connect()
+    }
+    if (options.resume) {
+      this.#sessionId = options.resume.id.readBigInt64BE(0)
+      this.#password = Buffer.from(options.resume.password)
+      this.id = sessionHex(this.#sessionId)
+    }
+    this.#attempt(0)
   }
 
   /** The negotiated session timeout (the requested one until a server answered). */
   get timeoutMs(): number {
-    return this.id ? this.client.getSessionTimeout() : this.#o.sessionTimeoutMs
+    return this.#timeoutMs
+  }
+
+  /** When (now(), monotonic ms) this session is presumed expired unless a server answers again. */
+  get deadline(): number {
+    const answered = Math.max(this.#answeredSentAt, this.#wire?.answeredSentAt ?? 0)
+    return answered + this.#timeoutMs - expiryMarginMs(this.#timeoutMs)
+  }
+
+  /** The session id and password (8 and 16 bytes). */
+  credentials(): { id: Buffer; password: Buffer } {
+    const id = Buffer.alloc(8)
+    id.writeBigInt64BE(this.#sessionId)
+    return { id, password: Buffer.from(this.#password) }
   }
 
   /**
-   * The watchdog step: closes a silent socket (the library then reconnects) and returns true when
-   * the session must be presumed expired (no server answered for longer than the session timeout).
+   * Sends `req` now or, while disconnected, once connected; rejects with OperationTimeoutError
+   * after `timeoutMs` (a request still queued is then dropped), or with the session's end.
    */
-  check(now: number): boolean {
+  request<K extends ZkRequest['op']>(
+    req: Extract<ZkRequest, { op: K }>, timeoutMs: number, what: string, onReply?: (err: Error | undefined, value: unknown) => void,
+  ): Promise<ZkResponses[K]> {
+    if (this.abandoned) return Promise.reject(this.controller.signal.reason)
+    return new Promise((resolve, reject) => {
+      const q: Queued = { req: this.#rooted(req), resolve: resolve as (v: unknown) => void, reject, onReply, sent: false, timer: undefined }
+      q.timer = setTimeout(() => {
+        this.#queue.delete(q)
+        const state = this.connected ? 'connected, but the server did not answer' : 'not connected'
+        reject(new OperationTimeoutError(`Cannot ${what}: ZooKeeper at ${this.hostList()} did not answer within ${timeoutMs / 1000} s (${state})`))
+      }, timeoutMs)
+      // Not unref'd: someone awaits this answer, and the process must live to give it (cleared on settle).
+      this.#queue.add(q)
+      if (this.#wire && this.connected) this.#send(q, this.#wire)
+    })
+  }
+
+  /** Registers a watcher that a successful read of `path` left on the server. */
+  watch(kind: WatchKind, path: string, watcher: ZkWatcher): void {
+    this.watches.add(kind, path, watcher)
+  }
+
+  /** The watchdog step: pings an idle connection, drops a silent one; true once the session is presumed expired. */
+  check(t: number): boolean {
     if (this.abandoned) return false
-    const timeoutMs = this.timeoutMs
-    if (this.#socketOpen) {
-      // Connected, the server answers our pings (sent after a third of the timeout idle) at once:
-      // silence for 2/3 means it is gone. A handshake gets the Java client's connect timeout.
-      const limit = this.connected ? (timeoutMs * 2) / 3 : timeoutMs / this.#o.servers.length
-      if (now - this.#socketHeardAt > limit) this.#cm.socket?.destroy()
-    }
-    return this.id !== undefined && !this.connected && now - this.#heardAt > timeoutMs
+    const wire = this.#wire
+    if (wire?.closed) this.#onWireClosed(new Error('the connection closed'))
+    else wire?.check(this.#timeoutMs / 4, (this.#timeoutMs * 2) / 3)
+    return this.id !== undefined && t > this.deadline
+  }
+
+  /** `host:port,...` for messages. */
+  hostList(): string {
+    return this.#o.servers.map((h) => `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port}`).join(',')
+  }
+
+  /** Drops the current connection (the session reconnects unless abandoned). */
+  disconnect(cause: Error): void {
+    this.#wire?.close(cause)
   }
 
   /** Closes the session politely (the server deletes its ephemerals at once); gives up after `waitMs`. */
   async close(waitMs: number): Promise<void> {
-    if (this.connected) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, waitMs)
-        timer.unref()
-        this.client.once('disconnected', () => {
-          clearTimeout(timer)
-          resolve()
-        })
-        this.client.close()
-      })
-    }
+    // The server closes the connection after answering: that must not start a reconnect.
+    this.#closing = true
+    if (!this.connected || !this.#wire) return
+    await this.request({ op: 'closeSession' }, waitMs, 'close the session').catch(() => {})
   }
 
-  /** Shuts this client for good: no reconnect, pending operations rejected with `cause`. */
+  /** Ends this session for good: no reconnect, every request rejected with `cause`. */
   abandon(cause: Error): void {
     if (this.abandoned) return
     this.abandoned = true
     this.connected = false
+    clearTimeout(this.#retry)
     this.controller.abort(cause)
-    for (const fail of [...this.pending]) fail(cause)
-    try {
-      this.client.close()
-    } catch {
-      // Already closed.
-    }
-    this.#cm.socket?.destroy()
+    for (const q of [...this.#queue]) this.#settle(q, cause)
+    this.watches.clear()
+    this.#wire?.close(cause)
   }
 
-  /** Wraps the ConnectionManager's socket handlers to see traffic, errors and late connects. */
-  #hook(cm: ConnectionManagerInternals): void {
-    const { onSocketData, onSocketConnected, onSocketClosed, onSocketError } = cm
-    const session = this
-    cm.onSocketData = function (buffer) {
-      session.#socketHeardAt = Date.now()
-      if (session.id) session.#heardAt = session.#socketHeardAt
-      onSocketData.call(this, buffer)
+  #rooted<R extends ZkRequest>(req: R): R {
+    const chroot = this.#o.chroot
+    if (!chroot) return req
+    const r = req as ZkRequest
+    if ('path' in r) return { ...r, path: r.path === '/' ? chroot : `${chroot}${r.path}` } as R
+    if (r.op === 'multi' || r.op === 'multiRead') return { ...r, ops: r.ops.map((o) => ({ ...o, path: o.path === '/' ? chroot : `${chroot}${o.path}` })) } as unknown as R
+    return req
+  }
+
+  #unrooted(path: string): string {
+    const chroot = this.#o.chroot
+    if (!chroot || !path.startsWith(chroot)) return path
+    return path.length === chroot.length ? '/' : path.slice(chroot.length)
+  }
+
+  #send(q: Queued, wire: ZkWire): void {
+    q.sent = true
+    wire.send(q.req, (err, value) => {
+      const v = q.req.op === 'create' && typeof value === 'string' ? this.#unrooted(value) : value
+      if (q.onReply && !this.abandoned) q.onReply(err, v)
+      this.#settle(q, err, v)
+    })
+  }
+
+  #settle(q: Queued, err: Error | undefined, value?: unknown): void {
+    if (!this.#queue.delete(q)) return
+    clearTimeout(q.timer)
+    if (err) q.reject(err)
+    else q.resolve(value)
+  }
+
+  #attempt(tried: number): void {
+    if (this.abandoned || this.#closing) return
+    const server = this.#servers[this.#next % this.#servers.length]!
+    this.#next += 1
+    const connectTimeoutMs = Math.max(500, this.#o.sessionTimeoutMs / this.#servers.length)
+    const watches = this.watches.size > 0 && this.#sessionId !== 0n ? { zxid: this.#lastZxid, paths: this.watches.paths() } : undefined
+    ZkWire.open({
+      host: server.host, port: server.port, tls: this.#o.tls, connectTimeoutMs, auth: this.#o.auth, watches,
+      handshake: { lastZxidSeen: this.#lastZxid, timeoutMs: this.#o.sessionTimeoutMs, sessionId: this.#sessionId, password: this.#password, readOnly: false },
+      onNotification: (ev) => this.watches.fire(ev, this.#unrooted(ev.path)),
+      onClose: (err) => this.#onWireClosed(err),
+    }).then((wire) => this.#onOpen(wire), (err: WireOpenError) => {
+      if (this.abandoned) return
+      this.lastSocketError = err.message
+      if (err.failure === 'expired') return this.#onEvent(this, 'expired')
+      if (err.failure === 'authFailed') return this.#onEvent(this, 'authFailed')
+      // Every server tried once: pause before the next round, as the Java client does.
+      const round = tried + 1 >= this.#servers.length
+      const delayMs = round ? Math.min(500, Math.max(50, this.#o.sessionTimeoutMs / 20)) : 0
+      this.#retry = setTimeout(() => this.#attempt(round ? 0 : tried + 1), delayMs)
+      this.#retry.unref()
+    })
+  }
+
+  #onOpen(wire: ZkWire): void {
+    if (this.abandoned || this.#closing) return wire.close(new Error('the session was abandoned'))
+    // Closed between the handshake and here: its close found no current wire to report.
+    if (wire.closed) return this.#attempt(0)
+    const res = wire.session
+    if (this.#sessionId !== 0n && res.sessionId !== this.#sessionId) {
+      // A server may only resume the session it was asked for; anything else is a new session we did not ask for.
+      wire.close(new Error('the server answered with another session'))
+      return this.#onEvent(this, 'expired')
     }
-    cm.onSocketConnected = function () {
-      // An abandoned client may still finish a connect it had started: drop it, never resume the session.
-      if (session.abandoned) {
-        if (this.connectTimeoutHandler) clearTimeout(this.connectTimeoutHandler)
-        return void this.socket?.destroy()
-      }
-      session.#socketOpen = true
-      session.#socketHeardAt = Date.now()
-      onSocketConnected.call(this)
-    }
-    cm.onSocketClosed = function (hadError) {
-      session.#socketOpen = false
-      // The library keeps an unfinished frame across connections and glues it to the next connect
-      // response, parsing garbage (a handshake that hangs, or a bogus session): it dies here.
-      this.pendingBuffer = null
-      onSocketClosed.call(this, hadError)
-    }
-    cm.onSocketError = function (err) {
-      session.lastSocketError = (err as NodeJS.ErrnoException).code ?? err.message
-      onSocketError.call(this, err)
-    }
+    this.#wire = wire
+    this.#sessionId = res.sessionId
+    this.#password = res.password
+    this.#timeoutMs = res.timeoutMs
+    this.id = sessionHex(res.sessionId)
+    this.connected = true
+    this.connects += 1
+    for (const q of this.#queue) if (!q.sent) this.#send(q, wire)
+    this.#onEvent(this, 'connected')
+  }
+
+  #onWireClosed(err: Error): void {
+    const wire = this.#wire
+    if (!wire) return
+    this.#wire = undefined
+    if (wire.answeredSentAt > this.#answeredSentAt) this.#answeredSentAt = wire.answeredSentAt
+    if (wire.lastZxid > this.#lastZxid) this.#lastZxid = wire.lastZxid
+    // Requests that were in flight failed with CONNECTION_LOSS; those not sent yet wait for the next connection.
+    if (this.abandoned) return
+    this.lastSocketError = err.message
+    const was = this.connected
+    this.connected = false
+    if (was) this.#onEvent(this, 'disconnected')
+    this.#attempt(0)
   }
 }

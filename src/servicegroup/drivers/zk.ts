@@ -16,8 +16,8 @@
  * on the same host by a new process while the old session has not expired yet makes the new one
  * wait (its report fails, latched) until the old node goes.
  */
-import { BackendError, ConnectionError, DriverUnavailableError, InvalidArgumentError, ServiceGroupUnavailableError, type Logger, type RollcallError } from '../../index.js'
-import { ZK_CODES, ZkConnection, isConnectionProblem, zkCode, type ZkLib } from '../../clients/zookeeper/zookeeper-client.js'
+import { BackendError, ConnectionError, InvalidArgumentError, ServiceGroupUnavailableError, type Logger, type RollcallError } from '../../index.js'
+import { OPEN_ACL, ZK_CODES, ZkConnection, isConnectionProblem, zkCode } from '../../clients/zookeeper/zookeeper-client.js'
 import { warnDeprecated } from '../deprecation.js'
 import type { DriverStats, LiveView, LivenessChange, ServiceGroupDriver } from '../driver.js'
 import type { ServiceRecord, ServiceRef } from '../types.js'
@@ -55,20 +55,14 @@ export class ZkDriver implements ServiceGroupDriver {
   }
 
   async start(): Promise<void> {
-    let lib: ZkLib
-    try {
-      lib = (await import('node-zookeeper-client')).default as unknown as ZkLib
-    } catch (err) {
-      throw new DriverUnavailableError('zk service-group', 'node-zookeeper-client', { cause: err })
-    }
     const servers = this.#o.address.split(',').map((s) => {
       const at = s.trim().lastIndexOf(':')
       return { host: s.trim().slice(0, at).replace(/^\[|\]$/g, ''), port: Number(s.trim().slice(at + 1)) }
     })
     const conn = new ZkConnection({
-      lib, servers, randomizeHosts: true,
+      servers, randomizeHosts: true,
       sessionTimeoutMs: this.#o.recvTimeoutMs, connectTimeoutMs: Math.max(this.#o.recvTimeoutMs, 2_000), opTimeoutMs: Math.max(this.#o.recvTimeoutMs, 2_000),
-      digestAuth: undefined, acl: [new lib.ACL(lib.Permission.ALL, new lib.Id('world', 'anyone'))],
+      digestAuth: undefined, acl: OPEN_ACL,
       shownAs: `zookeeper://${this.#o.address}${this.#o.sgPrefix}`,
       onState: (state) => {
         for (const v of this.#views.values()) v.markStale()
@@ -96,7 +90,7 @@ export class ZkDriver implements ServiceGroupDriver {
     try {
       this.stats.reads += 1
       const stat = await this.#c().exists(path)
-      if (stat && stat.ephemeralOwner.toString('hex') === this.#c().sessionId) return
+      if (stat && stat.ephemeralOwner === this.#c().sessionId) return
       await this.#create(path)
     } catch (err) {
       throw this.#reportError(err, path)
@@ -165,7 +159,7 @@ export class ZkDriver implements ServiceGroupDriver {
     } catch (err) {
       if (zkCode(err) !== ZK_CODES.NODE_EXISTS) throw err
       const stat = await conn.exists(path)
-      const owner = stat?.ephemeralOwner.toString('hex')
+      const owner = stat?.ephemeralOwner
       if (!stat || owner === conn.sessionId) return
       if (!conn.isDeadSession(owner!)) throw err
       await conn.remove(path, stat.version)

@@ -5,15 +5,11 @@
  * fix has landed, then delete the entry here.
  */
 
-/** Bug id → what is wrong, where, and how to fix it (one paragraph each). */
-export const KNOWN_BUGS = {
-  'zookeeper-false-loss':
-    'ZooKeeper, under load: a 1.5 s cut of a 10 s session can be reported as a lost session (lost, lockLost, membershipLost, then a rejoin about 2 s later). ' +
-    'The Coordinator\'s client-side expiry counts from the last beat sent, because node-zookeeper-client does not tell when each request left; a beat that stalls ' +
-    'on a busy machine lets that deadline pass although the server kept the session. It errs on the safe side (a lock is never held twice), but drops locks and ' +
-    'leadership for nothing. Fix: count from the send time of the last request the server answered, which needs a client of our own (issue 13; branch issue13 ' +
-    'has one, not landed because a test process of it does not exit). Then run with FAULT_STRICT=1 and delete this entry.',
-} as const satisfies Record<string, string>
+/**
+ * Bug id → what is wrong, where, and how to fix it (one paragraph each). None is open now; a new
+ * one is an entry here, with this constant typed by its id (`Record<'the-id', string>`).
+ */
+export const KNOWN_BUGS: Readonly<Record<never, string>> = {}
 
 /** A known bug's id. */
 export type KnownBug = keyof typeof KNOWN_BUGS

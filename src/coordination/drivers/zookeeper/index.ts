@@ -31,26 +31,19 @@
  * - After a session is lost (the server expired it, or no server answered for longer than the
  *   session timeout), a new session is opened and the Coordinator rejoins; until the server
  *   notices, another client may briefly still see the old member or lock nodes.
- * - No TLS: node-zookeeper-client cannot speak it, so `use_ssl=true` is refused.
  * - Shared locks are kazoo's ReadLock, exclusive ones its WriteLock; tooz's plain-Lock holders do not see readers (zookeeper-lock.ts).
+ * - TLS (`use_ssl=true`, with kazoo's `ca`, `certfile`, `keyfile`, `keyfile_password` and
+ *   `verify_certs`) reaches a server's secureClientPort.
  */
+import { performance } from 'node:perf_hooks'
 import {
-  BackendError, ConnectionError, DriverUnavailableError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidArgumentError,
+  BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidArgumentError,
   InvalidOptionError, MemberExistsError, MemberNotJoinedError, type RollcallError,
 } from '../../../errors.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
-import { isConnectionProblem, ZK_CODES, zkCode, ZkConnection, type ZkLib } from '../../../clients/zookeeper/zookeeper-client.js'
+import { isConnectionProblem, OPEN_ACL, PERM, ZK_CODES, zkCode, ZkConnection } from '../../../clients/zookeeper/zookeeper-client.js'
 import { readHolder, ZkLock } from './zookeeper-lock.js'
-import { checkPath, digestCredential, idProblem, LEADER_NODE, LOCKS_NODE, MAX_NODE_BYTES, ZOOKEEPER_OPTIONS, serversOf, type ZookeeperOptions } from './zookeeper-options.js'
-
-async function loadLib(): Promise<ZkLib> {
-  try {
-    const mod = await import('node-zookeeper-client')
-    return ((mod as unknown as { default?: ZkLib }).default ?? mod) as ZkLib
-  } catch (err) {
-    throw new DriverUnavailableError('zookeeper', 'node-zookeeper-client', { cause: err })
-  }
-}
+import { checkPath, digestCredential, idProblem, LEADER_NODE, LOCKS_NODE, MAX_NODE_BYTES, ZOOKEEPER_OPTIONS, serversOf, tlsOptionsOf, type ZookeeperOptions } from './zookeeper-options.js'
 
 /** The ZooKeeper driver of one Coordinator. */
 class ZookeeperDriver implements CoordinationDriver {
@@ -64,7 +57,6 @@ class ZookeeperDriver implements CoordinationDriver {
   constructor(ctx: DriverContext<ZookeeperOptions>) {
     this.#ctx = ctx
     const { url, options } = ctx
-    if (options.useSsl) throw new InvalidOptionError(`use_ssl=true in ${url.redacted}: the zookeeper driver cannot speak TLS (node-zookeeper-client has no TLS support); reach ZooKeeper over a TLS tunnel or a plain port on a trusted network`)
     this.#servers = serversOf(url, options.hosts)
     const chroot = checkPath(url.path, 'chroot')
     // kazoo paths.join('/', namespace): a namespace starting with '/' is absolute, otherwise under '/'.
@@ -90,15 +82,12 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 
   async start(): Promise<void> {
-    const lib = await loadLib()
     const { url, options, events } = this.#ctx
     // tooz's default_acl with credentials; otherwise ZooKeeper's OPEN_ACL_UNSAFE (world:anyone, all), as kazoo.
-    const acl = [this.#credential
-      ? new lib.ACL(lib.Permission.ALL, new lib.Id('digest', this.#credential.acl))
-      : new lib.ACL(lib.Permission.ALL, new lib.Id('world', 'anyone'))]
+    const acl = this.#credential ? [{ perms: PERM.all, scheme: 'digest', id: this.#credential.acl }] : OPEN_ACL
     const conn = new ZkConnection({
-      lib,
       servers: this.#servers,
+      tls: tlsOptionsOf(options, url.redacted),
       randomizeHosts: options.randomizeHosts,
       sessionTimeoutMs: options.sessionTimeoutMs,
       connectTimeoutMs: options.sessionTimeoutMs,
@@ -128,14 +117,19 @@ class ZookeeperDriver implements CoordinationDriver {
   /** tooz's heartbeat (`get /<ns>`), plus a check that our member nodes still exist. */
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
     const conn = this.#c()
+    const startedAt = performance.now()
     await conn.exists(this.#base)
     const lostGroups: string[] = []
     await Promise.all([...joined.keys()].map(async (g) => {
       const stat = await conn.exists(this.#member(g))
       // Missing, or left over from a session of ours that was lost: either way not a live membership.
-      if (!stat || conn.isDeadSession(stat.ephemeralOwner.toString('hex'))) lostGroups.push(g)
+      if (!stat || conn.isDeadSession(stat.ephemeralOwner)) lostGroups.push(g)
     }))
-    return { nextBeatMs: conn.sessionTimeoutMs, lostGroups }
+    // Liveness is the session's. It lapses at the wire deadline (the send time of the last answered
+    // request plus the timeout, less a margin), which pings keep moving between beats and which the
+    // connection itself acts on. The Coordinator's own deadline, counted from when this beat began,
+    // is a backstop a third of the timeout behind the deadline as it stands now.
+    return { nextBeatMs: Math.max(1, conn.sessionDeadline - startedAt + conn.sessionTimeoutMs / 3), lostGroups }
   }
 
   async createGroup(group: string): Promise<void> {
@@ -196,7 +190,7 @@ class ZookeeperDriver implements CoordinationDriver {
         if (zkCode(err) !== ZK_CODES.NODE_EXISTS) throw err
         // Our own node from a session we already gave up (the server has not expired it yet): replace it.
         const stat = await conn.exists(path)
-        if (attempt >= 2 || (stat && !conn.isDeadSession(stat.ephemeralOwner.toString('hex')))) {
+        if (attempt >= 2 || (stat && !conn.isDeadSession(stat.ephemeralOwner))) {
           throw new MemberExistsError(group, this.#ctx.memberId, { cause: err })
         }
         if (stat) {
@@ -229,11 +223,8 @@ class ZookeeperDriver implements CoordinationDriver {
   async listMembers(group: string): Promise<Map<string, Uint8Array>> {
     const conn = this.#c()
     const ids = await this.listMemberIds(group)
-    // One pipelined batch: the requests go out together on the one connection.
-    const values = await Promise.all(ids.map((m) => conn.getData(this.#member(group, m)).then((r) => r.data, (err: unknown) => {
-      if (zkCode(err) === ZK_CODES.NO_NODE) return undefined
-      throw err
-    })))
+    // multiRead batches (one getData per member pipelined on servers before 3.6).
+    const values = await conn.getDataMany(ids.map((m) => this.#member(group, m)))
     const out = new Map<string, Uint8Array>()
     ids.forEach((m, i) => {
       const v = values[i]
@@ -259,7 +250,7 @@ class ZookeeperDriver implements CoordinationDriver {
   async getMemberInfo(group: string, member: string): Promise<DriverMemberInfo> {
     try {
       const { data, stat } = await this.#c().getData(this.#member(group, member))
-      return { capabilities: new Uint8Array(data), createdAt: zkTime(stat.ctime), updatedAt: zkTime(stat.mtime) }
+      return { capabilities: new Uint8Array(data), createdAt: new Date(stat.ctime), updatedAt: new Date(stat.mtime) }
     } catch (err) {
       if (zkCode(err) === ZK_CODES.NO_NODE) throw new MemberNotJoinedError(group, member, { cause: err })
       throw err
@@ -330,7 +321,8 @@ class ZookeeperDriver implements CoordinationDriver {
           return
         }
         await conn.whenConnected(this.#ctx.signal).catch(() => {})
-        if (this.#ctx.signal.aborted) return
+        // A stopped connection rejects at once: retrying would spin.
+        if (this.#ctx.signal.aborted || conn.stopped) return
       }
     }
   }
@@ -360,11 +352,6 @@ function checkSize(capabilities: Uint8Array): void {
   }
 }
 
-/** A znode time (8-byte big-endian milliseconds) as a Date. */
-function zkTime(buffer: Buffer): Date {
-  return new Date(Number(buffer.readBigInt64BE(0)))
-}
-
 function asBackendError(err: unknown, what: string): RollcallError {
   return new BackendError(`${what} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err, driver: 'zookeeper' })
 }
@@ -378,6 +365,8 @@ export default defineDriver({
     'zookeeper://zk1:2181,zk2:2181,zk3:2181/chroot?namespace=tooz',
     'zookeeper://127.0.0.1:2181?hosts=10.0.0.2:2181&hosts=10.0.0.3:2181',
     'zookeeper://user:password@127.0.0.1:2181',
+    'zookeeper://[::1]:2181',
+    'zookeeper://zk1:2281?use_ssl=true&ca=/etc/zk/ca.pem&certfile=/etc/zk/client.pem&keyfile=/etc/zk/client.key',
   ],
   consistency: 'Writes are linearizable (ordered by the ZooKeeper leader); reads are sequentially consistent per session and may briefly lag writes made through other servers. A member is alive while its session is: a crashed or partitioned member disappears after the session timeout (`timeout`, 10 s), removed by the server. Membership changes reach watchers by push (child watches); lock waiters queue in ZooKeeper and are woken by watches. Lock tokens are node sequence numbers; a shared hold has none.',
   hazards: [
@@ -386,12 +375,10 @@ export default defineDriver({
     'Ids must be ASCII without `/`, control characters, `.` or `..` (tooz encodes ids as ASCII; ZooKeeper refuses the rest).',
     'A password in the URL is %-decoded by rollcall but not by tooz: with %-escapes, Python and Node would use different credentials.',
     'After a session is lost (expired by the server, or no server answered for longer than the session timeout) a new session is opened and memberships are restored; others may still see the old member and lock nodes until the server expires the old session.',
-    'No TLS (node-zookeeper-client has none): `use_ssl=true` is refused.',
     'getLeader() of a group in which nobody ever ran is null (tooz creates the group and its `leader` node when asked).',
     "Shared locks are kazoo's ReadLock (`__rlock__` nodes) and exclusive locks its WriteLock, so kazoo's ReadLock and WriteLock interoperate with them. tooz's own exclusive lock is kazoo's plain Lock, which ignores `__rlock__` nodes: **a Python tooz lock is granted while rollcall readers hold the lock** (it does exclude readers that queue after it, and rollcall writers). Do not mix rollcall readers with Python tooz lock holders on one name.",
     "kazoo 2.8's ReadLock (Debian bookworm's) waits on every WriteLock node, even one queued after its own: a Python reader and a rollcall writer that queue at the same moment can each wait for the other until one gives up (a non-blocking Python reader just fails).",
   ],
-  clientPackage: 'node-zookeeper-client',
   capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'sessionExpiry', 'pushWatch', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'sharedLocks', 'fencing', 'acrossProcesses', 'acrossHosts'],
   options: ZOOKEEPER_OPTIONS,
   validateId: idProblem,

@@ -177,7 +177,7 @@ export class ZkLock implements DriverLock {
         try {
           order = sortContenders(await this.#conn.getChildren(this.#parent))
         } catch (err) {
-          if (!isConnectionProblem(err)) throw err
+          if (!isConnectionProblem(err) || this.#conn.stopped) throw err
           await this.#conn.whenConnected(until).catch(() => {})
           continue
         }
@@ -229,7 +229,7 @@ export class ZkLock implements DriverLock {
     }
     try {
       const { data, stat } = await this.#conn.getData(`${this.#parent}/${node}`)
-      if (data.equals(this.#data) && stat.ephemeralOwner.toString('hex') === this.#conn.sessionId) return true
+      if (data.equals(this.#data) && stat.ephemeralOwner === this.#conn.sessionId) return true
     } catch (err) {
       if (zkCode(err) !== ZK_CODES.NO_NODE) throw err
     }
@@ -326,7 +326,9 @@ export class ZkLock implements DriverLock {
       await this.#conn.whenConnected(until).catch(() => {})
       return
     }
-    // The watch survives reconnects within the session (the library re-sends it); a lost session aborts `until`.
+    // `until` may have aborted while the read was under way: a listener added now would never fire.
+    if (until.aborted) return
+    // The watch survives reconnects within the session (setWatches re-registers it); a lost session aborts `until`.
     await new Promise<void>((resolve) => {
       const done = (): void => {
         until.removeEventListener('abort', done)

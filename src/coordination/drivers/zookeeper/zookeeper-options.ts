@@ -3,6 +3,8 @@
  * its URL becomes servers, a base path and credentials.
  */
 import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import type { ConnectionOptions as TlsOptions } from 'node:tls'
 import { InvalidOptionError, InvalidUrlError } from '../../../errors.js'
 import type { IdKind } from '../../driver.js'
 import { opt, type ResolvedOptions } from '../../options.js'
@@ -27,12 +29,12 @@ export const ZOOKEEPER_OPTIONS = {
   handler: opt.enum('handler', ['threading', 'eventlet'], { ignored: true, doc: "kazoo's thread handler." }),
   connectionRetry: opt.string('connection_retry', { ignored: true, doc: "kazoo's connection retry policy; here the client reconnects by itself, trying every server." }),
   commandRetry: opt.string('command_retry', { ignored: true, doc: "kazoo's command retry policy; here an operation fails after `timeout` and the Coordinator retries what needs retrying." }),
-  useSsl: opt.boolean('use_ssl', { default: false, doc: 'TLS to the servers. Not supported (node-zookeeper-client has no TLS): `true` is refused.' }),
-  verifyCerts: opt.boolean('verify_certs', { default: true, ignored: true, doc: 'TLS certificate verification (TLS is not supported).' }),
-  ca: opt.string('ca', { ignored: true, doc: 'TLS CA file (TLS is not supported).' }),
-  certfile: opt.string('certfile', { ignored: true, doc: 'TLS client certificate (TLS is not supported).' }),
-  keyfile: opt.string('keyfile', { ignored: true, doc: 'TLS client key (TLS is not supported).' }),
-  keyfilePassword: opt.string('keyfile_password', { ignored: true, doc: 'Password of the TLS client key (TLS is not supported).' }),
+  useSsl: opt.boolean('use_ssl', { default: false, doc: "TLS to the servers (their secureClientPort), as kazoo's `use_ssl`." }),
+  verifyCerts: opt.boolean('verify_certs', { default: true, doc: "With TLS: check the server's certificate against `ca` (or the system's CAs) and its name. false accepts any certificate." }),
+  ca: opt.string('ca', { doc: 'With TLS: a PEM file of the CA certificates that sign the servers\' certificates (default: the system\'s).' }),
+  certfile: opt.string('certfile', { doc: 'With TLS: a PEM file with this client\'s certificate, for servers that require one (ssl.clientAuth).' }),
+  keyfile: opt.string('keyfile', { doc: 'With TLS: a PEM file with the private key of `certfile`.' }),
+  keyfilePassword: opt.string('keyfile_password', { doc: 'With TLS: the password of an encrypted `keyfile`.' }),
 }
 
 /** The resolved option values. */
@@ -78,8 +80,36 @@ export function digestCredential(user: string, password: string): string {
 export function serversOf(url: BackendUrl, extra: readonly string[]): { host: string; port: number }[] {
   const all = [...url.hosts, ...extra.flatMap((h) => h.split(',')).filter((h) => h.trim() !== '').map((h) => parseHostPort(h.trim(), url.redacted))]
   if (all.length === 0) return [{ host: 'localhost', port: DEFAULT_PORT }]
-  return all.map((h) => {
-    if (h.host.includes(':')) throw new InvalidUrlError(`IPv6 address "${h.host}" in ${url.redacted}: node-zookeeper-client cannot connect to IPv6 literals; use a host name`)
-    return { host: h.host || 'localhost', port: h.port ?? DEFAULT_PORT }
-  })
+  return all.map((h) => ({ host: h.host || 'localhost', port: h.port ?? DEFAULT_PORT }))
+}
+
+/**
+ * kazoo's TLS options as Node's TLS settings (undefined without use_ssl); a file that cannot be
+ * read is an InvalidOptionError naming the option and the file.
+ */
+export function tlsOptionsOf(options: ZookeeperOptions, shownAs: string): TlsOptions | undefined {
+  if (!options.useSsl) {
+    const stray = (['ca', 'certfile', 'keyfile'] as const).filter((k) => options[k] !== undefined)
+    if (stray.length) throw new InvalidOptionError(`${stray.join(', ')} in ${shownAs} only apply with use_ssl=true; add use_ssl=true to connect with TLS`)
+    return undefined
+  }
+  const read = (name: string, file: string | undefined): Buffer | undefined => {
+    if (file === undefined) return undefined
+    try {
+      return readFileSync(file)
+    } catch (err) {
+      throw new InvalidOptionError(`${name}=${file} in ${shownAs}: cannot read this TLS file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); give a readable PEM file`)
+    }
+  }
+  if ((options.certfile === undefined) !== (options.keyfile === undefined)) {
+    throw new InvalidOptionError(`${options.certfile === undefined ? 'keyfile' : 'certfile'} without ${options.certfile === undefined ? 'certfile' : 'keyfile'} in ${shownAs}: a client certificate needs both`)
+  }
+  return {
+    ca: read('ca', options.ca),
+    cert: read('certfile', options.certfile),
+    key: read('keyfile', options.keyfile),
+    passphrase: options.keyfilePassword,
+    rejectUnauthorized: options.verifyCerts,
+    ...(options.verifyCerts ? {} : { checkServerIdentity: () => undefined }),
+  }
 }

@@ -1,0 +1,82 @@
+/**
+ * The one-shot watches of a session, kept on the client as ZooKeeper's Java client keeps them
+ * (ZKWatchManager): per path, data, existence and child watchers. A watcher function passed
+ * twice for one path and kind is kept once, so it fires once. A notification fires and removes
+ * the watchers it concerns: created and data-changed fire data and existence watchers;
+ * children-changed fires child watchers; deleted fires all three.
+ *
+ * The paths are what setWatches re-registers on a new connection within the session.
+ */
+import { EVENT, type WatchEvent } from './zookeeper-frames.js'
+import type { WatchPaths } from './zookeeper-wire.js'
+
+/** What a watcher receives. */
+export interface ZkWatchEvent {
+  /** `NODE_CREATED`, `NODE_DELETED`, `NODE_DATA_CHANGED` or `NODE_CHILDREN_CHANGED`. */
+  name: 'NODE_CREATED' | 'NODE_DELETED' | 'NODE_DATA_CHANGED' | 'NODE_CHILDREN_CHANGED'
+  /** The node, as the caller named it (chroot removed). */
+  path: string
+}
+
+/** A one-shot watcher. */
+export type ZkWatcher = (event: ZkWatchEvent) => void
+
+/** The kind of watch a read leaves. */
+export type WatchKind = 'data' | 'exist' | 'child'
+
+const NAMES: Record<number, ZkWatchEvent['name']> = {
+  [EVENT.nodeCreated]: 'NODE_CREATED',
+  [EVENT.nodeDeleted]: 'NODE_DELETED',
+  [EVENT.nodeDataChanged]: 'NODE_DATA_CHANGED',
+  [EVENT.nodeChildrenChanged]: 'NODE_CHILDREN_CHANGED',
+}
+
+/** Watchers by kind and path. */
+export class WatchRegistry {
+  readonly #by: Record<WatchKind, Map<string, Set<ZkWatcher>>> = { data: new Map(), exist: new Map(), child: new Map() }
+
+  /** Registers `watcher` (once per path and kind). */
+  add(kind: WatchKind, path: string, watcher: ZkWatcher): void {
+    const m = this.#by[kind]
+    let set = m.get(path)
+    if (!set) m.set(path, (set = new Set()))
+    set.add(watcher)
+  }
+
+  /** The number of watched (path, kind) pairs. */
+  get size(): number {
+    return this.#by.data.size + this.#by.exist.size + this.#by.child.size
+  }
+
+  /** The watched paths, for setWatches. */
+  paths(): WatchPaths {
+    return { data: [...this.#by.data.keys()], exist: [...this.#by.exist.keys()], child: [...this.#by.child.keys()] }
+  }
+
+  /** Fires and removes the watchers `event` concerns (`path` already stripped of the chroot). */
+  fire(event: WatchEvent, path: string): void {
+    const name = NAMES[event.type]
+    if (!name) return
+    const kinds: WatchKind[] = event.type === EVENT.nodeChildrenChanged ? ['child']
+      : event.type === EVENT.nodeDeleted ? ['data', 'exist', 'child'] : ['data', 'exist']
+    const due = new Set<ZkWatcher>()
+    for (const k of kinds) {
+      const set = this.#by[k].get(path)
+      if (!set) continue
+      this.#by[k].delete(path)
+      for (const w of set) due.add(w)
+    }
+    for (const w of due) {
+      try {
+        w({ name, path })
+      } catch {
+        // A watcher's own failure is its owner's business.
+      }
+    }
+  }
+
+  /** Forgets every watcher (the session ended). */
+  clear(): void {
+    for (const m of Object.values(this.#by)) m.clear()
+  }
+}
