@@ -299,8 +299,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     const rt = this.#rt
     return new Lock({
       call: (op, fn) => rt.call(op, fn),
-      track: (l) => rt.locks.add(l),
-      untrack: (l) => rt.locks.delete(l),
+      track: (l) => rt.locks.track(l),
+      untrack: (l) => rt.locks.untrack(l),
       emitLockLost: (lockName, reason) => this.emit('lockLost', { name: lockName, reason }),
       stopSignal: rt.stopSignal,
       driverName: this.driverName,

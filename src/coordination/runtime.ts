@@ -21,7 +21,7 @@ import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvent
 import { Elections } from './election.js'
 import type { CoordinatorEvents } from './events.js'
 import { HeartbeatLoop } from './heartbeat.js'
-import type { HeldLock } from './lock.js'
+import { HeldLocks } from './held-locks.js'
 import type { Logger } from './logger.js'
 import { Membership } from './membership.js'
 import { RepeatedWarnings } from '../internal/repeated-warnings.js'
@@ -75,11 +75,9 @@ export class DriverRuntime {
   readonly membership: Membership
   readonly watchers: Watchers
   readonly elections: Elections
-  readonly locks = new Set<HeldLock>()
+  readonly locks = new HeldLocks()
   /** A beat sent after a reconnect while no heartbeat loop runs. */
   #extraBeat: Promise<unknown> | undefined
-  /** Driver locks given up on a lost connection, to release on the backend once it answers. */
-  readonly #abandoned = new Set<DriverLock>()
   readonly stopSignal: AbortSignal
   readonly #p: CoordinatorParts
   readonly #emit: Emit
@@ -112,7 +110,7 @@ export class DriverRuntime {
       },
       sessionReplaced: (reason) => this.#sessionReplaced(reason),
       membershipLost: (groups, reason) => this.#later(() => this.membership.lost(groups, reason)),
-      lockLost: (lock, reason) => this.#lockLost(lock, reason),
+      lockLost: (lock, reason) => this.locks.lost(lock, reason),
       warning: (err) => this.warn(stampDriver(err, parts.definition.name)),
     })
     const d = this.driver
@@ -147,8 +145,8 @@ export class DriverRuntime {
       manual,
       leaderLock: (g) => this.require('leaderElection', d.leaderLock, 'watchElectedAsLeader').call(d, g),
       call: (op, fn) => this.call(op, fn, true),
-      track: (l) => this.locks.add(l),
-      untrack: (l) => this.locks.delete(l),
+      track: (l) => this.locks.track(l),
+      untrack: (l) => this.locks.untrack(l),
       emitElected: (e) => emit('leaderElected', e),
       emitLost: (group, reason) => emit('leadershipLost', { group, reason }),
       warn: (err) => this.warn(err),
@@ -216,19 +214,15 @@ export class DriverRuntime {
   /** One heartbeat: driver liveness, lock leases, pending rejoins. Resolves to ms until the next is needed. */
   async beat(): Promise<number> {
     const d = this.driver
-    const held = new Map([...this.locks].map((l) => [l.driverLock, l]))
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
-    const result: HeartbeatResult = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, new Set(held.keys())), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
+    const result: HeartbeatResult = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, this.locks.driverLocks()), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
     this.#lastBeatAt = new Date()
     const lostGroups = result.lostGroups
     if (lostGroups?.length) this.#later(() => this.membership.lost(lostGroups, 'the backend no longer lists this member'))
-    const lapsed = 'its lease lapsed or another holder took it'
-    if (result.lostLocks) {
-      // A lock released while the beat ran is no longer tracked: its failed refresh is no loss.
-      for (const l of result.lostLocks.map((lock) => held.get(lock))) if (l && this.locks.has(l)) l.lost(lapsed)
-    } else await this.#refreshLocks(lapsed)
+    if (result.lostLocks) this.locks.lostInBeat(result.lostLocks)
+    else await this.#refreshLocks()
     if (this.membership.hasPending && this.#p.autoWatch) await this.membership.rejoinPending()
-    if (this.#abandoned.size > 0) await this.#releaseAbandoned()
+    await this.locks.releaseAbandoned()
     return result.nextBeatMs
   }
 
@@ -245,12 +239,10 @@ export class DriverRuntime {
   }
 
   /** Refreshes every held lock whose driver did not refresh it in the beat. */
-  async #refreshLocks(lapsed: string): Promise<void> {
-    const outcomes = await Promise.allSettled([...this.locks].filter((l) => l.driverLock.refresh).map(async (l) => {
-      if (!(await l.driverLock.refresh!())) l.lost(lapsed)
-    }))
-    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
-    if (failed) throw this.translate(failed.reason, 'refresh a lock')
+  async #refreshLocks(): Promise<void> {
+    await this.locks.refresh().catch((err: unknown) => {
+      throw this.translate(err, 'refresh a lock')
+    })
   }
 
   /**
@@ -273,7 +265,7 @@ export class DriverRuntime {
     if (state === 'connected' || state === 'reconnected') this.#warnings.recovered(isOutageKey)
     if (state === 'lost') this.#loseEverything(`the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`)
     else if (state === 'reconnected') {
-      void this.#releaseAbandoned()
+      void this.locks.releaseAbandoned()
       if (this.#p.autoWatch) {
         void this.membership.rejoinPending()
         void this.watchers.poll(true)
@@ -293,11 +285,7 @@ export class DriverRuntime {
 
   /** Tells every lock, leadership and membership that it is gone; locks are released on the backend once it answers. */
   #loseEverything(reason: string): void {
-    for (const l of [...this.locks]) {
-      l.lost(reason)
-      this.#abandoned.add(l.driverLock)
-    }
-    void this.#releaseAbandoned()
+    this.locks.loseAll(reason)
     this.elections.loseAll(reason)
     this.#later(() => this.membership.lostAll(reason))
   }
@@ -305,7 +293,7 @@ export class DriverRuntime {
   /** One beat outside the schedule (the loop's, when it runs); failures are the loop's to report. */
   #beatOnce(): Promise<unknown> {
     if (this.#p.heartbeat && this.driver.heartbeat) return this.#heart.beatNow()
-    const beat = this.driver.heartbeat ? () => this.beat() : () => this.#refreshLocks('its lease lapsed or another holder took it')
+    const beat = this.driver.heartbeat ? () => this.beat() : () => this.#refreshLocks()
     this.#extraBeat ??= beat().catch(() => undefined).finally(() => {
       this.#extraBeat = undefined
     })
@@ -387,29 +375,6 @@ export class DriverRuntime {
     this.#emit('warning', err)
   }
 
-  /**
-   * Frees, on the backend, locks given up when the connection was lost: if the backend still has
-   * our entry (a lease not lapsed yet, or a false alarm), it must not block others, or our own
-   * re-election. Release compares ownership, so it never frees another holder; a lock taken again
-   * meanwhile is left alone. Kept until the backend answers.
-   */
-  async #releaseAbandoned(): Promise<void> {
-    const tracked = new Set([...this.locks].map((l) => l.driverLock))
-    await Promise.all([...this.#abandoned].map(async (lock) => {
-      if (tracked.has(lock)) return this.#abandoned.delete(lock)
-      try {
-        await lock.release()
-        this.#abandoned.delete(lock)
-      } catch {
-        // Still unreachable: the next beat or reconnect tries again.
-      }
-    }))
-  }
-
-  #lockLost(lock: DriverLock, reason: string): void {
-    for (const held of [...this.locks]) if (held.driverLock === lock) held.lost(reason)
-  }
-
   async #onTick(): Promise<void> {
     this.#ticks += 1
     await Promise.all([this.watchers.poll(this.#ticks % RESYNC_EVERY_TICKS === 0), this.elections.runAll()])
@@ -420,10 +385,7 @@ export class DriverRuntime {
     this.#heart.stop()
     clearInterval(this.#tick)
     await this.elections.stop()
-    const locks = [...this.locks]
-    this.locks.clear()
-    await Promise.allSettled(locks.map((l) => l.driverLock.release()))
-    for (const l of locks) l.lost('the coordinator stopped', true)
+    await this.locks.releaseAll()
     await Promise.allSettled(this.membership.groups.map((g) => {
       this.membership.delete(g)
       return this.driver.leaveGroup(g)

@@ -1,0 +1,93 @@
+/**
+ * The locks one Coordinator holds (leader locks included), and what becomes of them: refreshed
+ * after each beat where the driver did not refresh them itself, reported lost when the backend
+ * says so or the connection is lost, and — once given up — released on the backend as soon as it
+ * answers again, so that a lease not lapsed yet blocks nobody.
+ * @internal
+ */
+import type { DriverLock } from './driver.js'
+import type { HeldLock } from './lock.js'
+
+/** Why a lock the beat could not keep is lost. */
+export const LEASE_LAPSED = 'its lease lapsed or another holder took it'
+
+/** The held locks of one Coordinator. @internal */
+export class HeldLocks {
+  readonly #held = new Set<HeldLock>()
+  /** Driver locks given up on a lost connection, to release on the backend once it answers. */
+  readonly #abandoned = new Set<DriverLock>()
+
+  get size(): number {
+    return this.#held.size
+  }
+
+  /** The driver locks of the locks held now. */
+  driverLocks(): Set<DriverLock> {
+    return new Set([...this.#held].map((l) => l.driverLock))
+  }
+
+  track(lock: HeldLock): void {
+    this.#held.add(lock)
+  }
+
+  untrack(lock: HeldLock): void {
+    this.#held.delete(lock)
+  }
+
+  /** The driver's beat refreshed the locks itself and names those it could not keep. */
+  lostInBeat(lostLocks: readonly DriverLock[]): void {
+    // A lock released while the beat ran is no longer held: its failed refresh is no loss.
+    for (const lock of lostLocks) this.lost(lock, LEASE_LAPSED)
+  }
+
+  /** Refreshes every held lock whose driver has refresh(); rejects with the first failure's cause. */
+  async refresh(): Promise<void> {
+    const outcomes = await Promise.allSettled([...this.#held].filter((l) => l.driverLock.refresh).map(async (l) => {
+      if (!(await l.driverLock.refresh!())) l.lost(LEASE_LAPSED)
+    }))
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
+    if (failed) throw failed.reason
+  }
+
+  /** The driver reports `lock` lost. */
+  lost(lock: DriverLock, reason: string): void {
+    for (const held of [...this.#held]) if (held.driverLock === lock) held.lost(reason)
+  }
+
+  /** Every held lock is lost (the connection was); each is released on the backend once it answers. */
+  loseAll(reason: string): void {
+    for (const l of [...this.#held]) {
+      l.lost(reason)
+      this.#abandoned.add(l.driverLock)
+    }
+    void this.releaseAbandoned()
+  }
+
+  /**
+   * Frees, on the backend, locks given up when the connection was lost: if the backend still has
+   * our entry (a lease not lapsed yet, or a false alarm), it must not block others, or our own
+   * re-election. Release compares ownership, so it never frees another holder; a lock taken again
+   * meanwhile is left alone. Kept until the backend answers.
+   */
+  async releaseAbandoned(): Promise<void> {
+    if (this.#abandoned.size === 0) return
+    const tracked = this.driverLocks()
+    await Promise.all([...this.#abandoned].map(async (lock) => {
+      if (tracked.has(lock)) return this.#abandoned.delete(lock)
+      try {
+        await lock.release()
+        this.#abandoned.delete(lock)
+      } catch {
+        // Still unreachable: the next beat or reconnect tries again.
+      }
+    }))
+  }
+
+  /** The coordinator stops: every held lock is released (best effort) and told so. */
+  async releaseAll(): Promise<void> {
+    const locks = [...this.#held]
+    this.#held.clear()
+    await Promise.allSettled(locks.map((l) => l.driverLock.release()))
+    for (const l of locks) l.lost('the coordinator stopped', true)
+  }
+}
