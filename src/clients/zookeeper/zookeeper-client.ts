@@ -373,10 +373,17 @@ export class ZkConnection {
     }
   }
 
+  /**
+   * The watchdog, run after this turn's I/O: timers fire before the event loop reads sockets, so
+   * after a stall (a busy machine, a long synchronous task) answers that arrived in time would
+   * still be unread when a timer judged the session, and a live session would be called lost.
+   */
   #onTick(): void {
-    const s = this.#s
-    if (!s || this.#stopped || !s.check(now())) return
-    this.#presumeExpired(s)
+    setImmediate(() => {
+      const s = this.#s
+      if (!s || this.#stopped || !s.check(now())) return
+      this.#presumeExpired(s)
+    })
   }
 
   /** A timer at the current session's deadline, re-armed while answers keep moving it. */
@@ -384,11 +391,12 @@ export class ZkConnection {
     clearTimeout(this.#expiry)
     const s = this.#s
     if (!s || this.#stopped) return
-    this.#expiry = setTimeout(() => {
+    // Judged after this turn's I/O, as in #onTick().
+    this.#expiry = setTimeout(() => setImmediate(() => {
       if (s !== this.#s || this.#stopped) return
       if (s.id !== undefined && now() > s.deadline) return this.#presumeExpired(s)
       this.#armExpiry()
-    }, Math.max(1, s.deadline - now() + 1))
+    }), Math.max(1, s.deadline - now() + 1))
     this.#expiry.unref()
   }
 
