@@ -62,7 +62,7 @@ const CASES: FaultCase[] = [
   { fault: 'pause', outlastsLiveness: true, title: `The server is SIGSTOPped for ${OUTAGE_MS / 1000} s (liveness ${SHORT_S} s), then SIGCONTed: suspended or lost → reconnected, membershipLost → rejoined.` },
   { fault: 'cut-long', outlastsLiveness: true, title: `A's connections are reset, and new ones refused, at a TCP proxy for ${OUTAGE_MS / 1000} s (liveness ${SHORT_S} s): suspended or lost → reconnected, membershipLost → rejoined.` },
   { fault: 'partition', outlastsLiveness: true, title: `A's traffic is silently held at a TCP proxy for ${OUTAGE_MS / 1000} s (liveness ${SHORT_S} s), the server running on: suspended or lost → reconnected, membershipLost → rejoined.` },
-  { fault: 'cut-short', outlastsLiveness: false, title: `A's connections are reset at a TCP proxy, and new ones refused, for 1.5 s (liveness ${LONG_S} s): never lost, membership kept.` },
+  { fault: 'cut-short', outlastsLiveness: false, title: `A's connections are reset at a TCP proxy, and new ones refused, for 1.5 s (liveness ${LONG_S} s): never lost, membership kept.`, knownBug: { zookeeper: 'zookeeper-false-loss' } },
 ]
 
 function applicable(b: FaultBackend): string | undefined {

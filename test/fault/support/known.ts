@@ -5,11 +5,15 @@
  * fix has landed, then delete the entry here.
  */
 
-/**
- * Bug id → what is wrong, where, and how to fix it (one paragraph each). None is open now; a new
- * one is an entry here, with this constant typed by its id (`Record<'the-id', string>`).
- */
-export const KNOWN_BUGS: Readonly<Record<never, string>> = {}
+/** Bug id → what is wrong, where, and how to fix it (one paragraph each). */
+export const KNOWN_BUGS = {
+  'zookeeper-false-loss':
+    'ZooKeeper, under heavy load: a 1.5 s cut of a 10 s session was still reported once as a lost session with rollcall\'s own client (1 of 2 runs in a full ' +
+    'run at load average 16: suspended, then lost 2 ms later, i.e. the wire expiry found no answered request in the last 9 s). The client now judges expiry ' +
+    'after the event loop has read its sockets (a timer after a stall no longer ignores answers that arrived in time), which may be the cause; unproven. ' +
+    'Next: log answeredSentAt, the last ping and the private server\'s GC/stall times in that scenario under a full npm test; then run with FAULT_STRICT=1 ' +
+    'and delete this entry.',
+} as const satisfies Record<string, string>
 
 /** A known bug's id. */
 export type KnownBug = keyof typeof KNOWN_BUGS
