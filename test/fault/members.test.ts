@@ -10,7 +10,7 @@ import { describe, it } from 'node:test'
 import { TIMING } from '../support/timing.js'
 import { rid } from '../support/wait.js'
 import { declares, faultBackends, type FaultBackend } from './support/backends.js'
-import { has, open, orderProblems, recordMembers, repeat, show, spawnMember, until, type Ev, testTimeout } from './support/harness.js'
+import { has, open, orderProblems, recordMembers, repeat, show, spawnMember, states, until, type Ev, testTimeout } from './support/harness.js'
 import { FAULT_FULL, ResultsWriter } from './support/results.js'
 
 const writer = new ResultsWriter(import.meta.url)
@@ -83,6 +83,9 @@ describe('fault: members', { concurrency: FAULT_FULL ? 7 : 3 }, () => {
         assert.deepEqual(await capsOf(observer, g, id), caps)
         // The member itself must learn that it was out (every backend here expires members).
         await until('the member to report membershipLost, then rejoined', () => has(m.events, `rejoined:${g}`), SEEN_MS)
+        // A member that reported its connection lost says `reconnected` at its next good beat, which
+        // may come after the rejoin: the order is checked once its state has settled.
+        await until('the member\'s connection state to settle', () => !['suspended', 'lost'].includes(states(m.events).at(-1) ?? ''), SEEN_MS)
         assert.equal(m.exited(), undefined, 'the member process is still running')
         assert.deepEqual(orderProblems(m.events, 'the paused member', g), [], show(m.events))
         const status = await m.status()
