@@ -125,8 +125,9 @@ describe('web: edges', { concurrency: 3 }, () => {
       }
     }
     t.diagnostic(`slowest answer of 5 with 60 KB + 1 MB capabilities, refreshing every 200 ms: ${Object.entries(worst).map(([p, ms]) => `${p} ${Math.round(ms)} ms`).join(', ')}`)
-    // Tens of milliseconds on an idle machine; 8-12 s for /healthz when every string was scanned quadratically.
-    for (const [path, ms] of Object.entries(worst)) assert.ok(ms < 2_000, `${path} took ${Math.round(ms)} ms`)
+    // Tens to hundreds of milliseconds (2.3 s once, for the page, with the machine at load 16); a
+    // quadratic scan took 8-12 s over the 60 KB value alone and would take hours over the 1 MB one.
+    for (const [path, ms] of Object.entries(worst)) assert.ok(ms < 10_000, `${path} took ${Math.round(ms)} ms`)
   })
 
   it('web: edges: a token that cannot travel in a header is refused; a short one is warned about', async (t) => {
