@@ -12,55 +12,27 @@
  * - Nodes this process could not delete because the connection broke are deleted when the same
  *   session reconnects (deleteWhenConnected); a lost session takes them with it.
  */
-import type { ConnectionOptions as TlsOptions } from 'node:tls'
 import { ConnectionError, OperationTimeoutError } from '../../errors.js'
 import { ZkError, zkCode, ZK_CODES } from './zookeeper-errors.js'
 import type { ZkAcl, ZkStat } from './zookeeper-frames.js'
-import { readOpBytes, type ZkCreateMode, type ZkReadResult, type ZkRequest, type ZkResponses } from './zookeeper-ops.js'
+import { multiReadData, readMany } from './zookeeper-bulk.js'
+import type { ZkCreateMode, ZkRequest, ZkResponses } from './zookeeper-ops.js'
 import { expiryMarginMs, ZkSession, type ZkSessionEvent } from './zookeeper-session.js'
 import type { ZkWatcher } from './zookeeper-watches.js'
+import type { ZkConnectionOptions } from './zookeeper-settings.js'
 import { now } from './zookeeper-wire.js'
 
 export { ZK_CODES, zkCode, ZkError } from './zookeeper-errors.js'
 export { OPEN_ACL, PERM, type ZkAcl, type ZkStat } from './zookeeper-frames.js'
 export type { ZkCreateMode } from './zookeeper-ops.js'
 export type { ZkWatcher, ZkWatchEvent } from './zookeeper-watches.js'
-
-/** What a connection reports to its owner. `connected` is implicit in start() resolving. */
-export type ZkSessionState = 'suspended' | 'reconnected' | 'lost'
+export type { ZkConnectionOptions, ZkSessionState } from './zookeeper-settings.js'
 
 /** True for failures after which the same call may work once the connection is back. */
 export function isConnectionProblem(err: unknown): boolean {
   const code = zkCode(err)
   return err instanceof ConnectionError || err instanceof OperationTimeoutError ||
     code === ZK_CODES.CONNECTION_LOSS || code === ZK_CODES.SESSION_EXPIRED || code === ZK_CODES.OPERATION_TIMEOUT
-}
-
-/** Settings of one ZkConnection. */
-export interface ZkConnectionOptions {
-  servers: readonly { host: string; port: number }[]
-  /** Try servers in random order (kazoo's default) or in the order given. */
-  randomizeHosts: boolean
-  /** TLS settings, or undefined for plain TCP. */
-  tls?: TlsOptions
-  /** A chroot applied by the client to every path ('' or undefined for none). */
-  chroot?: string
-  /** The session timeout asked of the server; the server may negotiate it into its own bounds. */
-  sessionTimeoutMs: number
-  /** How long start() waits for a first session. */
-  connectTimeoutMs: number
-  /** How long any one operation may take, queueing included. */
-  opTimeoutMs: number
-  /** Digest credentials (`user:password`) sent on every connect, or undefined. */
-  digestAuth: string | undefined
-  /** The ACL of every node created. */
-  acl: readonly ZkAcl[]
-  /** The backend as messages name it (redacted URL). */
-  shownAs: string
-  /** A transport or session change, after the initial connect. */
-  onState(state: ZkSessionState, cause?: Error): void
-  /** A replacement session is up; runs before `reconnected` is reported. Must not reject. */
-  onNewSession(): Promise<void>
 }
 
 const SESSION_ID_NONE = '0000000000000000'
@@ -263,39 +235,15 @@ export class ZkConnection {
    * batches (ZooKeeper 3.6+) within the server's jute.maxbuffer, or one pipelined getData per
    * node on a server without multiRead.
    */
-  async getDataMany(paths: readonly string[]): Promise<(Buffer | undefined)[]> {
-    // A first batch measures the nodes; the rest go out together, sized by what it found.
-    const first = Math.min(paths.length, FIRST_BATCH)
-    const head = await this.#readBatch(paths.slice(0, first))
-    const largest = head.reduce((m, v) => Math.max(m, v?.length ?? 0), 0)
-    const perReply = 100 + Math.max(256, largest * 2)
-    const batches: [number, number][] = []
-    let from = first
-    let bytes = 0
-    for (let i = first; i < paths.length; i++) {
-      const n = readOpBytes(paths[i]!)
-      if (i > from && (bytes + n > READ_BATCH_BYTES || (i - from + 1) * perReply > REPLY_BATCH_BYTES)) {
-        batches.push([from, i])
-        from = i
-        bytes = 0
-      }
-      bytes += n
-    }
-    if (from < paths.length) batches.push([from, paths.length])
-    const rest = await Promise.all(batches.map(([a, b]) => this.#readBatch(paths.slice(a, b))))
-    return head.concat(...rest)
+  getDataMany(paths: readonly string[]): Promise<(Buffer | undefined)[]> {
+    return readMany(paths, (batch) => this.#readBatch(batch))
   }
 
   async #readBatch(paths: readonly string[]): Promise<(Buffer | undefined)[]> {
     const s = this.#session()
     if (s.multiRead && paths.length > 1) {
       try {
-        const results = await this.#op('multiRead', `read ${paths.length} nodes`, { op: 'multiRead', ops: paths.map((p) => ({ op: 'getData' as const, path: p })) })
-        return results.map((r: ZkReadResult) => {
-          if ('data' in r) return r.data
-          if ('error' in r && zkCode(r.error) === ZK_CODES.NO_NODE) return undefined
-          throw 'error' in r ? r.error : new ZkError(ZK_CODES.MARSHALLING_ERROR, 'Unexpected multiRead result')
-        })
+        return multiReadData(await this.#op('multiRead', `read ${paths.length} nodes`, { op: 'multiRead', ops: paths.map((p) => ({ op: 'getData' as const, path: p })) }))
       } catch (err) {
         // An older server: it does not know the OpCode (UNIMPLEMENTED, or it drops the connection).
         const code = zkCode(err)
@@ -439,9 +387,3 @@ export class ZkConnection {
 
 const EMPTY = new Uint8Array(0)
 
-/** Budget of one multiRead request (bytes), well within the server's jute.maxbuffer (1 MiB). */
-const READ_BATCH_BYTES = 512 * 1024
-/** Budget of one multiRead's expected reply (bytes). */
-const REPLY_BATCH_BYTES = 1024 * 1024
-/** Nodes read by the first batch of getDataMany(), which measures them. */
-const FIRST_BATCH = 256

@@ -14,26 +14,12 @@
  * lock recipe, zookeeper-lock.ts), `…__rlock__<seq>` for a shared hold (kazoo's ReadLock); leader =
  * the same recipe at `/<ns>/<group>/leader`.
  *
- * Consistency: writes are linearizable (one leader orders them); reads are sequentially consistent
- * per session and may lag other clients' writes briefly. Liveness is the ZooKeeper session: a
- * member's node vanishes when its session ends (crash, partition) after the session timeout
- * (`timeout`, 10 s). Membership changes are pushed by child watches; lock waiters are woken by
- * watches on their predecessor.
+ * TLS (`use_ssl=true`, with kazoo's `ca`, `certfile`, `keyfile`, `keyfile_password` and
+ * `verify_certs`) reaches a server's secureClientPort; IPv6 literals are written `[::1]:2181`.
  *
- * Hazards:
- * - tooz shows `locks` as a group and `leader` as a member; rollcall hides both when reading, so
- *   `locks` cannot be a group id and `leader` cannot be a member id here.
- * - tooz ignores the URL path; rollcall uses it as a chroot. A Python peer reaches the same nodes
- *   with `namespace=<chroot>/<namespace>` and no path.
- * - Ids must be ASCII (tooz encodes them so) without `/`, control characters, `.` or `..`.
- * - rollcall %-decodes a password in the URL; tooz does not, so a password with %-escapes yields
- *   different credentials in Python.
- * - After a session is lost (the server expired it, or no server answered for longer than the
- *   session timeout), a new session is opened and the Coordinator rejoins; until the server
- *   notices, another client may briefly still see the old member or lock nodes.
- * - Shared locks are kazoo's ReadLock, exclusive ones its WriteLock; tooz's plain-Lock holders do not see readers (zookeeper-lock.ts).
- * - TLS (`use_ssl=true`, with kazoo's `ca`, `certfile`, `keyfile`, `keyfile_password` and
- *   `verify_certs`) reaches a server's secureClientPort.
+ * Consistency and hazards (hidden `locks`/`leader` names, the chroot, ASCII ids, %-decoded
+ * passwords, session loss, readers and tooz's plain Lock) are declared in defineDriver below,
+ * from which docs/drivers.md is made.
  */
 import { performance } from 'node:perf_hooks'
 import {
