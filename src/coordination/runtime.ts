@@ -124,6 +124,8 @@ export class DriverRuntime {
     this.watchers = new Watchers({
       memberId: this.memberId,
       listMemberIds: (g) => this.listIds(g),
+      listMembers: (g) => this.call('list members', () => this.groups().listMembers(g)),
+      cheapIds: d.listMemberIds !== undefined,
       joinEpoch: (g) => this.membership.epoch(g),
       selfMissing: (g, epoch) => this.membership.lostAt(g, epoch, 'this member is no longer listed in the group'),
       emitJoined: (e) => emit('memberJoined', e),
@@ -166,6 +168,11 @@ export class DriverRuntime {
 
   get state(): CoordinatorState {
     return this.#state
+  }
+
+  /** False with autoWatch off: runWatchers() is then the only pump. */
+  get autoWatch(): boolean {
+    return this.#p.autoWatch
   }
 
   get connection(): ConnectionState | undefined {
