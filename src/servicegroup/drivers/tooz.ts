@@ -50,6 +50,7 @@ export class ToozDriver implements ServiceGroupDriver {
   readonly backendName: string
   readonly reportsOnJoin = true
   readonly needsServiceRecord = false
+  readonly keepsReportTime = true
   readonly stats: DriverStats = { reads: 0, writes: 0 }
   readonly #options: ToozDriverOptions
   readonly #views = new Map<string, ToozTopicView>()
