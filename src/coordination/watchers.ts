@@ -36,7 +36,7 @@ export type WatchCallback = (event: MemberEvent) => unknown
 /** Members with their stored capabilities, as the driver lists them. */
 export type RawMembers = ReadonlyMap<string, Uint8Array | SerializationError>
 
-/** What one read of a viewed group found. @internal */
+/** What one read of a viewed group found (not exported from the package root). */
 export type ViewRead =
   | { kind: 'members'; members: RawMembers }
   /** The ids matched the cache: the view's members are confirmed (capabilities were not read). */
@@ -45,7 +45,7 @@ export type ViewRead =
   | { kind: 'missing' }
   | { kind: 'failed'; error: RollcallError }
 
-/** A view's end of a watched group. @internal */
+/** A view's end of a watched group (not exported from the package root). */
 export interface ViewSink {
   /** Every read of the group, in order. */
   read(outcome: ViewRead): void
