@@ -54,6 +54,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   /** How often groups the backend does not push are re-read (the URL's `watch_interval`, in ms). */
   readonly watchIntervalMs: number
   readonly #rt: DriverRuntime
+  /** autoWatch off: runWatchers() is the only pump. */
+  readonly #manual: boolean
 
   /** @internal Use connect(). */
   constructor(parts: CoordinatorParts) {
@@ -64,6 +66,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     this.capabilities = this.#rt.capabilities
     this.url = parts.redactedUrl
     this.watchIntervalMs = parts.watchIntervalMs
+    this.#manual = !parts.autoWatch
   }
 
   /** Lifecycle state. */
@@ -261,7 +264,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     }
     const w = this.#rt.watchers
     const view = new GroupView(group, options, {
-      manual: !this.#rt.autoWatch,
+      manual: this.#manual,
       events: this,
       add: (sink) => w.addView(group, sink),
       remove: (sink) => w.removeView(group, sink),

@@ -170,11 +170,6 @@ export class DriverRuntime {
     return this.#state
   }
 
-  /** False with autoWatch off: runWatchers() is then the only pump. */
-  get autoWatch(): boolean {
-    return this.#p.autoWatch
-  }
-
   get connection(): ConnectionState | undefined {
     return this.#connection
   }
