@@ -100,6 +100,7 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
 
   /** @internal Registers the view with its watcher and waits for the first read (GroupNotFoundError, or the backend's error). */
   async open(): Promise<void> {
+    if (this.#version > 0 || this.#closed) throw new InvalidStateError(`The view of group ${JSON.stringify(this.group)} is already open`)
     const events = this.#host.events
     events.on('connectionStateChanged', this.#onConnection).on('heartbeatFailed', this.#onHeartbeat).on('warning', this.#onWarning)
     try {
