@@ -13,6 +13,7 @@ import { dumps } from './codec.js'
 import type { ConnectionState } from './driver.js'
 import type { LeaderCallback, StandDownOptions } from './election.js'
 import type { CoordinatorEvents } from './events.js'
+import { GroupView, type GroupViewOptions } from './group-view.js'
 import { Lock, type AcquireOptions } from './lock.js'
 import { Partitioner, type PartitionerOptions } from './partitioner.js'
 import { DriverRuntime, type CoordinatorParts, type CoordinatorState, type Health } from './runtime.js'
@@ -53,6 +54,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   /** How often groups the backend does not push are re-read (the URL's `watch_interval`, in ms). */
   readonly watchIntervalMs: number
   readonly #rt: DriverRuntime
+  /** autoWatch off: runWatchers() is the only pump. */
+  readonly #manual: boolean
 
   /** @internal Use connect(). */
   constructor(parts: CoordinatorParts) {
@@ -63,6 +66,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     this.capabilities = this.#rt.capabilities
     this.url = parts.redactedUrl
     this.watchIntervalMs = parts.watchIntervalMs
+    this.#manual = !parts.autoWatch
   }
 
   /** Lifecycle state. */
@@ -244,6 +248,34 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   }
 
   /**
+   * A live view of `group`: its members with their capabilities, a version, and a `changed` event
+   * per change, kept current by this coordinator's watcher of the group (pushed, polled or woken
+   * at an expiry, as watchGroup() is) plus a full re-read every `resyncIntervalMs`. Resolves once
+   * the first snapshot is read (GroupNotFoundError when the group does not exist). With
+   * `autoWatch: false` the view changes only in its refresh() and in runWatchers(). Close it with
+   * close(); stop() closes every view.
+   */
+  async viewGroup(group: string, options: GroupViewOptions = {}): Promise<GroupView> {
+    this.#rt.validateId('group', group)
+    this.#rt.assertStarted('view a group')
+    const { resyncIntervalMs } = options
+    if (resyncIntervalMs !== undefined && !(Number.isFinite(resyncIntervalMs) && resyncIntervalMs > 0 && resyncIntervalMs <= MAX_TIMER_MS)) {
+      throw new InvalidArgumentError(`resyncIntervalMs must be a number of milliseconds above 0 and at most ${MAX_TIMER_MS}, not ${String(resyncIntervalMs)}`)
+    }
+    const w = this.#rt.watchers
+    const view = new GroupView(group, options, {
+      manual: this.#manual,
+      events: this,
+      add: (sink) => w.addView(group, sink),
+      remove: (sink) => w.removeView(group, sink),
+      refreshFull: () => w.refreshFull(group),
+      decode: (member, value) => this.#rt.decodeMember(group, member, value, false),
+    })
+    await view.open()
+    return view
+  }
+
+  /**
    * tooz run_watchers(): re-reads every watched group, runs one election round, and resolves once
    * every callback it triggered has settled, with the values the join and leave callbacks
    * returned since the last call (a promise counts as its value). With `autoWatch` off it is the
@@ -350,6 +382,9 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     await this.#rt.watchers.add(group, kind, cb)
   }
 }
+
+/** The longest a Node timer can wait (2^31−1 ms). */
+const MAX_TIMER_MS = 2_147_483_647
 
 function encodeCapabilities(capabilities: unknown): Uint8Array {
   try {

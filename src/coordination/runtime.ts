@@ -127,6 +127,8 @@ export class DriverRuntime {
     this.watchers = new Watchers({
       memberId: this.memberId,
       listMemberIds: (g) => this.listIds(g),
+      listMembers: (g) => this.call('list members', () => this.groups().listMembers(g)),
+      cheapIds: d.listMemberIds !== undefined,
       joinEpoch: (g) => this.membership.epoch(g),
       selfMissing: (g, epoch) => this.membership.lostAt(g, epoch, 'this member is no longer listed in the group'),
       emitJoined: (e) => emit('memberJoined', e),

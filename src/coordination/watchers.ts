@@ -16,8 +16,15 @@
  *
  * With `manual` (autoWatch off) nothing happens by itself: no push subscription, no expiry timer;
  * groups are read, and callbacks run, only when runWatchers() calls poll().
+ *
+ * A group with views (Coordinator.viewGroup) keeps its member cache from reads that carry the
+ * capabilities: a refresh first lists the ids (cheap, and where the driver notes expiries), and
+ * when they differ from the cache, or a full read was asked for, lists the members with their
+ * capabilities, diffs that against the cache and hands the same read to every view. Cache and
+ * snapshots therefore come from one read, inside the group's single-flight refresh: no read of a
+ * view can race the cache.
  */
-import { asRollcallError, GroupNotFoundError, type RollcallError, WatchCallbackNotFoundError } from '../errors.js'
+import { asRollcallError, CoordinatorStoppedError, GroupNotFoundError, type RollcallError, type SerializationError, WatchCallbackNotFoundError } from '../errors.js'
 import { invokeCallback } from '../internal/invoke.js'
 import { keepAlive } from '../internal/keep-alive.js'
 import { SingleFlight } from '../internal/single-flight.js'
@@ -26,11 +33,35 @@ import type { MemberEvent } from './events.js'
 /** A join or leave callback. Its return value is collected for runWatchers(). */
 export type WatchCallback = (event: MemberEvent) => unknown
 
+/** Members with their stored capabilities, as the driver lists them. */
+export type RawMembers = ReadonlyMap<string, Uint8Array | SerializationError>
+
+/** What one read of a viewed group found (not exported from the package root). */
+export type ViewRead =
+  | { kind: 'members'; members: RawMembers }
+  /** The ids matched the cache: the view's members are confirmed (capabilities were not read). */
+  | { kind: 'unchanged' }
+  /** The group does not exist (any more). */
+  | { kind: 'missing' }
+  | { kind: 'failed'; error: RollcallError }
+
+/** A view's end of a watched group (not exported from the package root). */
+export interface ViewSink {
+  /** Every read of the group, in order. */
+  read(outcome: ViewRead): void
+  /** The watch ended (the Coordinator stopped). */
+  ended(): void
+}
+
 /** What the watcher engine needs from its Coordinator. */
 export interface WatcherHost {
   readonly memberId: string
   /** Current member ids (throws GroupNotFoundError when the group is missing). */
   listMemberIds(group: string): Promise<string[]>
+  /** Current members with their capabilities, in one driver call (GroupNotFoundError when missing). */
+  listMembers(group: string): Promise<RawMembers>
+  /** False when listMemberIds() is listMembers() in disguise: views then skip the id probe. */
+  cheapIds: boolean
   /** A number that changes each time this member (re)joins `group`; undefined when not joined. */
   joinEpoch(group: string): number | undefined
   /** This member is missing from `group`, which it joined at `epoch`. */
@@ -69,6 +100,10 @@ interface GroupWatch {
   onLeave: Set<WatchCallback>
   /** watchGroup() subscriptions that want events without callbacks. */
   plain: number
+  /** Views of the group (Coordinator.viewGroup). */
+  views: Set<ViewSink>
+  /** The next read lists capabilities whatever the ids say (a view asked). */
+  full: boolean
   unsubscribe: (() => Promise<void>) | undefined
   /** Re-reads the group; runs never overlap. */
   refresher: SingleFlight
@@ -109,12 +144,53 @@ export class Watchers {
       throw new WatchCallbackNotFoundError(group)
     }
     if (kind === 'plain') watch.plain -= 1
-    if (watch.onJoin.size + watch.onLeave.size + watch.plain === 0) {
-      this.#groups.delete(group)
-      if (this.#groups.size === 0) this.#letGo()
-      clearTimeout(watch.expiryTimer)
-      await watch.unsubscribe?.().catch((err: unknown) => this.#host.warn(asRollcallError(err, `Ending the watch on ${group}`)))
+    await this.#closeIfUnused(group, watch)
+  }
+
+  /**
+   * Adds a view: resolves once it has had its first full read (in sink.read()), and rejects, with
+   * the sink removed, when that read failed (GroupNotFoundError for a missing group).
+   */
+  async addView(group: string, sink: ViewSink): Promise<void> {
+    const watch = this.#groups.get(group)
+    if (!watch) {
+      await this.#open(group, sink)
+      return
     }
+    // The full read asked for here runs after this call, so it is the last one the recorder sees.
+    let last: ViewRead | undefined
+    const recorder: ViewSink = { read: (outcome) => (last = outcome), ended: () => {} }
+    watch.views.add(sink).add(recorder)
+    try {
+      await this.refreshFull(group)
+    } finally {
+      watch.views.delete(recorder)
+    }
+    if (last?.kind === 'members') return
+    await this.removeView(group, sink)
+    throw last?.kind === 'failed' ? last.error : last?.kind === 'missing' ? new GroupNotFoundError(group) : new CoordinatorStoppedError('view a group')
+  }
+
+  /** Removes a view; the last watcher of a group closes its watch. Does nothing for an unknown view. */
+  async removeView(group: string, sink: ViewSink): Promise<void> {
+    const watch = this.#groups.get(group)
+    if (watch?.views.delete(sink)) await this.#closeIfUnused(group, watch)
+  }
+
+  /** Re-reads one group now, with its members' capabilities (views want them); coalesces. Never rejects. */
+  refreshFull(group: string): Promise<void> {
+    const watch = this.#groups.get(group)
+    if (!watch) return Promise.resolve()
+    watch.full = true
+    return watch.refresher.run()
+  }
+
+  async #closeIfUnused(group: string, watch: GroupWatch): Promise<void> {
+    if (watch.onJoin.size + watch.onLeave.size + watch.plain + watch.views.size > 0 || this.#groups.get(group) !== watch) return
+    this.#groups.delete(group)
+    if (this.#groups.size === 0) this.#letGo()
+    clearTimeout(watch.expiryTimer)
+    await watch.unsubscribe?.().catch((err: unknown) => this.#host.warn(asRollcallError(err, `Ending the watch on ${group}`)))
   }
 
   /** Re-reads every watched group whose changes are not all pushed (every group with `all`). */
@@ -143,29 +219,38 @@ export class Watchers {
     this.#groups.clear()
     this.#letGo()
     for (const w of watches) clearTimeout(w.expiryTimer)
+    for (const w of watches) for (const v of w.views) v.ended()
     await Promise.allSettled(watches.map((w) => w.unsubscribe?.()))
   }
 
-  async #open(group: string): Promise<GroupWatch> {
+  /** Opens the watch of a group; with `view`, its first read lists capabilities and goes to the view. */
+  async #open(group: string, view?: ViewSink): Promise<GroupWatch> {
     const watch: GroupWatch = {
-      members: new Set(), onJoin: new Set(), onLeave: new Set(), plain: 0, unsubscribe: undefined, expiryTimer: undefined, expiryTimerAt: Infinity,
+      members: new Set(), onJoin: new Set(), onLeave: new Set(), plain: 0, views: new Set(), full: false,
+      unsubscribe: undefined, expiryTimer: undefined, expiryTimerAt: Infinity,
       refresher: new SingleFlight(() => this.#diff(group, watch), () => this.#groups.get(group) === watch),
     }
     // Subscribe before the first read, so that no change between the two is missed.
     if (this.#host.subscribe && !this.#host.manual) watch.unsubscribe = await this.#host.subscribe(group, () => void this.refresh(group))
+    let members: RawMembers | undefined
     try {
-      watch.members = new Set(await this.#host.listMemberIds(group))
+      if (view) members = await this.#host.listMembers(group)
+      watch.members = new Set(members ? members.keys() : await this.#host.listMemberIds(group))
     } catch (err) {
       await watch.unsubscribe?.().catch(() => {})
       throw err
     }
     // Another add() may have opened it meanwhile; keep the first.
-    const existing = this.#groups.get(group)
-    if (existing) {
+    if (this.#groups.has(group)) {
       await watch.unsubscribe?.().catch(() => {})
-      return existing
+      if (view) await this.addView(group, view)
+      return this.#groups.get(group)!
     }
     this.#groups.set(group, watch)
+    if (view && members) {
+      watch.views.add(view)
+      view.read({ kind: 'members', members })
+    }
     if (!this.#host.manual) this.#alive ??= keepAlive()
     this.#scheduleExpiry(group, watch)
     return watch
@@ -178,15 +263,23 @@ export class Watchers {
 
   async #diff(group: string, watch: GroupWatch): Promise<void> {
     const epoch = this.#host.joinEpoch(group)
+    const full = watch.full
+    watch.full = false
     let now: Set<string>
+    let outcome: ViewRead = { kind: 'unchanged' }
     try {
-      now = new Set(await this.#host.listMemberIds(group))
+      const read = await this.#read(group, watch, full)
+      now = read.ids
+      if (read.members) outcome = { kind: 'members', members: read.members }
     } catch (err) {
       if (!(err instanceof GroupNotFoundError)) {
-        this.#host.warn(asRollcallError(err, `Refreshing the members of ${group}`))
+        const error = asRollcallError(err, `Refreshing the members of ${group}`)
+        this.#host.warn(error)
+        if (this.#groups.get(group) === watch) for (const v of watch.views) v.read({ kind: 'failed', error })
         return
       }
       now = new Set()
+      outcome = { kind: 'missing' }
     }
     if (this.#groups.get(group) !== watch) return
     this.#scheduleExpiry(group, watch)
@@ -195,9 +288,25 @@ export class Watchers {
     watch.members = now
     for (const member of left) this.#fire(watch.onLeave, { group, member }, this.#host.emitLeft)
     for (const member of joined) this.#fire(watch.onJoin, { group, member }, this.#host.emitJoined)
+    for (const v of watch.views) v.read(outcome)
     if (epoch !== undefined && epoch === this.#host.joinEpoch(group) && !now.has(this.#host.memberId)) {
       this.#host.selfMissing(group, epoch)
     }
+  }
+
+  /**
+   * One read of a group. Without views: its ids. With views: the ids first (unless `full`), and
+   * the members with capabilities when they differ from the cache; the cache then follows that
+   * second read, so that views and cache never disagree.
+   */
+  async #read(group: string, watch: GroupWatch, full: boolean): Promise<{ ids: Set<string>; members?: RawMembers }> {
+    const viewed = watch.views.size > 0
+    if (!viewed || (!full && this.#host.cheapIds)) {
+      const ids = new Set(await this.#host.listMemberIds(group))
+      if (!viewed || (ids.size === watch.members.size && [...ids].every((m) => watch.members.has(m)))) return { ids }
+    }
+    const members = await this.#host.listMembers(group)
+    return { ids: new Set(members.keys()), members }
   }
 
   #pushed(w: GroupWatch): boolean {

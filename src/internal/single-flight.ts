@@ -26,14 +26,19 @@ export class SingleFlight {
       this.#again = true
       return this.#running
     }
-    this.#running = (async () => {
-      do {
-        this.#again = false
-        await this.#task()
-      } while (this.#again && this.#keepGoing())
-    })().finally(() => {
-      this.#running = undefined
-    })
-    return this.#running
+    const running = (async () => {
+      try {
+        do {
+          this.#again = false
+          await this.#task()
+        } while (this.#again && this.#keepGoing())
+      } finally {
+        // In the same turn as the last check of #again: a call after that check starts a new run
+        // (a .finally() on the promise would run ticks later, and a call in between would be lost).
+        this.#running = undefined
+      }
+    })()
+    this.#running = running
+    return running
   }
 }

@@ -45,6 +45,12 @@ export interface ServiceGroupDriver {
   readonly reportsOnJoin: boolean
   /** True when a report needs the service's catalog record (db, mc), so join() without one is a TypeError, as in Nova. */
   readonly needsServiceRecord: boolean
+  /**
+   * True when the backend keeps each service's last report time (mc, zk, tooz: LiveView.reportedAt);
+   * false when the catalog record's last_seen_up is the only one (db), which is then what a status
+   * page shows as the last report.
+   */
+  readonly keepsReportTime: boolean
   readonly stats: DriverStats
   /** Connects (no-op where there is nothing to connect). */
   start(): Promise<void>

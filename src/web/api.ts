@@ -16,7 +16,7 @@
  */
 import { InvalidArgumentError } from '../index.js'
 import type { ServiceChanges } from '../servicegroup/index.js'
-import type { GroupRow, GroupView } from './groups.js'
+import type { GroupRow, GroupListView } from './groups.js'
 import { HttpError } from './http.js'
 import { parseServiceFilter, parseServiceId, type ServiceRow, type ServiceView } from './services.js'
 
@@ -30,7 +30,7 @@ function needServices(view: ServiceView | undefined): ServiceView {
   return view
 }
 
-function needGroups(view: GroupView | undefined): GroupView {
+function needGroups(view: GroupListView | undefined): GroupListView {
   if (!view) throw new HttpError(404, 'NOT_CONFIGURED', 'This server shows no coordination groups: start rollcall serve with --url URL (or ROLLCALL_URL), or with the tooz service-group driver')
   return view
 }
@@ -96,7 +96,7 @@ export async function deleteService(view: ServiceView | undefined, id: string): 
 }
 
 /** `GET /v1/groups`. */
-export async function listGroups(view: GroupView | undefined): Promise<{ groups: GroupRow[] }> {
+export async function listGroups(view: GroupListView | undefined): Promise<{ groups: GroupRow[] }> {
   const v = needGroups(view)
   const names = await v.coordinator.getGroups()
   const groups = await Promise.all(names.map((g) => v.readOrReport(g)))
@@ -104,7 +104,7 @@ export async function listGroups(view: GroupView | undefined): Promise<{ groups:
 }
 
 /** `GET /v1/groups/{group}`. */
-export async function getGroup(view: GroupView | undefined, rawName: string): Promise<{ group: GroupRow }> {
+export async function getGroup(view: GroupListView | undefined, rawName: string): Promise<{ group: GroupRow }> {
   const v = needGroups(view)
   let name: string
   try {

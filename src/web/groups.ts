@@ -3,18 +3,18 @@
  * capabilities and its leader (where the driver has getLeader), read through a Coordinator that
  * only observes: it joins nothing and runs for nothing.
  *
- * Each group is watched (pushed by ZooKeeper, etcd and memory; polled by the coordinator
- * elsewhere) so that a join or leave re-reads that group at once; every `refreshMs` the list of
- * groups, and every group's members and leader, are read again (leaders change without member
- * events, and new groups announce themselves to nobody). Like the services view, refreshes never
- * overlap and only changed groups are announced.
+ * Each group's members come from a group view (Coordinator.viewGroup: pushed by ZooKeeper, etcd
+ * and memory, polled by the coordinator elsewhere, re-read in full every `refreshMs`), whose
+ * changes re-read that group's leader and announce the row at once. Every `refreshMs` the list of
+ * groups and every leader are read again (leaders change without member events, and new groups
+ * announce themselves to nobody). Like the services view, refreshes never overlap and only
+ * changed groups are announced.
  */
 import { SingleFlight } from '../internal/single-flight.js'
 import { EventEmitter } from 'node:events'
-import type { Coordinator, RollcallError } from '../index.js'
+import type { Coordinator, GroupView, GroupViewChange, RollcallError } from '../index.js'
 import { toPublicJson } from './http.js'
 import type { WebMetrics } from './metrics.js'
-
 /** One member of a group. */
 export interface GroupMemberRow {
   member_id: string
@@ -32,27 +32,27 @@ export interface GroupRow {
   error?: { code: string; message: string }
 }
 
-/** Events of a {@link GroupView}. */
-export interface GroupViewEvents {
+/** Events of a {@link GroupListView}. */
+export interface GroupListViewEvents {
   changed: [GroupRow]
   removed: [{ group: string }]
   health: [Error | undefined]
 }
 
-/** Options of a {@link GroupView}. */
-export interface GroupViewOptions {
+/** Options of a {@link GroupListView}. */
+export interface GroupListViewOptions {
   refreshMs: number
   metrics?: WebMetrics
-  onWarning?: (message: string) => void
 }
 
 /** The live list of coordination groups behind the status page. */
-export class GroupView extends EventEmitter<GroupViewEvents> {
+export class GroupListView extends EventEmitter<GroupListViewEvents> {
   readonly coordinator: Coordinator
-  readonly #o: GroupViewOptions
+  readonly #options: GroupListViewOptions
   readonly #hasLeader: boolean
   #groups = new Map<string, { row: GroupRow; json: string }>()
-  readonly #unwatch = new Map<string, Promise<(() => Promise<void>) | undefined>>()
+  /** One group view per listed group (a failed opening is tried again by the next full refresh). */
+  readonly #views = new Map<string, GroupView>()
   readonly #dirty = new Set<string>()
   #full = true
   readonly #refresher = new SingleFlight(() => this.#refreshOnce(), () => !this.#stopped)
@@ -60,19 +60,13 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
   #soon: NodeJS.Timeout | undefined
   #error: Error | undefined
   #stopped = false
-  readonly #onMember = ({ group, member }: { group: string; member: string }, joined: boolean): void => {
-    this.#dirty.add(group)
-    if (joined) this.#joins.set(`${group}\u0000${member}`, Date.now())
-    this.refreshSoon()
-  }
+  /** When a member was seen joining, for the watcher-lag metric. */
   readonly #joins = new Map<string, number>()
-  readonly #joined = (e: { group: string; member: string }): void => this.#onMember(e, true)
-  readonly #left = (e: { group: string; member: string }): void => this.#onMember(e, false)
 
-  constructor(coordinator: Coordinator, options: GroupViewOptions) {
+  constructor(coordinator: Coordinator, options: GroupListViewOptions) {
     super()
     this.coordinator = coordinator
-    this.#o = options
+    this.#options = options
     this.#hasLeader = coordinator.capabilities.has('getLeader')
   }
 
@@ -86,26 +80,24 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
     return this.#error
   }
 
-  /** First refresh (errors kept, not thrown), then the timer and the watchers. */
+  /** First refresh (errors kept, not thrown), then the timer. */
   async start(): Promise<void> {
-    this.coordinator.on('memberJoined', this.#joined).on('memberLeft', this.#left)
     await this.refresh(true)
-    this.#timer = setInterval(() => void this.refresh(true), this.#o.refreshMs)
+    this.#timer = setInterval(() => void this.refresh(true), this.#options.refreshMs)
     this.#timer.unref()
   }
 
-  /** Stops the timer, the listeners and the watches (the coordinator stays up: its owner stops it). */
+  /** Stops the timer and closes the group views (the coordinator stays up: its owner stops it). */
   async stop(): Promise<void> {
     this.#stopped = true
     clearInterval(this.#timer)
     clearTimeout(this.#soon)
-    this.coordinator.off('memberJoined', this.#joined).off('memberLeft', this.#left)
     await this.#refresher.running?.catch(() => undefined)
-    await Promise.allSettled([...this.#unwatch.values()].map(async (p) => (await p)?.()))
-    this.#unwatch.clear()
+    await Promise.allSettled([...this.#views.values()].map((v) => v.close()))
+    this.#views.clear()
   }
 
-  /** Re-reads the groups that had events, within a few milliseconds. */
+  /** Re-reads the groups whose views changed, within a few milliseconds. */
   refreshSoon(): void {
     if (this.#soon || this.#stopped) return
     this.#soon = setTimeout(() => {
@@ -115,7 +107,7 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
     this.#soon.unref()
   }
 
-  /** Re-reads every group (`full`) or those with events since the last read. */
+  /** Re-reads the list of groups and every leader (`full`), or the rows of the groups whose views changed. */
   refresh(full = true): Promise<void> {
     if (full) this.#full = true
     return this.#refresher.run()
@@ -127,26 +119,13 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
    * no other group; an outage (a retryable error) is thrown: it is a health problem.
    */
   async readOrReport(group: string): Promise<GroupRow | undefined> {
-    try {
-      return await this.read(group)
-    } catch (err) {
-      const e = err as RollcallError
-      if (e.code === 'GROUP_NOT_FOUND') return undefined
-      if (e.retryable || typeof e.code !== 'string') throw err
-      return { group, members: [], leader: undefined, error: { code: e.code, message: e.message } }
-    }
+    return this.read(group).catch((err: unknown) => reportUnreadable(group, err))
   }
 
   /** One group read now (GroupNotFoundError when it does not exist). */
   async read(group: string): Promise<GroupRow> {
     const members = await this.coordinator.getMembersWithCapabilities(group)
-    let leader: string | null | undefined
-    if (this.#hasLeader) leader = await this.coordinator.getLeader(group)
-    return {
-      group,
-      members: [...members].map(([member_id, caps]) => ({ member_id, capabilities: toPublicJson(caps) })),
-      leader,
-    }
+    return this.#row(group, members, await this.#leader(group))
   }
 
   async #refreshOnce(): Promise<void> {
@@ -157,25 +136,63 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
     try {
       const names = full ? await this.coordinator.getGroups() : [...this.#dirty].filter((g) => this.#groups.has(g))
       this.#dirty.clear()
-      const read = await Promise.all(names.map(async (group) => ({ group, row: await this.readOrReport(group) })))
+      const read = await Promise.all(names.map(async (group) => ({ group, row: await this.#viewed(group).catch((err: unknown) => reportUnreadable(group, err)) })))
       if (this.#stopped) return
       for (const { group, row } of read) {
         if (row === undefined) this.#remove(group)
         else this.#apply(row)
       }
       if (full) for (const g of [...this.#groups.keys()]) if (!names.includes(g)) this.#remove(g)
-      this.#o.metrics?.refreshDuration('groups', (performance.now() - started) / 1000)
-      this.#o.metrics?.setGroupCounts(this.rows)
+      this.#options.metrics?.refreshDuration('groups', (performance.now() - started) / 1000)
+      this.#options.metrics?.setGroupCounts(this.rows)
       if (this.#error !== undefined) {
         this.#error = undefined
         this.emit('health', undefined)
       }
     } catch (err) {
       this.#full = true
-      this.#o.metrics?.refreshFailed('groups')
+      this.#options.metrics?.refreshFailed('groups')
       if (this.#error === undefined) this.emit('health', err as Error)
       this.#error = err as Error
     }
+  }
+
+  /**
+   * A group's row from its view (opened on first sight; re-read first when it is not fresh or is empty), with
+   * its leader read now. GroupNotFoundError when the group does not exist.
+   */
+  async #viewed(group: string): Promise<GroupRow> {
+    let view = this.#views.get(group)
+    if (view === undefined) {
+      view = await this.coordinator.viewGroup(group, { resyncIntervalMs: this.#options.refreshMs })
+      if (this.#stopped || this.#views.has(group)) {
+        await view.close()
+        view = this.#views.get(group)
+        if (view === undefined) throw new Error('the status server stopped')
+      } else {
+        this.#views.set(group, view)
+        view.on('changed', (change) => this.#changed(change))
+      }
+    } else if (!view.fresh || view.members.size === 0) {
+      // An empty view may be a deleted group: only a read tells (GroupNotFoundError), and the row goes at once.
+      await view.refresh()
+    }
+    return this.#row(group, view.members, await this.#leader(group))
+  }
+
+  #changed(change: GroupViewChange): void {
+    const seenAt = Date.now()
+    for (const member of change.joined) this.#joins.set(`${change.group}\u0000${member}`, seenAt)
+    this.#dirty.add(change.group)
+    this.refreshSoon()
+  }
+
+  #leader(group: string): Promise<string | null | undefined> {
+    return this.#hasLeader ? this.coordinator.getLeader(group) : Promise.resolve(undefined)
+  }
+
+  #row(group: string, members: ReadonlyMap<string, unknown>, leader: string | null | undefined): GroupRow {
+    return { group, members: [...members].map(([member_id, caps]) => ({ member_id, capabilities: toPublicJson(caps) })), leader }
   }
 
   #apply(row: GroupRow): void {
@@ -183,24 +200,14 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
     const before = this.#groups.get(row.group)
     this.#groups.set(row.group, { row, json })
     this.#measureJoins(row)
-    if (!this.#unwatch.has(row.group)) this.#watch(row.group)
     if (before?.json !== json) this.emit('changed', row)
   }
 
   #remove(group: string): void {
-    if (!this.#groups.delete(group)) return
-    const unwatch = this.#unwatch.get(group)
-    this.#unwatch.delete(group)
-    void unwatch?.then((fn) => fn?.()).catch(() => undefined)
-    this.emit('removed', { group })
-  }
-
-  #watch(group: string): void {
-    this.#unwatch.set(group, this.coordinator.watchGroup(group).catch((err: unknown) => {
-      this.#unwatch.delete(group)
-      if ((err as RollcallError).code !== 'GROUP_NOT_FOUND') this.#o.onWarning?.(`Watching group ${group} failed (it is re-read every refresh instead): ${(err as Error).message}`)
-      return undefined
-    }))
+    const view = this.#views.get(group)
+    this.#views.delete(group)
+    void view?.close().catch(() => undefined)
+    if (this.#groups.delete(group)) this.emit('removed', { group })
   }
 
   /**
@@ -215,8 +222,20 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
       this.#joins.delete(key)
       const at = (m.capabilities as { reported_at?: unknown } | null)?.reported_at
       const t = typeof at === 'string' ? Date.parse(at) : Number.NaN
-      if (Number.isFinite(t) && seenAt >= t && seenAt - t < 60_000) this.#o.metrics?.watcherLag('join', (seenAt - t) / 1000)
+      if (Number.isFinite(t) && seenAt >= t && seenAt - t < 60_000) this.#options.metrics?.watcherLag('join', (seenAt - t) / 1000)
     }
     if (this.#joins.size > 10_000) this.#joins.clear()
   }
+}
+
+/**
+ * What a failed read of one group shows: nothing when the group does not exist; the error in its
+ * row when the group cannot be read (a value of the wrong type, written by someone else), so that
+ * it hides no other group. An outage (a retryable error) is thrown: it is a health problem.
+ */
+function reportUnreadable(group: string, err: unknown): GroupRow | undefined {
+  const e = err as RollcallError
+  if (e.code === 'GROUP_NOT_FOUND') return undefined
+  if (e.retryable || typeof e.code !== 'string') throw err
+  return { group, members: [], leader: undefined, error: { code: e.code, message: e.message } }
 }

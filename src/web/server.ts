@@ -25,7 +25,7 @@ import type { AddressInfo } from 'node:net'
 import { InvalidArgumentError, RollcallError, redactUrl, silentLogger, type Coordinator, type Logger } from '../index.js'
 import type { ServiceGroup } from '../servicegroup/index.js'
 import { deleteService, getGroup, getService, listGroups, listServices, updateService } from './api.js'
-import { GroupView } from './groups.js'
+import { GroupListView } from './groups.js'
 import { HostCheck } from './hosts.js'
 import { checkHealth } from './health.js'
 import { HttpError, authorizeWrite, baseHeaders, readJson, sendError, sendJson } from './http.js'
@@ -90,7 +90,7 @@ export class StatusServer {
   readonly address: AddressInfo
   readonly metrics: WebMetrics
   readonly services: ServiceView | undefined
-  readonly groups: GroupView | undefined
+  readonly groups: GroupListView | undefined
   readonly #server: Server
   readonly #hub: EventHub
   readonly #o: StatusServerOptions
@@ -102,7 +102,7 @@ export class StatusServer {
   #closing: Promise<void> | undefined
 
   /** @internal Use startStatusServer(). */
-  constructor(server: Server, parts: { options: StatusServerOptions; metrics: WebMetrics; hub: EventHub; services?: ServiceView; groups?: GroupView }) {
+  constructor(server: Server, parts: { options: StatusServerOptions; metrics: WebMetrics; hub: EventHub; services?: ServiceView; groups?: GroupListView }) {
     this.#server = server
     this.#o = parts.options
     this.metrics = parts.metrics
@@ -285,7 +285,7 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   checkToken(options.token, warn)
   const hub = new EventHub({ onCount: (n) => metrics.sseClients(n), maxQueuedBytes: options.maxStreamQueueBytes })
   const services = options.serviceGroup ? new ServiceView(options.serviceGroup, { refreshMs, metrics, onWarning: warn }) : undefined
-  const groups = options.coordinator ? new GroupView(options.coordinator, { refreshMs, metrics, onWarning: warn }) : undefined
+  const groups = options.coordinator ? new GroupListView(options.coordinator, { refreshMs, metrics }) : undefined
   if (!options.coordinator) metrics.connectionState(undefined)
   if (services && groups && options.groupsAreServiceTopics) groups.on('changed', (g) => services.applyGroupReports(g))
   const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16 * 1024 })

@@ -229,7 +229,7 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
 
   #toDriverRow(s: ServiceStatus): ServiceRow {
     const r: ServiceRecord = s.record
-    let lastReport = iso(this.serviceGroup.driverName === 'db' ? r.lastSeenUp : s.updatedAt)
+    let lastReport = iso(this.serviceGroup.driver.keepsReportTime ? s.updatedAt : r.lastSeenUp)
     if (lastReport !== null) this.#lastReport.set(r.id, lastReport)
     else lastReport = this.#lastReport.get(r.id) ?? null
     // Names are the operator's text: a URL with a password in one (a binary named after its DSN) is redacted too.

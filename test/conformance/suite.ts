@@ -7,6 +7,7 @@ import { describe } from 'node:test'
 import type { Backend } from '../support/backends.js'
 import { electionCases } from './cases/elections.js'
 import { groupCases } from './cases/groups.js'
+import { groupViewCases } from './cases/group-views.js'
 import { lockCases } from './cases/locks.js'
 import { partitionerCases } from './cases/partitioner.js'
 import { sharedLockCases } from './cases/shared-locks.js'
@@ -23,6 +24,7 @@ export async function describeConformance(name: Backend): Promise<void> {
   describe(`${name} conformance`, { concurrency: 6 }, () => {
     groupCases(h)
     watcherCases(h)
+    groupViewCases(h)
     electionCases(h)
     lockCases(h)
     sharedLockCases(h)

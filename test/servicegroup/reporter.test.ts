@@ -21,7 +21,7 @@ function record(): ServiceRecord {
 /** A driver whose report() follows a script: undefined = succeed, an Error = throw it, a Promise = wait for it. */
 function scripted(script: (n: number) => Error | Promise<void> | undefined): ServiceGroupDriver & { reports: number } {
   const d = {
-    name: 'db' as const, backendName: 'the services table', reportsOnJoin: false, needsServiceRecord: true, stats: { reads: 0, writes: 0 }, reports: 0,
+    name: 'db' as const, backendName: 'the services table', reportsOnJoin: false, needsServiceRecord: true, keepsReportTime: false, stats: { reads: 0, writes: 0 }, reports: 0,
     async start() {},
     async report() {
       const outcome = script(d.reports++)

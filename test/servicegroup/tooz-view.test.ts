@@ -1,7 +1,8 @@
 /**
  * The tooz driver's live view against the coordination layer's own member cache: a member dropped
- * and rejoined between two of the layer's polls produces no event, so a read of ours that saw it
- * gone must be followed up (tooz-view.ts), or the host would read down until the next resync.
+ * and rejoined between two of the layer's polls produces no event when a read of ours and that
+ * cache disagree. The group view (Coordinator.viewGroup) reads both from one read, so a view that
+ * saw the member gone sees it back at the next poll, not at the next resync.
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'

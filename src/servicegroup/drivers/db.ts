@@ -38,6 +38,7 @@ export class DbDriver implements ServiceGroupDriver {
   readonly backendName = 'the services table'
   readonly reportsOnJoin = false
   readonly needsServiceRecord = true
+  readonly keepsReportTime = false
   readonly stats: DriverStats = { reads: 0, writes: 0 }
   readonly #options: DbDriverOptions
   readonly #now: () => number

@@ -48,6 +48,7 @@ export class McDriver implements ServiceGroupDriver {
   readonly backendName = 'memcache server'
   readonly reportsOnJoin = false
   readonly needsServiceRecord = true
+  readonly keepsReportTime = true
   readonly stats: DriverStats = { reads: 0, writes: 0 }
   readonly #options: McDriverOptions
   readonly #client: MemcachedClient

@@ -1,23 +1,17 @@
 /**
- * The tooz driver's live view of one topic: the group's members with their capabilities, kept
- * current by the coordination layer's watchers (memberJoined / memberLeft), so that isUp() on the
- * hot path reads nothing while the view is fresh.
+ * The tooz driver's live view of one topic: hosts indexed from the members of the topic's group,
+ * read from a coordination group view (Coordinator.viewGroup), so that isUp() on the hot path
+ * reads nothing while the view is fresh.
  *
- * - Opening: watch the group first (creating it if missing), then read every member with its
- *   capabilities in one call. Events that arrive meanwhile are applied after that read, in order.
- * - Every change (a full read, a join — whose capabilities are read once —, a leave) runs through
- *   one serial chain, so a slow read can never undo a later event.
- * - The view is fresh from a successful full read until something casts doubt on it: a broken or
- *   lost connection, a failed heartbeat, a watcher warning. Then the next read refreshes it.
- * - Events are diffs against the coordination layer's own member cache, read at its own times. A
- *   full read of ours that finds a change the events had not announced may be newer than that
- *   cache; if the change is undone before the cache is next read (a member dropped and rejoined
- *   within one watch interval), no event will tell. So such a read is followed by another one
- *   after two watch intervals (tooz.ts), until a read finds nothing new.
+ * - Opening: view the group (creating it if missing: a reader creating it is harmless, as
+ *   join_group_create does too). The first snapshot is the baseline: hosts already up are not news.
+ * - Every later change of the group view (members joined, left, capabilities changed) is applied
+ *   to the host index, which tells the up/down listeners.
+ * - Freshness is the group view's: from a successful read until something casts doubt on it (a
+ *   connection change, a failed heartbeat, an outage); then the next read refreshes it.
  */
-import type { Coordinator } from '../../index.js'
+import type { Coordinator, GroupView, GroupViewChange } from '../../index.js'
 import { HostIndex, type MemberInfo } from './host-index.js'
-
 /** Capabilities the tooz driver publishes with each member. */
 export interface ServiceCapabilities {
   host: string
@@ -43,91 +37,92 @@ export function memberInfo(caps: unknown): MemberInfo | undefined {
 export class ToozTopicView {
   readonly index: HostIndex
   readonly #coordinator: Coordinator
-  #fresh = false
-  #opened = false
-  #chain: Promise<void> = Promise.resolve()
-  #unwatch: (() => Promise<void>) | undefined
+  readonly #resyncIntervalMs: number | undefined
+  /** The group view being opened, or open. */
+  #view: Promise<GroupView> | undefined
+  /** The group view once open. */
+  #opened: GroupView | undefined
+  #closed = false
 
-  constructor(coordinator: Coordinator, topic: string) {
+  constructor(coordinator: Coordinator, topic: string, resyncIntervalMs?: number) {
     this.#coordinator = coordinator
     this.index = new HostIndex(topic)
+    this.#resyncIntervalMs = resyncIntervalMs
   }
 
   /** True when the view can answer without a read. */
   get fresh(): boolean {
-    return this.#fresh
-  }
-
-  /** Casts doubt: the next read refreshes. */
-  markStale(): void {
-    this.#fresh = false
+    return this.#opened?.fresh ?? false
   }
 
   /**
-   * Makes the view fresh (opening the watch the first time); rejects with the backend's error.
-   * Resolves to true when the read found members the events had not announced (or missed).
+   * Makes the view fresh (opening the group view the first time); rejects with the backend's
+   * error. A group deleted meanwhile is no error: its members are gone, so its hosts are down.
    */
-  refresh(): Promise<boolean> {
-    let changed = false
-    return this.#enqueue(async () => {
-      if (!this.#unwatch) this.#unwatch = await this.#watch()
-      const members = await this.#coordinator.getMembersWithCapabilities(this.index.topic)
-      const infos = new Map<string, MemberInfo>()
-      for (const [id, caps] of members) {
-        const info = memberInfo(caps)
-        if (info) infos.set(id, info)
-      }
-      // Hosts already up when the view opened are not news.
-      changed = this.index.replace(infos, this.#opened) && this.#opened
-      this.#opened = true
-      this.#fresh = true
-    }).then(() => changed)
-  }
-
-  /** A member joined (coordination event): read its capabilities and add it. */
-  joined(member: string): void {
-    void this.#enqueue(async () => {
-      let caps: unknown
-      try {
-        caps = await this.#coordinator.getMemberCapabilities(this.index.topic, member)
-      } catch {
-        // Gone again already, or unreadable now: a later full read settles it.
-        this.#fresh = false
-        return
-      }
-      const info = memberInfo(caps)
-      if (info) this.index.set(member, info, this.#opened)
-    }).catch(() => undefined)
-  }
-
-  /** A member left or expired (coordination event). */
-  left(member: string): void {
-    void this.#enqueue(async () => this.index.delete(member, this.#opened)).catch(() => undefined)
-  }
-
-  /** Ends the watch. */
-  async close(): Promise<void> {
-    this.#fresh = false
-    await this.#unwatch?.().catch(() => undefined)
-    this.#unwatch = undefined
-  }
-
-  async #watch(): Promise<() => Promise<void>> {
-    try {
-      return await this.#coordinator.watchGroup(this.index.topic)
-    } catch (err) {
-      if ((err as { code?: unknown }).code !== 'GROUP_NOT_FOUND') throw err
+  async refresh(): Promise<void> {
+    if (this.#opened === undefined) {
+      await this.#open()
+      return
     }
-    // Watching needs the group; a reader creating it is harmless (join_group_create does too).
-    await this.#coordinator.createGroup(this.index.topic).catch((err: unknown) => {
-      if ((err as { code?: unknown }).code !== 'GROUP_EXISTS') throw err
+    await this.#opened.refresh().catch((err: unknown) => {
+      if ((err as { code?: unknown }).code !== 'GROUP_NOT_FOUND') throw err
     })
-    return this.#coordinator.watchGroup(this.index.topic)
   }
 
-  #enqueue(fn: () => Promise<void>): Promise<void> {
-    const run = this.#chain.then(fn)
-    this.#chain = run.catch(() => undefined)
-    return run
+  /** Ends the group view. */
+  async close(): Promise<void> {
+    this.#closed = true
+    const view = await this.#view?.catch(() => undefined)
+    await view?.close()
   }
+
+  async #open(): Promise<void> {
+    this.#view ??= this.#viewCreating().finally(() => {
+      // A failed opening is tried again by the next refresh.
+      if (this.#opened === undefined) this.#view = undefined
+    })
+    await this.#view
+  }
+
+  async #viewCreating(): Promise<GroupView> {
+    const view = await this.#viewGroup().catch(async (err: unknown) => {
+      if ((err as { code?: unknown }).code !== 'GROUP_NOT_FOUND') throw err
+      await this.#coordinator.createGroup(this.index.topic).catch((e: unknown) => {
+        if ((e as { code?: unknown }).code !== 'GROUP_EXISTS') throw e
+      })
+      return this.#viewGroup()
+    })
+    if (this.#closed) {
+      await view.close()
+      return view
+    }
+    // Hosts already up when the view opened are not news.
+    this.index.replace(serviceMembers(view.members), false)
+    view.on('changed', (change) => this.#apply(view, change))
+    this.#opened = view
+    return view
+  }
+
+  #viewGroup(): Promise<GroupView> {
+    return this.#coordinator.viewGroup(this.index.topic, this.#resyncIntervalMs === undefined ? {} : { resyncIntervalMs: this.#resyncIntervalMs })
+  }
+
+  #apply(view: GroupView, change: GroupViewChange): void {
+    for (const member of change.left) this.index.delete(member)
+    for (const member of [...change.joined, ...change.updated]) {
+      const info = memberInfo(view.members.get(member))
+      if (info) this.index.set(member, info)
+      else this.index.delete(member)
+    }
+  }
+}
+
+/** The members that are services (with their info), from a group view's snapshot. */
+function serviceMembers(members: ReadonlyMap<string, unknown>): Map<string, MemberInfo> {
+  const out = new Map<string, MemberInfo>()
+  for (const [id, caps] of members) {
+    const info = memberInfo(caps)
+    if (info) out.set(id, info)
+  }
+  return out
 }

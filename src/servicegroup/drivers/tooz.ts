@@ -14,9 +14,10 @@
  *   binary, when both name one). A process that dies is down once the backend drops it (ZooKeeper
  *   session expiry, the redis/memcached/etcd membership timeout); one that stops cleanly (stop(),
  *   SIGTERM through stopOnSignals()) is down at once.
- * - Reads come from a live view per topic fed by the coordination layer's watchers (see
- *   tooz-view.ts): while it is fresh, isUp()/getAll() read nothing and log nothing. When it is
- *   not, one read refreshes it; a backend error then raises ServiceGroupUnavailableError.
+ * - Reads come from a live view per topic over the coordination layer's group view
+ *   (Coordinator.viewGroup, see tooz-view.ts): while it is fresh, isUp()/getAll() read nothing
+ *   and log nothing. When it is not, one read refreshes it; a backend error then raises
+ *   ServiceGroupUnavailableError.
  *
  * Hazards: with backends that expire members by polling (redis, memcached, postgresql, mysql,
  * file) a crash is noticed within the membership timeout plus the watch interval (1 s). The
@@ -24,12 +25,11 @@
  * RESYNC_MS old), so Updated At is approximate by that much.
  */
 import { InvalidArgumentError, ServiceGroupUnavailableError, connect, defaultMemberId, redactUrl, type Coordinator, type Logger, type RollcallError } from '../../index.js'
-import { RepeatedWarnings } from '../../internal/repeated-warnings.js'
 import type { DriverStats, LiveView, LivenessChange, ServiceGroupDriver } from '../driver.js'
 import type { ServiceRecord, ServiceRef } from '../types.js'
 import { ToozTopicView, memberInfo, type ServiceCapabilities } from './tooz-view.js'
 
-/** How often views of watched topics are re-read in full, as a safety net and to refresh report times. */
+/** How often views of watched topics are re-read in full (the group view's resyncIntervalMs), to refresh report times. */
 export const RESYNC_MS = 30_000
 
 /** Options of the tooz driver. */
@@ -41,9 +41,6 @@ export interface ToozDriverOptions {
   resyncMs?: number
 }
 
-/** Follow-up reads after a read that found unannounced changes, at most. */
-const SETTLE_ROUNDS = 5
-
 /** Errors that are the caller's, not the backend's: they pass through unwrapped. */
 const CALLER_CODES = new Set(['INVALID_ID', 'INVALID_ARGUMENT', 'NOT_SUPPORTED'])
 
@@ -53,21 +50,16 @@ export class ToozDriver implements ServiceGroupDriver {
   readonly backendName: string
   readonly reportsOnJoin = true
   readonly needsServiceRecord = false
+  readonly keepsReportTime = true
   readonly stats: DriverStats = { reads: 0, writes: 0 }
   readonly #options: ToozDriverOptions
   readonly #views = new Map<string, ToozTopicView>()
   /** topic → host this process joined it as. */
   readonly #joined = new Map<string, string>()
-  readonly #settling = new Set<NodeJS.Timeout>()
   #coordinator: Coordinator | undefined
-  #resync: NodeJS.Timeout | undefined
-  #closed = false
-  /** Failed refreshes, logged once per kind rather than once per topic per resync. */
-  readonly #refreshWarnings: RepeatedWarnings
 
   constructor(options: ToozDriverOptions) {
     this.#options = options
-    this.#refreshWarnings = new RepeatedWarnings(options.logger)
     this.backendName = `the coordination backend ${redactUrl(options.url)}`
   }
 
@@ -78,23 +70,8 @@ export class ToozDriver implements ServiceGroupDriver {
   }
 
   async start(): Promise<void> {
-    const c = await connect(this.#options.url, { memberId: this.#options.memberId ?? defaultMemberId(), logger: this.#options.logger })
-    this.#coordinator = c
-    c.on('memberJoined', ({ group, member }) => this.#views.get(group)?.joined(member))
-    c.on('memberLeft', ({ group, member }) => this.#views.get(group)?.left(member))
-    const doubt = (): void => {
-      for (const v of this.#views.values()) v.markStale()
-    }
-    c.on('connectionStateChanged', ({ state }) => {
-      doubt()
-      // Back from an outage: re-read watched views now, so that events resume without a caller.
-      if (state === 'reconnected') this.#refreshWatched()
-    })
-    c.on('heartbeatFailed', (f) => f.reason === 'error' && doubt())
-    // A corrupt member written by someone else is not doubt about the view (it would make every read a miss).
-    c.on('warning', (err) => err.code !== 'SERIALIZATION' && doubt())
-    this.#resync = setInterval(() => this.#refreshWatched(), this.#options.resyncMs ?? RESYNC_MS)
-    this.#resync.unref()
+    // Failed background reads are the coordinator's warnings, logged once per kind by its logger.
+    this.#coordinator = await connect(this.#options.url, { memberId: this.#options.memberId ?? defaultMemberId(), logger: this.#options.logger })
   }
 
   async report(service: ServiceRecord): Promise<void> {
@@ -174,7 +151,8 @@ export class ToozDriver implements ServiceGroupDriver {
         await as.stop()
       }
     }
-    this.#views.get(topic)?.markStale()
+    // Read the topic again now, so that the hosts made to leave read down at once.
+    await this.#views.get(topic)?.refresh().catch(() => undefined)
   }
 
   async watch(topic: string, listener: (change: LivenessChange) => void): Promise<() => void> {
@@ -184,9 +162,6 @@ export class ToozDriver implements ServiceGroupDriver {
   }
 
   async close(): Promise<void> {
-    this.#closed = true
-    clearInterval(this.#resync)
-    for (const t of this.#settling) clearTimeout(t)
     await Promise.allSettled([...this.#views.values()].map((v) => v.close()))
     this.#views.clear()
     await this.#coordinator?.stop()
@@ -196,45 +171,14 @@ export class ToozDriver implements ServiceGroupDriver {
   async #fresh(topic: string): Promise<ToozTopicView> {
     let view = this.#views.get(topic)
     if (view?.fresh) return view
-    if (!view) this.#views.set(topic, (view = new ToozTopicView(this.coordinator, topic)))
+    if (!view) this.#views.set(topic, (view = new ToozTopicView(this.coordinator, topic, this.#options.resyncMs ?? RESYNC_MS)))
     this.stats.reads += 1
-    let changed: boolean
     try {
-      changed = await view.refresh()
+      await view.refresh()
     } catch (err) {
       throw this.#unavailable(err, `reading the members of ${topic}`)
     }
-    if (changed) this.#settle(topic, view, 0)
     return view
-  }
-
-  /** Re-reads a view after a read found unannounced changes (see tooz-view.ts), up to SETTLE_ROUNDS times. */
-  #settle(topic: string, view: ToozTopicView, round: number): void {
-    if (round >= SETTLE_ROUNDS || this.#closed) return
-    const timer = setTimeout(() => {
-      this.#settling.delete(timer)
-      if (this.#views.get(topic) !== view) return
-      this.stats.reads += 1
-      view.refresh().then((changed) => changed && this.#settle(topic, view, round + 1), () => view.markStale())
-    }, 2 * this.coordinator.watchIntervalMs + 50)
-    timer.unref()
-    this.#settling.add(timer)
-  }
-
-  #refreshWatched(): void {
-    for (const [topic, view] of this.#views) {
-      this.stats.reads += 1
-      view.refresh().then(
-        (changed) => {
-          this.#refreshWarnings.recovered()
-          if (changed) this.#settle(topic, view, 0)
-        },
-        (err: unknown) => {
-          const e = err as RollcallError
-          this.#refreshWarnings.warn(e?.retryable ? `outage:${e.code}` : String(e?.message), `Refreshing the view of ${topic} failed: ${e?.message ?? String(err)}`)
-        },
-      )
-    }
   }
 
   #unavailable(err: unknown, what: string): Error {

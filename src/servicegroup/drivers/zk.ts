@@ -42,6 +42,7 @@ export class ZkDriver implements ServiceGroupDriver {
   readonly backendName = 'ZooKeeper'
   readonly reportsOnJoin = true
   readonly needsServiceRecord = false
+  readonly keepsReportTime = true
   readonly stats: DriverStats = { reads: 0, writes: 0 }
   readonly #o: ZkDriverOptions
   readonly #views = new Map<string, ZkTopicView>()
