@@ -9,7 +9,9 @@
  *   pid and the last report time.
  * - Heartbeats are the Coordinator's, paced by the backend's own timeout (half of it), not by
  *   report_interval. A report only (re)joins the group if needed and refreshes the capabilities'
- *   report time, so a dropped membership is restored by the next report at the latest.
+ *   report time, so a dropped membership is restored by the next report. The coordinator does
+ *   not rejoin by itself: a service made to leave from elsewhere (service delete) stays down
+ *   until its next report, whether or not its process watches the topic.
  * - Up = some live member of the topic's group has capabilities.host == host (and the same
  *   binary, when both name one). A process that dies is down once the backend drops it (ZooKeeper
  *   session expiry, the redis/memcached/etcd membership timeout); one that stops cleanly (stop(),
@@ -71,7 +73,9 @@ export class ToozDriver implements ServiceGroupDriver {
 
   async start(): Promise<void> {
     // Failed background reads are the coordinator's warnings, logged once per kind by its logger.
-    this.#coordinator = await connect(this.#options.url, { memberId: this.#options.memberId ?? defaultMemberId(), logger: this.#options.logger })
+    // rejoin off: a membership dropped by the backend or by a leave from elsewhere (service delete)
+    // comes back with the next report, as Nova's drivers do; rejoining at once would undo the delete.
+    this.#coordinator = await connect(this.#options.url, { memberId: this.#options.memberId ?? defaultMemberId(), logger: this.#options.logger, rejoin: false })
   }
 
   async report(service: ServiceRecord): Promise<void> {
