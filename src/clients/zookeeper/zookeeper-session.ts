@@ -223,7 +223,9 @@ export class ZkSession {
     if (this.abandoned || this.#closing) return
     const server = this.#servers[this.#next % this.#servers.length]!
     this.#next += 1
-    const connectTimeoutMs = Math.max(500, this.#o.sessionTimeoutMs / this.#servers.length)
+    // Each attempt gets at most a third of the session (the Java client gives one server all of
+    // it): a handshake that goes unanswered then still leaves time for two more before the session ends.
+    const connectTimeoutMs = Math.max(500, Math.min(this.#o.sessionTimeoutMs / this.#servers.length, this.#o.sessionTimeoutMs / 3))
     const watches = this.watches.size > 0 && this.#sessionId !== 0n ? { zxid: this.#lastZxid, paths: this.watches.paths() } : undefined
     ZkWire.open({
       host: server.host, port: server.port, tls: this.#o.tls, connectTimeoutMs, auth: this.#o.auth, watches,

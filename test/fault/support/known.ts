@@ -11,6 +11,8 @@ export const KNOWN_BUGS = {
     'ZooKeeper, under heavy load: a 1.5 s cut of a 10 s session was still reported once as a lost session with rollcall\'s own client (1 of 2 runs in a full ' +
     'run at load average 16: suspended, then lost 2 ms later, i.e. the wire expiry found no answered request in the last 9 s). The client now judges expiry ' +
     'after the event loop has read its sockets (a timer after a stall no longer ignores answers that arrived in time), which may be the cause; unproven. ' +
+    'A second shape, on a quiet machine: suspended at the cut, then no reconnect for 11.5 s and lost — one reconnect attempt hung for the whole ' +
+    'connect timeout, which was the full session with one server; attempts are now bounded at a third of the session. ' +
     'Next: log answeredSentAt, the last ping and the private server\'s GC/stall times in that scenario under a full npm test; then run with FAULT_STRICT=1 ' +
     'and delete this entry.',
 } as const satisfies Record<string, string>
