@@ -38,7 +38,7 @@ class ZookeeperDriver implements CoordinationDriver {
   readonly #servers: { host: string; port: number }[]
   readonly #credential: { auth: string; acl: string } | undefined
   #conn: ZkConnection | undefined
-  readonly #watches = new Set<GroupWatch>()
+  readonly #watches = new Set<ZkGroupWatch>()
 
   constructor(ctx: DriverContext<ZookeeperOptions>) {
     this.#ctx = ctx
@@ -257,7 +257,7 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 
   async watchGroup(group: string, onChange: () => void): Promise<() => Promise<void>> {
-    const w: GroupWatch = { group, onChange, active: true, watcher: () => {} }
+    const w: ZkGroupWatch = { group, onChange, active: true, watcher: () => {} }
     // One function per subscription: the library keeps one copy of a watcher per path, and fires it once.
     w.watcher = () => {
       if (!w.active) return
@@ -279,7 +279,7 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 
   /** Sets the child watch (or, while the group is missing, an existence watch that fires on its creation). */
-  async #armOnce(w: GroupWatch): Promise<void> {
+  async #armOnce(w: ZkGroupWatch): Promise<void> {
     const conn = this.#connection()
     const path = this.#group(w.group)
     for (;;) {
@@ -294,7 +294,7 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 
   /** Re-arms after a fire or a new session, retrying through disconnections until the watch ends. */
-  async #arm(w: GroupWatch): Promise<void> {
+  async #arm(w: ZkGroupWatch): Promise<void> {
     const conn = this.#connection()
     while (w.active) {
       try {
@@ -324,7 +324,7 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 }
 
-interface GroupWatch {
+interface ZkGroupWatch {
   readonly group: string
   readonly onChange: () => void
   active: boolean
