@@ -116,7 +116,7 @@ export function oneOf<V extends string>(value: unknown, values: readonly V[]): V
 }
 
 /** A host and port, the host without IPv6 brackets. */
-export interface HostPort {
+export interface HostAndPort {
   host: string
   port: number
 }
@@ -125,7 +125,7 @@ export interface HostPort {
  * A server address as lists of servers write it: `name:port`, `1.2.3.4:port` or `[v6]:port`,
  * port 1–65535. Unfit: `"<text>" is not host:port (port 1–65535)`.
  */
-export function hostPort(text: string): HostPort {
+export function hostPort(text: string): HostAndPort {
   const m = /^(\[[0-9a-f:.]+\]|[^\s:,/[\]]+):(\d{1,5})$/i.exec(text)
   if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new Unfit(`"${shorten(text)}" is not host:port (port 1–65535)`)
   return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) }
@@ -136,7 +136,7 @@ export function hostPort(text: string): HostPort {
  * system for a free one). The host is '' when not written. Unfit: `HOST:PORT (e.g. 127.0.0.1:7979,
  * [::1]:7979 or :7979)`.
  */
-export function listenText(text: string): HostPort {
+export function listenText(text: string): HostAndPort {
   const m = /^(?:(\[[0-9a-fA-F:.]+\]|[^\s:[\]]*):)?(\d{1,5})$/.exec(text.trim())
   if (!m || Number(m[2]) > 65535) throw new Unfit('HOST:PORT (e.g. 127.0.0.1:7979, [::1]:7979 or :7979)')
   return { host: (m[1] ?? '').replace(/^\[|\]$/g, ''), port: Number(m[2]) }

@@ -55,7 +55,7 @@ export interface JoinOptions {
   reportImmediately?: boolean
 }
 
-interface Joined {
+interface JoinedService {
   service: ServiceRecord
   reporters: Reporter[]
 }
@@ -129,7 +129,7 @@ export class ServiceGroup extends EventEmitter<ServiceGroupEvents> {
   readonly #drivers: ServiceGroupDriver[]
   readonly #logger: Logger
   readonly #options: ServiceGroupOptions
-  readonly #joined = new Map<string, Joined>()
+  readonly #joined = new Map<string, JoinedService>()
   readonly #watches = new Map<string, Promise<() => void>>()
   #signalCleanup: (() => void) | undefined
   #closing: Promise<void> | undefined

@@ -11,7 +11,7 @@
  */
 import { dirname, resolve } from 'node:path'
 import { InvalidConfigError, type Logger } from '../index.js'
-import { booleanWord, coerce, hostPort, oneOf, OSLO_CONFIG_BOOLEANS, secondsText, Unfit, wholeMsText, type HostPort } from '../internal/coerce.js'
+import { booleanWord, coerce, hostPort, oneOf, OSLO_CONFIG_BOOLEANS, secondsText, Unfit, wholeMsText, type HostAndPort } from '../internal/coerce.js'
 import { createServiceGroup, type ServiceGroup } from './api.js'
 import { DEFAULT_SQLITE_FILE, openCatalog, parseCatalogUrl } from './catalog/catalog.js'
 import { tablePrefixProblem } from './catalog/sql.js'
@@ -77,7 +77,7 @@ export const MIN_TOKEN_CHARS = 16
 /** A resolved configuration. */
 export interface ServiceGroupConfig extends DriverSettings {
   database: { connection: string; tablePrefix: string; baseDir: string }
-  api: { token: string | undefined; listen: HostPort; allowedHosts: string[] }
+  api: { token: string | undefined; listen: HostAndPort; allowedHosts: string[] }
   /** The file read, if any. */
   file: string | undefined
 }

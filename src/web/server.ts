@@ -93,7 +93,7 @@ export class StatusServer {
   readonly groups: GroupListView | undefined
   readonly #server: Server
   readonly #hub: EventHub
-  readonly #o: StatusServerOptions
+  readonly #options: StatusServerOptions
   readonly #info: PageInfo
   readonly #routes: Route[]
   readonly #timers: NodeJS.Timeout[] = []
@@ -104,7 +104,7 @@ export class StatusServer {
   /** @internal Use startStatusServer(). */
   constructor(server: Server, parts: { options: StatusServerOptions; metrics: WebMetrics; hub: EventHub; services?: ServiceView; groups?: GroupListView }) {
     this.#server = server
-    this.#o = parts.options
+    this.#options = parts.options
     this.metrics = parts.metrics
     this.#hub = parts.hub
     this.services = parts.services
@@ -154,7 +154,7 @@ export class StatusServer {
     const problems = (): void => this.#hub.send('health', { problems: this.problems })
     this.services?.on('changed', (row) => this.#hub.send('service', row)).on('removed', (e) => this.#hub.send('service-removed', e)).on('health', problems)
     this.groups?.on('changed', (row) => this.#hub.send('group', row)).on('removed', (e) => this.#hub.send('group-removed', e)).on('health', problems)
-    const c = this.#o.coordinator
+    const c = this.#options.coordinator
     if (!c) return
     this.metrics.connectionState(c.connectionState)
     c.on('connectionStateChanged', ({ state }) => this.metrics.connectionState(state))
@@ -169,7 +169,7 @@ export class StatusServer {
       }
     }
     void probe()
-    const t = setInterval(() => void probe(), this.#o.heartbeatProbeMs ?? DEFAULTS.heartbeatProbeMs)
+    const t = setInterval(() => void probe(), this.#options.heartbeatProbeMs ?? DEFAULTS.heartbeatProbeMs)
     t.unref()
     this.#timers.push(t)
   }
@@ -178,7 +178,7 @@ export class StatusServer {
     const json = (fn: (req: IncomingMessage, m: RegExpExecArray, url: URL) => Promise<unknown>, status = 200): Handler =>
       async (req, res, m, url) => sendJson(res, status, await fn(req, m, url))
     const write = (fn: (req: IncomingMessage, m: RegExpExecArray) => Promise<unknown>): Handler => async (req, res, m) => {
-      authorizeWrite(req, this.#o.token)
+      authorizeWrite(req, this.#options.token)
       const out = await fn(req, m)
       if (out === undefined) {
         res.writeHead(204, baseHeaders())
@@ -228,7 +228,7 @@ export class StatusServer {
         pattern: /^\/healthz$/,
         methods: {
           GET: async (_req, res) => {
-            const health = await checkHealth({ serviceGroup: this.#o.serviceGroup, services: this.services, coordinator: this.#o.coordinator, refreshMs: this.#o.refreshMs ?? DEFAULTS.refreshMs })
+            const health = await checkHealth({ serviceGroup: this.#options.serviceGroup, services: this.services, coordinator: this.#options.coordinator, refreshMs: this.#options.refreshMs ?? DEFAULTS.refreshMs })
             sendJson(res, health.status === 'ok' ? 200 : 503, health)
           },
         },

@@ -17,7 +17,7 @@ import {
   type MemberEvent,
 } from '../../src/index.js'
 import { EtcdGateway, EtcdTransportError, prefixEnd } from '../../src/coordination/drivers/etcd3/etcd3-gateway.js'
-import { openWatch, type WatchEvent } from '../../src/coordination/drivers/etcd3/etcd3-watch.js'
+import { openWatch, type EtcdWatchEvent } from '../../src/coordination/drivers/etcd3/etcd3-watch.js'
 import { serverUrl } from '../support/backends.js'
 import { TcpProxy } from '../support/proxy.js'
 import { freePort, startEtcd, type PrivateServer } from '../support/servers.js'
@@ -379,7 +379,7 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     t.after(() => gw.close())
     gw.setApiVersion('v3')
     const prefix = Buffer.from(`${rid('w')}/`)
-    const seen: WatchEvent[] = []
+    const seen: EtcdWatchEvent[] = []
     await openWatch(gw, { key: prefix, rangeEnd: prefixEnd(prefix) }, { onEvents: (events) => seen.push(...events) })
     const put = (k: string): Promise<unknown> => raw('kv/put', { key: Buffer.from(`${prefix}${k}`).toString('base64'), value: 'eA==' })
     await put('a')

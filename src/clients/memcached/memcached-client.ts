@@ -65,7 +65,7 @@ export class MemcachedTimeoutError extends Error {
   }
 }
 
-interface Pending {
+interface PendingCommand {
   command: string
   parse: Parser<unknown>
   resolve(value: unknown): void
@@ -79,7 +79,7 @@ interface Pending {
 interface Conn {
   readonly socket: Socket
   readonly reader: ReplyReader
-  readonly pending: Pending[]
+  readonly pending: PendingCommand[]
   /** True once the handshake succeeded and the connection was announced. */
   established: boolean
   /** True while writes are being gathered for one write at the end of this tick. */
@@ -368,7 +368,7 @@ export class MemcachedClient {
   }
 }
 
-function settle(conn: Conn, entry: Pending, err?: Error, value?: unknown): void {
+function settle(conn: Conn, entry: PendingCommand, err?: Error, value?: unknown): void {
   const i = conn.pending.indexOf(entry)
   if (i < 0) return
   conn.pending.splice(i, 1)

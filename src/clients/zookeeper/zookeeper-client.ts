@@ -42,7 +42,7 @@ const SESSION_ID_NONE = '0000000000000000'
  * promise-returning operations that always go to the current session.
  */
 export class ZkConnection {
-  readonly #o: ZkConnectionOptions
+  readonly #options: ZkConnectionOptions
   #s: ZkSession | undefined
   readonly #deadSessions = new Set<string>()
   readonly #waiters = new Set<{ resolve: () => void; reject: (err: unknown) => void }>()
@@ -53,7 +53,7 @@ export class ZkConnection {
   #starting: { resolve: () => void; reject: (err: Error) => void } | undefined
 
   constructor(options: ZkConnectionOptions) {
-    this.#o = options
+    this.#options = options
   }
 
   /** The current session's number: 1 for the first, +1 for each replacement. */
@@ -68,7 +68,7 @@ export class ZkConnection {
 
   /** The negotiated session timeout (the requested one until a server answered). */
   get sessionTimeoutMs(): number {
-    return this.#s?.timeoutMs ?? this.#o.sessionTimeoutMs
+    return this.#s?.timeoutMs ?? this.#options.sessionTimeoutMs
   }
 
   /**
@@ -76,7 +76,7 @@ export class ZkConnection {
    * again: the send time of the last answered request plus the timeout, less a margin.
    */
   get sessionDeadline(): number {
-    return this.#s?.deadline ?? now() + this.#o.sessionTimeoutMs
+    return this.#s?.deadline ?? now() + this.#options.sessionTimeoutMs
   }
 
   /** The current session id as 16 hex digits (zeros before the first connect). */
@@ -111,7 +111,7 @@ export class ZkConnection {
   /** Opens the first session; rejects with ConnectionError if none is up within connectTimeoutMs. */
   async start(): Promise<void> {
     const s = this.#open(1)
-    this.#tick = setInterval(() => this.#onTick(), Math.max(50, Math.min(500, this.#o.sessionTimeoutMs / 10)))
+    this.#tick = setInterval(() => this.#onTick(), Math.max(50, Math.min(500, this.#options.sessionTimeoutMs / 10)))
     this.#tick.unref()
     this.#armExpiry()
     let timer: NodeJS.Timeout | undefined
@@ -119,10 +119,10 @@ export class ZkConnection {
       await new Promise<void>((resolve, reject) => {
         this.#starting = { resolve, reject }
         timer = setTimeout(() => {
-          const seconds = this.#o.connectTimeoutMs / 1000
+          const seconds = this.#options.connectTimeoutMs / 1000
           const last = s.lastSocketError ? `; last error: ${s.lastSocketError}` : ''
-          reject(new ConnectionError(`Cannot connect to ZooKeeper at ${this.#hostList()}: no server answered within ${seconds} s (${this.#o.shownAs})${last}`))
-        }, this.#o.connectTimeoutMs)
+          reject(new ConnectionError(`Cannot connect to ZooKeeper at ${this.#hostList()}: no server answered within ${seconds} s (${this.#options.shownAs})${last}`))
+        }, this.#options.connectTimeoutMs)
       })
     } catch (err) {
       await this.stop()
@@ -139,20 +139,20 @@ export class ZkConnection {
     this.#stopped = true
     clearInterval(this.#tick)
     clearTimeout(this.#expiry)
-    const stopped = new ConnectionError(`The ZooKeeper connection to ${this.#o.shownAs} was closed`)
+    const stopped = new ConnectionError(`The ZooKeeper connection to ${this.#options.shownAs} was closed`)
     for (const w of this.#waiters) w.reject(stopped)
     this.#waiters.clear()
     const s = this.#s
     if (!s) return
     // A CLOSE_SESSION the server answers deletes our ephemerals at once, not after the timeout.
-    await s.close(Math.min(2_000, this.#o.opTimeoutMs))
+    await s.close(Math.min(2_000, this.#options.opTimeoutMs))
     s.abandon(stopped)
   }
 
   /** Resolves once the current session is connected; rejects with the signal's reason on abort. */
   whenConnected(signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason)
-    if (this.#stopped) return Promise.reject(new ConnectionError(`The ZooKeeper connection to ${this.#o.shownAs} is closed`))
+    if (this.#stopped) return Promise.reject(new ConnectionError(`The ZooKeeper connection to ${this.#options.shownAs} is closed`))
     if (this.#s?.connected) return Promise.resolve()
     return new Promise((resolve, reject) => {
       const waiter = {
@@ -183,7 +183,7 @@ export class ZkConnection {
 
   /** Creates a node; resolves to its path (with the sequence number for a sequential mode). */
   create(path: string, data: Uint8Array | undefined, mode: ZkCreateMode): Promise<string> {
-    return this.#op('create', `create ${path}`, { op: 'create', path, data: data ?? EMPTY, acl: this.#o.acl, mode, withStat: false })
+    return this.#op('create', `create ${path}`, { op: 'create', path, data: data ?? EMPTY, acl: this.#options.acl, mode, withStat: false })
   }
 
   remove(path: string, version = -1): Promise<void> {
@@ -272,24 +272,24 @@ export class ZkConnection {
   }
 
   #session(): ZkSession {
-    if (!this.#s) throw new ConnectionError(`The ZooKeeper connection to ${this.#o.shownAs} was never started`)
+    if (!this.#s) throw new ConnectionError(`The ZooKeeper connection to ${this.#options.shownAs} was never started`)
     return this.#s
   }
 
   #hostList(): string {
-    return this.#o.servers.map((h) => `${h.host}:${h.port}`).join(',')
+    return this.#options.servers.map((h) => `${h.host}:${h.port}`).join(',')
   }
 
   /** Sends one request on the current session, with the operation timeout. */
   #op<K extends ZkRequest['op']>(kind: K, what: string, req: Extract<ZkRequest, { op: K }>, onReply?: (s: ZkSession, err: Error | undefined) => void): Promise<ZkResponses[K]> {
-    if (this.#stopped) return Promise.reject(new ConnectionError(`Cannot ${what}: the ZooKeeper connection to ${this.#o.shownAs} is closed`))
+    if (this.#stopped) return Promise.reject(new ConnectionError(`Cannot ${what}: the ZooKeeper connection to ${this.#options.shownAs} is closed`))
     const s = this.#session()
     void kind
-    return s.request(req, this.#o.opTimeoutMs, what, onReply && ((err) => onReply(s, err)))
+    return s.request(req, this.#options.opTimeoutMs, what, onReply && ((err) => onReply(s, err)))
   }
 
   #open(generation: number): ZkSession {
-    const { servers, randomizeHosts, sessionTimeoutMs, digestAuth, tls, chroot } = this.#o
+    const { servers, randomizeHosts, sessionTimeoutMs, digestAuth, tls, chroot } = this.#options
     const auth = digestAuth === undefined ? [] : [{ scheme: 'digest', auth: Buffer.from(digestAuth, 'utf8') }]
     const s = new ZkSession({ servers, randomizeHosts, sessionTimeoutMs, auth, tls, chroot: chroot ?? '' }, generation, (session, event) => this.#onEvent(session, event))
     this.#s = s
@@ -304,18 +304,18 @@ export class ZkConnection {
       if (this.#starting) return this.#starting.resolve()
       if (s.connects > 1) {
         void this.#deleteOrphans()
-        return this.#o.onState('reconnected')
+        return this.#options.onState('reconnected')
       }
       // A replacement session: let the owner re-arm watches before saying we are back.
-      void this.#o.onNewSession().catch(() => {}).then(() => {
-        if (s === this.#s && !this.#stopped) this.#o.onState('reconnected')
+      void this.#options.onNewSession().catch(() => {}).then(() => {
+        if (s === this.#s && !this.#stopped) this.#options.onState('reconnected')
       })
     } else if (event === 'disconnected') {
-      this.#o.onState('suspended')
+      this.#options.onState('suspended')
     } else if (event === 'expired') {
       this.#lose(s, new ConnectionError(`The ZooKeeper server expired session 0x${s.id ?? '?'}`))
     } else {
-      const err = new ConnectionError(`ZooKeeper at ${this.#hostList()} rejected the credentials of ${this.#o.shownAs}`)
+      const err = new ConnectionError(`ZooKeeper at ${this.#hostList()} rejected the credentials of ${this.#options.shownAs}`)
       if (this.#starting) return this.#starting.reject(err)
       this.#lose(s, err)
     }
@@ -363,7 +363,7 @@ export class ZkConnection {
     this.#orphans.length = 0
     this.#open(s.generation + 1)
     this.#armExpiry()
-    this.#o.onState('lost', cause)
+    this.#options.onState('lost', cause)
   }
 
   async #deleteOrphans(): Promise<void> {

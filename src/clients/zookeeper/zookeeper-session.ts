@@ -70,7 +70,7 @@ export class ZkSession {
   lastSocketError: string | undefined
   /** The server's version answer to multiRead: false once a server said it does not know it. */
   multiRead = true
-  readonly #o: ZkSessionOptions
+  readonly #options: ZkSessionOptions
   readonly #onEvent: (session: ZkSession, event: ZkSessionEvent) => void
   readonly #servers: { host: string; port: number }[]
   readonly #queue = new Set<Queued>()
@@ -86,7 +86,7 @@ export class ZkSession {
 
   /** Starts connecting; `onEvent` hears the state changes. */
   constructor(options: ZkSessionOptions, generation: number, onEvent: (session: ZkSession, event: ZkSessionEvent) => void) {
-    this.#o = options
+    this.#options = options
     this.generation = generation
     this.#onEvent = onEvent
     this.#timeoutMs = options.sessionTimeoutMs
@@ -160,7 +160,7 @@ export class ZkSession {
 
   /** `host:port,...` for messages. */
   hostList(): string {
-    return this.#o.servers.map((h) => `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port}`).join(',')
+    return this.#options.servers.map((h) => `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port}`).join(',')
   }
 
   /** Drops the current connection (the session reconnects unless abandoned). */
@@ -189,7 +189,7 @@ export class ZkSession {
   }
 
   #rooted<R extends ZkRequest>(req: R): R {
-    const chroot = this.#o.chroot
+    const chroot = this.#options.chroot
     if (!chroot) return req
     const r = req as ZkRequest
     if ('path' in r) return { ...r, path: r.path === '/' ? chroot : `${chroot}${r.path}` } as R
@@ -198,7 +198,7 @@ export class ZkSession {
   }
 
   #unrooted(path: string): string {
-    const chroot = this.#o.chroot
+    const chroot = this.#options.chroot
     if (!chroot || !path.startsWith(chroot)) return path
     return path.length === chroot.length ? '/' : path.slice(chroot.length)
   }
@@ -225,11 +225,11 @@ export class ZkSession {
     this.#next += 1
     // Each attempt gets at most a third of the session (the Java client gives one server all of
     // it): a handshake that goes unanswered then still leaves time for two more before the session ends.
-    const connectTimeoutMs = Math.max(500, Math.min(this.#o.sessionTimeoutMs / this.#servers.length, this.#o.sessionTimeoutMs / 3))
+    const connectTimeoutMs = Math.max(500, Math.min(this.#options.sessionTimeoutMs / this.#servers.length, this.#options.sessionTimeoutMs / 3))
     const watches = this.watches.size > 0 && this.#sessionId !== 0n ? { zxid: this.#lastZxid, paths: this.watches.paths() } : undefined
     ZkWire.open({
-      host: server.host, port: server.port, tls: this.#o.tls, connectTimeoutMs, auth: this.#o.auth, watches,
-      handshake: { lastZxidSeen: this.#lastZxid, timeoutMs: this.#o.sessionTimeoutMs, sessionId: this.#sessionId, password: this.#password, readOnly: false },
+      host: server.host, port: server.port, tls: this.#options.tls, connectTimeoutMs, auth: this.#options.auth, watches,
+      handshake: { lastZxidSeen: this.#lastZxid, timeoutMs: this.#options.sessionTimeoutMs, sessionId: this.#sessionId, password: this.#password, readOnly: false },
       onNotification: (ev) => this.watches.fire(ev, this.#unrooted(ev.path)),
       onClose: (err) => this.#onWireClosed(err),
     }).then((wire) => this.#onOpen(wire), (err: WireOpenError) => {
@@ -239,7 +239,7 @@ export class ZkSession {
       if (err.failure === 'authFailed') return this.#onEvent(this, 'authFailed')
       // Every server tried once: pause before the next round, as the Java client does.
       const round = tried + 1 >= this.#servers.length
-      const delayMs = round ? Math.min(500, Math.max(50, this.#o.sessionTimeoutMs / 20)) : 0
+      const delayMs = round ? Math.min(500, Math.max(50, this.#options.sessionTimeoutMs / 20)) : 0
       this.#retry = setTimeout(() => this.#attempt(round ? 0 : tried + 1), delayMs)
       this.#retry.unref()
     })

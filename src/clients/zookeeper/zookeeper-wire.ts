@@ -80,7 +80,7 @@ export class ZkWire {
   /** Highest zxid seen in a reply. */
   lastZxid: bigint
   readonly #socket: Socket
-  readonly #o: WireOptions
+  readonly #options: WireOptions
   readonly #pending = new Map<number, Pending>()
   readonly #pings: number[] = []
   readonly #auths: { sentAt: number; done: (err?: Error) => void }[] = []
@@ -94,7 +94,7 @@ export class ZkWire {
 
   private constructor(socket: Socket, o: WireOptions, session: ConnectResponse, sentAt: number, splitter: FrameSplitter) {
     this.#socket = socket
-    this.#o = o
+    this.#options = o
     this.session = session
     this.answeredSentAt = sentAt
     this.lastZxid = o.handshake.lastZxidSeen
@@ -200,7 +200,7 @@ export class ZkWire {
     if (this.#closed) return
     const t = now()
     if (t - this.#lastHeardAt > readTimeoutMs) {
-      return this.close(new ConnectionError(`ZooKeeper at ${this.#o.host}:${this.#o.port} sent nothing for ${Math.round(t - this.#lastHeardAt)} ms (read timeout ${Math.round(readTimeoutMs)} ms)`))
+      return this.close(new ConnectionError(`ZooKeeper at ${this.#options.host}:${this.#options.port} sent nothing for ${Math.round(t - this.#lastHeardAt)} ms (read timeout ${Math.round(readTimeoutMs)} ms)`))
     }
     if (t - this.#lastSentAt >= pingAfterMs) this.ping()
   }
@@ -221,7 +221,7 @@ export class ZkWire {
     this.#pending.clear()
     for (const p of pending) p.done(new ZkError(ZK_CODES.CONNECTION_LOSS, `Cannot ${p.req.op}: ${err.message}`, { cause: err }))
     for (const a of this.#auths.splice(0)) a.done(err)
-    if (this.#opened) this.#o.onClose(err)
+    if (this.#opened) this.#options.onClose(err)
   }
 
   #write(frame: Buffer): void {
@@ -239,14 +239,14 @@ export class ZkWire {
   }
 
   async #authenticate(): Promise<void> {
-    await Promise.all(this.#o.auth.map((a) => new Promise<void>((resolve, reject) => {
+    await Promise.all(this.#options.auth.map((a) => new Promise<void>((resolve, reject) => {
       this.#auths.push({ sentAt: now(), done: (err) => (err ? reject(err) : resolve()) })
       this.#write(encodeAuth(a.scheme, a.auth))
     })))
   }
 
   #restoreWatches(): void {
-    const w = this.#o.watches
+    const w = this.#options.watches
     if (!w) return
     const { data, exist, child } = w.paths
     // In chunks, as the Java client does, so that no frame exceeds the server's jute.maxbuffer.
@@ -287,7 +287,7 @@ export class ZkWire {
     try {
       const reply = decodeReply(frame)
       if (reply.zxid > this.lastZxid) this.lastZxid = reply.zxid
-      if (reply.xid === XID.notification) return this.#o.onNotification(decodeWatchEvent(reply.body))
+      if (reply.xid === XID.notification) return this.#options.onNotification(decodeWatchEvent(reply.body))
       if (reply.xid === XID.ping) {
         const sentAt = this.#pings.shift()
         if (sentAt === undefined) throw new ZkFrameError('a ZooKeeper server answered a ping that was never sent')

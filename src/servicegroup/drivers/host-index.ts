@@ -6,7 +6,7 @@
 import type { LivenessChange } from '../driver.js'
 
 /** What is known of one live member. */
-export interface MemberInfo {
+export interface ServiceMemberInfo {
   host: string
   binary: string
   reportedAt: Date | null
@@ -15,7 +15,7 @@ export interface MemberInfo {
 /** Members of one topic, indexed by host. */
 export class HostIndex {
   readonly topic: string
-  readonly #members = new Map<string, MemberInfo>()
+  readonly #members = new Map<string, ServiceMemberInfo>()
   readonly #hosts = new Map<string, Set<string>>()
   readonly listeners = new Set<(change: LivenessChange) => void>()
 
@@ -61,7 +61,7 @@ export class HostIndex {
   }
 
   /** Adds or updates a member; reports the host coming up. */
-  set(member: string, info: MemberInfo, notify = true): void {
+  set(member: string, info: ServiceMemberInfo, notify = true): void {
     const before = this.#members.get(member)
     if (before && before.host !== info.host) this.delete(member, notify)
     this.#members.set(member, info)
@@ -89,7 +89,7 @@ export class HostIndex {
    * Replaces every member (a full re-read), reporting each host whose state changed. Returns
    * true when a member came or went (a report-time change alone does not count).
    */
-  replace(members: ReadonlyMap<string, MemberInfo>, notify = true): boolean {
+  replace(members: ReadonlyMap<string, ServiceMemberInfo>, notify = true): boolean {
     let changed = false
     for (const id of this.memberIds) {
       if (members.has(id)) continue

@@ -11,7 +11,7 @@
  *   connection change, a failed heartbeat, an outage); then the next read refreshes it.
  */
 import type { Coordinator, GroupView, GroupViewChange } from '../../index.js'
-import { HostIndex, type MemberInfo } from './host-index.js'
+import { HostIndex, type ServiceMemberInfo } from './host-index.js'
 /** Capabilities the tooz driver publishes with each member. */
 export interface ServiceCapabilities {
   host: string
@@ -25,7 +25,7 @@ export interface ServiceCapabilities {
 }
 
 /** Reads a member's capabilities; undefined when they are not a service's (another kind of member, or corrupt). */
-export function memberInfo(caps: unknown): MemberInfo | undefined {
+export function memberInfo(caps: unknown): ServiceMemberInfo | undefined {
   if (caps === null || typeof caps !== 'object' || caps instanceof Error) return undefined
   const c = caps as Partial<Record<keyof ServiceCapabilities, unknown>>
   if (typeof c.host !== 'string' || c.host === '') return undefined
@@ -118,8 +118,8 @@ export class ToozTopicView {
 }
 
 /** The members that are services (with their info), from a group view's snapshot. */
-function serviceMembers(members: ReadonlyMap<string, unknown>): Map<string, MemberInfo> {
-  const out = new Map<string, MemberInfo>()
+function serviceMembers(members: ReadonlyMap<string, unknown>): Map<string, ServiceMemberInfo> {
+  const out = new Map<string, ServiceMemberInfo>()
   for (const [id, caps] of members) {
     const info = memberInfo(caps)
     if (info) out.set(id, info)

@@ -44,7 +44,7 @@ export class ZkDriver implements ServiceGroupDriver {
   readonly needsServiceRecord = false
   readonly keepsReportTime = true
   readonly stats: DriverStats = { reads: 0, writes: 0 }
-  readonly #o: ZkDriverOptions
+  readonly #options: ZkDriverOptions
   readonly #views = new Map<string, ZkTopicView>()
   /** Node paths this process owns, by `<topic>\0<host>`. */
   readonly #nodes = new Map<string, string>()
@@ -52,19 +52,19 @@ export class ZkDriver implements ServiceGroupDriver {
 
   constructor(options: ZkDriverOptions) {
     warnDeprecated('zk')
-    this.#o = options
+    this.#options = options
   }
 
   async start(): Promise<void> {
-    const servers = this.#o.address.split(',').map((s) => {
+    const servers = this.#options.address.split(',').map((s) => {
       const at = s.trim().lastIndexOf(':')
       return { host: s.trim().slice(0, at).replace(/^\[|\]$/g, ''), port: Number(s.trim().slice(at + 1)) }
     })
     const conn = new ZkConnection({
       servers, randomizeHosts: true,
-      sessionTimeoutMs: this.#o.recvTimeoutMs, connectTimeoutMs: Math.max(this.#o.recvTimeoutMs, 2_000), opTimeoutMs: Math.max(this.#o.recvTimeoutMs, 2_000),
+      sessionTimeoutMs: this.#options.recvTimeoutMs, connectTimeoutMs: Math.max(this.#options.recvTimeoutMs, 2_000), opTimeoutMs: Math.max(this.#options.recvTimeoutMs, 2_000),
       digestAuth: undefined, acl: OPEN_ACL,
-      shownAs: `zookeeper://${this.#o.address}${this.#o.sgPrefix}`,
+      shownAs: `zookeeper://${this.#options.address}${this.#options.sgPrefix}`,
       onState: (state) => {
         for (const v of this.#views.values()) v.markStale()
         if (state !== 'suspended') for (const v of this.#views.values()) if (v.index.listeners.size) void v.refresh().catch(() => undefined)
@@ -77,10 +77,10 @@ export class ZkDriver implements ServiceGroupDriver {
     await conn.start()
     this.#conn = conn
     try {
-      await conn.ensurePath(this.#o.sgPrefix)
+      await conn.ensurePath(this.#options.sgPrefix)
     } catch (err) {
       await conn.stop()
-      throw new ConnectionError(`Cannot create ${this.#o.sgPrefix} in ZooKeeper: ${(err as Error).message}`, { cause: err })
+      throw new ConnectionError(`Cannot create ${this.#options.sgPrefix} in ZooKeeper: ${(err as Error).message}`, { cause: err })
     }
   }
 
@@ -90,8 +90,8 @@ export class ZkDriver implements ServiceGroupDriver {
     this.#nodes.set(key, path)
     try {
       this.stats.reads += 1
-      const stat = await this.#c().exists(path)
-      if (stat && stat.ephemeralOwner === this.#c().sessionId) return
+      const stat = await this.#connection().exists(path)
+      if (stat && stat.ephemeralOwner === this.#connection().sessionId) return
       await this.#create(path)
     } catch (err) {
       throw this.#reportError(err, path)
@@ -111,12 +111,12 @@ export class ZkDriver implements ServiceGroupDriver {
     this.#nodes.delete(`${topic}\u0000${host}`)
     // Read again next time rather than wait for the watch to say so.
     this.#views.get(topic)?.markStale()
-    const parent = `${this.#o.sgPrefix}/${topic}/${host}`
+    const parent = `${this.#options.sgPrefix}/${topic}/${host}`
     try {
       this.stats.reads += 1
-      const pids = await this.#c().getChildren(parent)
+      const pids = await this.#connection().getChildren(parent)
       this.stats.writes += pids.length
-      await Promise.all(pids.map((pid) => this.#c().remove(`${parent}/${pid}`).catch((err: unknown) => {
+      await Promise.all(pids.map((pid) => this.#connection().remove(`${parent}/${pid}`).catch((err: unknown) => {
         if (zkCode(err) !== ZK_CODES.NO_NODE) throw err
       })))
     } catch (err) {
@@ -138,7 +138,7 @@ export class ZkDriver implements ServiceGroupDriver {
     await this.#conn?.stop()
   }
 
-  #c(): ZkConnection {
+  #connection(): ZkConnection {
     if (!this.#conn) throw new InvalidArgumentError('The zk service-group driver is not started')
     return this.#conn
   }
@@ -147,12 +147,12 @@ export class ZkDriver implements ServiceGroupDriver {
     for (const [what, v] of [['topic', topic], ['host', host]] as const) {
       if (v === '' || v.includes('/') || v === '.' || v === '..') throw new InvalidArgumentError(`A ${what} stored by the zk driver cannot be empty, ".", ".." or contain "/": ${JSON.stringify(v)}`)
     }
-    return `${this.#o.sgPrefix}/${topic}/${host}/${this.#o.pid ?? process.pid}`
+    return `${this.#options.sgPrefix}/${topic}/${host}/${this.#options.pid ?? process.pid}`
   }
 
   /** Creates our ephemeral node (and its parents); replaces a leftover of a dead session of ours. */
   async #create(path: string): Promise<void> {
-    const conn = this.#c()
+    const conn = this.#connection()
     this.stats.writes += 1
     await conn.ensurePath(path.slice(0, path.lastIndexOf('/')))
     try {
@@ -171,11 +171,11 @@ export class ZkDriver implements ServiceGroupDriver {
   async #fresh(topic: string): Promise<ZkTopicView> {
     let view = this.#views.get(topic)
     if (view?.fresh) return view
-    if (!view) this.#views.set(topic, (view = new ZkTopicView(() => this.#c(), this.#o.sgPrefix, topic, () => void (this.stats.reads += 1))))
+    if (!view) this.#views.set(topic, (view = new ZkTopicView(() => this.#connection(), this.#options.sgPrefix, topic, () => void (this.stats.reads += 1))))
     try {
       await view.refresh()
     } catch (err) {
-      throw new ServiceGroupUnavailableError('zk', `reading ${this.#o.sgPrefix}/${topic} failed: ${(err as Error).message}`, { cause: err })
+      throw new ServiceGroupUnavailableError('zk', `reading ${this.#options.sgPrefix}/${topic} failed: ${(err as Error).message}`, { cause: err })
     }
     return view
   }

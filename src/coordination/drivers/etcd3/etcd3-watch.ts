@@ -11,14 +11,14 @@ import type http from 'node:http'
 import { b64, big, decodeKv, EtcdApiError, EtcdTransportError, type Endpoint, type EtcdGateway, type Json, type KeyValue } from './etcd3-gateway.js'
 
 /** A watch event. A PUT without a `type` field is how the gateway writes PUT. */
-export interface WatchEvent {
+export interface EtcdWatchEvent {
   type: 'PUT' | 'DELETE'
   kv: KeyValue
 }
 
 /** What a watch reports. */
 export interface WatchHandlers {
-  onEvents(events: WatchEvent[]): void
+  onEvents(events: EtcdWatchEvent[]): void
   /** History was compacted past the resume point: some events are gone; re-read the state. */
   onGap?(): void
 }
@@ -174,7 +174,7 @@ export class Watch {
       }
       return new EtcdApiError(stream.endpoint.label, 200, undefined, `watch canceled${r.cancel_reason ? `: ${r.cancel_reason}` : ''}`)
     }
-    const events = ((r.events ?? []) as Json[]).map((e): WatchEvent => ({ type: e.type === 'DELETE' ? 'DELETE' : 'PUT', kv: decodeKv(e.kv ?? {}) }))
+    const events = ((r.events ?? []) as Json[]).map((e): EtcdWatchEvent => ({ type: e.type === 'DELETE' ? 'DELETE' : 'PUT', kv: decodeKv(e.kv ?? {}) }))
     if (events.length > 0) {
       const last = events.reduce((m, e) => (e.kv.modRevision > m ? e.kv.modRevision : m), 0n)
       if (this.#next === undefined || last + 1n > this.#next) this.#next = last + 1n

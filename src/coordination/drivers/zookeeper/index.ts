@@ -38,7 +38,7 @@ class ZookeeperDriver implements CoordinationDriver {
   readonly #servers: { host: string; port: number }[]
   readonly #credential: { auth: string; acl: string } | undefined
   #conn: ZkConnection | undefined
-  readonly #watches = new Set<GroupWatch>()
+  readonly #watches = new Set<ZkGroupWatch>()
 
   constructor(ctx: DriverContext<ZookeeperOptions>) {
     this.#ctx = ctx
@@ -54,7 +54,7 @@ class ZookeeperDriver implements CoordinationDriver {
     }
   }
 
-  #c(): ZkConnection {
+  #connection(): ZkConnection {
     if (!this.#conn) throw new ConnectionError(`The zookeeper driver for ${this.#ctx.url.redacted} is not started`)
     return this.#conn
   }
@@ -102,7 +102,7 @@ class ZookeeperDriver implements CoordinationDriver {
 
   /** tooz's heartbeat (`get /<ns>`), plus a check that our member nodes still exist. */
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
-    const conn = this.#c()
+    const conn = this.#connection()
     const startedAt = performance.now()
     await conn.exists(this.#base)
     const lostGroups: string[] = []
@@ -119,7 +119,7 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 
   async createGroup(group: string): Promise<void> {
-    const conn = this.#c()
+    const conn = this.#connection()
     for (let attempt = 0; ; attempt++) {
       try {
         await conn.create(this.#group(group), undefined, 'PERSISTENT')
@@ -134,7 +134,7 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 
   async deleteGroup(group: string): Promise<void> {
-    const conn = this.#c()
+    const conn = this.#connection()
     const path = this.#group(group)
     try {
       await conn.remove(path)
@@ -156,7 +156,7 @@ class ZookeeperDriver implements CoordinationDriver {
 
   async listGroups(): Promise<string[]> {
     try {
-      return (await this.#c().getChildren(this.#base)).filter((g) => g !== LOCKS_NODE)
+      return (await this.#connection().getChildren(this.#base)).filter((g) => g !== LOCKS_NODE)
     } catch (err) {
       if (zkCode(err) === ZK_CODES.NO_NODE) return []
       throw err
@@ -165,7 +165,7 @@ class ZookeeperDriver implements CoordinationDriver {
 
   async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
     checkSize(capabilities)
-    const conn = this.#c()
+    const conn = this.#connection()
     const path = this.#member(group)
     for (let attempt = 0; ; attempt++) {
       try {
@@ -190,7 +190,7 @@ class ZookeeperDriver implements CoordinationDriver {
 
   async leaveGroup(group: string): Promise<void> {
     try {
-      await this.#c().remove(this.#member(group))
+      await this.#connection().remove(this.#member(group))
     } catch (err) {
       if (zkCode(err) === ZK_CODES.NO_NODE) throw new MemberNotJoinedError(group, this.#ctx.memberId, { cause: err })
       throw err
@@ -199,7 +199,7 @@ class ZookeeperDriver implements CoordinationDriver {
 
   async listMemberIds(group: string): Promise<string[]> {
     try {
-      return (await this.#c().getChildren(this.#group(group))).filter((m) => m !== LEADER_NODE)
+      return (await this.#connection().getChildren(this.#group(group))).filter((m) => m !== LEADER_NODE)
     } catch (err) {
       if (zkCode(err) === ZK_CODES.NO_NODE) throw new GroupNotFoundError(group, { cause: err })
       throw err
@@ -207,7 +207,7 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 
   async listMembers(group: string): Promise<Map<string, Uint8Array>> {
-    const conn = this.#c()
+    const conn = this.#connection()
     const ids = await this.listMemberIds(group)
     // multiRead batches (one getData per member pipelined on servers before 3.6).
     const values = await conn.getDataMany(ids.map((m) => this.#member(group, m)))
@@ -226,7 +226,7 @@ class ZookeeperDriver implements CoordinationDriver {
   async updateCapabilities(group: string, capabilities: Uint8Array): Promise<void> {
     checkSize(capabilities)
     try {
-      await this.#c().setData(this.#member(group), capabilities)
+      await this.#connection().setData(this.#member(group), capabilities)
     } catch (err) {
       if (zkCode(err) === ZK_CODES.NO_NODE) throw new MemberNotJoinedError(group, this.#ctx.memberId, { cause: err })
       throw err
@@ -235,7 +235,7 @@ class ZookeeperDriver implements CoordinationDriver {
 
   async getMemberInfo(group: string, member: string): Promise<DriverMemberInfo> {
     try {
-      const { data, stat } = await this.#c().getData(this.#member(group, member))
+      const { data, stat } = await this.#connection().getData(this.#member(group, member))
       return { capabilities: new Uint8Array(data), createdAt: new Date(stat.ctime), updatedAt: new Date(stat.mtime) }
     } catch (err) {
       if (zkCode(err) === ZK_CODES.NO_NODE) throw new MemberNotJoinedError(group, member, { cause: err })
@@ -244,20 +244,20 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 
   createLock(name: string): DriverLock {
-    return new ZkLock(this.#c(), `${this.#base}/${LOCKS_NODE}/${name}`, this.#ctx.memberId)
+    return new ZkLock(this.#connection(), `${this.#base}/${LOCKS_NODE}/${name}`, this.#ctx.memberId)
   }
 
   leaderLock(group: string): DriverLock {
-    return new ZkLock(this.#c(), `${this.#group(group)}/${LEADER_NODE}`, this.#ctx.memberId)
+    return new ZkLock(this.#connection(), `${this.#group(group)}/${LEADER_NODE}`, this.#ctx.memberId)
   }
 
   /** The first contender's member id; unlike tooz, reading never creates nodes. */
   getLeader(group: string): Promise<string | null> {
-    return readHolder(this.#c(), `${this.#group(group)}/${LEADER_NODE}`)
+    return readHolder(this.#connection(), `${this.#group(group)}/${LEADER_NODE}`)
   }
 
   async watchGroup(group: string, onChange: () => void): Promise<() => Promise<void>> {
-    const w: GroupWatch = { group, onChange, active: true, watcher: () => {} }
+    const w: ZkGroupWatch = { group, onChange, active: true, watcher: () => {} }
     // One function per subscription: the library keeps one copy of a watcher per path, and fires it once.
     w.watcher = () => {
       if (!w.active) return
@@ -279,8 +279,8 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 
   /** Sets the child watch (or, while the group is missing, an existence watch that fires on its creation). */
-  async #armOnce(w: GroupWatch): Promise<void> {
-    const conn = this.#c()
+  async #armOnce(w: ZkGroupWatch): Promise<void> {
+    const conn = this.#connection()
     const path = this.#group(w.group)
     for (;;) {
       try {
@@ -294,8 +294,8 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 
   /** Re-arms after a fire or a new session, retrying through disconnections until the watch ends. */
-  async #arm(w: GroupWatch): Promise<void> {
-    const conn = this.#c()
+  async #arm(w: ZkGroupWatch): Promise<void> {
+    const conn = this.#connection()
     while (w.active) {
       try {
         await this.#armOnce(w)
@@ -315,7 +315,7 @@ class ZookeeperDriver implements CoordinationDriver {
 
   /** A replacement session: restore the namespace, re-arm every watch and have the watchers re-read. */
   async #onNewSession(): Promise<void> {
-    const conn = this.#c()
+    const conn = this.#connection()
     await conn.ensurePath(this.#base).catch((err: unknown) => this.#ctx.events.warning(asBackendError(err, 'Restoring the namespace after a new ZooKeeper session')))
     await Promise.all([...this.#watches].map(async (w) => {
       await this.#arm(w)
@@ -324,7 +324,7 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 }
 
-interface GroupWatch {
+interface ZkGroupWatch {
   readonly group: string
   readonly onChange: () => void
   active: boolean
