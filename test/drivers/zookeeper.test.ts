@@ -14,7 +14,7 @@ import { serverUrl } from '../support/backends.js'
 import { TIMING } from '../support/timing.js'
 import { rid, waitFor } from '../support/wait.js'
 import { TcpProxy } from '../support/proxy.js'
-import { freePort } from '../support/servers.js'
+import { freePort, startZookeeper } from '../support/servers.js'
 import { codeOf, rawZk, sharedHostPort } from './zookeeper-support.js'
 
 const base = serverUrl('zookeeper')
@@ -201,6 +201,27 @@ describe('zookeeper driver', { concurrency: 4 }, () => {
     await friend.joinGroup(g)
     assert.deepEqual(await friend.getMembers(g), [c.memberId, friend.memberId].sort())
     assert.ok(!friend.url.includes('s3cret'))
+  })
+
+  it('zookeeper: connect: an IPv6 literal ([::1]) reaches a server that listens on ::1 only; groups, capabilities and locks work over it', async (t) => {
+    const srv = await startZookeeper('::1')
+    t.after(() => srv.kill())
+    assert.match(srv.url, /^zookeeper:\/\/\[::1\]:\d+$/)
+    // Nothing listens on the IPv4 loopback at that port: the members below can only talk over IPv6.
+    await assert.rejects(connect(`zookeeper://127.0.0.1:${srv.port}?timeout=1`, { memberId: rid('v4') }), ConnectionError)
+    const url = `${srv.url}?timeout=5`
+    const a = await open(t, url)
+    const b = await open(t, url)
+    const g = rid('g')
+    await a.joinGroupCreate(g, { host: 'a' })
+    await b.joinGroup(g, { host: 'b' })
+    assert.deepEqual(Object.fromEntries(await b.getMembersWithCapabilities(g)), { [a.memberId]: { host: 'a' }, [b.memberId]: { host: 'b' } })
+    const name = rid('l')
+    const held = a.getLock(name)
+    assert.equal(await held.acquire(), true)
+    assert.equal(await b.getLock(name).acquire({ blocking: false }), false)
+    await held.release()
+    assert.equal(await b.getLock(name).acquire({ blocking: false }), true)
   })
 
   it('zookeeper: connect: an unreachable host fails within the timeout, naming the host but not the password', async (t) => {

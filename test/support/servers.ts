@@ -62,11 +62,11 @@ export async function freePort(): Promise<number> {
 }
 
 /** Resolves once `probe` succeeds on 127.0.0.1:port, or rejects after ms. */
-async function waitReady(port: number, probe: string | undefined, expect: RegExp, ms: number): Promise<void> {
+async function waitReady(port: number, probe: string | undefined, expect: RegExp, ms: number, host = '127.0.0.1'): Promise<void> {
   const deadline = Date.now() + ms
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
-      const s = tcpConnect(port, '127.0.0.1')
+      const s = tcpConnect(port, host)
       let buf = ''
       const done = (v: boolean): void => {
         s.destroy()
@@ -98,6 +98,8 @@ interface Recipe {
   probe: string | undefined
   expect: RegExp
   readyMs: number
+  /** The loopback address it listens on (default 127.0.0.1). */
+  host?: '127.0.0.1' | '::1'
 }
 
 async function startPrivate(recipe: Recipe): Promise<PrivateServer> {
@@ -119,7 +121,7 @@ async function startPrivate(recipe: Recipe): Promise<PrivateServer> {
     p.once('exit', () => live.delete(p))
     child = p
     try {
-      await waitReady(port, recipe.probe, recipe.expect, recipe.readyMs)
+      await waitReady(port, recipe.probe, recipe.expect, recipe.readyMs, recipe.host)
     } catch (err) {
       p.kill('SIGKILL')
       throw new Error(`${(err as Error).message}; ${recipe.kind} said: ${stderr}`)
@@ -138,7 +140,7 @@ async function startPrivate(recipe: Recipe): Promise<PrivateServer> {
   return {
     kind: recipe.kind,
     port,
-    url: `${recipe.scheme}://127.0.0.1:${port}`,
+    url: `${recipe.scheme}://${recipe.host === '::1' ? '[::1]' : '127.0.0.1'}:${port}`,
     get pid() {
       return child?.pid
     },
@@ -187,17 +189,17 @@ export function startMemcached(): Promise<PrivateServer> {
   })
 }
 
-/** A private single-node ZooKeeper (tickTime 500 ms, so sessions from 1 s up). */
-export function startZookeeper(): Promise<PrivateServer> {
+/** A private single-node ZooKeeper (tickTime 500 ms, so sessions from 1 s up), on 127.0.0.1 or ::1. */
+export function startZookeeper(host: '127.0.0.1' | '::1' = '127.0.0.1'): Promise<PrivateServer> {
   return startPrivate({
-    kind: 'zookeeper', scheme: 'zookeeper', probe: 'srvr', expect: /Mode:/, readyMs: 30_000,
+    kind: 'zookeeper', scheme: 'zookeeper', probe: 'srvr', expect: /Mode:/, readyMs: 30_000, host,
     prepare(port, dir) {
       mkdirSync(join(dir, 'data'), { recursive: true })
       writeFileSync(join(dir, 'zoo.cfg'), [
         // forceSync=no: the rest of the suite's disk load can stall an fsync of the transaction log
         // for seconds, and every answer (pings included) with it; sessions here are seconds long.
         'tickTime=500', 'minSessionTimeout=1000', 'maxSessionTimeout=60000', 'forceSync=no', `dataDir=${join(dir, 'data')}`,
-        `clientPort=${port}`, 'clientPortAddress=127.0.0.1', 'admin.enableServer=false', '4lw.commands.whitelist=*', 'maxClientCnxns=0',
+        `clientPort=${port}`, `clientPortAddress=${host}`, 'admin.enableServer=false', '4lw.commands.whitelist=*', 'maxClientCnxns=0',
       ].join('\n'))
       writeFileSync(join(dir, 'log4j.properties'), 'log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n')
     },
