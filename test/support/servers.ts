@@ -90,7 +90,8 @@ async function waitReady(port: number, probe: string | undefined, expect: RegExp
   }
 }
 
-interface Recipe {
+/** How to run one kind of private server. */
+export interface Recipe {
   kind: string
   scheme: string
   command(port: number, dir: string, extraPort: number): { cmd: string; args: string[] }
@@ -102,7 +103,8 @@ interface Recipe {
   host?: '127.0.0.1' | '::1'
 }
 
-async function startPrivate(recipe: Recipe): Promise<PrivateServer> {
+/** Starts a private server of `recipe` on a free loopback port. */
+export async function startPrivate(recipe: Recipe): Promise<PrivateServer> {
   const port = await freePort()
   const extraPort = await freePort()
   const dir = mkdtempSync(join(tmpdir(), `rollcall-${recipe.kind}-`))

@@ -1,0 +1,74 @@
+/**
+ * ZooKeeper over TLS (issue 13): kazoo's options (use_ssl, ca, certfile, keyfile, verify_certs)
+ * against a real ZooKeeper whose port speaks only TLS, with and without client certificates, and
+ * the failures a misconfigured client must get quickly and in words.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it, type TestContext } from 'node:test'
+import { ConnectionError, connect, type Coordinator } from '../../src/index.js'
+import { rid } from '../support/wait.js'
+import { startZookeeperTls, type TlsZookeeper } from '../support/zookeeper-tls.js'
+
+/** The server's URL with TLS options (paths are not %-encoded: they hold no reserved character here). */
+function tlsUrl(z: TlsZookeeper, options: Record<string, string>): string {
+  const query = Object.entries({ use_ssl: 'true', timeout: '5', ...options }).map(([k, v]) => `${k}=${v}`).join('&')
+  return `zookeeper://localhost:${z.server.port}?${query}`
+}
+
+async function open(t: TestContext, url: string): Promise<Coordinator> {
+  const c = await connect(url, { memberId: rid('m') })
+  t.after(() => c.stop())
+  return c
+}
+
+describe('zookeeper over TLS', { concurrency: 2 }, () => {
+  let needsCert: TlsZookeeper
+  let anyClient: TlsZookeeper
+  before(async () => {
+    ;[needsCert, anyClient] = await Promise.all([startZookeeperTls('need'), startZookeeperTls('none')])
+  })
+  after(() => {
+    needsCert?.server.kill()
+    anyClient?.server.kill()
+  })
+
+  it('zookeeper-tls: with a client certificate, members share a group with capabilities, and a lock, over TLS', async (t) => {
+    const url = tlsUrl(needsCert, { verify_certs: 'true', ca: needsCert.files.ca, certfile: needsCert.files.certfile, keyfile: needsCert.files.keyfile })
+    const a = await open(t, url)
+    const b = await open(t, url)
+    const g = rid('g')
+    await a.joinGroupCreate(g, { via: 'tls' })
+    await b.joinGroup(g, { via: 'tls too' })
+    assert.deepEqual(Object.fromEntries(await b.getMembersWithCapabilities(g)), { [a.memberId]: { via: 'tls' }, [b.memberId]: { via: 'tls too' } })
+    const name = rid('l')
+    const lock = a.getLock(name)
+    assert.equal(await lock.acquire(), true)
+    assert.equal(await b.getLock(name).acquire({ blocking: false }), false)
+    assert.equal(await lock.release(), true)
+  })
+
+  it('zookeeper-tls: without a client certificate, a server that asks for none is reached; one that needsCert one refuses quickly, in words', async (t) => {
+    const c = await open(t, tlsUrl(anyClient, { verify_certs: 'true', ca: anyClient.files.ca }))
+    const g = rid('g')
+    await c.joinGroupCreate(g)
+    assert.deepEqual(await c.getMembers(g), [c.memberId])
+    const started = Date.now()
+    await assert.rejects(connect(tlsUrl(needsCert, { verify_certs: 'true', ca: needsCert.files.ca }), { memberId: rid('m') }), (err: Error) => {
+      assert.ok(err instanceof ConnectionError, String(err))
+      assert.match(err.message, /TLS handshake failed.*(certificate|CERTIFICATE)/)
+      return true
+    })
+    assert.ok(Date.now() - started < 15_000, `failed after ${Date.now() - started} ms (timeout 5 s)`)
+  })
+
+  it('zookeeper-tls: a CA that did not sign the server fails within the timeout with a ConnectionError naming the certificate problem', async () => {
+    const started = Date.now()
+    await assert.rejects(connect(tlsUrl(needsCert, { verify_certs: 'true', ca: needsCert.files.otherCa, certfile: needsCert.files.certfile, keyfile: needsCert.files.keyfile }), { memberId: rid('m') }), (err: Error) => {
+      assert.ok(err instanceof ConnectionError, String(err))
+      assert.match(err.message, /TLS handshake failed \((SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT)/)
+      assert.match(err.message, /check the ca, certfile and keyfile options/)
+      return true
+    })
+    assert.ok(Date.now() - started < 15_000, `failed after ${Date.now() - started} ms (timeout 5 s)`)
+  })
+})
