@@ -5,9 +5,10 @@
  * (PostgreSQL serves each connection from a child process). The shared servers of
  * scripts/backends.sh are never touched.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { promisify } from 'node:util'
 import { join } from 'node:path'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
@@ -69,10 +70,23 @@ function pgBin(name: string): string {
   return join('/usr/lib/postgresql', versions[0]!, 'bin', name)
 }
 
+/** Runs a command to its end without blocking the event loop; its stdout, or an error with its stderr. */
+async function run(cmd: string, args: string[], what = cmd): Promise<string> {
+  try {
+    return (await promisify(execFile)(cmd, args, { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 })).stdout
+  } catch (err) {
+    throw new Error(`${what} failed: ${(err as { stderr?: string }).stderr ?? (err as Error).message}`)
+  }
+}
+
 interface Recipe {
   kind: string
-  /** Creates the data directory once. */
-  init(dir: string): void
+  /**
+   * Creates the data directory once. Asynchronously: initdb and mariadb-install-db take seconds,
+   * and a synchronous call froze every other fault case of the process meanwhile (no heartbeat, no
+   * ZooKeeper ping), which then saw its own session lost.
+   */
+  init(dir: string): Promise<void>
   command(dir: string, port: number): { cmd: string; args: string[] }
   /** Resolves once the server accepts the test's queries; creates the `rollcall` database. */
   ready(port: number): Promise<void>
@@ -82,7 +96,7 @@ interface Recipe {
 async function startSql(recipe: Recipe): Promise<PrivateServer> {
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), `rollcall-${recipe.kind}-`))
-  recipe.init(dir)
+  await recipe.init(dir)
   let child: ChildProcess | undefined
   const launch = async (): Promise<void> => {
     const { cmd, args } = recipe.command(dir, port)
@@ -151,10 +165,9 @@ export function startPostgresql(): Promise<PrivateServer> {
   const asPostgres = ['--reuid=postgres', '--regid=postgres', '--init-groups']
   return startSql({
     kind: 'postgresql',
-    init(dir) {
-      chownSync(dir, Number(spawnSync('id', ['-u', 'postgres']).stdout.toString()), Number(spawnSync('id', ['-g', 'postgres']).stdout.toString()))
-      const r = spawnSync('setpriv', [...asPostgres, pgBin('initdb'), '-D', join(dir, 'data'), '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8'], { encoding: 'utf8' })
-      if (r.status !== 0) throw new Error(`initdb failed: ${r.stderr}`)
+    async init(dir) {
+      chownSync(dir, Number((await run('id', ['-u', 'postgres'])).trim()), Number((await run('id', ['-g', 'postgres'])).trim()))
+      await run('setpriv', [...asPostgres, pgBin('initdb'), '-D', join(dir, 'data'), '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8'], 'initdb')
     },
     command: (dir, port) => ({
       cmd: 'setpriv',
@@ -179,9 +192,8 @@ export function startPostgresql(): Promise<PrivateServer> {
 export function startMysql(): Promise<PrivateServer> {
   return startSql({
     kind: 'mysql',
-    init(dir) {
-      const r = spawnSync('mariadb-install-db', ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' })
-      if (r.status !== 0) throw new Error(`mariadb-install-db failed: ${r.stderr}`)
+    async init(dir) {
+      await run('mariadb-install-db', ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'])
     },
     command: (dir, port) => ({
       cmd: 'mariadbd',
