@@ -4,11 +4,13 @@
  * ephemeral owners, ACLs); and a way to end another client's session with its id and password
  * (Curator's KillSession).
  */
+import assert from 'node:assert/strict'
 import type { TestContext } from 'node:test'
 import { OPEN_ACL, ZkConnection, type ZkAcl, type ZkStat } from '../../src/clients/zookeeper/zookeeper-client.js'
 import { ZkSession } from '../../src/clients/zookeeper/zookeeper-session.js'
-import { parseBackendUrl } from '../../src/index.js'
+import { parseBackendUrl, type Coordinator } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
+import { rid } from '../support/wait.js'
 
 /** host:port of the shared server. */
 export function sharedHostPort(): { host: string; port: number } {
@@ -78,4 +80,21 @@ export async function closeSessionOf(host: string, port: number, creds: { id: Bu
 /** The ZooKeeper error code of a rejection (NO_AUTH = -102, NO_NODE = -101). */
 export function codeOf(err: unknown): number | undefined {
   return (err as { code?: unknown })?.code as number | undefined
+}
+
+/**
+ * Two members of one server share a group, each seeing the other's capabilities, and a lock that
+ * excludes the other until released: the round trip the transport tests (TLS, IPv6) run over.
+ */
+export async function assertGroupAndLockShared(a: Coordinator, b: Coordinator): Promise<void> {
+  const g = rid('g')
+  await a.joinGroupCreate(g, { member: 'a' })
+  await b.joinGroup(g, { member: 'b' })
+  assert.deepEqual(Object.fromEntries(await b.getMembersWithCapabilities(g)), { [a.memberId]: { member: 'a' }, [b.memberId]: { member: 'b' } })
+  const name = rid('l')
+  const held = a.getLock(name)
+  assert.equal(await held.acquire(), true)
+  assert.equal(await b.getLock(name).acquire({ blocking: false }), false)
+  assert.equal(await held.release(), true)
+  assert.equal(await b.getLock(name).acquire({ blocking: false }), true)
 }

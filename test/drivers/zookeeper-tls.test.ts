@@ -8,6 +8,7 @@ import { after, before, describe, it, type TestContext } from 'node:test'
 import { ConnectionError, connect, type Coordinator } from '../../src/index.js'
 import { rid } from '../support/wait.js'
 import { startZookeeperTls, type TlsZookeeper } from '../support/zookeeper-tls.js'
+import { assertGroupAndLockShared } from './zookeeper-support.js'
 
 /** The server's URL with TLS options (paths are not %-encoded: they hold no reserved character here). */
 function tlsUrl(z: TlsZookeeper, options: Record<string, string>): string {
@@ -34,17 +35,7 @@ describe('zookeeper over TLS', { concurrency: 2 }, () => {
 
   it('zookeeper-tls: with a client certificate, members share a group with capabilities, and a lock, over TLS', async (t) => {
     const url = tlsUrl(needsCert, { verify_certs: 'true', ca: needsCert.files.ca, certfile: needsCert.files.certfile, keyfile: needsCert.files.keyfile })
-    const a = await open(t, url)
-    const b = await open(t, url)
-    const g = rid('g')
-    await a.joinGroupCreate(g, { via: 'tls' })
-    await b.joinGroup(g, { via: 'tls too' })
-    assert.deepEqual(Object.fromEntries(await b.getMembersWithCapabilities(g)), { [a.memberId]: { via: 'tls' }, [b.memberId]: { via: 'tls too' } })
-    const name = rid('l')
-    const lock = a.getLock(name)
-    assert.equal(await lock.acquire(), true)
-    assert.equal(await b.getLock(name).acquire({ blocking: false }), false)
-    assert.equal(await lock.release(), true)
+    await assertGroupAndLockShared(await open(t, url), await open(t, url))
   })
 
   it('zookeeper-tls: without a client certificate, a server that asks for none is reached; one that needsCert one refuses quickly, in words', async (t) => {

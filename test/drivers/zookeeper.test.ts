@@ -15,7 +15,7 @@ import { TIMING } from '../support/timing.js'
 import { rid, waitFor } from '../support/wait.js'
 import { TcpProxy } from '../support/proxy.js'
 import { freePort, startZookeeper } from '../support/servers.js'
-import { codeOf, rawZk, sharedHostPort } from './zookeeper-support.js'
+import { assertGroupAndLockShared, codeOf, rawZk, sharedHostPort } from './zookeeper-support.js'
 
 const base = serverUrl('zookeeper')
 const NO_AUTH = -102
@@ -210,18 +210,7 @@ describe('zookeeper driver', { concurrency: 4 }, () => {
     // Nothing listens on the IPv4 loopback at that port: the members below can only talk over IPv6.
     await assert.rejects(connect(`zookeeper://127.0.0.1:${srv.port}?timeout=1`, { memberId: rid('v4') }), ConnectionError)
     const url = `${srv.url}?timeout=5`
-    const a = await open(t, url)
-    const b = await open(t, url)
-    const g = rid('g')
-    await a.joinGroupCreate(g, { host: 'a' })
-    await b.joinGroup(g, { host: 'b' })
-    assert.deepEqual(Object.fromEntries(await b.getMembersWithCapabilities(g)), { [a.memberId]: { host: 'a' }, [b.memberId]: { host: 'b' } })
-    const name = rid('l')
-    const held = a.getLock(name)
-    assert.equal(await held.acquire(), true)
-    assert.equal(await b.getLock(name).acquire({ blocking: false }), false)
-    await held.release()
-    assert.equal(await b.getLock(name).acquire({ blocking: false }), true)
+    await assertGroupAndLockShared(await open(t, url), await open(t, url))
   })
 
   it('zookeeper: connect: an unreachable host fails within the timeout, naming the host but not the password', async (t) => {
