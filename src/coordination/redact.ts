@@ -72,6 +72,10 @@ function hideUserinfo(s: string): string {
   let copied = 0
   for (let i = 0; i < zones.length; i++) {
     const { from } = zones[i]!
+    // A `scheme://` in what can still be this URL's user information (no "@" and no white space
+    // since the previous one began) belongs to it: `etcd3://pw://pw@host` hides both. Each
+    // stretch between two URL starts is scanned once, so this stays linear.
+    while (i + 1 < zones.length && !hasAtOrSpace(s, zones[i]!.from, zones[i + 1]!.schemeAt)) i++
     const to = i + 1 < zones.length ? zones[i + 1]!.schemeAt : s.length
     // The last "@", unless it stands alone in the prose after the URL, as in `... "@" after a "/"
     // (@ as %40)`: preceded by a space, quote or bracket and followed by something no host starts with.
@@ -86,6 +90,15 @@ function hideUserinfo(s: string): string {
     copied = at
   }
   return out + s.slice(copied)
+}
+
+/** Whether s[from, to) holds an `@` or white space. */
+function hasAtOrSpace(s: string, from: number, to: number): boolean {
+  for (let k = from; k < to; k++) {
+    const c = s.charCodeAt(k)
+    if (c === 64 /* @ */ || c === 32 || (c >= 9 && c <= 13)) return true
+  }
+  return false
 }
 
 /**

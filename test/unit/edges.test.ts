@@ -47,6 +47,8 @@ describe('unit: edges', () => {
     assert.match(e.message, /redis:\/\/\*\*\*@127\.0\.0\.1:6379.*percent-encode/)
     assert.match((await failure(connect('redis::SECRET@127.0.0.1'))).message, /^"redis:\*\*\*@127\.0\.0\.1" is not a backend URL/)
     assert.equal(redactUrl('redis://:a\nSECRET@127.0.0.1:6379'), 'redis://***@127.0.0.1:6379')
+    // A password that itself looks like a URL start (found by the userinfo fuzz case, seed 465547591).
+    assert.equal(redactUrl('etcd3://Pw-S3cr3t://Pw-S3cr3t@127.0.0.1'), 'etcd3://***@127.0.0.1')
   })
 
   it('edges: percent-encoded credentials still work, and valid URLs keep their meaning', () => {
