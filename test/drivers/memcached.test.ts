@@ -278,7 +278,7 @@ describe('memcached driver', { concurrency: 4 }, () => {
       const steady = await proxy.rounds(() => c.heartbeat())
       assert.deepEqual(steady.rounds.map((r) => r.map(verb)), [['set', 'ms', 'mg', 'mg', 'mg']], 'one round trip, and the lock refresh is not sent twice')
       assert.ok(steady.replyBytes < 200, `a steady beat reads ${steady.replyBytes} bytes whatever the group sizes`)
-      assert.equal(steady.result, 29_000)
+      assert.equal(steady.result, 28_000, 'a 30 s key may lapse 2 s early')
     }
     assert.equal(lock.acquired, true)
     // Another member joins one group: that one alone is read again, in a second round trip.
@@ -419,7 +419,7 @@ describe('memcached driver', { concurrency: 4 }, () => {
     const g = rid('g')
     await c.joinGroupCreate(g)
     assert.deepEqual(await c.getMembers(g), [c.memberId])
-    assert.equal(await c.heartbeat(), 4_000)
+    assert.equal(await c.heartbeat(), 3_000)
     await assert.rejects(connect(`${sharedMemcached().url}?no_such_option=1`), InvalidOptionError)
   })
 

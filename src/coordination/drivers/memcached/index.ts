@@ -365,7 +365,7 @@ export default defineDriver({
     'A restarted memcached forgets everything; the driver reports the connection as lost on reconnect, so locks and leadership are dropped and groups rejoined.',
     'No fencing: an evicted or restarted server can give one lock to two holders in turn.',
     'Extra hosts in the URL are a fail-over list, not shards; keys live on whichever server answers first, and a fail-over starts from empty.',
-    'Expiry has one-second resolution; timeouts under 2 s are not useful.',
+    'Expiry has one-second resolution and memcached\'s clock can skip a second, so a key may lapse up to 2 s early: heartbeats run at half of (shortest timeout − 2 s), and timeouts under 3 s are not useful.',
   ],
   capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses', 'acrossHosts'],
   options: MEMCACHED_OPTIONS,

@@ -110,9 +110,10 @@ export class MemcachedHeartbeat {
         else this.#check(g, item, lostGroups)
       }
     }
-    // memcached's clock ticks in whole seconds: a key can lapse up to 1 s before its expiry.
+    // memcached's clock ticks in whole seconds and a late tick skips one (memcached-expiries.ts):
+    // a key can lapse up to 2 s before its expiry.
     const shortest = Math.min(this.#ttl.membership, this.#ttl.lock, this.#ttl.leader)
-    return { nextBeatMs: Math.max(500, (shortest - 1) * 1000), lostGroups }
+    return { nextBeatMs: Math.max(500, (shortest - 2) * 1000), lostGroups }
   }
 
   /**
