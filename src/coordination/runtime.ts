@@ -79,7 +79,7 @@ export class DriverRuntime {
   /** A beat sent after a reconnect while no heartbeat loop runs. */
   #extraBeat: Promise<unknown> | undefined
   readonly stopSignal: AbortSignal
-  readonly #p: CoordinatorParts
+  readonly #parts: CoordinatorParts
   readonly #emit: Emit
   readonly #heart: HeartbeatLoop
   #state: CoordinatorState = 'created'
@@ -96,7 +96,7 @@ export class DriverRuntime {
   readonly #warnings: RepeatedWarnings
 
   constructor(parts: CoordinatorParts, emit: Emit) {
-    this.#p = parts
+    this.#parts = parts
     this.#warnings = new RepeatedWarnings(parts.logger)
     this.#emit = emit
     this.definition = parts.definition
@@ -191,10 +191,10 @@ export class DriverRuntime {
       if (this.driver.heartbeat) {
         const sentAt = Date.now()
         const first = await this.beat()
-        if (this.#p.heartbeat) this.#heart.start(first, sentAt)
+        if (this.#parts.heartbeat) this.#heart.start(first, sentAt)
       }
-      if (this.#p.autoWatch) {
-        this.#tick = setInterval(() => void this.#onTick(), this.#p.watchIntervalMs)
+      if (this.#parts.autoWatch) {
+        this.#tick = setInterval(() => void this.#onTick(), this.#parts.watchIntervalMs)
         this.#tick.unref()
       }
     } catch (err) {
@@ -223,7 +223,7 @@ export class DriverRuntime {
     if (lostGroups?.length) this.#later(() => this.membership.lost(lostGroups, 'the backend no longer lists this member'))
     if (result.lostLocks) this.locks.lostInBeat(result.lostLocks)
     else await this.#refreshLocks()
-    if (this.membership.hasPending && this.#p.autoWatch) await this.membership.rejoinPending()
+    if (this.membership.hasPending && this.#parts.autoWatch) await this.membership.rejoinPending()
     await this.locks.releaseAbandoned()
     return result.nextBeatMs
   }
@@ -268,7 +268,7 @@ export class DriverRuntime {
     if (state === 'lost') this.#loseEverything(`the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`)
     else if (state === 'reconnected') {
       void this.locks.releaseAbandoned()
-      if (this.#p.autoWatch) {
+      if (this.#parts.autoWatch) {
         void this.membership.rejoinPending()
         void this.watchers.poll(true)
       }
@@ -294,7 +294,7 @@ export class DriverRuntime {
 
   /** One beat outside the schedule (the loop's, when it runs); failures are the loop's to report. */
   #beatOnce(): Promise<unknown> {
-    if (this.#p.heartbeat && this.driver.heartbeat) return this.#heart.beatNow()
+    if (this.#parts.heartbeat && this.driver.heartbeat) return this.#heart.beatNow()
     const beat = this.driver.heartbeat ? () => this.beat() : () => this.#refreshLocks()
     this.#extraBeat ??= beat().catch(() => undefined).finally(() => {
       this.#extraBeat = undefined
@@ -304,7 +304,7 @@ export class DriverRuntime {
 
   /** Applies a report now, or with autoWatch off at the next runWatchers(). */
   #later(report: () => void): void {
-    if (this.#p.autoWatch) report()
+    if (this.#parts.autoWatch) report()
     else this.#deferred.push(report)
   }
 
@@ -365,7 +365,7 @@ export class DriverRuntime {
   }
 
   translate(err: unknown, operation: string): RollcallError {
-    return translateError(err, operation, this.definition, this.#p.redactedUrl, this.#p.secrets)
+    return translateError(err, operation, this.definition, this.#parts.redactedUrl, this.#parts.secrets)
   }
 
   /**
@@ -393,8 +393,8 @@ export class DriverRuntime {
       return this.driver.leaveGroup(g)
     }))
     await this.watchers.stop()
-    this.#p.stopController.abort(new CoordinatorStoppedError('continue'))
-    await this.driver.stop().catch((err: unknown) => this.#p.logger.warn('driver stop failed', { error: String(err) }))
+    this.#parts.stopController.abort(new CoordinatorStoppedError('continue'))
+    await this.driver.stop().catch((err: unknown) => this.#parts.logger.warn('driver stop failed', { error: String(err) }))
     this.#state = 'stopped'
   }
 }

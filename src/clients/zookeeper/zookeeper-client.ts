@@ -43,7 +43,7 @@ const SESSION_ID_NONE = '0000000000000000'
  */
 export class ZkConnection {
   readonly #options: ZkConnectionOptions
-  #s: ZkSession | undefined
+  #current: ZkSession | undefined
   readonly #deadSessions = new Set<string>()
   readonly #waiters = new Set<{ resolve: () => void; reject: (err: unknown) => void }>()
   readonly #orphans: { generation: number; parent: string; match: (child: string) => boolean }[] = []
@@ -58,7 +58,7 @@ export class ZkConnection {
 
   /** The current session's number: 1 for the first, +1 for each replacement. */
   get generation(): number {
-    return this.#s?.generation ?? 0
+    return this.#current?.generation ?? 0
   }
 
   /** Aborts when the current session is declared lost. */
@@ -68,7 +68,7 @@ export class ZkConnection {
 
   /** The negotiated session timeout (the requested one until a server answered). */
   get sessionTimeoutMs(): number {
-    return this.#s?.timeoutMs ?? this.#options.sessionTimeoutMs
+    return this.#current?.timeoutMs ?? this.#options.sessionTimeoutMs
   }
 
   /**
@@ -76,12 +76,12 @@ export class ZkConnection {
    * again: the send time of the last answered request plus the timeout, less a margin.
    */
   get sessionDeadline(): number {
-    return this.#s?.deadline ?? now() + this.#options.sessionTimeoutMs
+    return this.#current?.deadline ?? now() + this.#options.sessionTimeoutMs
   }
 
   /** The current session id as 16 hex digits (zeros before the first connect). */
   get sessionId(): string {
-    return this.#s?.id ?? SESSION_ID_NONE
+    return this.#current?.id ?? SESSION_ID_NONE
   }
 
   /** True once stop() was called: nothing will connect again. */
@@ -91,7 +91,7 @@ export class ZkConnection {
 
   /** True while the current session has a live connection. */
   get isConnected(): boolean {
-    return this.#s?.connected ?? false
+    return this.#current?.connected ?? false
   }
 
   /**
@@ -99,7 +99,7 @@ export class ZkConnection {
    * (Curator's KillSession). @internal
    */
   sessionCredentials(): { id: Buffer; password: Buffer } | undefined {
-    const s = this.#s
+    const s = this.#current
     return s?.id ? s.credentials() : undefined
   }
 
@@ -142,7 +142,7 @@ export class ZkConnection {
     const stopped = new ConnectionError(`The ZooKeeper connection to ${this.#options.shownAs} was closed`)
     for (const w of this.#waiters) w.reject(stopped)
     this.#waiters.clear()
-    const s = this.#s
+    const s = this.#current
     if (!s) return
     // A CLOSE_SESSION the server answers deletes our ephemerals at once, not after the timeout.
     await s.close(Math.min(2_000, this.#options.opTimeoutMs))
@@ -153,7 +153,7 @@ export class ZkConnection {
   whenConnected(signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason)
     if (this.#stopped) return Promise.reject(new ConnectionError(`The ZooKeeper connection to ${this.#options.shownAs} is closed`))
-    if (this.#s?.connected) return Promise.resolve()
+    if (this.#current?.connected) return Promise.resolve()
     return new Promise((resolve, reject) => {
       const waiter = {
         resolve: () => {
@@ -272,8 +272,8 @@ export class ZkConnection {
   }
 
   #session(): ZkSession {
-    if (!this.#s) throw new ConnectionError(`The ZooKeeper connection to ${this.#options.shownAs} was never started`)
-    return this.#s
+    if (!this.#current) throw new ConnectionError(`The ZooKeeper connection to ${this.#options.shownAs} was never started`)
+    return this.#current
   }
 
   #hostList(): string {
@@ -292,12 +292,12 @@ export class ZkConnection {
     const { servers, randomizeHosts, sessionTimeoutMs, digestAuth, tls, chroot } = this.#options
     const auth = digestAuth === undefined ? [] : [{ scheme: 'digest', auth: Buffer.from(digestAuth, 'utf8') }]
     const s = new ZkSession({ servers, randomizeHosts, sessionTimeoutMs, auth, tls, chroot: chroot ?? '' }, generation, (session, event) => this.#onEvent(session, event))
-    this.#s = s
+    this.#current = s
     return s
   }
 
   #onEvent(s: ZkSession, event: ZkSessionEvent): void {
-    if (s !== this.#s || s.abandoned || this.#stopped) return
+    if (s !== this.#current || s.abandoned || this.#stopped) return
     if (event === 'connected') {
       for (const w of this.#waiters) w.resolve()
       this.#waiters.clear()
@@ -308,7 +308,7 @@ export class ZkConnection {
       }
       // A replacement session: let the owner re-arm watches before saying we are back.
       void this.#options.onNewSession().catch(() => {}).then(() => {
-        if (s === this.#s && !this.#stopped) this.#options.onState('reconnected')
+        if (s === this.#current && !this.#stopped) this.#options.onState('reconnected')
       })
     } else if (event === 'disconnected') {
       this.#options.onState('suspended')
@@ -328,7 +328,7 @@ export class ZkConnection {
    */
   #onTick(): void {
     setImmediate(() => {
-      const s = this.#s
+      const s = this.#current
       if (!s || this.#stopped || !s.check(now())) return
       this.#presumeExpired(s)
     })
@@ -337,11 +337,11 @@ export class ZkConnection {
   /** A timer at the current session's deadline, re-armed while answers keep moving it. */
   #armExpiry(): void {
     clearTimeout(this.#expiry)
-    const s = this.#s
+    const s = this.#current
     if (!s || this.#stopped) return
     // Judged after this turn's I/O, as in #onTick().
     this.#expiry = setTimeout(() => setImmediate(() => {
-      if (s !== this.#s || this.#stopped) return
+      if (s !== this.#current || this.#stopped) return
       if (s.id !== undefined && now() > s.deadline) return this.#presumeExpired(s)
       this.#armExpiry()
     }), Math.max(1, s.deadline - now() + 1))
@@ -357,7 +357,7 @@ export class ZkConnection {
 
   /** The session is gone: report it, abandon its client and open a new one. */
   #lose(s: ZkSession, cause: ConnectionError): void {
-    if (s !== this.#s || this.#stopped) return
+    if (s !== this.#current || this.#stopped) return
     if (s.id) this.#deadSessions.add(s.id)
     s.abandon(cause)
     this.#orphans.length = 0

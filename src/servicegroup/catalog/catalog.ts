@@ -130,9 +130,9 @@ export class Catalog {
   /** The connection URL with any password replaced by `***`. */
   readonly shownAs: string
   readonly #connection: SqlConnection
-  readonly #d: DialectSql
-  readonly #n: CatalogNames
-  readonly #t: string
+  readonly #dialect: DialectSql
+  readonly #names: CatalogNames
+  readonly #table: string
   readonly #cols: string
   #queries = 0
 
@@ -141,10 +141,10 @@ export class Catalog {
     this.#connection = connection
     this.dialect = connection.dialect
     this.shownAs = connection.shownAs
-    this.#d = dialectSql(connection.dialect)
-    this.#n = catalogNames(tablePrefix)
-    this.#t = this.#d.q(this.#n.services)
-    this.#cols = COLUMNS.map((c) => this.#d.q(c)).join(', ')
+    this.#dialect = dialectSql(connection.dialect)
+    this.#names = catalogNames(tablePrefix)
+    this.#table = this.#dialect.q(this.#names.services)
+    this.#cols = COLUMNS.map((c) => this.#dialect.q(c)).join(', ')
   }
 
   /** Statements sent so far (one per call, two for register/update/delete on MySQL). */
@@ -154,14 +154,14 @@ export class Catalog {
 
   /** The table names in use. */
   get tables(): { services: string; schema: string } {
-    return { services: this.#n.services, schema: this.#n.schema }
+    return { services: this.#names.services, schema: this.#names.schema }
   }
 
   /** Creates the tables or upgrades them to {@link SCHEMA_VERSION}; returns the version. Idempotent. */
   async migrate(): Promise<number> {
-    return this.#connection.withSchemaLock(`rollcall:${this.#n.schema}`, async () => {
-      await this.#q(schemaTableDdl(this.dialect, this.#n))
-      const table = this.#d.q(this.#n.schema)
+    return this.#connection.withSchemaLock(`rollcall:${this.#names.schema}`, async () => {
+      await this.#q(schemaTableDdl(this.dialect, this.#names))
+      const table = this.#dialect.q(this.#names.schema)
       const rows = (await this.#q(`SELECT version FROM ${table}`)).rows
       const current = rows.length ? Number(rows[0]!.version) : 0
       if (current > SCHEMA_VERSION) {
@@ -169,7 +169,7 @@ export class Catalog {
       }
       if (rows.length === 0) await this.#q(`INSERT INTO ${table} (version) VALUES (0)`)
       for (const m of MIGRATIONS.filter((x) => x.version > current)) {
-        for (const sql of m.statements(this.dialect, this.#n)) await this.#q(sql)
+        for (const sql of m.statements(this.dialect, this.#names)) await this.#q(sql)
         await this.#q(`UPDATE ${table} SET version = ?`, [m.version])
       }
       return SCHEMA_VERSION
@@ -182,8 +182,8 @@ export class Catalog {
    * version) and returns it. Safe against concurrent registrations of the same host and binary.
    */
   async register(spec: ServiceSpec): Promise<ServiceRecord> {
-    const { q, now } = this.#d
-    const t = this.#t
+    const { q, now } = this.#dialect
+    const t = this.#table
     const values = [spec.host, spec.binary, spec.topic, spec.availabilityZone ?? null, spec.version ?? 0]
     const insert = `INSERT INTO ${t} (host, ${q('binary')}, topic, availability_zone, version, created_at) VALUES (?, ?, ?, ?, ?, ${now})`
     if (this.dialect === 'mysql') {
@@ -200,14 +200,14 @@ export class Catalog {
 
   /** The live record with this id (ServiceNotFoundError otherwise). */
   async get(id: number): Promise<ServiceRecord> {
-    const rows = (await this.#q(`SELECT ${this.#cols} FROM ${this.#t} WHERE id = ? AND deleted_at IS NULL`, [id])).rows
+    const rows = (await this.#q(`SELECT ${this.#cols} FROM ${this.#table} WHERE id = ? AND deleted_at IS NULL`, [id])).rows
     if (rows.length === 0) throw new ServiceNotFoundError(`with id ${id}`)
     return toRecord(rows[0]!)
   }
 
   /** The live record of this host and binary, or undefined. */
   async find(host: string, binary: string): Promise<ServiceRecord | undefined> {
-    const rows = (await this.#q(`SELECT ${this.#cols} FROM ${this.#t} WHERE host = ? AND ${this.#d.q('binary')} = ? AND deleted_at IS NULL`, [host, binary])).rows
+    const rows = (await this.#q(`SELECT ${this.#cols} FROM ${this.#table} WHERE host = ? AND ${this.#dialect.q('binary')} = ? AND deleted_at IS NULL`, [host, binary])).rows
     return rows.length ? toRecord(rows[0]!) : undefined
   }
 
@@ -217,10 +217,10 @@ export class Catalog {
     const params: unknown[] = []
     for (const [column, value] of [['topic', filter.topic], ['host', filter.host], ['binary', filter.binary]] as const) {
       if (value === undefined) continue
-      where.push(`${this.#d.q(column)} = ?`)
+      where.push(`${this.#dialect.q(column)} = ?`)
       params.push(value)
     }
-    const rows = (await this.#q(`SELECT ${this.#cols} FROM ${this.#t} WHERE ${where.join(' AND ')} ORDER BY id`, params)).rows
+    const rows = (await this.#q(`SELECT ${this.#cols} FROM ${this.#table} WHERE ${where.join(' AND ')} ORDER BY id`, params)).rows
     return rows.map(toRecord)
   }
 
@@ -230,7 +230,7 @@ export class Catalog {
    * service_update). Every save sets updated_at.
    */
   async update(id: number, changes: ServiceChanges): Promise<ServiceRecord> {
-    const { q, now } = this.#d
+    const { q, now } = this.#dialect
     // last_seen_up first: MySQL evaluates SET left to right, seeing columns already assigned.
     const sets: string[] = []
     const params: unknown[] = []
@@ -254,7 +254,7 @@ export class Catalog {
   /** Soft-deletes a live record and returns it as it was (ServiceNotFoundError when already gone). */
   async delete(id: number): Promise<ServiceRecord> {
     const before = await this.get(id)
-    const r = await this.#q(`UPDATE ${this.#t} SET deleted_at = ${this.#d.now} WHERE id = ? AND deleted_at IS NULL`, [id])
+    const r = await this.#q(`UPDATE ${this.#table} SET deleted_at = ${this.#dialect.now} WHERE id = ? AND deleted_at IS NULL`, [id])
     if (r.affected === 0) throw new ServiceNotFoundError(`with id ${id}`)
     return before
   }
@@ -264,13 +264,13 @@ export class Catalog {
    * last_seen_up with the Unix epoch (the db driver's leave()). The next report brings them back.
    */
   async markDown(host: string, topic: string): Promise<number> {
-    const r = await this.#q(`UPDATE ${this.#t} SET last_seen_up = ${this.#d.epoch} WHERE host = ? AND topic = ? AND deleted_at IS NULL`, [host, topic])
+    const r = await this.#q(`UPDATE ${this.#table} SET last_seen_up = ${this.#dialect.epoch} WHERE host = ? AND topic = ? AND deleted_at IS NULL`, [host, topic])
     return r.affected
   }
 
   /** Drops both tables and everything in them (tests, and uninstalling). Irreversible. */
   async dropTables(): Promise<void> {
-    for (const t of [this.#n.services, this.#n.schema]) await this.#q(`DROP TABLE IF EXISTS ${this.#d.q(t)}`)
+    for (const t of [this.#names.services, this.#names.schema]) await this.#q(`DROP TABLE IF EXISTS ${this.#dialect.q(t)}`)
   }
 
   /** Closes the connection. */
@@ -279,8 +279,8 @@ export class Catalog {
   }
 
   async #updateWhere(id: number, set: string, params: unknown[]): Promise<ServiceRecord> {
-    const sql = `UPDATE ${this.#t} SET ${set} WHERE id = ? AND deleted_at IS NULL`
-    if (this.#d.returning) {
+    const sql = `UPDATE ${this.#table} SET ${set} WHERE id = ? AND deleted_at IS NULL`
+    if (this.#dialect.returning) {
       const r = await this.#q(`${sql} RETURNING ${this.#cols}`, [...params, id])
       if (r.rows.length === 0) throw new ServiceNotFoundError(`with id ${id}`)
       return toRecord(r.rows[0]!)

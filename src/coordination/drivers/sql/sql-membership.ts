@@ -118,14 +118,14 @@ function truthy(v: unknown): boolean {
 /** Every CoordinationDriver primitive on top of a {@link SqlDialect}. */
 export class SqlDriver implements CoordinationDriver {
   readonly #dialect: SqlDialect
-  readonly #s: SqlDriverSettings
+  readonly #settings: SqlDriverSettings
   #suspended = false
   /** When the first member of each group's latest listMemberIds() expires. */
   readonly #expiries = new FirstExpiries()
 
   constructor(dialect: SqlDialect, settings: SqlDriverSettings) {
     this.#dialect = dialect
-    this.#s = settings
+    this.#settings = settings
   }
 
   async start(): Promise<void> {
@@ -143,11 +143,11 @@ export class SqlDriver implements CoordinationDriver {
    * loaded machine, a first beat at start) is late, not failed, and its answer says `reconnected`.
    */
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
-    const nextBeatMs = this.#s.membershipTimeoutMs
+    const nextBeatMs = this.#settings.membershipTimeoutMs
     const groups = [...joined.keys()]
     const beat = groups.length === 0
       ? this.#dialect.run('probe', []).then(() => [])
-      : this.#dialect.refreshMembers(this.#s.memberId, groups, nextBeatMs)
+      : this.#dialect.refreshMembers(this.#settings.memberId, groups, nextBeatMs)
     const silent = setTimeout(() => this.#suspend(new DeadlineError(nextBeatMs / 4)), nextBeatMs / 4)
     silent.unref()
     let refreshed: Set<string>
@@ -190,10 +190,10 @@ export class SqlDriver implements CoordinationDriver {
 
   /** One round trip; a lapsed row of ours is not a live member, so it gives way (a rejoin). */
   async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
-    const me = this.#s.memberId
+    const me = this.#settings.memberId
     let result: SqlResult
     try {
-      result = await this.#run('joinMember', [group, me, capabilities, this.#s.membershipTimeoutMs])
+      result = await this.#run('joinMember', [group, me, capabilities, this.#settings.membershipTimeoutMs])
     } catch (err) {
       const failure = this.#dialect.classify(err)
       if (failure === 'duplicate') throw new MemberExistsError(group, me, { cause: err })
@@ -204,8 +204,8 @@ export class SqlDriver implements CoordinationDriver {
   }
 
   async leaveGroup(group: string): Promise<void> {
-    const { affected } = await this.#run('deleteMember', [group, this.#s.memberId])
-    if (affected === 0) await this.#notJoined(group, this.#s.memberId)
+    const { affected } = await this.#run('deleteMember', [group, this.#settings.memberId])
+    if (affected === 0) await this.#notJoined(group, this.#settings.memberId)
   }
 
   /** One query; expired rows of others seen on the way are deleted afterwards. */
@@ -233,8 +233,8 @@ export class SqlDriver implements CoordinationDriver {
   }
 
   async updateCapabilities(group: string, capabilities: Uint8Array): Promise<void> {
-    const me = this.#s.memberId
-    const { affected } = await this.#run('updateCapabilities', [group, me, capabilities, this.#s.membershipTimeoutMs])
+    const me = this.#settings.memberId
+    const { affected } = await this.#run('updateCapabilities', [group, me, capabilities, this.#settings.membershipTimeoutMs])
     if (affected === 0) await this.#notJoined(group, me)
   }
 
@@ -248,13 +248,13 @@ export class SqlDriver implements CoordinationDriver {
   }
 
   createLock(name: string): DriverLock {
-    const lock: SessionLock = this.#dialect.sessionLock(name, (reason) => this.#s.events.lockLost(lock, reason))
+    const lock: SessionLock = this.#dialect.sessionLock(name, (reason) => this.#settings.events.lockLost(lock, reason))
     return lock
   }
 
   leaderLock(group: string): DriverLock {
-    const lock: LeaderLock = new LeaderLock(group, this.#s.memberId, (s, p) => this.#run(s, p),
-      (onLost) => this.#dialect.sessionLock(leaderLockName(group), onLost), (reason) => this.#s.events.lockLost(lock, reason))
+    const lock: LeaderLock = new LeaderLock(group, this.#settings.memberId, (s, p) => this.#run(s, p),
+      (onLost) => this.#dialect.sessionLock(leaderLockName(group), onLost), (reason) => this.#settings.events.lockLost(lock, reason))
     return lock
   }
 
@@ -285,18 +285,18 @@ export class SqlDriver implements CoordinationDriver {
       const member = this.#id(row.member_id, `member of group ${JSON.stringify(group)}`)
       if (member === undefined) continue
       if (truthy(row.live)) live(member, row)
-      else if (member !== this.#s.memberId) expired += 1
+      else if (member !== this.#settings.memberId) expired += 1
     }
     if (expired > 0) {
-      await this.#run('collectExpired', [group, this.#s.memberId]).catch((err: unknown) => {
-        this.#s.events.warning(asRollcallError(err, `Deleting ${expired} expired member row(s) of group ${JSON.stringify(group)}`))
+      await this.#run('collectExpired', [group, this.#settings.memberId]).catch((err: unknown) => {
+        this.#settings.events.warning(asRollcallError(err, `Deleting ${expired} expired member row(s) of group ${JSON.stringify(group)}`))
       })
     }
   }
 
   #id(v: unknown, what: string): string | undefined {
     const id = text(v)
-    if (id === undefined) this.#s.events.warning(new SerializationError(`Skipped a ${what} whose id is not valid UTF-8 (written by another program?)`))
+    if (id === undefined) this.#settings.events.warning(new SerializationError(`Skipped a ${what} whose id is not valid UTF-8 (written by another program?)`))
     return id
   }
 
@@ -308,7 +308,7 @@ export class SqlDriver implements CoordinationDriver {
   #suspend(cause: unknown): void {
     if (this.#suspended) return
     this.#suspended = true
-    this.#s.events.connectionState('suspended', cause)
+    this.#settings.events.connectionState('suspended', cause)
   }
 
   /** Reports the shared connection going down (`suspended`) and coming back (`reconnected`). */
@@ -322,7 +322,7 @@ export class SqlDriver implements CoordinationDriver {
     }
     if (this.#suspended) {
       this.#suspended = false
-      this.#s.events.connectionState('reconnected')
+      this.#settings.events.connectionState('reconnected')
     }
     return result
   }
