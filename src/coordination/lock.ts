@@ -213,10 +213,8 @@ export class Lock {
     if (!waiting && (await attempt())) return true
     if (signal.aborted) return settle()
     if (waiting) {
-      // The driver's own wait also ends at the deadline, but its clean-up (withdrawing a queued
-      // node, ending a session) is a round trip more: it finishes in the background, as #late.
-      const got = await this.#attemptUntil(() => this.#host.call('acquire a lock', () => waiting(signal)), signal)
-      return got === true || settle()
+      const got = await this.#host.call('acquire a lock', () => waiting(signal))
+      return got || settle()
     }
     for (let delay = POLL_FIRST_MS; ; delay = Math.min(delay * 1.5, POLL_MAX_MS)) {
       try {
