@@ -223,9 +223,9 @@ export class ZkSession {
     if (this.abandoned || this.#closing) return
     const server = this.#servers[this.#next % this.#servers.length]!
     this.#next += 1
-    // Each attempt gets at most a third of the session (the Java client gives one server all of
-    // it): a handshake that goes unanswered then still leaves time for two more before the session ends.
-    const connectTimeoutMs = Math.max(500, Math.min(this.#options.sessionTimeoutMs / this.#servers.length, this.#options.sessionTimeoutMs / 3))
+    // As the Java client: the session timeout shared among the servers (a TLS handshake with a
+    // cold server can take seconds; a third of a short session was seen too little).
+    const connectTimeoutMs = Math.round(Math.max(500, this.#options.sessionTimeoutMs / this.#servers.length))
     const watches = this.watches.size > 0 && this.#sessionId !== 0n ? { zxid: this.#lastZxid, paths: this.watches.paths() } : undefined
     ZkWire.open({
       host: server.host, port: server.port, tls: this.#options.tls, connectTimeoutMs, auth: this.#options.auth, watches,

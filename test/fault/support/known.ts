@@ -12,7 +12,8 @@ export const KNOWN_BUGS = {
     'run at load average 16: suspended, then lost 2 ms later, i.e. the wire expiry found no answered request in the last 9 s). The client now judges expiry ' +
     'after the event loop has read its sockets (a timer after a stall no longer ignores answers that arrived in time), which may be the cause; unproven. ' +
     'A second shape, on a quiet machine: suspended at the cut, then no reconnect for 11.5 s and lost — one reconnect attempt hung for the whole ' +
-    'connect timeout, which was the full session with one server; attempts are now bounded at a third of the session. ' +
+    'connect timeout, which is the full session with one server (bounding attempts at a third of it was tried and reverted: a TLS handshake with a ' +
+    'cold server then failed at 1.7 s). ' +
     'Likely root cause, found last: the fault suite runs every backend\'s cases in one process, and the private PostgreSQL and MariaDB were initialised with ' +
     'spawnSync (initdb, mariadb-install-db: seconds each), freezing that process\'s event loop, so no ping left and no reconnect ran; they now run ' +
     'asynchronously. Alone, the case passed 8/8 strict. ' +
