@@ -306,6 +306,8 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     const resumedAt = Date.now()
     srv.resume()
     await Promise.all([lockLost, membershipLost, rejoined])
+    // `reconnected` follows the next good beat, which may come after the rejoin.
+    await waitFor('the connection to be reported back', () => states.at(-1) === 'reconnected' || undefined, 20_000)
     t.diagnostic(`rejoined ${Date.now() - resumedAt} ms after the server resumed; states: ${states.join(' → ')}`)
     // suspended (requests fail), lost (the lease lapsed: client-side expiry, then confirmed by
     // etcd), reconnected (new lease). Under load a request sent during the pause may still time
