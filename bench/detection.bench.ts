@@ -101,7 +101,14 @@ async function session(impl: 'rollcall' | 'tooz', backend: BenchBackend, runs: n
   }
 }
 
-const show = (o: Outcome): Record<string, unknown> => ({ detectMs: summarize(o.detect), floorMs: summarize(o.floor), lagMs: summarize(o.lag), missed: o.missed, runs: o.detect.length + o.missed, ...(o.mode ? { mode: o.mode } : {}) })
+const show = (o: Outcome): Record<string, unknown> => ({
+  detectMs: summarize(o.detect),
+  floorMs: summarize(o.floor),
+  lagMs: summarize(o.lag),
+  missed: o.missed,
+  runs: o.detect.length + o.missed,
+  ...(o.mode ? { mode: o.mode } : {}),
+})
 
 export async function run(ctx: BenchContext): Promise<void> {
   const runs = ctx.quick ? 3 : 20

@@ -41,7 +41,9 @@ async function session(impl: 'rollcall' | 'tooz', backend: BenchBackend, groupsN
   try {
     const candidates = new Map<string, Agent[]>()
     for (const g of groups) {
-      const pair = [0, 1].map((i) => spawn('candidate', { url: agentUrl, group: g, member: `${g}-c${i}`, pollMs: POLL_MS, seconds: 300 }, `${impl} candidate ${g}/${i}`))
+      const pair = [0, 1].map((i) =>
+        spawn('candidate', { url: agentUrl, group: g, member: `${g}-c${i}`, pollMs: POLL_MS, seconds: 300 }, `${impl} candidate ${g}/${i}`)
+      )
       agents.push(...pair)
       candidates.set(g, pair)
       await Promise.all(pair.map((a) => a.ready()))
@@ -56,13 +58,15 @@ async function session(impl: 'rollcall' | 'tooz', backend: BenchBackend, groupsN
     await sleep(1000)
     const killed = new Map<string, { at: number; survivor: Agent; survivorId: string }>()
     // The backend's own expiry of each dead leader's hold: the first poll that sees another holder, or none.
-    const pollers = raw.leaderToken ? groups.map(async (g) => {
-      const before = await raw.leaderToken!(g)
-      while (polling && !freedAt.has(g)) {
-        await sleep(25)
-        if (killed.has(g) && (await raw.leaderToken!(g).catch(() => before)) !== before) freedAt.set(g, Date.now())
-      }
-    }) : []
+    const pollers = raw.leaderToken
+      ? groups.map(async (g) => {
+        const before = await raw.leaderToken!(g)
+        while (polling && !freedAt.has(g)) {
+          await sleep(25)
+          if (killed.has(g) && (await raw.leaderToken!(g).catch(() => before)) !== before) freedAt.set(g, Date.now())
+        }
+      })
+      : []
     for (const g of groups) {
       const leader = leaderOf(g)
       if (!leader) continue
@@ -72,9 +76,12 @@ async function session(impl: 'rollcall' | 'tooz', backend: BenchBackend, groupsN
     }
     const deadline = Date.now() + (TIMEOUT_S + 20) * 1000
     const electedAt = (g: string): number | undefined => killed.get(g)!.survivor.lines.find((l) => l.elected)?.t as number | undefined
-    const knownAt = (g: string): number | undefined => observer.lines.find((l) => l.group === g && l.leader === killed.get(g)!.survivorId)?.t as number | undefined
+    const knownAt = (g: string): number | undefined =>
+      observer.lines.find((l) => l.group === g && l.leader === killed.get(g)!.survivorId)?.t as number | undefined
     const observerFailed = (): boolean => observer.lines.some((l) => l.error)
-    while (Date.now() < deadline && [...killed.keys()].some((g) => electedAt(g) === undefined || (!observerFailed() && knownAt(g) === undefined))) await sleep(100)
+    while (Date.now() < deadline && [...killed.keys()].some((g) => electedAt(g) === undefined || (!observerFailed() && knownAt(g) === undefined))) {
+      await sleep(100)
+    }
     polling = false
     await Promise.all(pollers)
     const elected: number[] = []
@@ -95,8 +102,12 @@ async function session(impl: 'rollcall' | 'tooz', backend: BenchBackend, groupsN
     const obsError = observer.lines.find((l) => l.error)
     ctx.log(`failover ${backend} ${impl}: elected median ${round(median(elected), 0)} ms, known ${round(median(known), 0)} ms, missed ${missed}`)
     return {
-      electedMs: summarize(elected), knownMs: summarize(known), missed,
-      ...(freed.length ? { lockFreedMs: summarize(freed), electedAfterFreedMs: summarize(afterFreed) } : {}), runs: killed.size, groupsWithoutFirstLeader: groups.length - killed.size,
+      electedMs: summarize(elected),
+      knownMs: summarize(known),
+      missed,
+      ...(freed.length ? { lockFreedMs: summarize(freed), electedAfterFreedMs: summarize(afterFreed) } : {}),
+      runs: killed.size,
+      groupsWithoutFirstLeader: groups.length - killed.size,
       ...(obsError ? { knownNa: `get_leader() raises ${obsError.error} on this backend` } : {}),
     }
   } finally {
@@ -108,23 +119,30 @@ async function session(impl: 'rollcall' | 'tooz', backend: BenchBackend, groupsN
 
 export async function run(ctx: BenchContext): Promise<void> {
   const groupsN = ctx.quick ? 1 : 5
-  await forEachBackend(ctx, SCENARIO, TITLE, { groups: groupsN, candidatesPerGroup: 2, timeoutSeconds: TIMEOUT_S, pollMs: POLL_MS, staggerMs: STAGGER_MS }, BACKENDS, async (backend, errors) => {
-    const out: Record<string, unknown> = {}
-    try {
-      out.rollcall = await session('rollcall', backend, groupsN, ctx)
-    } catch (err) {
-      errors.push(`rollcall: ${(err as Error).message}`)
-    }
-    const na = TOOZ_NO_ELECTION[backend]
-    if (!na) {
+  await forEachBackend(
+    ctx,
+    SCENARIO,
+    TITLE,
+    { groups: groupsN, candidatesPerGroup: 2, timeoutSeconds: TIMEOUT_S, pollMs: POLL_MS, staggerMs: STAGGER_MS },
+    BACKENDS,
+    async (backend, errors) => {
+      const out: Record<string, unknown> = {}
       try {
-        out.tooz = await session('tooz', backend, groupsN, ctx)
+        out.rollcall = await session('rollcall', backend, groupsN, ctx)
       } catch (err) {
-        errors.push(`tooz: ${(err as Error).message}`)
+        errors.push(`rollcall: ${(err as Error).message}`)
       }
-    } else {
-      out.tooz = { na }
-    }
-    return out
-  })
+      const na = TOOZ_NO_ELECTION[backend]
+      if (!na) {
+        try {
+          out.tooz = await session('tooz', backend, groupsN, ctx)
+        } catch (err) {
+          errors.push(`tooz: ${(err as Error).message}`)
+        }
+      } else {
+        out.tooz = { na }
+      }
+      return out
+    },
+  )
 }

@@ -64,7 +64,9 @@ export async function run(ctx: BenchContext): Promise<void> {
             entry.tooz = {
               ids: (r.ids as { samples: unknown }).samples,
               ...(r.caps ? { caps: (r.caps as { samples: unknown }).samples } : {}),
-              ...(skipCaps ? { capsSkipped: `not run: O(N²) round trips (about ${size * size} gets); extrapolated from ${TOOZ_MEMCACHED_CAPS_MAX} members` } : {}),
+              ...(skipCaps
+                ? { capsSkipped: `not run: O(N²) round trips (about ${size * size} gets); extrapolated from ${TOOZ_MEMCACHED_CAPS_MAX} members` }
+                : {}),
             }
           }
         } catch (err) {

@@ -22,7 +22,12 @@ export const TITLE = 'Heartbeat capacity and the CPU of keeping members alive'
 /** Each driver's default liveness timeout in seconds (the beat comes at about half of it). */
 export const DEFAULT_TIMEOUT_S: Record<BenchBackend, number> = { redis: 30, memcached: 30, zookeeper: 10, etcd3: 30, postgresql: 30, mysql: 30, file: 10 }
 
-const PRIVATE: Partial<Record<BenchBackend, () => Promise<PrivateServer>>> = { redis: startRedis, memcached: startBigMemcached, zookeeper: startZookeeper, etcd3: startEtcd }
+const PRIVATE: Partial<Record<BenchBackend, () => Promise<PrivateServer>>> = {
+  redis: startRedis,
+  memcached: startBigMemcached,
+  zookeeper: startZookeeper,
+  etcd3: startEtcd,
+}
 
 async function capacity(backend: BenchBackend, n: number, seconds: number, errors: string[]): Promise<Record<string, unknown>> {
   const url = rollcallUrl(backend)
@@ -111,15 +116,28 @@ async function upkeep(backend: BenchBackend, n: number, windowMs: number, ctx: B
       const defaultPeriodMs = beatPeriodMs * (DEFAULT_TIMEOUT_S[backend] / 5)
       const d = counters0 && counters1 ? diff(counters0, counters1) : undefined
       return {
-        members: n, windowSeconds: round(elapsed / 1000, 1), beats, beatPeriodMs: round(beatPeriodMs, 0),
-        cpuPercent: round((cpuMs / elapsed) * 100, 2), cpuMsPerBeat: round(perBeat, 4),
-        cpuPercentAtDefault: round(((perBeat * n) / defaultPeriodMs) * 100, 3), defaultTimeoutSeconds: DEFAULT_TIMEOUT_S[backend],
+        members: n,
+        windowSeconds: round(elapsed / 1000, 1),
+        beats,
+        beatPeriodMs: round(beatPeriodMs, 0),
+        cpuPercent: round((cpuMs / elapsed) * 100, 2),
+        cpuMsPerBeat: round(perBeat, 4),
+        cpuPercentAtDefault: round(((perBeat * n) / defaultPeriodMs) * 100, 3),
+        defaultTimeoutSeconds: DEFAULT_TIMEOUT_S[backend],
         setupCpuSeconds: round((setupCpu.user + setupCpu.system) / 1e6, 2),
-        rssPerMemberKiB: round((mem1.rss - mem0.rss) / n / 1024, 1), heapPerMemberKiB: round((mem1.heapUsed - mem0.heapUsed) / n / 1024, 1),
+        rssPerMemberKiB: round((mem1.rss - mem0.rss) / n / 1024, 1),
+        heapPerMemberKiB: round((mem1.heapUsed - mem0.heapUsed) / n / 1024, 1),
         server: server ? 'private' : 'shared',
-        ...(d && beats > 0 ? {
-          perBeat: { ops: round(d.ops / beats, 2), writes: round(d.writes / beats, 2), bytesIn: round(d.bytesIn / beats, 0), bytesOut: round(d.bytesOut / beats, 0) },
-        } : {}),
+        ...(d && beats > 0
+          ? {
+            perBeat: {
+              ops: round(d.ops / beats, 2),
+              writes: round(d.writes / beats, 2),
+              bytesIn: round(d.bytesIn / beats, 0),
+              bytesOut: round(d.bytesOut / beats, 0),
+            },
+          }
+          : {}),
       }
     } finally {
       await stopFleet(coords)

@@ -41,7 +41,15 @@ async function contended(impl: 'rollcall' | 'tooz', backend: BenchBackend, url: 
   const spawn = impl === 'tooz' ? tooz : rollcall
   const agents: Agent[] = []
   try {
-    for (let i = 0; i < procs; i++) agents.push(spawn('locks', { url: impl === 'tooz' ? toozUrl(backend, url) : url, name, member: `${name}-${i}`, prefix: `${name}-${i}`, seconds, wait: true }, `${impl} contender ${i}`))
+    for (let i = 0; i < procs; i++) {
+      agents.push(
+        spawn(
+          'locks',
+          { url: impl === 'tooz' ? toozUrl(backend, url) : url, name, member: `${name}-${i}`, prefix: `${name}-${i}`, seconds, wait: true },
+          `${impl} contender ${i}`,
+        ),
+      )
+    }
     await Promise.all(agents.map((a) => a.ready(60_000)))
     for (const a of agents) a.send('go')
     const results = await Promise.all(agents.map((a) => a.result((seconds + 60) * 1000)))
@@ -58,41 +66,48 @@ export async function run(ctx: BenchContext): Promise<void> {
   const uncontendedMs = ctx.quick ? 1000 : 2000
   const seconds = ctx.quick ? 2 : 4
   const procCounts = ctx.quick ? [2] : [2, 8]
-  await forEachBackend(ctx, SCENARIO, TITLE, { uncontendedSeconds: uncontendedMs / 1000, contendedSeconds: seconds, processes: procCounts, holdMs: 0 }, BACKENDS, async (backend, errors) => {
-    const url = withQuery(rollcallUrl(backend), backend === 'postgresql' || backend === 'mysql' ? '' : QUERY)
-    const out: Record<string, unknown> = {}
-    const attempt = async (key: string, fn: () => Promise<Record<string, unknown>>): Promise<void> => {
-      try {
-        out[key] = await fn()
-      } catch (err) {
-        errors.push(`${key}: ${(err as Error).message}`)
-      }
-    }
-    await attempt('rollcall', () => uncontendedRollcall(url, uncontendedMs))
-    await attempt('tooz', async () => {
-      const r = await tooz('locks', { url: toozUrl(backend, url), name: uniq('lock'), prefix: uniq('py'), seconds: uncontendedMs / 1000 }).result(120_000)
-      return { samples: r.waits, perSecond: r.perSecond }
-    })
-    await attempt('raw', async () => {
-      const raw = rawBackend(backend, url)
-      try {
-        const name = uniq('rawlock')
-        const samples: number[] = []
-        const t0 = now()
-        while (now() - t0 < uncontendedMs) {
-          const t = now()
-          await raw.lockCycle(name)
-          samples.push(now() - t)
+  await forEachBackend(
+    ctx,
+    SCENARIO,
+    TITLE,
+    { uncontendedSeconds: uncontendedMs / 1000, contendedSeconds: seconds, processes: procCounts, holdMs: 0 },
+    BACKENDS,
+    async (backend, errors) => {
+      const url = withQuery(rollcallUrl(backend), backend === 'postgresql' || backend === 'mysql' ? '' : QUERY)
+      const out: Record<string, unknown> = {}
+      const attempt = async (key: string, fn: () => Promise<Record<string, unknown>>): Promise<void> => {
+        try {
+          out[key] = await fn()
+        } catch (err) {
+          errors.push(`${key}: ${(err as Error).message}`)
         }
-        return { samples: summarize(samples), perSecond: round((samples.length / (now() - t0)) * 1000, 1) }
-      } finally {
-        await raw.close()
       }
-    })
-    for (const p of procCounts) {
-      await attempt(`rollcall${p}`, () => contended('rollcall', backend, url, p, seconds))
-      await attempt(`tooz${p}`, () => contended('tooz', backend, url, p, seconds))
-    }
-    return out
-  })
+      await attempt('rollcall', () => uncontendedRollcall(url, uncontendedMs))
+      await attempt('tooz', async () => {
+        const r = await tooz('locks', { url: toozUrl(backend, url), name: uniq('lock'), prefix: uniq('py'), seconds: uncontendedMs / 1000 }).result(120_000)
+        return { samples: r.waits, perSecond: r.perSecond }
+      })
+      await attempt('raw', async () => {
+        const raw = rawBackend(backend, url)
+        try {
+          const name = uniq('rawlock')
+          const samples: number[] = []
+          const t0 = now()
+          while (now() - t0 < uncontendedMs) {
+            const t = now()
+            await raw.lockCycle(name)
+            samples.push(now() - t)
+          }
+          return { samples: summarize(samples), perSecond: round((samples.length / (now() - t0)) * 1000, 1) }
+        } finally {
+          await raw.close()
+        }
+      })
+      for (const p of procCounts) {
+        await attempt(`rollcall${p}`, () => contended('rollcall', backend, url, p, seconds))
+        await attempt(`tooz${p}`, () => contended('tooz', backend, url, p, seconds))
+      }
+      return out
+    },
+  )
 }

@@ -43,7 +43,8 @@ function parseArgs(argv: string[]): { backends: BenchBackend[]; scenarios: Scena
   return {
     backends: backends.length ? BACKENDS.filter((b) => backends.includes(b)) : [...BACKENDS],
     scenarios: scenarios.length ? SCENARIOS.filter((s) => scenarios.includes(s)) : [...SCENARIOS],
-    quick, docsOnly,
+    quick,
+    docsOnly,
   }
 }
 

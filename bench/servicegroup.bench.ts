@@ -52,7 +52,10 @@ function toozTarget(backend: BenchBackend): Target {
     async populate(_catalog, records, topic) {
       const raw = rawBackend(backend, serverUrl(backend))
       const at = new Date().toISOString()
-      const members = records.map((r, i) => ({ id: `${topic}-${i}`, caps: dumps({ host: r.host, binary: r.binary, topic, availability_zone: null, version: 0, pid: 1, reported_at: at }) }))
+      const members = records.map((r, i) => ({
+        id: `${topic}-${i}`,
+        caps: dumps({ host: r.host, binary: r.binary, topic, availability_zone: null, version: 0, pid: 1, reported_at: at }),
+      }))
       await raw.populate(topic, members, 600)
       return async () => {
         await raw.drop(topic, members.map((m) => m.id)).catch(() => undefined)
@@ -100,10 +103,22 @@ async function openBenchCatalog(kind: Target['sql']): Promise<{ catalog: Catalog
   if (kind === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'rollcall-sgbench-'))
     const catalog = await openCatalog(`sqlite:///${join(dir, 'services.sqlite')}`, { tablePrefix })
-    return { catalog, cleanup: async () => { await catalog.close(); rmSync(dir, { recursive: true, force: true }) } }
+    return {
+      catalog,
+      cleanup: async () => {
+        await catalog.close()
+        rmSync(dir, { recursive: true, force: true })
+      },
+    }
   }
   const catalog = await openCatalog(serverUrl(kind), { tablePrefix })
-  return { catalog, cleanup: async () => { await catalog.dropTables(); await catalog.close() } }
+  return {
+    catalog,
+    cleanup: async () => {
+      await catalog.dropTables()
+      await catalog.close()
+    },
+  }
 }
 
 async function measure(name: string, target: Target, n: number, quick: boolean): Promise<Record<string, unknown>> {
@@ -113,7 +128,11 @@ async function measure(name: string, target: Target, n: number, quick: boolean):
   try {
     const topic = uniq('compute')
     const t0 = now()
-    const records = await inBatches(Array.from({ length: n }, (_, i) => i), 8, (i) => catalog.register({ host: `compute-${String(i).padStart(6, '0')}`, binary: 'nova-compute', topic }))
+    const records = await inBatches(
+      Array.from({ length: n }, (_, i) => i),
+      8,
+      (i) => catalog.register({ host: `compute-${String(i).padStart(6, '0')}`, binary: 'nova-compute', topic }),
+    )
     const registerMs = now() - t0
     const options = target.options()
     const t1 = now()
@@ -151,7 +170,11 @@ async function measure(name: string, target: Target, n: number, quick: boolean):
       services: n,
       setup: { registerMs: round(registerMs, 1), populateMs: round(populateMs, 1) },
       listCold: { ms: round(coldMs, 2), ...cold },
-      listWarm: { ...summarize(warm), catalogStatementsPerList: round(warmCost.catalogStatements / warmRuns, 2), driverReadsPerList: round(warmCost.driverReads / warmRuns, 2) },
+      listWarm: {
+        ...summarize(warm),
+        catalogStatementsPerList: round(warmCost.catalogStatements / warmRuns, 2),
+        driverReadsPerList: round(warmCost.driverReads / warmRuns, 2),
+      },
       isUpHotPath: { usPerCall: round((hotMs * 1000) / n, 2), driverReads: hot.driverReads },
       isUpMany: { ms: round(manyMs, 2), driverReads: many.driverReads },
     }

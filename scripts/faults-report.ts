@@ -17,22 +17,48 @@ const REPORT = join(process.cwd(), 'docs', 'reliability.md')
 
 /** Report order; scenarios not listed come last, in the order met. */
 const SCENARIO_ORDER = [
-  'member.kill', 'member.pause',
-  'server.restart', 'server.pause', 'server.cut-long', 'server.partition', 'server.cut-short',
+  'member.kill',
+  'member.pause',
+  'server.restart',
+  'server.pause',
+  'server.cut-long',
+  'server.partition',
+  'server.cut-short',
   'cluster.node-killed',
-  'lock.safety', 'leader.safety',
-  'fuzz.urls', 'fuzz.userinfo', 'fuzz.long-strings', 'fuzz.numbers', 'fuzz.config-files', 'fuzz.ids', 'fuzz.capabilities', 'fuzz.strings',
-  'hostile.garbage', 'hostile.truncated', 'hostile.lying-length', 'hostile.huge-garbage', 'hostile.huge-valid', 'hostile.wrong-type',
+  'lock.safety',
+  'leader.safety',
+  'fuzz.urls',
+  'fuzz.userinfo',
+  'fuzz.long-strings',
+  'fuzz.numbers',
+  'fuzz.config-files',
+  'fuzz.ids',
+  'fuzz.capabilities',
+  'fuzz.strings',
+  'hostile.garbage',
+  'hostile.truncated',
+  'hostile.lying-length',
+  'hostile.huge-garbage',
+  'hostile.huge-valid',
+  'hostile.wrong-type',
 ]
 const BACKEND_ORDER = ['all drivers', 'memory', 'file', 'redis', 'memcached', 'zookeeper', 'etcd3', 'postgresql', 'mysql']
 const SECTIONS: [prefix: string, title: string, intro: string][] = [
   ['member.', 'Member faults', 'A member process is harmed; the others watch. Shared servers; liveness 2 s.'],
-  ['server.', 'Server faults', 'A private server per backend is restarted, paused or cut off from member A (a TCP proxy). Member B runs in a process of its own; C waits for A\'s lock throughout. Liveness 2 s (10 s for the brief cut).'],
-  ['cluster.', 'Clusters', 'Three-node ZooKeeper ensemble, three-node etcd cluster, Redis with Sentinel (master, two replicas, three sentinels), on loopback. Liveness 10 s.'],
+  [
+    'server.',
+    'Server faults',
+    "A private server per backend is restarted, paused or cut off from member A (a TCP proxy). Member B runs in a process of its own; C waits for A's lock throughout. Liveness 2 s (10 s for the brief cut).",
+  ],
+  [
+    'cluster.',
+    'Clusters',
+    'Three-node ZooKeeper ensemble, three-node etcd cluster, Redis with Sentinel (master, two replicas, three sentinels), on loopback. Liveness 10 s.',
+  ],
   ['lock.', 'Lock safety', 'Eight contender processes, random SIGKILLs, a shared O_APPEND log checked by test/support/lock-checker.ts.'],
   ['leader.', 'Leadership safety', 'The same contenders run for leader of one group; the log must never show two leaders at once.'],
   ['fuzz.', 'Fuzzed input', 'fast-check properties; a run is one generated case.'],
-  ['hostile.', 'Hostile data', 'Another writer corrupts where a member\'s capabilities are stored.'],
+  ['hostile.', 'Hostile data', "Another writer corrupts where a member's capabilities are stored."],
 ]
 
 function rank(list: readonly string[], x: string): number {
@@ -68,18 +94,28 @@ export function render(files: readonly ResultsFile[]): string {
     '',
     'What the fault suite (`test/fault/`) observed in its last run: for each scenario and backend, how many times it ran, how often it failed, and the worst time it measured. Every wait is bounded; times are bounds observed on a shared two-core machine, not speed claims.',
     '',
-    `Last run finished ${finished}; FAULT_RUNS=${runs}. ${totalRuns} runs (fuzz cases included), ${totalFailures} failed${knownFailures ? `, ${knownFailures} of them in scenarios a known bug breaks (below)` : ''}.`,
+    `Last run finished ${finished}; FAULT_RUNS=${runs}. ${totalRuns} runs (fuzz cases included), ${totalFailures} failed${
+      knownFailures ? `, ${knownFailures} of them in scenarios a known bug breaks (below)` : ''
+    }.`,
     '',
     '`npm test` runs the short form (FAULT_RUNS=2, 8 s of lock contention, 1,000 fuzz cases); `npm run test:faults` runs the full form (FAULT_RUNS=20, 60 s of lock contention, 10,000 fuzz cases) and regenerates this file.',
     '',
   ]
   const known = all.filter((r) => r.knownBug)
   if (known.length > 0) {
-    out.push('## Known bugs', '', 'Scenarios these break run as `todo` tests (they run and are reported here, but do not fail `npm test`); `FAULT_STRICT=1` makes them ordinary tests.', '')
+    out.push(
+      '## Known bugs',
+      '',
+      'Scenarios these break run as `todo` tests (they run and are reported here, but do not fail `npm test`); `FAULT_STRICT=1` makes them ordinary tests.',
+      '',
+    )
     for (const bug of [...new Set(known.map((r) => r.knownBug!))]) {
       const hit = known.filter((r) => r.knownBug === bug)
       const failing = hit.filter((r) => r.failures > 0).map((r) => `${r.backend} ${r.scenario} (${r.failures}/${r.runs})`)
-      out.push(`- **${bug}**: ${KNOWN_BUGS[bug as keyof typeof KNOWN_BUGS] ?? 'see test/fault/support/known.ts'}`, `  Failing in the last run: ${failing.length ? failing.join(', ') : 'none'}.`)
+      out.push(
+        `- **${bug}**: ${KNOWN_BUGS[bug as keyof typeof KNOWN_BUGS] ?? 'see test/fault/support/known.ts'}`,
+        `  Failing in the last run: ${failing.length ? failing.join(', ') : 'none'}.`,
+      )
     }
     out.push('')
   }
@@ -89,10 +125,21 @@ export function render(files: readonly ResultsFile[]): string {
     out.push(`## ${title}`, '', intro, '')
     for (const s of mine) {
       const rows = byScenario.get(s)!.sort((a, b) => rank(BACKEND_ORDER, a.backend) - rank(BACKEND_ORDER, b.backend))
-      out.push(`### \`${s}\``, '', cell(rows[0]!.title), '', `| backend | runs | failures | failure rate | worst: ${cell(rows[0]!.measure)} | notes |`, '|---|---:|---:|---:|---:|---|')
+      out.push(
+        `### \`${s}\``,
+        '',
+        cell(rows[0]!.title),
+        '',
+        `| backend | runs | failures | failure rate | worst: ${cell(rows[0]!.measure)} | notes |`,
+        '|---|---:|---:|---:|---:|---|',
+      )
       for (const r of rows) {
         const notes = [...r.notes, ...(r.knownBug ? [`known bug ${r.knownBug}`] : [])].join('; ')
-        out.push(`| ${r.backend} | ${r.runs} | ${r.failures} | ${rate(r)} | ${r.worstMs === undefined || r.worstMs === null ? '—' : `${r.worstMs} ms`} | ${cell(notes)} |`)
+        out.push(
+          `| ${r.backend} | ${r.runs} | ${r.failures} | ${rate(r)} | ${r.worstMs === undefined || r.worstMs === null ? '—' : `${r.worstMs} ms`} | ${
+            cell(notes)
+          } |`,
+        )
       }
       const failed = rows.filter((r) => r.errors.length > 0)
       if (failed.length > 0) {
@@ -119,7 +166,12 @@ function writeReport(): void {
 
 if (process.argv[2] === 'run') {
   for (const f of resultFiles()) rmSync(f)
-  const env = { ...process.env, FAULT_FULL: '1', FAULT_RUNS: process.env.FAULT_RUNS ?? '20', ROLLCALL_TEST_CONCURRENCY: process.env.ROLLCALL_TEST_CONCURRENCY ?? '3' }
+  const env = {
+    ...process.env,
+    FAULT_FULL: '1',
+    FAULT_RUNS: process.env.FAULT_RUNS ?? '20',
+    ROLLCALL_TEST_CONCURRENCY: process.env.ROLLCALL_TEST_CONCURRENCY ?? '3',
+  }
   const tests = spawnSync(process.execPath, ['scripts/run-tests.mjs', 'test/fault/'], { stdio: 'inherit', env })
   writeReport()
   process.exit(tests.status ?? 1)

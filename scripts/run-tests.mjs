@@ -20,5 +20,7 @@ if (files.length === 0) {
   process.exit(1)
 }
 const concurrency = process.env.ROLLCALL_TEST_CONCURRENCY ?? '4'
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files], { stdio: 'inherit' })
+const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files], {
+  stdio: 'inherit',
+})
 process.exit(r.status ?? 1)

@@ -280,7 +280,11 @@ export function asRollcallError(err: unknown, what: string): RollcallError {
  */
 export class ServiceGroupUnavailableError extends RollcallError {
   constructor(driver: string, detail: string, options: RollcallErrorOptions = {}) {
-    super(`The service from servicegroup driver ${driver} is temporarily unavailable: ${detail}`, 'SERVICEGROUP_UNAVAILABLE', { retryable: true, driver, ...options })
+    super(`The service from servicegroup driver ${driver} is temporarily unavailable: ${detail}`, 'SERVICEGROUP_UNAVAILABLE', {
+      retryable: true,
+      driver,
+      ...options,
+    })
   }
 }
 

@@ -27,8 +27,15 @@ export { registerDriver, knownSchemes, loadDriver, BUILTIN_DRIVERS } from './coo
 export type { DriverLoader } from './coordination/registry.js'
 export { defineDriver } from './coordination/driver.js'
 export type {
-  ConnectionState, CoordinationDriver, DriverContext, DriverDefinition, DriverEvents, DriverLock, DriverMemberInfo,
-  HeartbeatResult, IdKind,
+  ConnectionState,
+  CoordinationDriver,
+  DriverContext,
+  DriverDefinition,
+  DriverEvents,
+  DriverLock,
+  DriverMemberInfo,
+  HeartbeatResult,
+  IdKind,
 } from './coordination/driver.js'
 export { opt } from './coordination/options.js'
 export type { OptionSpec, OptionSpecs, ResolvedOptions } from './coordination/options.js'

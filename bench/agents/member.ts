@@ -61,10 +61,17 @@ const roles: Record<string, (a: Args) => Promise<void>> = {
       }))
     }
     await ensureGroup(coords[0]!, a.group!)
-    for (const [i, c] of coords.entries()) await c.joinGroup(a.group!, { host: `${a.member}-${i}`, binary: 'nova-compute', zone: `az${i % 3}`, version: '29.0.0', enabled: true })
+    for (const [i, c] of coords.entries()) {
+      await c.joinGroup(a.group!, { host: `${a.member}-${i}`, binary: 'nova-compute', zone: `az${i % 3}`, version: '29.0.0', enabled: true })
+    }
     gc()
     const m1 = process.memoryUsage()
-    out({ ready: true, heapPerMemberKiB: (m1.heapUsed - m0.heapUsed) / n / 1024, rssPerMemberKiB: (m1.rss - m0.rss) / n / 1024, externalPerMemberKiB: (m1.external - m0.external) / n / 1024 })
+    out({
+      ready: true,
+      heapPerMemberKiB: (m1.heapUsed - m0.heapUsed) / n / 1024,
+      rssPerMemberKiB: (m1.rss - m0.rss) / n / 1024,
+      externalPerMemberKiB: (m1.external - m0.external) / n / 1024,
+    })
     await nextLine()
     const last = coords.map((c) => c.health.lastHeartbeatAt?.getTime())
     let beats = 0

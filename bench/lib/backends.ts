@@ -14,7 +14,13 @@ export type BenchBackend = (typeof BACKENDS)[number]
 
 /** How the docs name each backend. */
 export const LABEL: Record<BenchBackend, string> = {
-  redis: 'Redis', memcached: 'memcached', zookeeper: 'ZooKeeper', etcd3: 'etcd (gateway)', postgresql: 'PostgreSQL', mysql: 'MariaDB', file: 'file',
+  redis: 'Redis',
+  memcached: 'memcached',
+  zookeeper: 'ZooKeeper',
+  etcd3: 'etcd (gateway)',
+  postgresql: 'PostgreSQL',
+  mysql: 'MariaDB',
+  file: 'file',
 }
 
 /** Backends on which Python tooz 3.1 has groups (on PostgreSQL and MySQL it has locks only). */

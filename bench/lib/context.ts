@@ -68,8 +68,12 @@ export const load1 = (): number => Math.round(loadavg()[0]! * 100) / 100
  * scenario's result file as soon as it is known.
  */
 export async function forEachBackend(
-  ctx: BenchContext, scenario: string, title: string, params: Record<string, unknown>,
-  applies: readonly BenchBackend[], fn: (backend: BenchBackend, errors: string[]) => Promise<Record<string, unknown>>,
+  ctx: BenchContext,
+  scenario: string,
+  title: string,
+  params: Record<string, unknown>,
+  applies: readonly BenchBackend[],
+  fn: (backend: BenchBackend, errors: string[]) => Promise<Record<string, unknown>>,
 ): Promise<void> {
   for (const backend of ctx.backends) {
     if (!applies.includes(backend)) continue

@@ -47,7 +47,13 @@ async function redisCounters(url: string): Promise<Counters> {
       if (REDIS_WRITES.has(name)) writes += calls
       ops += calls
     }
-    return { ops, writes, bytesIn: Number(m.get('total_net_input_bytes')), bytesOut: Number(m.get('total_net_output_bytes')), memory: Number(m.get('used_memory')) }
+    return {
+      ops,
+      writes,
+      bytesIn: Number(m.get('total_net_input_bytes')),
+      bytesOut: Number(m.get('total_net_output_bytes')),
+      memory: Number(m.get('used_memory')),
+    }
   } finally {
     r.disconnect()
   }
@@ -95,11 +101,16 @@ async function etcdCounters(url: string): Promise<Counters> {
 /** The server's counters now, or undefined for backends without them here. */
 export async function readCounters(backend: BenchBackend, url: string): Promise<Counters | undefined> {
   switch (backend) {
-    case 'redis': return redisCounters(url)
-    case 'memcached': return memcachedCounters(url)
-    case 'zookeeper': return zookeeperCounters(url)
-    case 'etcd3': return etcdCounters(url)
-    default: return undefined
+    case 'redis':
+      return redisCounters(url)
+    case 'memcached':
+      return memcachedCounters(url)
+    case 'zookeeper':
+      return zookeeperCounters(url)
+    case 'etcd3':
+      return etcdCounters(url)
+    default:
+      return undefined
   }
 }
 

@@ -74,7 +74,7 @@ export function svgChart(c: Chart): string {
   if (c.subtitle) parts.push(`<text x="${left}" y="40" fill="#4a5568">${esc(c.subtitle)}</text>`)
   // Grid.
   const ticks: number[] = []
-  if (c.log) for (let t = lo; t <= hi * 1.0001; t *= 10) ticks.push(t)
+  if (c.log) { for (let t = lo; t <= hi * 1.0001; t *= 10) ticks.push(t) }
   else for (let i = 0; i <= 5; i++) ticks.push((hi / 5) * i)
   const plotBottom = top + c.groups.length * groupH - groupGap + 6
   for (const t of ticks) {

@@ -12,7 +12,13 @@ const BENCH_DIR = join(dirname(fileURLToPath(import.meta.url)), '..')
 const ROOT = join(BENCH_DIR, '..')
 const live = new Set<ChildProcess>()
 process.once('exit', () => {
-  for (const p of live) if (p.pid) try { process.kill(p.pid, 'SIGKILL') } catch { /* gone */ }
+  for (const p of live) {
+    if (p.pid) {
+      try {
+        process.kill(p.pid, 'SIGKILL')
+      } catch { /* gone */ }
+    }
+  }
 })
 
 /** A JSON-lines child. */
@@ -26,10 +32,12 @@ export class Agent {
   constructor(cmd: string, args: string[], readonly label: string) {
     this.child = spawn(cmd, args, { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] })
     live.add(this.child)
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => {
-      live.delete(this.child)
-      resolve(code)
-    }))
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code) => {
+        live.delete(this.child)
+        resolve(code)
+      })
+    )
     this.child.stderr!.setEncoding('utf8')
     this.child.stderr!.on('data', (d: string) => (this.#stderr = (this.#stderr + d).slice(-4000)))
     createInterface({ input: this.child.stdout! }).on('line', (line) => {
@@ -74,7 +82,13 @@ export class Agent {
           else reject(new Error(`${this.label} exited; last lines ${JSON.stringify(this.lines.slice(-2))}; stderr: ${this.#stderr.slice(-800)}`))
         }, 50)
       }
-      const waiter = { test, resolve: (l: Record<string, any>) => { cleanup(); resolve(l) } }
+      const waiter = {
+        test,
+        resolve: (l: Record<string, any>) => {
+          cleanup()
+          resolve(l)
+        },
+      }
       const cleanup = (): void => {
         clearTimeout(timer)
         this.child.off('exit', onExit)

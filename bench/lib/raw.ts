@@ -52,13 +52,20 @@ export interface RawBackend {
 /** The raw client of a backend, on `url`. */
 export function rawBackend(backend: BenchBackend, url: string): RawBackend {
   switch (backend) {
-    case 'redis': return new RedisRaw(url)
-    case 'memcached': return new MemcachedRaw(url)
-    case 'zookeeper': return new ZookeeperRaw(url)
-    case 'etcd3': return new EtcdRaw(url)
-    case 'file': return new FileRaw(url)
-    case 'postgresql': return new PostgresRaw(url)
-    case 'mysql': return new MysqlRaw(url)
+    case 'redis':
+      return new RedisRaw(url)
+    case 'memcached':
+      return new MemcachedRaw(url)
+    case 'zookeeper':
+      return new ZookeeperRaw(url)
+    case 'etcd3':
+      return new EtcdRaw(url)
+    case 'file':
+      return new FileRaw(url)
+    case 'postgresql':
+      return new PostgresRaw(url)
+    case 'mysql':
+      return new MysqlRaw(url)
   }
 }
 

@@ -72,8 +72,14 @@ export async function generateDocs(log: (m: string) => void): Promise<void> {
   mkdirSync(IMG, { recursive: true })
   const machine = load('machine')
   const R = {
-    join: load('join'), heartbeat: load('heartbeat'), read: load('group-read'), detection: load('detection'),
-    locks: load('locks'), failover: load('failover'), scale: load('scale'), sg: load('servicegroup'),
+    join: load('join'),
+    heartbeat: load('heartbeat'),
+    read: load('group-read'),
+    detection: load('detection'),
+    locks: load('locks'),
+    failover: load('failover'),
+    scale: load('scale'),
+    sg: load('servicegroup'),
   }
   const verdicts: Verdict[] = []
   const vsTooz = (scenario: string, b: BenchBackend, rc: unknown, tz: unknown, higherBetter: boolean, what: string): void => {
@@ -91,16 +97,46 @@ export async function generateDocs(log: (m: string) => void): Promise<void> {
   // ---- join
   if (R.join) {
     const groups: BarGroup[] = []
-    const lines = [row(['backend', 'members', 'rollcall members/s', 'p50 / p99 ms', 'tooz members/s', 'p50 / p99 ms', 'floor members/s', 'vs tooz', 'vs floor', 'conditions']), sep(10)]
+    const lines = [
+      row([
+        'backend',
+        'members',
+        'rollcall members/s',
+        'p50 / p99 ms',
+        'tooz members/s',
+        'p50 / p99 ms',
+        'floor members/s',
+        'vs tooz',
+        'vs floor',
+        'conditions',
+      ]),
+      sep(10),
+    ]
     for (const b of BACKENDS) {
       const d = data(R.join, b)
       if (!d) continue
       const rc = d.rollcall
       const tz = d.tooz
       const raw = d.raw
-      groups.push({ label: LABEL[b], values: [rc?.perSecond, tz?.perSecond, raw?.perSecond], notes: [undefined, na(tz) ? 'n/a (no groups in tooz)' : undefined, undefined] })
-      lines.push(row([LABEL[b], d.members, f(rc?.perSecond), `${f(rc?.samples?.p50)} / ${f(rc?.samples?.p99)}`, na(tz) ? 'n/a' : f(tz?.perSecond), na(tz) ? 'n/a' : `${f(tz?.samples?.p50)} / ${f(tz?.samples?.p99)}`,
-        f(raw?.perSecond), x(ratio(rc?.perSecond, tz?.perSecond)), x(ratio(raw?.perSecond, rc?.perSecond)), loadNote(R.join, b)]))
+      groups.push({
+        label: LABEL[b],
+        values: [rc?.perSecond, tz?.perSecond, raw?.perSecond],
+        notes: [undefined, na(tz) ? 'n/a (no groups in tooz)' : undefined, undefined],
+      })
+      lines.push(
+        row([
+          LABEL[b],
+          d.members,
+          f(rc?.perSecond),
+          `${f(rc?.samples?.p50)} / ${f(rc?.samples?.p99)}`,
+          na(tz) ? 'n/a' : f(tz?.perSecond),
+          na(tz) ? 'n/a' : `${f(tz?.samples?.p50)} / ${f(tz?.samples?.p99)}`,
+          f(raw?.perSecond),
+          x(ratio(rc?.perSecond, tz?.perSecond)),
+          x(ratio(raw?.perSecond, rc?.perSecond)),
+          loadNote(R.join, b),
+        ]),
+      )
       vsTooz('join', b, rc?.perSecond, tz?.perSecond, true, 'members/s')
       vsFloor('join', b, rc?.perSecond, raw?.perSecond, true, 'members/s')
     }
@@ -113,7 +149,15 @@ PostgreSQL and MariaDB runs use fewer members: each rollcall member holds one se
 servers' default max_connections (100 and 151) allow about 80 and 130 beside the bench's own. "vs tooz" is rollcall's rate over
 tooz's; "vs floor" is the floor's rate over rollcall's (1× = at the floor).
 
-${img('join', { title: 'Join: members per second (higher is better)', unit: 'members/s', series: [SERIES.rollcall, SERIES.tooz, SERIES.raw], groups, log: true }, log)}
+${
+      img('join', {
+        title: 'Join: members per second (higher is better)',
+        unit: 'members/s',
+        series: [SERIES.rollcall, SERIES.tooz, SERIES.raw],
+        groups,
+        log: true,
+      }, log)
+    }
 ${lines.join('\n')}
 `)
   }
@@ -121,9 +165,27 @@ ${lines.join('\n')}
   // ---- heartbeat
   if (R.heartbeat) {
     const sizes: number[] = R.heartbeat.params.sizes ?? [100, 1000]
-    const lines = [row(['backend', 'members', 'rollcall beats/s', 'p50 / p99 ms', 'tooz beats/s', 'p50 / p99 ms', 'floor beats/s', 'vs tooz', 'vs floor', 'conditions']), sep(10)]
+    const lines = [
+      row(['backend', 'members', 'rollcall beats/s', 'p50 / p99 ms', 'tooz beats/s', 'p50 / p99 ms', 'floor beats/s', 'vs tooz', 'vs floor', 'conditions']),
+      sep(10),
+    ]
     const groups: BarGroup[] = []
-    const cpu = [row(['backend', 'members', 'server', 'beat every', 'CPU (timeout 5 s)', 'CPU ms per beat', 'CPU at default timeout', 'server ops per beat', 'writes per beat', 'bytes in/out per beat', 'process RSS per member']), sep(11)]
+    const cpu = [
+      row([
+        'backend',
+        'members',
+        'server',
+        'beat every',
+        'CPU (timeout 5 s)',
+        'CPU ms per beat',
+        'CPU at default timeout',
+        'server ops per beat',
+        'writes per beat',
+        'bytes in/out per beat',
+        'process RSS per member',
+      ]),
+      sep(11),
+    ]
     const cpuGroups: BarGroup[] = []
     for (const b of BACKENDS) {
       const d = data(R.heartbeat, b)
@@ -134,16 +196,47 @@ ${lines.join('\n')}
         const rc = c.rollcall
         const tz = c.tooz
         const raw = c.raw
-        lines.push(row([LABEL[b], c.members, f(rc?.perSecond), `${f(rc?.samples?.p50)} / ${f(rc?.samples?.p99)}`, na(tz) ? 'n/a' : f(tz?.perSecond), na(tz) ? 'n/a' : `${f(tz?.samples?.p50)} / ${f(tz?.samples?.p99)}`,
-          f(raw?.perSecond), x(ratio(rc?.perSecond, tz?.perSecond)), x(ratio(raw?.perSecond, rc?.perSecond)), loadNote(R.heartbeat, b)]))
-        if (s === sizes.at(-1)) groups.push({ label: `${LABEL[b]} (${c.members})`, values: [rc?.perSecond, tz?.perSecond, raw?.perSecond], notes: [undefined, na(tz) ? 'n/a (no groups in tooz)' : undefined, undefined] })
+        lines.push(
+          row([
+            LABEL[b],
+            c.members,
+            f(rc?.perSecond),
+            `${f(rc?.samples?.p50)} / ${f(rc?.samples?.p99)}`,
+            na(tz) ? 'n/a' : f(tz?.perSecond),
+            na(tz) ? 'n/a' : `${f(tz?.samples?.p50)} / ${f(tz?.samples?.p99)}`,
+            f(raw?.perSecond),
+            x(ratio(rc?.perSecond, tz?.perSecond)),
+            x(ratio(raw?.perSecond, rc?.perSecond)),
+            loadNote(R.heartbeat, b),
+          ]),
+        )
+        if (s === sizes.at(-1)) {
+          groups.push({
+            label: `${LABEL[b]} (${c.members})`,
+            values: [rc?.perSecond, tz?.perSecond, raw?.perSecond],
+            notes: [undefined, na(tz) ? 'n/a (no groups in tooz)' : undefined, undefined],
+          })
+        }
         vsTooz(`heartbeat ${c.members}`, b, rc?.perSecond, tz?.perSecond, true, 'beats/s')
         vsFloor(`heartbeat ${c.members}`, b, rc?.perSecond, raw?.perSecond, true, 'beats/s')
       }
       const u = d.upkeep
       if (u) {
-        cpu.push(row([LABEL[b], u.members, u.server, `${f(u.beatPeriodMs)} ms`, `${f(u.cpuPercent)} %`, f(u.cpuMsPerBeat), `${f(u.cpuPercentAtDefault)} % (timeout ${u.defaultTimeoutSeconds} s)`,
-          f(u.perBeat?.ops), f(u.perBeat?.writes), u.perBeat ? `${f(u.perBeat.bytesIn)} / ${f(u.perBeat.bytesOut)}` : '–', `${f(u.rssPerMemberKiB)} KiB`]))
+        cpu.push(
+          row([
+            LABEL[b],
+            u.members,
+            u.server,
+            `${f(u.beatPeriodMs)} ms`,
+            `${f(u.cpuPercent)} %`,
+            f(u.cpuMsPerBeat),
+            `${f(u.cpuPercentAtDefault)} % (timeout ${u.defaultTimeoutSeconds} s)`,
+            f(u.perBeat?.ops),
+            f(u.perBeat?.writes),
+            u.perBeat ? `${f(u.perBeat.bytesIn)} / ${f(u.perBeat.bytesOut)}` : '–',
+            `${f(u.rssPerMemberKiB)} KiB`,
+          ]),
+        )
         cpuGroups.push({ label: LABEL[b], values: [u.cpuPercentAtDefault] })
       }
     }
@@ -159,7 +252,15 @@ server, so its "latency" is the time to write to the socket and its rate is not 
 it also checks that the member is still listed in each joined group (to rejoin after a loss), in the same
 round trip where the backend allows.
 
-${img('heartbeat', { title: `Heartbeat capacity at ${sizes.at(-1)} members (higher is better)`, unit: 'beats/s', series: [SERIES.rollcall, SERIES.tooz, SERIES.raw], groups, log: true }, log)}
+${
+      img('heartbeat', {
+        title: `Heartbeat capacity at ${sizes.at(-1)} members (higher is better)`,
+        unit: 'beats/s',
+        series: [SERIES.rollcall, SERIES.tooz, SERIES.raw],
+        groups,
+        log: true,
+      }, log)
+    }
 ${lines.join('\n')}
 
 **Upkeep.** The CPU one rollcall process spends keeping ${R.heartbeat.params.upkeepMembers} members alive at their normal interval
@@ -167,7 +268,14 @@ ${lines.join('\n')}
 server for Redis, memcached, ZooKeeper and etcd; ZooKeeper counts packets, pings included). The column "CPU
 at default timeout" scales the per-beat cost to each driver's default timeout.
 
-${img('upkeep', { title: `CPU of one process keeping ${R.heartbeat.params.upkeepMembers} members alive (default timeouts)`, unit: '% of one core', series: [SERIES.rollcall], groups: cpuGroups }, log)}
+${
+      img('upkeep', {
+        title: `CPU of one process keeping ${R.heartbeat.params.upkeepMembers} members alive (default timeouts)`,
+        unit: '% of one core',
+        series: [SERIES.rollcall],
+        groups: cpuGroups,
+      }, log)
+    }
 ${cpu.join('\n')}
 `)
   }
@@ -176,7 +284,21 @@ ${cpu.join('\n')}
   if (R.read) {
     const sizes: number[] = R.read.params.sizes ?? [100, 1000, 5000]
     const biggest = sizes.at(-1)!
-    const lines = [row(['backend', 'members', 'rollcall ids p50/p99', 'with caps p50/p99', 'tooz ids p50/p99', 'with caps p50/p99', 'floor ids / caps p50', 'caps vs tooz', 'caps vs floor', 'conditions']), sep(10)]
+    const lines = [
+      row([
+        'backend',
+        'members',
+        'rollcall ids p50/p99',
+        'with caps p50/p99',
+        'tooz ids p50/p99',
+        'with caps p50/p99',
+        'floor ids / caps p50',
+        'caps vs tooz',
+        'caps vs floor',
+        'conditions',
+      ]),
+      sep(10),
+    ]
     const groups: BarGroup[] = []
     for (const b of BACKENDS) {
       const d = data(R.read, b)
@@ -188,14 +310,47 @@ ${cpu.join('\n')}
         const tz = e.tooz
         const raw = e.raw
         const tzCaps = tz?.caps?.p50 ?? tz?.capsExtrapolatedP50
-        const tzCapsText = tz?.caps ? `${f(tz.caps.p50)} / ${f(tz.caps.p99)}` : tz?.capsExtrapolatedP50 ? `~${f(tz.capsExtrapolatedP50)} (extrapolated, not run)` : na(tz) ? 'n/a' : '–'
-        lines.push(row([LABEL[b], s, `${f(rc?.ids?.p50)} / ${f(rc?.ids?.p99)}`, `${f(rc?.caps?.p50)} / ${f(rc?.caps?.p99)}`, na(tz) ? 'n/a' : `${f(tz?.ids?.p50)} / ${f(tz?.ids?.p99)}`, tzCapsText,
-          `${f(raw?.ids?.p50)} / ${f(raw?.caps?.p50)}`, x(ratio(tzCaps, rc?.caps?.p50)), x(ratio(rc?.caps?.p50, raw?.caps?.p50)), loadNote(R.read, b)]))
+        const tzCapsText = tz?.caps
+          ? `${f(tz.caps.p50)} / ${f(tz.caps.p99)}`
+          : tz?.capsExtrapolatedP50
+          ? `~${f(tz.capsExtrapolatedP50)} (extrapolated, not run)`
+          : na(tz)
+          ? 'n/a'
+          : '–'
+        lines.push(
+          row([
+            LABEL[b],
+            s,
+            `${f(rc?.ids?.p50)} / ${f(rc?.ids?.p99)}`,
+            `${f(rc?.caps?.p50)} / ${f(rc?.caps?.p99)}`,
+            na(tz) ? 'n/a' : `${f(tz?.ids?.p50)} / ${f(tz?.ids?.p99)}`,
+            tzCapsText,
+            `${f(raw?.ids?.p50)} / ${f(raw?.caps?.p50)}`,
+            x(ratio(tzCaps, rc?.caps?.p50)),
+            x(ratio(rc?.caps?.p50, raw?.caps?.p50)),
+            loadNote(R.read, b),
+          ]),
+        )
         if (s === biggest) {
-          groups.push({ label: LABEL[b], values: [rc?.caps?.p50, tzCaps, raw?.caps?.p50], notes: [undefined, tz?.capsExtrapolatedP50 && !tz?.caps ? `~${Math.round(tzCaps / 1000)} s (extrapolated)` : na(tz) ? 'n/a (no groups in tooz)' : undefined, undefined] })
+          groups.push({
+            label: LABEL[b],
+            values: [rc?.caps?.p50, tzCaps, raw?.caps?.p50],
+            notes: [
+              undefined,
+              tz?.capsExtrapolatedP50 && !tz?.caps ? `~${Math.round(tzCaps / 1000)} s (extrapolated)` : na(tz) ? 'n/a (no groups in tooz)' : undefined,
+              undefined,
+            ],
+          })
           const r = ratio(tzCaps, rc?.caps?.p50)
           const want = b === 'memcached' ? 1000 : 20
-          if (r !== undefined) verdicts.push({ target: `caps read at ${s} ≥ ${want}× faster than tooz`, backend: b, figure: `${x(r)}${tz?.caps ? '' : ' (tooz extrapolated)'}`, met: r >= want })
+          if (r !== undefined) {
+            verdicts.push({
+              target: `caps read at ${s} ≥ ${want}× faster than tooz`,
+              backend: b,
+              figure: `${x(r)}${tz?.caps ? '' : ' (tooz extrapolated)'}`,
+              met: r >= want,
+            })
+          }
         }
         vsTooz(`read ${s} ids`, b, rc?.ids?.p50, tz?.ids?.p50, false, 'p50 ms')
         vsTooz(`read ${s} caps`, b, rc?.caps?.p50, tz?.caps?.p50, false, 'p50 ms')
@@ -215,31 +370,85 @@ so tooz's read with capabilities costs N² round trips: it is run up to 1,000 me
 group + one multi-get of the member keys; ZooKeeper getChildren + pipelined getData; etcd one range; SQL
 one SELECT; file readdir + stat (+ read) of every member file.
 
-${img('group-read', { title: `Read ${biggest} members with capabilities, p50 (lower is better)`, unit: 'ms', series: [SERIES.rollcall, SERIES.tooz, SERIES.raw], groups, log: true }, log)}
+${
+      img('group-read', {
+        title: `Read ${biggest} members with capabilities, p50 (lower is better)`,
+        unit: 'ms',
+        series: [SERIES.rollcall, SERIES.tooz, SERIES.raw],
+        groups,
+        log: true,
+      }, log)
+    }
 ${lines.join('\n')}
 `)
   }
 
   // ---- detection
   if (R.detection) {
-    const lines = [row(['backend', 'rollcall min / median / max ms', 'backend expiry (median)', 'noticed after expiry (median)', 'tooz min / median / max ms', 'backend expiry (median)', 'noticed after expiry (median)', 'missed (rollcall / tooz)', 'conditions']), sep(9)]
+    const lines = [
+      row([
+        'backend',
+        'rollcall min / median / max ms',
+        'backend expiry (median)',
+        'noticed after expiry (median)',
+        'tooz min / median / max ms',
+        'backend expiry (median)',
+        'noticed after expiry (median)',
+        'missed (rollcall / tooz)',
+        'conditions',
+      ]),
+      sep(9),
+    ]
     const groups: BarGroup[] = []
     for (const b of BACKENDS) {
       const d = data(R.detection, b)
       if (!d) continue
       const rc = d.rollcall
       const tz = d.tooz
-      const lagText = (o: J): string => (num(o?.lagMs?.p50) !== undefined ? f(o.lagMs.p50) : num(o?.detectMs?.p50) !== undefined && num(o?.floorMs?.p50) !== undefined ? `~${f(o.detectMs.p50 - o.floorMs.p50)}` : '–')
-      lines.push(row([LABEL[b], `${f(rc?.detectMs?.min)} / ${f(rc?.detectMs?.p50)} / ${f(rc?.detectMs?.max)}`, f(rc?.floorMs?.p50), lagText(rc),
-        na(tz) ? 'n/a' : `${f(tz?.detectMs?.min)} / ${f(tz?.detectMs?.p50)} / ${f(tz?.detectMs?.max)}${tz?.mode === 'get_members' ? ' (no watchers in tooz\'s etcd3gw driver: get_members() polled and diffed)' : ''}`, na(tz) ? 'n/a' : f(tz?.floorMs?.p50), na(tz) ? 'n/a' : lagText(tz), `${rc?.missed ?? '–'} / ${na(tz) ? 'n/a' : tz?.missed ?? '–'}`, loadNote(R.detection, b)]))
-      groups.push({ label: LABEL[b], values: [rc?.detectMs?.p50, tz?.detectMs?.p50, rc?.floorMs?.p50], notes: [undefined, na(tz) ? 'n/a (no groups in tooz)' : undefined, undefined] })
+      const lagText = (
+        o: J,
+      ): string => (num(o?.lagMs?.p50) !== undefined
+        ? f(o.lagMs.p50)
+        : num(o?.detectMs?.p50) !== undefined && num(o?.floorMs?.p50) !== undefined
+        ? `~${f(o.detectMs.p50 - o.floorMs.p50)}`
+        : '–')
+      lines.push(
+        row([
+          LABEL[b],
+          `${f(rc?.detectMs?.min)} / ${f(rc?.detectMs?.p50)} / ${f(rc?.detectMs?.max)}`,
+          f(rc?.floorMs?.p50),
+          lagText(rc),
+          na(tz)
+            ? 'n/a'
+            : `${f(tz?.detectMs?.min)} / ${f(tz?.detectMs?.p50)} / ${f(tz?.detectMs?.max)}${
+              tz?.mode === 'get_members' ? " (no watchers in tooz's etcd3gw driver: get_members() polled and diffed)" : ''
+            }`,
+          na(tz) ? 'n/a' : f(tz?.floorMs?.p50),
+          na(tz) ? 'n/a' : lagText(tz),
+          `${rc?.missed ?? '–'} / ${na(tz) ? 'n/a' : tz?.missed ?? '–'}`,
+          loadNote(R.detection, b),
+        ]),
+      )
+      groups.push({
+        label: LABEL[b],
+        values: [rc?.detectMs?.p50, tz?.detectMs?.p50, rc?.floorMs?.p50],
+        notes: [undefined, na(tz) ? 'n/a (no groups in tooz)' : undefined, undefined],
+      })
       // Compared on what the observer adds after the backend's expiry: the kill-to-expiry part is the
       // victim's heartbeat phase, random per run, and is the backend's, not the library's.
-      const lagOf = (o: J): number | undefined => num(o?.lagMs?.p50) ?? (num(o?.detectMs?.p50) !== undefined && num(o?.floorMs?.p50) !== undefined ? o.detectMs.p50 - o.floorMs.p50 : undefined)
-      vsTooz('detection', b, lagOf(rc), lagOf(tz), false, 'median ms noticed after the backend\'s expiry')
+      const lagOf = (o: J): number | undefined =>
+        num(o?.lagMs?.p50) ?? (num(o?.detectMs?.p50) !== undefined && num(o?.floorMs?.p50) !== undefined ? o.detectMs.p50 - o.floorMs.p50 : undefined)
+      vsTooz('detection', b, lagOf(rc), lagOf(tz), false, "median ms noticed after the backend's expiry")
       if (b === 'zookeeper' || b === 'etcd3') {
         const gap = num(rc?.detectMs?.p50) !== undefined && num(rc?.floorMs?.p50) !== undefined ? rc.detectMs.p50 - rc.floorMs.p50 : undefined
-        if (gap !== undefined) verdicts.push({ target: 'detection within 0.5 s of the backend\'s expiry', backend: b, figure: `median ${f(rc.detectMs.p50)} ms vs expiry ${f(rc.floorMs.p50)} ms (+${Math.round(gap)} ms)`, met: gap <= 500 })
+        if (gap !== undefined) {
+          verdicts.push({
+            target: "detection within 0.5 s of the backend's expiry",
+            backend: b,
+            figure: `median ${f(rc.detectMs.p50)} ms vs expiry ${f(rc.floorMs.p50)} ms (+${Math.round(gap)} ms)`,
+            met: gap <= 500,
+          })
+        }
       }
     }
     sections.push(`## Failure detection
@@ -256,7 +465,14 @@ victim died (random per run, and the same for both libraries: an interleaved che
 etcd gave medians of 3.9 s and 4.4 s), so it is measured for rollcall's victims and tooz's separately, and
 rollcall is compared with tooz on what each adds after the expiry ("noticed after expiry", per run).
 
-${img('detection', { title: 'Time to notice a killed member, median (lower is better)', unit: 'ms after SIGKILL', series: [SERIES.rollcall, SERIES.tooz, { name: 'backend expiry (rollcall victims)', color: SERIES.raw.color }], groups }, log)}
+${
+      img('detection', {
+        title: 'Time to notice a killed member, median (lower is better)',
+        unit: 'ms after SIGKILL',
+        series: [SERIES.rollcall, SERIES.tooz, { name: 'backend expiry (rollcall victims)', color: SERIES.raw.color }],
+        groups,
+      }, log)
+    }
 ${lines.join('\n')}
 `)
   }
@@ -264,7 +480,19 @@ ${lines.join('\n')}
   // ---- locks
   if (R.locks) {
     const procs: number[] = R.locks.params.processes ?? [2, 8]
-    const lines = [row(['backend', 'rollcall ops/s (p50 ms)', 'tooz ops/s (p50 ms)', 'floor ops/s (p50 ms)', 'vs tooz', 'vs floor', ...procs.flatMap((p) => [`rollcall ${p} procs: ops/s, fairness, longest wait`, `tooz ${p} procs`]), 'conditions']), sep(6 + procs.length * 2 + 1)]
+    const lines = [
+      row([
+        'backend',
+        'rollcall ops/s (p50 ms)',
+        'tooz ops/s (p50 ms)',
+        'floor ops/s (p50 ms)',
+        'vs tooz',
+        'vs floor',
+        ...procs.flatMap((p) => [`rollcall ${p} procs: ops/s, fairness, longest wait`, `tooz ${p} procs`]),
+        'conditions',
+      ]),
+      sep(6 + procs.length * 2 + 1),
+    ]
     const groups: BarGroup[] = []
     const cgroups: BarGroup[] = []
     for (const b of BACKENDS) {
@@ -274,8 +502,18 @@ ${lines.join('\n')}
         const v = d[k]
         return v ? `${f(v.perSecond)}, ${f(v.fairness)}, ${f(v.longestWaitMs)} ms` : '–'
       }
-      lines.push(row([LABEL[b], `${f(d.rollcall?.perSecond)} (${f(d.rollcall?.samples?.p50)})`, `${f(d.tooz?.perSecond)} (${f(d.tooz?.samples?.p50)})`, `${f(d.raw?.perSecond)} (${f(d.raw?.samples?.p50)})`,
-        x(ratio(d.rollcall?.perSecond, d.tooz?.perSecond)), x(ratio(d.raw?.perSecond, d.rollcall?.perSecond)), ...procs.flatMap((p) => [c(`rollcall${p}`), c(`tooz${p}`)]), loadNote(R.locks, b)]))
+      lines.push(
+        row([
+          LABEL[b],
+          `${f(d.rollcall?.perSecond)} (${f(d.rollcall?.samples?.p50)})`,
+          `${f(d.tooz?.perSecond)} (${f(d.tooz?.samples?.p50)})`,
+          `${f(d.raw?.perSecond)} (${f(d.raw?.samples?.p50)})`,
+          x(ratio(d.rollcall?.perSecond, d.tooz?.perSecond)),
+          x(ratio(d.raw?.perSecond, d.rollcall?.perSecond)),
+          ...procs.flatMap((p) => [c(`rollcall${p}`), c(`tooz${p}`)]),
+          loadNote(R.locks, b),
+        ]),
+      )
       groups.push({ label: LABEL[b], values: [d.rollcall?.perSecond, d.tooz?.perSecond, d.raw?.perSecond] })
       const p = procs.at(-1)!
       cgroups.push({ label: LABEL[b], values: [d[`rollcall${p}`]?.perSecond, d[`tooz${p}`]?.perSecond] })
@@ -300,15 +538,44 @@ took them all), and the longest single wait. The floor is the raw client's uncon
 etcd txn + delete, PostgreSQL pg_try_advisory_lock + unlock, MariaDB GET_LOCK + RELEASE_LOCK, file
 fcntl lock + unlock on an open file). Lock TTLs are 10 s (timeout=10) where the backend has them.
 
-${img('locks', { title: 'Uncontended acquire+release per second (higher is better)', unit: 'operations/s', series: [SERIES.rollcall, SERIES.tooz, SERIES.raw], groups, log: true }, log)}
-${img('locks-contended', { title: `${procs.at(-1)} processes contending: acquisitions per second (higher is better)`, unit: 'acquisitions/s', series: [SERIES.rollcall, SERIES.tooz], groups: cgroups, log: true }, log)}
+${
+      img('locks', {
+        title: 'Uncontended acquire+release per second (higher is better)',
+        unit: 'operations/s',
+        series: [SERIES.rollcall, SERIES.tooz, SERIES.raw],
+        groups,
+        log: true,
+      }, log)
+    }
+${
+      img('locks-contended', {
+        title: `${procs.at(-1)} processes contending: acquisitions per second (higher is better)`,
+        unit: 'acquisitions/s',
+        series: [SERIES.rollcall, SERIES.tooz],
+        groups: cgroups,
+        log: true,
+      }, log)
+    }
 ${lines.join('\n')}
 ${errs.length ? `\nErrors recorded:\n${errs.join('\n')}\n` : ''}`)
   }
 
   // ---- failover
   if (R.failover) {
-    const lines = [row(['backend', 'rollcall elected min / median / max ms', 'known to others (median)', 'tooz elected min / median / max ms', 'known to others (median)', 'leader lock freed by the backend (median)', 'rollcall elected after that (median / max)', 'backend expiry (detection, median)', 'conditions']), sep(9)]
+    const lines = [
+      row([
+        'backend',
+        'rollcall elected min / median / max ms',
+        'known to others (median)',
+        'tooz elected min / median / max ms',
+        'known to others (median)',
+        'leader lock freed by the backend (median)',
+        'rollcall elected after that (median / max)',
+        'backend expiry (detection, median)',
+        'conditions',
+      ]),
+      sep(9),
+    ]
     const groups: BarGroup[] = []
     for (const b of BACKENDS) {
       const d = data(R.failover, b)
@@ -316,17 +583,32 @@ ${errs.length ? `\nErrors recorded:\n${errs.join('\n')}\n` : ''}`)
       const rc = d.rollcall
       const tz = d.tooz
       const expiry = data(R.detection, b)?.rollcall?.floorMs?.p50
-      lines.push(row([LABEL[b], `${f(rc?.electedMs?.min)} / ${f(rc?.electedMs?.p50)} / ${f(rc?.electedMs?.max)}`, f(rc?.knownMs?.p50),
-        na(tz) ? `n/a: ${na(tz)}` : `${f(tz?.electedMs?.min)} / ${f(tz?.electedMs?.p50)} / ${f(tz?.electedMs?.max)}`, na(tz) ? 'n/a' : tz?.knownNa ? `n/a: ${tz.knownNa}` : f(tz?.knownMs?.p50),
-        rc?.lockFreedMs ? f(rc.lockFreedMs.p50) : '–', rc?.electedAfterFreedMs ? `${f(rc.electedAfterFreedMs.p50)} / ${f(rc.electedAfterFreedMs.max)}` : '–', f(expiry), loadNote(R.failover, b)]))
+      lines.push(
+        row([
+          LABEL[b],
+          `${f(rc?.electedMs?.min)} / ${f(rc?.electedMs?.p50)} / ${f(rc?.electedMs?.max)}`,
+          f(rc?.knownMs?.p50),
+          na(tz) ? `n/a: ${na(tz)}` : `${f(tz?.electedMs?.min)} / ${f(tz?.electedMs?.p50)} / ${f(tz?.electedMs?.max)}`,
+          na(tz) ? 'n/a' : tz?.knownNa ? `n/a: ${tz.knownNa}` : f(tz?.knownMs?.p50),
+          rc?.lockFreedMs ? f(rc.lockFreedMs.p50) : '–',
+          rc?.electedAfterFreedMs ? `${f(rc.electedAfterFreedMs.p50)} / ${f(rc.electedAfterFreedMs.max)}` : '–',
+          f(expiry),
+          loadNote(R.failover, b),
+        ]),
+      )
       groups.push({ label: LABEL[b], values: [rc?.electedMs?.p50, tz?.electedMs?.p50], notes: [undefined, na(tz) ? 'n/a (no election in tooz)' : undefined] })
       vsTooz('failover', b, rc?.electedMs?.p50, tz?.electedMs?.p50, false, 'median ms')
       if (b === 'zookeeper' || b === 'etcd3') {
         // Measured run by run where the bench watched the leader lock; else against detection's expiry.
-        const target = 'failover within 0.5 s of the backend\'s expiry'
+        const target = "failover within 0.5 s of the backend's expiry"
         const afterFreed = num(rc?.electedAfterFreedMs?.p50)
         if (afterFreed !== undefined) {
-          verdicts.push({ target, backend: b, figure: `median ${f(afterFreed)} ms after the backend freed the dead leader's lock (max ${f(rc.electedAfterFreedMs.max)})`, met: afterFreed <= 500 })
+          verdicts.push({
+            target,
+            backend: b,
+            figure: `median ${f(afterFreed)} ms after the backend freed the dead leader's lock (max ${f(rc.electedAfterFreedMs.max)})`,
+            met: afterFreed <= 500,
+          })
         } else if (num(rc?.electedMs?.p50) !== undefined && num(expiry) !== undefined) {
           const gap = rc.electedMs.p50 - expiry
           verdicts.push({ target, backend: b, figure: `median ${f(rc.electedMs.p50)} ms vs expiry ${f(expiry)} ms (+${Math.round(gap)} ms)`, met: gap <= 500 })
@@ -345,7 +627,14 @@ dead leader's hold (etcd revokes expired leases on a 500 ms tick, so that moment
 second from the TTL); "elected after that" is measured run by run. The backend-expiry column repeats the
 detection scenario's median (same timeout, same kind of kill) for comparison.
 
-${img('failover', { title: 'Leader failover: time to a new leader, median (lower is better)', unit: 'ms after SIGKILL', series: [SERIES.rollcall, SERIES.tooz], groups }, log)}
+${
+      img('failover', {
+        title: 'Leader failover: time to a new leader, median (lower is better)',
+        unit: 'ms after SIGKILL',
+        series: [SERIES.rollcall, SERIES.tooz],
+        groups,
+      }, log)
+    }
 ${lines.join('\n')}
 `)
   }
@@ -353,25 +642,60 @@ ${lines.join('\n')}
   // ---- scale (summary here, details in scale.md)
   if (R.scale) {
     const groups: BarGroup[] = []
-    const lines = [row(['backend', 'members', 'rollcall read with caps p50 / p99 ms', 'getMembers p50 ms', 'floor with caps p50 ms', 'writes per member per beat', 'rollcall heap / RSS per member', 'conditions']), sep(8)]
+    const lines = [
+      row([
+        'backend',
+        'members',
+        'rollcall read with caps p50 / p99 ms',
+        'getMembers p50 ms',
+        'floor with caps p50 ms',
+        'writes per member per beat',
+        'rollcall heap / RSS per member',
+        'conditions',
+      ]),
+      sep(8),
+    ]
     for (const b of ['redis', 'etcd3'] as const) {
       const d = data(R.scale, b)
       if (!d) continue
       const rc = d.read?.rollcall
-      lines.push(row([LABEL[b], Number(d.members).toLocaleString('en'), `${f(rc?.caps?.p50)} / ${f(rc?.caps?.p99)}`, f(rc?.ids?.p50), f(d.read?.raw?.caps?.p50), f(d.heartbeat?.perMemberPerBeat?.writes),
-        `${f(d.processMemory?.heapPerMemberKiB)} / ${f(d.processMemory?.rssPerMemberKiB)} KiB`, loadNote(R.scale, b)]))
+      lines.push(
+        row([
+          LABEL[b],
+          Number(d.members).toLocaleString('en'),
+          `${f(rc?.caps?.p50)} / ${f(rc?.caps?.p99)}`,
+          f(rc?.ids?.p50),
+          f(d.read?.raw?.caps?.p50),
+          f(d.heartbeat?.perMemberPerBeat?.writes),
+          `${f(d.processMemory?.heapPerMemberKiB)} / ${f(d.processMemory?.rssPerMemberKiB)} KiB`,
+          loadNote(R.scale, b),
+        ]),
+      )
       groups.push({ label: LABEL[b], values: [rc?.caps?.p50, undefined, d.read?.raw?.caps?.p50] })
-      if (num(rc?.caps?.p50) !== undefined) verdicts.push({ target: `read ${d.members} members with caps < 1 s`, backend: b, figure: `p50 ${f(rc.caps.p50)} ms`, met: rc.caps.p50 < 1000 })
+      if (num(rc?.caps?.p50) !== undefined) {
+        verdicts.push({ target: `read ${d.members} members with caps < 1 s`, backend: b, figure: `p50 ${f(rc.caps.p50)} ms`, met: rc.caps.p50 < 1000 })
+      }
       const w = num(d.heartbeat?.perMemberPerBeat?.writes)
-      if (w !== undefined) verdicts.push({ target: 'one backend write per member per interval', backend: b, figure: `${w.toFixed(3)} writes`, met: Math.abs(w - 1) < 0.02 })
+      if (w !== undefined) {
+        verdicts.push({ target: 'one backend write per member per interval', backend: b, figure: `${w.toFixed(3)} writes`, met: Math.abs(w - 1) < 0.02 })
+      }
       vsFloor(`scale read ${d.members}`, b, rc?.caps?.p50, d.read?.raw?.caps?.p50, false, 'p50')
     }
     sections.push(`## Scale
 
-One group of ${(data(R.scale, 'redis')?.members ?? data(R.scale, 'etcd3')?.members ?? 100_000).toLocaleString('en')} members on Redis and on etcd (private servers): see [scale.md](scale.md) for the method and the load a
+One group of ${
+      (data(R.scale, 'redis')?.members ?? data(R.scale, 'etcd3')?.members ?? 100_000).toLocaleString('en')
+    } members on Redis and on etcd (private servers): see [scale.md](scale.md) for the method and the load a
 100,000-service fleet puts on every backend.
 
-${img('scale', { title: 'Read the whole group with capabilities, p50 (lower is better)', unit: 'ms', series: [SERIES.rollcall, SERIES.tooz, SERIES.raw], groups }, log)}
+${
+      img('scale', {
+        title: 'Read the whole group with capabilities, p50 (lower is better)',
+        unit: 'ms',
+        series: [SERIES.rollcall, SERIES.tooz, SERIES.raw],
+        groups,
+      }, log)
+    }
 ${lines.join('\n')}
 `)
   }
@@ -379,15 +703,38 @@ ${lines.join('\n')}
   // ---- service groups (measured by bench/servicegroup.bench.ts, which its engineer owns)
   if (R.sg) {
     const targets = Object.keys(R.sg.backends ?? {})
-    const lines = [row(['driver-backend', 'services', 'first list ms (round trips: catalog / driver)', 'warm list p50 / p99 ms', 'driver reads per warm list', 'isUp per call', 'conditions']), sep(7)]
+    const lines = [
+      row([
+        'driver-backend',
+        'services',
+        'first list ms (round trips: catalog / driver)',
+        'warm list p50 / p99 ms',
+        'driver reads per warm list',
+        'isUp per call',
+        'conditions',
+      ]),
+      sep(7),
+    ]
     const groups: BarGroup[] = []
     for (const t of targets) {
       const e = R.sg.backends[t]
       const d = e?.data ?? {}
       const errs: string[] = e?.errors ?? []
-      lines.push(row([t, d.services ?? '–', d.listCold ? `${f(d.listCold.ms)} (${d.listCold.catalogStatements ?? '–'} / ${d.listCold.driverReads ?? '–'})` : errs.length ? `failed: ${errs[0]!.slice(0, 120)}` : '–',
-        d.listWarm ? `${f(d.listWarm.p50)} / ${f(d.listWarm.p99)}` : '–', d.listWarm?.driverReadsPerList ?? '–', d.isUpHotPath ? `${f(d.isUpHotPath.usPerCall)} µs` : '–',
-        conditions(e)]))
+      lines.push(
+        row([
+          t,
+          d.services ?? '–',
+          d.listCold
+            ? `${f(d.listCold.ms)} (${d.listCold.catalogStatements ?? '–'} / ${d.listCold.driverReads ?? '–'})`
+            : errs.length
+            ? `failed: ${errs[0]!.slice(0, 120)}`
+            : '–',
+          d.listWarm ? `${f(d.listWarm.p50)} / ${f(d.listWarm.p99)}` : '–',
+          d.listWarm?.driverReadsPerList ?? '–',
+          d.isUpHotPath ? `${f(d.isUpHotPath.usPerCall)} µs` : '–',
+          conditions(e),
+        ]),
+      )
       groups.push({ label: t, values: [d.listCold?.ms, d.listWarm?.p50] })
     }
     sections.push(`## Service groups
@@ -397,7 +744,15 @@ bench/servicegroup.bench.ts (written with the service-group layer; \`npm run ben
 its bench/results/servicegroup.json). "First list" builds the driver's view (one batched read per topic for
 tooz and zk); warm lists reuse it while fresh. isUp is the per-service check after a list (the scheduler's hot path).
 
-${img('servicegroup', { title: `service list over ${R.sg.params?.services ?? 5000} services (lower is better)`, unit: 'ms', series: [{ name: 'first list', color: SERIES.rollcall.color }, { name: 'warm list p50', color: '#63b3ed' }], groups, log: true }, log)}
+${
+      img('servicegroup', {
+        title: `service list over ${R.sg.params?.services ?? 5000} services (lower is better)`,
+        unit: 'ms',
+        series: [{ name: 'first list', color: SERIES.rollcall.color }, { name: 'warm list p50', color: '#63b3ed' }],
+        groups,
+        log: true,
+      }, log)
+    }
 ${lines.join('\n')}
 `)
   } else {
@@ -417,16 +772,23 @@ its results (bench/results/servicegroup.json) once it does.
   const why = new Map<string, string[]>()
   for (const [t, vs] of byTarget) {
     const missed = vs.filter((v) => v.met === false)
-    targetLines.push(row([t, vs.length - missed.length, missed.length, missed.map((m) => {
-      const cause = explain(t, m.backend, m.figure)
-      if (cause) why.set(cause, [...(why.get(cause) ?? []), `${LABEL[m.backend as BenchBackend] ?? m.backend} ${m.figure.split(':')[0]}`])
-      const n = cause ? [...why.keys()].indexOf(cause) + 1 : undefined
-      return `${LABEL[m.backend as BenchBackend] ?? m.backend}: ${m.figure}${n ? ` [${n}]` : ''}`
-    }).join('; ') || '–']))
+    targetLines.push(row([
+      t,
+      vs.length - missed.length,
+      missed.length,
+      missed.map((m) => {
+        const cause = explain(t, m.backend, m.figure)
+        if (cause) why.set(cause, [...(why.get(cause) ?? []), `${LABEL[m.backend as BenchBackend] ?? m.backend} ${m.figure.split(':')[0]}`])
+        const n = cause ? [...why.keys()].indexOf(cause) + 1 : undefined
+        return `${LABEL[m.backend as BenchBackend] ?? m.backend}: ${m.figure}${n ? ` [${n}]` : ''}`
+      }).join('; ') || '–',
+    ]))
   }
   const whyLines = [...why.entries()].map(([text, where], i) => `${i + 1}. ${text} (${[...new Set(where)].join(', ')})`)
 
-  const quick = [R.join, R.heartbeat, R.read, R.detection, R.locks, R.failover, R.scale].some((r) => Object.values((r?.backends ?? {}) as Record<string, J>).some((e) => e.quick))
+  const quick = [R.join, R.heartbeat, R.read, R.detection, R.locks, R.failover, R.scale].some((r) =>
+    Object.values((r?.backends ?? {}) as Record<string, J>).some((e) => e.quick)
+  )
   const reruns: { command: string; takenAt: string; load1AtStart: number }[] = machine?.reruns ?? []
   const startLoad: number = Math.max(machine?.load1AtStart ?? 0, ...reruns.map((r) => r.load1AtStart))
   const provisional = startLoad > QUIET_LOAD
@@ -435,9 +797,13 @@ its results (bench/results/servicegroup.json) once it does.
 
 <!-- Generated by \`npm run bench\` (bench/lib/report.ts) from bench/results/*.json. Do not edit by hand. -->
 
-${provisional ? `> **Provisional (load ${startLoad} when a run began).** Other work was running on the machine (1-minute load
+${
+    provisional
+      ? `> **Provisional (load ${startLoad} when a run began).** Other work was running on the machine (1-minute load
 > average above ${QUIET_LOAD} before the first scenario of a run). These figures show the shape of the comparison, not final
-> numbers: rerun \`npm run bench\` on a quiet machine to replace them.\n` : ''}${quick ? '> **Quick run**: small N, for checking the scripts only.\n' : ''}
+> numbers: rerun \`npm run bench\` on a quiet machine to replace them.\n`
+      : ''
+  }${quick ? '> **Quick run**: small N, for checking the scripts only.\n' : ''}
 Every scenario runs rollcall, Python tooz (Debian's python3-tooz, driven by bench/tooz_bench.py) and the
 raw client library doing the same work in the fewest round trips ("the floor"), against the same server,
 with the same parameters, in one run on one machine. Ratios say how many times better rollcall is than tooz
@@ -459,7 +825,9 @@ ${reruns.map((r) => `| retaken | ${r.takenAt}: \`${r.command}\` (load ${r.load1A
 | etcd | ${v.etcd ?? '–'} (JSON gateway) |
 | PostgreSQL | ${v.postgresql ?? '–'} |
 | MariaDB | ${v.mariadb ?? '–'} |
-| Python / tooz | ${v.python ?? '–'} / python3-tooz ${v.tooz ?? '–'} (kazoo ${v.kazoo ?? '–'}, redis-py ${v['redis-py'] ?? '–'}, pymemcache ${v.pymemcache ?? '–'}, etcd3gw ${v.etcd3gw ?? '–'}) |
+| Python / tooz | ${v.python ?? '–'} / python3-tooz ${v.tooz ?? '–'} (kazoo ${v.kazoo ?? '–'}, redis-py ${v['redis-py'] ?? '–'}, pymemcache ${
+    v.pymemcache ?? '–'
+  }, etcd3gw ${v.etcd3gw ?? '–'}) |
 
 All traffic is loopback. Servers: the shared test servers of scripts/backends.sh, except where a scenario says
 "private" (a server of its own from test/support/servers.ts, so that its counters are the scenario's alone).
@@ -480,10 +848,14 @@ This run: \`${machine?.command ?? 'npm run bench'}\`. A filtered run replaces on
 
 ${targetLines.join('\n')}
 
-${whyLines.length ? `### Why the misses happen
+${
+    whyLines.length
+      ? `### Why the misses happen
 
 ${whyLines.join('\n')}
-` : ''}${misses.length > 0 && whyLines.length === 0 ? 'No known cause recorded for these misses (bench/lib/causes.ts).' : ''}
+`
+      : ''
+  }${misses.length > 0 && whyLines.length === 0 ? 'No known cause recorded for these misses (bench/lib/causes.ts).' : ''}
 
 ${sections.join('\n')}
 `

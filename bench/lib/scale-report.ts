@@ -32,7 +32,19 @@ export function scaleDoc(R: Record<string, J>, provisionalLoad: number | undefin
   const idBytes = 'compute-000000-nova-compute'.length
   const lines: string[] = []
   const perBackend: string[] = []
-  lines.push(row(['backend', 'beat every (default timeout)', 'heartbeats/s', 'backend ops/s', 'backend writes/s', 'bandwidth in / out', 'backend memory', 'one full read with capabilities', 'basis']))
+  lines.push(
+    row([
+      'backend',
+      'beat every (default timeout)',
+      'heartbeats/s',
+      'backend ops/s',
+      'backend writes/s',
+      'bandwidth in / out',
+      'backend memory',
+      'one full read with capabilities',
+      'basis',
+    ]),
+  )
   lines.push(`|${'---|'.repeat(9)}`)
   for (const b of BACKENDS) {
     const period = DEFAULT_TIMEOUT_S[b] * PERIOD_FACTOR * (b === 'memcached' ? 29 / 30 : 1)
@@ -68,32 +80,68 @@ export function scaleDoc(R: Record<string, J>, provisionalLoad: number | undefin
     const ops = n(perBeat?.ops)
     const writes = n(perBeat?.writes) ?? (b === 'postgresql' || b === 'mysql' || b === 'file' ? 1 : undefined)
     // memcached: each rollcall beat reads the whole group value, so bytes out per beat grow with the group.
-    const bytesOut = b === 'memcached' && n(perBeat?.bytesOut) !== undefined && n(upkeep?.members) ? (perBeat.bytesOut / upkeep.members) * FLEET : n(perBeat?.bytesOut)
-    const readLimit = b === 'zookeeper' ? '; fails past ~27k members with the default jute.maxbuffer' : b === 'memcached' ? '; the group value exceeds memcached\'s 1 MiB item limit past ~9k members' : ''
-    lines.push(row([LABEL[b], `${period.toFixed(1)} s (${DEFAULT_TIMEOUT_S[b]} s)`, f(beatsPerSecond),
-      ops !== undefined ? f(ops * beatsPerSecond) : '–', writes !== undefined ? f(writes * beatsPerSecond) : '–',
-      n(perBeat?.bytesIn) !== undefined ? `${rate(perBeat.bytesIn * beatsPerSecond)} / ${rate((bytesOut ?? 0) * beatsPerSecond)}${b === 'memcached' ? ' (out grows with the group: every beat reads the whole group value)' : ''}` : '–',
-      `${bytes(memory)} (${memNote || '–'})`, readMs !== undefined ? `${f(readMs)} ms (${readNote}${readLimit})` : '–',
-      scale ? 'measured at 100,000 (private server)' : upkeep?.server === 'private' ? `per-beat costs measured at ${upkeep.members} members (private server)` : `per-beat costs measured at ${upkeep?.members ?? '–'} members (shared server), writes from the statement count`]))
+    const bytesOut = b === 'memcached' && n(perBeat?.bytesOut) !== undefined && n(upkeep?.members)
+      ? (perBeat.bytesOut / upkeep.members) * FLEET
+      : n(perBeat?.bytesOut)
+    const readLimit = b === 'zookeeper'
+      ? '; fails past ~27k members with the default jute.maxbuffer'
+      : b === 'memcached'
+      ? "; the group value exceeds memcached's 1 MiB item limit past ~9k members"
+      : ''
+    lines.push(
+      row([
+        LABEL[b],
+        `${period.toFixed(1)} s (${DEFAULT_TIMEOUT_S[b]} s)`,
+        f(beatsPerSecond),
+        ops !== undefined ? f(ops * beatsPerSecond) : '–',
+        writes !== undefined ? f(writes * beatsPerSecond) : '–',
+        n(perBeat?.bytesIn) !== undefined
+          ? `${rate(perBeat.bytesIn * beatsPerSecond)} / ${rate((bytesOut ?? 0) * beatsPerSecond)}${
+            b === 'memcached' ? ' (out grows with the group: every beat reads the whole group value)' : ''
+          }`
+          : '–',
+        `${bytes(memory)} (${memNote || '–'})`,
+        readMs !== undefined ? `${f(readMs)} ms (${readNote}${readLimit})` : '–',
+        scale
+          ? 'measured at 100,000 (private server)'
+          : upkeep?.server === 'private'
+          ? `per-beat costs measured at ${upkeep.members} members (private server)`
+          : `per-beat costs measured at ${upkeep?.members ?? '–'} members (shared server), writes from the statement count`,
+      ]),
+    )
   }
 
-  const client = [row(['backend', 'CPU per beat', 'fleet-wide client CPU at the default timeout', 'client memory per member (RSS)', 'measured on']), `|${'---|'.repeat(5)}`]
+  const client = [
+    row(['backend', 'CPU per beat', 'fleet-wide client CPU at the default timeout', 'client memory per member (RSS)', 'measured on']),
+    `|${'---|'.repeat(5)}`,
+  ]
   for (const b of BACKENDS) {
     const u = R.heartbeat?.backends?.[b]?.data?.upkeep
     const sc = R.scale?.backends?.[b]?.data
     const cpu = n(sc?.heartbeat?.cpuMsPerBeat) ?? n(u?.cpuMsPerBeat)
     const period = DEFAULT_TIMEOUT_S[b] * PERIOD_FACTOR * (b === 'memcached' ? 29 / 30 : 1)
     const rss = n(sc?.processMemory?.rssPerMemberKiB) ?? n(u?.rssPerMemberKiB)
-    client.push(row([LABEL[b], cpu !== undefined ? `${cpu.toFixed(3)} ms` : '–', cpu !== undefined ? `${((cpu * FLEET) / (period * 1000)).toFixed(1)} cores` : '–',
-      rss !== undefined && rss > 0 ? `${rss.toFixed(0)} KiB` : '–', sc ? `${sc.heartbeat?.realMembers} members in 2 processes` : u ? `${u.members} members in one process` : '–']))
+    client.push(
+      row([
+        LABEL[b],
+        cpu !== undefined ? `${cpu.toFixed(3)} ms` : '–',
+        cpu !== undefined ? `${((cpu * FLEET) / (period * 1000)).toFixed(1)} cores` : '–',
+        rss !== undefined && rss > 0 ? `${rss.toFixed(0)} KiB` : '–',
+        sc ? `${sc.heartbeat?.realMembers} members in 2 processes` : u ? `${u.members} members in one process` : '–',
+      ]),
+    )
   }
   const rs = R.scale?.backends?.redis?.data
   const es = R.scale?.backends?.etcd3?.data
-  const measured = (d: J, label: string): string => d ? `### ${label}, measured at ${Number(d.members).toLocaleString('en')} members
+  const measured = (d: J, label: string): string =>
+    d
+      ? `### ${label}, measured at ${Number(d.members).toLocaleString('en')} members
 
 | | |
 |---|---|
-| thin members written (one connection) | ${Number(d.populate?.thinMembers).toLocaleString('en')} in ${d.populate?.seconds} s (${f(d.populate?.membersPerSecond)}/s) |
+| thin members written (one connection) | ${Number(d.populate?.thinMembers).toLocaleString('en')} in ${d.populate?.seconds} s (${
+        f(d.populate?.membersPerSecond)
+      }/s) |
 | server memory per member | ${bytes(d.populate?.serverBytesPerMember)} |
 | rollcall members (real coordinators) | ${d.heartbeat?.realMembers}, beating every ${f(d.heartbeat?.beatPeriodMs)} ms (timeout 5 s) |
 | backend writes per member per beat | ${d.heartbeat?.perMemberPerBeat?.writes} (target: exactly 1) |
@@ -101,10 +149,15 @@ export function scaleDoc(R: Record<string, J>, provisionalLoad: number | undefin
 | bytes in / out per member per beat | ${d.heartbeat?.perMemberPerBeat?.bytesIn} / ${d.heartbeat?.perMemberPerBeat?.bytesOut} |
 | rollcall CPU per beat | ${d.heartbeat?.cpuMsPerBeat} ms |
 | rollcall process memory per member | heap ${d.processMemory?.heapPerMemberKiB} KiB, RSS ${d.processMemory?.rssPerMemberKiB} KiB (each member is a full coordinator with its own connection) |
-| read the group with capabilities | p50 ${f(d.read?.rollcall?.caps?.p50)} ms, p99 ${f(d.read?.rollcall?.caps?.p99)} ms (floor ${f(d.read?.raw?.caps?.p50)} ms); ${bytes(d.read?.rollcall?.bytesOutPerCapsRead)} sent by the server per read |
-| read the member ids | p50 ${f(d.read?.rollcall?.ids?.p50)} ms (floor ${f(d.read?.raw?.ids?.p50)} ms); ${bytes(d.read?.rollcall?.bytesOutPerIdsRead)} sent per read |
+| read the group with capabilities | p50 ${f(d.read?.rollcall?.caps?.p50)} ms, p99 ${f(d.read?.rollcall?.caps?.p99)} ms (floor ${
+        f(d.read?.raw?.caps?.p50)
+      } ms); ${bytes(d.read?.rollcall?.bytesOutPerCapsRead)} sent by the server per read |
+| read the member ids | p50 ${f(d.read?.rollcall?.ids?.p50)} ms (floor ${f(d.read?.raw?.ids?.p50)} ms); ${
+        bytes(d.read?.rollcall?.bytesOutPerIdsRead)
+      } sent per read |
 | conditions | ${conditions(R.scale?.backends?.[label === 'Redis' ? 'redis' : 'etcd3'])} |
-` : `### ${label}\n\nNot measured yet (run \`npm run bench -- --scenario scale\`).\n`
+`
+      : `### ${label}\n\nNot measured yet (run \`npm run bench -- --scenario scale\`).\n`
 
   perBackend.push(measured(rs, 'Redis'), measured(es, 'etcd'))
 
@@ -112,7 +165,11 @@ export function scaleDoc(R: Record<string, J>, provisionalLoad: number | undefin
 
 <!-- Generated by \`npm run bench\` (bench/lib/scale-report.ts) from bench/results/*.json. Do not edit by hand. -->
 
-${provisionalLoad !== undefined ? `> **Provisional (load ${provisionalLoad} when the run began).** Taken while other work ran on the machine; rerun \`npm run bench\` on a quiet machine.\n` : ''}
+${
+    provisionalLoad !== undefined
+      ? `> **Provisional (load ${provisionalLoad} when the run began).** Taken while other work ran on the machine; rerun \`npm run bench\` on a quiet machine.\n`
+      : ''
+  }
 A fleet of ${FLEET.toLocaleString('en')} services, each one rollcall member in one group (Nova's \`tooz\` service-group
 driver: group = topic, member = service process), each carrying ${capsBytes} bytes of capabilities (host, binary,
 zone, version, enabled). How this was measured:

@@ -25,8 +25,15 @@ export async function startBigMemcached(): Promise<PrivateServer> {
     throw new Error('not supported by this private memcached')
   }
   return {
-    kind: 'memcached', port, url: `memcached://127.0.0.1:${port}`, pid: child.pid,
-    pause: unsupported, resume: unsupported, restart: unsupported, kill: () => void child.kill('SIGKILL'), start: unsupported,
+    kind: 'memcached',
+    port,
+    url: `memcached://127.0.0.1:${port}`,
+    pid: child.pid,
+    pause: unsupported,
+    resume: unsupported,
+    restart: unsupported,
+    kill: () => void child.kill('SIGKILL'),
+    start: unsupported,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGKILL')

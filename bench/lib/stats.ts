@@ -70,7 +70,11 @@ export async function repeat(op: () => Promise<unknown>, opts: { minRuns?: numbe
  * Closed loop: `workers` concurrent loops each calling `op(worker)` back to back for `durationMs`.
  * Returns every call's latency and the achieved rate per second.
  */
-export async function closedLoop(workers: number, durationMs: number, op: (worker: number) => Promise<unknown>): Promise<{ samples: number[]; perSecond: number; errors: number }> {
+export async function closedLoop(
+  workers: number,
+  durationMs: number,
+  op: (worker: number) => Promise<unknown>,
+): Promise<{ samples: number[]; perSecond: number; errors: number }> {
   const samples: number[] = []
   let errors = 0
   const start = now()

@@ -105,7 +105,9 @@ export const OPTION_HELP: Record<string, string> = {
 /** The `--help` text of one command: usage, summary and every option. */
 export function commandHelpText(cmd: Command): string {
   const options = Object.entries({ ...cmd.options, help: { type: 'boolean', short: 'h' } } as OptionsConfig)
-  const names = options.map(([name, o]) => `${o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ` ${/timeout|for$/.test(name) ? 'SECONDS' : 'VALUE'}` : ''}`)
+  const names = options.map(([name, o]) =>
+    `${o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ` ${/timeout|for$/.test(name) ? 'SECONDS' : 'VALUE'}` : ''}`
+  )
   const width = Math.max(...names.map((n) => n.length))
   const lines = options.map(([name], i) => `  ${names[i]!.padEnd(width)}  ${cmd.optionHelp?.[name] ?? OPTION_HELP[name] ?? ''}`.trimEnd())
   return `Usage: rollcall ${cmd.name} ${cmd.usage}\n\n${cmd.summary}\n\nOptions:\n${lines.join('\n')}`
@@ -126,10 +128,16 @@ export function parseCommandArgs(cmd: Command, argv: string[]): { values: Comman
   const expected = cmd.positionals ?? []
   if (!parsed.values.help && cmd.takesCommand && dashdash < 0 && parsed.positionals.length > expected.length) {
     const words = parsed.positionals
-    throw new InvalidArgumentError(`rollcall ${cmd.name}: put the command after "--": rollcall ${cmd.name} ${words.slice(0, expected.length).join(' ')} -- ${words.slice(expected.length).join(' ')}`)
+    throw new InvalidArgumentError(
+      `rollcall ${cmd.name}: put the command after "--": rollcall ${cmd.name} ${words.slice(0, expected.length).join(' ')} -- ${
+        words.slice(expected.length).join(' ')
+      }`,
+    )
   }
   if (!parsed.values.help && parsed.positionals.length !== expected.length) {
-    throw new InvalidArgumentError(`rollcall ${cmd.name} takes ${expected.length ? expected.join(' ') : 'no arguments'}; usage: rollcall ${cmd.name} ${cmd.usage}`)
+    throw new InvalidArgumentError(
+      `rollcall ${cmd.name} takes ${expected.length ? expected.join(' ') : 'no arguments'}; usage: rollcall ${cmd.name} ${cmd.usage}`,
+    )
   }
   return { values: parsed.values as CommandContext['values'], positionals: parsed.positionals, rest }
 }
@@ -141,7 +149,10 @@ export function parseCommandArgs(cmd: Command, argv: string[]): { values: Comman
  */
 export function flagValue<T>(value: unknown, flag: string, read: (text: string) => T): T | undefined {
   if (value === undefined) return undefined
-  return coerce(() => read(typeof value === 'string' ? value : ''), (phrase) => new InvalidArgumentError(`${flag} takes ${phrase}, not ${JSON.stringify(String(value).slice(0, 100))}`))
+  return coerce(
+    () => read(typeof value === 'string' ? value : ''),
+    (phrase) => new InvalidArgumentError(`${flag} takes ${phrase}, not ${JSON.stringify(String(value).slice(0, 100))}`),
+  )
 }
 
 /** Reads a number of seconds from an option, or undefined. */

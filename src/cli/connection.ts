@@ -69,7 +69,12 @@ export async function withCoordinator<T>(ctx: CommandContext, fn: (c: Coordinato
     const limitMs = timeoutMs(ctx, 'command-timeout')
     const progress = new ProgressLine(ctx.out, { quiet: true })
     const started = Date.now()
-    const tick = setInterval(() => Date.now() - started >= QUIET_MS && progress.set(`waiting for ${redactUrl(backendUrl(ctx))} (${Math.round((Date.now() - started) / 1000)} s)`, 'waiting'), 250)
+    const tick = setInterval(
+      () =>
+        Date.now() - started >= QUIET_MS
+        && progress.set(`waiting for ${redactUrl(backendUrl(ctx))} (${Math.round((Date.now() - started) / 1000)} s)`, 'waiting'),
+      250,
+    )
     const expired = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => {
         timedOut = true

@@ -78,7 +78,13 @@ export async function main(argv: string[], out: Output = processOutput(), env: N
   const found = findCommand(argv)
   if (!found) {
     const near = COMMANDS.filter((c) => c.name.startsWith(argv[0]!))
-    out.error(`rollcall: unknown command "${argv.slice(0, 2).join(' ')}"${near.length ? `; did you mean: ${near.map((c) => c.name).join(', ')}?` : ''} (rollcall --help lists commands)`)
+    out.error(
+      `rollcall: unknown command "${argv.slice(0, 2).join(' ')}"${
+        near.length
+          ? `; did you mean: ${near.map((c) => c.name).join(', ')}?`
+          : ''
+      } (rollcall --help lists commands)`,
+    )
     return EXIT.usage
   }
   const controller = new AbortController()

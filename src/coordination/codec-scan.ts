@@ -44,12 +44,37 @@ export function mapHeader(b: Uint8Array, pos: number): [count: number, first: nu
 
 /** Widths of fixed-size msgpack values by type byte (0 = not fixed-size). */
 const FIXED_WIDTH = new Uint8Array(256)
-for (const [t, w] of [[0xca, 5], [0xcb, 9], [0xcc, 2], [0xcd, 3], [0xce, 5], [0xcf, 9], [0xd0, 2], [0xd1, 3], [0xd2, 5], [0xd3, 9], [0xd4, 3], [0xd5, 4], [0xd6, 6], [0xd7, 10], [0xd8, 18]] as const) FIXED_WIDTH[t] = w
+for (
+  const [t, w] of [
+    [0xca, 5],
+    [0xcb, 9],
+    [0xcc, 2],
+    [0xcd, 3],
+    [0xce, 5],
+    [0xcf, 9],
+    [0xd0, 2],
+    [0xd1, 3],
+    [0xd2, 5],
+    [0xd3, 9],
+    [0xd4, 3],
+    [0xd5, 4],
+    [0xd6, 6],
+    [0xd7, 10],
+    [0xd8, 18],
+  ] as const
+) FIXED_WIDTH[t] = w
 
 /** Header length and length-field width of bin, str and ext values by type byte; ext has a type byte more. */
 const SIZED: Record<number, [header: number, width: number]> = {
-  0xc4: [2, 1], 0xc5: [3, 2], 0xc6: [5, 4], 0xd9: [2, 1], 0xda: [3, 2], 0xdb: [5, 4],
-  0xc7: [3, 1], 0xc8: [4, 2], 0xc9: [6, 4],
+  0xc4: [2, 1],
+  0xc5: [3, 2],
+  0xc6: [5, 4],
+  0xd9: [2, 1],
+  0xda: [3, 2],
+  0xdb: [5, 4],
+  0xc7: [3, 1],
+  0xc8: [4, 2],
+  0xc9: [6, 4],
 }
 
 /** Item count (a map counts keys and values) and the offset of the first item, for arrays and maps. */

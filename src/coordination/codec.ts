@@ -116,7 +116,9 @@ class Writer {
       case 'object':
         return this.#object(v, path, depth)
       default:
-        throw new SerializationError(`Cannot encode ${path}: a ${typeof v} has no msgpack form; use strings, numbers, booleans, null, arrays, plain objects, Uint8Array, Set or Date`)
+        throw new SerializationError(
+          `Cannot encode ${path}: a ${typeof v} has no msgpack form; use strings, numbers, booleans, null, arrays, plain objects, Uint8Array, Set or Date`,
+        )
     }
   }
 
@@ -267,37 +269,96 @@ class Reader {
     if (t >= 0x90 && t <= 0x9f) return this.#array(t & 0x0f, depth)
     if (t >= 0x80 && t <= 0x8f) return this.#map(t & 0x0f, depth)
     switch (t) {
-      case 0xc0: return null
-      case 0xc2: return false
-      case 0xc3: return true
-      case 0xc4: return this.#take(this.#uint(1))
-      case 0xc5: return this.#take(this.#uint(2))
-      case 0xc6: return this.#take(this.#uint(4))
-      case 0xc7: return this.#ext(this.#uint(1))
-      case 0xc8: return this.#ext(this.#uint(2))
-      case 0xc9: return this.#ext(this.#uint(4))
-      case 0xca: { this.#need(4); const v = this.#view.getFloat32(this.pos); this.pos += 4; return v }
-      case 0xcb: { this.#need(8); const v = this.#view.getFloat64(this.pos); this.pos += 8; return v }
-      case 0xcc: return this.#uint(1)
-      case 0xcd: return this.#uint(2)
-      case 0xce: return this.#uint(4)
-      case 0xcf: { this.#need(8); const v = this.#view.getBigUint64(this.pos); this.pos += 8; return narrow(v) }
-      case 0xd0: { this.#need(1); const v = this.#view.getInt8(this.pos); this.pos += 1; return v }
-      case 0xd1: { this.#need(2); const v = this.#view.getInt16(this.pos); this.pos += 2; return v }
-      case 0xd2: { this.#need(4); const v = this.#view.getInt32(this.pos); this.pos += 4; return v }
-      case 0xd3: { this.#need(8); const v = this.#view.getBigInt64(this.pos); this.pos += 8; return narrow(v) }
-      case 0xd4: return this.#ext(1)
-      case 0xd5: return this.#ext(2)
-      case 0xd6: return this.#ext(4)
-      case 0xd7: return this.#ext(8)
-      case 0xd8: return this.#ext(16)
-      case 0xd9: return this.#str(this.#uint(1))
-      case 0xda: return this.#str(this.#uint(2))
-      case 0xdb: return this.#str(this.#uint(4))
-      case 0xdc: return this.#array(this.#uint(2), depth)
-      case 0xdd: return this.#array(this.#uint(4), depth)
-      case 0xde: return this.#map(this.#uint(2), depth)
-      case 0xdf: return this.#map(this.#uint(4), depth)
+      case 0xc0:
+        return null
+      case 0xc2:
+        return false
+      case 0xc3:
+        return true
+      case 0xc4:
+        return this.#take(this.#uint(1))
+      case 0xc5:
+        return this.#take(this.#uint(2))
+      case 0xc6:
+        return this.#take(this.#uint(4))
+      case 0xc7:
+        return this.#ext(this.#uint(1))
+      case 0xc8:
+        return this.#ext(this.#uint(2))
+      case 0xc9:
+        return this.#ext(this.#uint(4))
+      case 0xca: {
+        this.#need(4)
+        const v = this.#view.getFloat32(this.pos)
+        this.pos += 4
+        return v
+      }
+      case 0xcb: {
+        this.#need(8)
+        const v = this.#view.getFloat64(this.pos)
+        this.pos += 8
+        return v
+      }
+      case 0xcc:
+        return this.#uint(1)
+      case 0xcd:
+        return this.#uint(2)
+      case 0xce:
+        return this.#uint(4)
+      case 0xcf: {
+        this.#need(8)
+        const v = this.#view.getBigUint64(this.pos)
+        this.pos += 8
+        return narrow(v)
+      }
+      case 0xd0: {
+        this.#need(1)
+        const v = this.#view.getInt8(this.pos)
+        this.pos += 1
+        return v
+      }
+      case 0xd1: {
+        this.#need(2)
+        const v = this.#view.getInt16(this.pos)
+        this.pos += 2
+        return v
+      }
+      case 0xd2: {
+        this.#need(4)
+        const v = this.#view.getInt32(this.pos)
+        this.pos += 4
+        return v
+      }
+      case 0xd3: {
+        this.#need(8)
+        const v = this.#view.getBigInt64(this.pos)
+        this.pos += 8
+        return narrow(v)
+      }
+      case 0xd4:
+        return this.#ext(1)
+      case 0xd5:
+        return this.#ext(2)
+      case 0xd6:
+        return this.#ext(4)
+      case 0xd7:
+        return this.#ext(8)
+      case 0xd8:
+        return this.#ext(16)
+      case 0xd9:
+        return this.#str(this.#uint(1))
+      case 0xda:
+        return this.#str(this.#uint(2))
+      case 0xdb:
+        return this.#str(this.#uint(4))
+      case 0xdc:
+        return this.#array(this.#uint(2), depth)
+      case 0xdd:
+        return this.#array(this.#uint(4), depth)
+      case 0xde:
+        return this.#map(this.#uint(2), depth)
+      case 0xdf:
+        return this.#map(this.#uint(4), depth)
       default:
         throw new SerializationError(`Not valid msgpack: byte 0x${t.toString(16)} at ${this.pos - 1} starts no value`)
     }
@@ -369,7 +430,17 @@ function toDate(payload: unknown): Date {
   if (!f || typeof f !== 'object' || typeof f.year !== 'number') {
     throw new SerializationError('Not valid oslo msgpack: a datetime (ext 1/7) without year, month and day')
   }
-  const d = new Date(Date.UTC(num('year', 1970), num('month', 1) - 1, num('day', 1), num('hour', 0), num('minute', 0), num('second', 0), Math.floor(num('microsecond', 0) / 1000)))
+  const d = new Date(
+    Date.UTC(
+      num('year', 1970),
+      num('month', 1) - 1,
+      num('day', 1),
+      num('hour', 0),
+      num('minute', 0),
+      num('second', 0),
+      Math.floor(num('microsecond', 0) / 1000),
+    ),
+  )
   if (f.year < 100) d.setUTCFullYear(f.year)
   return d
 }

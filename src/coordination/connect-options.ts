@@ -50,5 +50,5 @@ type SchemeOf<U extends string> = U extends `${infer S}://${string}` ? Lowercase
 /** The options of connect(url) for this URL: its driver's options when the scheme is known. */
 export type ConnectOptionsFor<U extends string> = string extends U ? ConnectOptions
   : [SchemeOf<U>] extends [never] ? ConnectOptions
-    : SchemeOf<U> extends BuiltinScheme ? BaseConnectOptions & DriverOptions<SchemeOf<U>>
-      : BaseConnectOptions & { [option: string]: unknown }
+  : SchemeOf<U> extends BuiltinScheme ? BaseConnectOptions & DriverOptions<SchemeOf<U>>
+  : BaseConnectOptions & { [option: string]: unknown }

@@ -20,8 +20,15 @@ import { parseBackendUrl } from './url.js'
 
 /** Options every driver accepts, in the URL (tooz-style spelling) or in code. */
 export const COMMON_OPTIONS = {
-  watchIntervalMs: opt.seconds('watch_interval', { default: 1, doc: 'How often watchers re-read groups the backend does not push, and candidates retry elections that have no wait queue.', min: 0.01 }),
-  rejoin: opt.boolean('rejoin', { default: true, doc: 'Rejoin, with the last capabilities, a group this member was dropped from (session expiry, lapsed or evicted keys).' }),
+  watchIntervalMs: opt.seconds('watch_interval', {
+    default: 1,
+    doc: 'How often watchers re-read groups the backend does not push, and candidates retry elections that have no wait queue.',
+    min: 0.01,
+  }),
+  rejoin: opt.boolean('rejoin', {
+    default: true,
+    doc: 'Rejoin, with the last capabilities, a group this member was dropped from (session expiry, lapsed or evicted keys).',
+  }),
 } satisfies OptionSpecs
 
 /** A default member id, unique per process: `<hostname>-<pid>-<6 hex>`. */
@@ -73,14 +80,20 @@ export async function createCoordinator<U extends string>(url: U, options: Conne
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new InvalidOptionError(`The options of connect() must be an object such as { memberId: 'api-1' }, not ${describe(options)}`)
   }
-  const { memberId = defaultMemberId(), require = [], heartbeat = true, autoWatch = true, logger = silentLogger, signal, ...rest } = options as ConnectOptions & Record<string, unknown>
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidOptionError(`Option signal must be an AbortSignal (AbortSignal.timeout(5_000), a controller's signal), not ${describe(signal)}`)
+  const { memberId = defaultMemberId(), require = [], heartbeat = true, autoWatch = true, logger = silentLogger, signal, ...rest } = options as
+    & ConnectOptions
+    & Record<string, unknown>
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new InvalidOptionError(`Option signal must be an AbortSignal (AbortSignal.timeout(5_000), a controller's signal), not ${describe(signal)}`)
+  }
   const parsed = parseBackendUrl(url)
   const definition: DriverDefinition<any> = await loadDriver(parsed.scheme)
   if (typeof memberId !== 'string' || memberId === '') throw new InvalidIdError(`memberId must be a non-empty string, not ${describe(memberId)}`)
   const idProblem = definition.validateId?.('member', memberId)
   if (idProblem) throw new InvalidIdError(`The member id ${JSON.stringify(shorten(memberId))} cannot be stored by the ${definition.name} driver: ${idProblem}`)
-  if (!Array.isArray(require)) throw new InvalidOptionError(`Option require must be an array of capability names such as ['groups', 'locks'], not ${describe(require)}`)
+  if (!Array.isArray(require)) {
+    throw new InvalidOptionError(`Option require must be an array of capability names such as ['groups', 'locks'], not ${describe(require)}`)
+  }
   for (const [name, value] of [['heartbeat', heartbeat], ['autoWatch', autoWatch]] as const) {
     if (typeof value !== 'boolean') throw new InvalidOptionError(`Option ${name} must be true or false, not ${describe(value)}`)
   }
@@ -89,7 +102,9 @@ export async function createCoordinator<U extends string>(url: U, options: Conne
     throw new InvalidOptionError(`Option logger must be an object with debug, info, warn and error methods (console and pino fit), not ${describe(logger)}`)
   }
   const unknownCaps = require.filter((c) => !isCapability(c))
-  if (unknownCaps.length) throw new InvalidOptionError(`Unknown capabilities in require: ${unknownCaps.map((c) => (typeof c === 'string' ? shorten(c) : describe(c))).join(', ')}`)
+  if (unknownCaps.length) {
+    throw new InvalidOptionError(`Unknown capabilities in require: ${unknownCaps.map((c) => (typeof c === 'string' ? shorten(c) : describe(c))).join(', ')}`)
+  }
   const missing = require.filter((c) => !definition.capabilities.includes(c))
   if (missing.length) throw new CapabilityMismatchError(missing, definition.name)
 
@@ -103,8 +118,15 @@ export async function createCoordinator<U extends string>(url: U, options: Conne
   return new Coordinator({
     definition,
     createDriver: (events) => definition.create({ url: parsed, options: driverOptions, memberId, signal: stopController.signal, log: logger, events }),
-    memberId, redactedUrl: parsed.redacted, secrets, heartbeat, autoWatch, rejoin: rejoin as boolean,
-    watchIntervalMs: watchIntervalMs as number, logger, stopController,
+    memberId,
+    redactedUrl: parsed.redacted,
+    secrets,
+    heartbeat,
+    autoWatch,
+    rejoin: rejoin as boolean,
+    watchIntervalMs: watchIntervalMs as number,
+    logger,
+    stopController,
   })
 }
 

@@ -5,8 +5,13 @@
  */
 import { EventEmitter } from 'node:events'
 import {
-  GroupExistsError, GroupNotFoundError, InvalidArgumentError, LockAcquireFailedError, MemberNotJoinedError,
-  WatchCallbackNotFoundError, asRollcallError,
+  GroupExistsError,
+  GroupNotFoundError,
+  InvalidArgumentError,
+  LockAcquireFailedError,
+  MemberNotJoinedError,
+  WatchCallbackNotFoundError,
+  asRollcallError,
 } from '../errors.js'
 import type { Capability } from './capabilities.js'
 import { dumps } from './codec.js'
@@ -141,7 +146,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
 
   /** Joins a group, creating it first if it does not exist. */
   async joinGroupCreate(group: string, capabilities: unknown = null): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0;; attempt++) {
       try {
         return await this.joinGroup(group, capabilities)
       } catch (err) {
@@ -329,15 +334,19 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     this.#rt.validateId('lock', name)
     this.#rt.assertStarted('get a lock')
     const rt = this.#rt
-    return new Lock({
-      call: (op, fn) => rt.call(op, fn),
-      track: (l) => rt.locks.track(l),
-      untrack: (l) => rt.locks.untrack(l),
-      emitLockLost: (lockName, reason) => this.emit('lockLost', { name: lockName, reason }),
-      stopSignal: rt.stopSignal,
-      driverName: this.driverName,
-      sharedLocks: this.capabilities.has('sharedLocks'),
-    }, name, rt.driver.createLock(name))
+    return new Lock(
+      {
+        call: (op, fn) => rt.call(op, fn),
+        track: (l) => rt.locks.track(l),
+        untrack: (l) => rt.locks.untrack(l),
+        emitLockLost: (lockName, reason) => this.emit('lockLost', { name: lockName, reason }),
+        stopSignal: rt.stopSignal,
+        driverName: this.driverName,
+        sharedLocks: this.capabilities.has('sharedLocks'),
+      },
+      name,
+      rt.driver.createLock(name),
+    )
   }
 
   /**

@@ -208,7 +208,9 @@ export class Elections {
   async #release(c: Candidacy): Promise<void> {
     c.leading = false
     this.#host.untrack(c.held)
-    await this.#host.call('stand down', () => c.lock.release()).catch((err: unknown) => this.#host.warn(asRollcallError(err, `Releasing the leader lock of ${c.group}`)))
+    await this.#host.call('stand down', () => c.lock.release()).catch((err: unknown) =>
+      this.#host.warn(asRollcallError(err, `Releasing the leader lock of ${c.group}`))
+    )
   }
 
   #lose(group: string, reason: string): void {
@@ -220,4 +222,3 @@ export class Elections {
     if (!this.#host.manual && c.lock.acquireWaiting) this.#startCampaign(c)
   }
 }
-

@@ -42,9 +42,11 @@ export class HeldLocks {
 
   /** Refreshes every held lock whose driver has refresh(); rejects with the first failure's cause. */
   async refresh(): Promise<void> {
-    const outcomes = await Promise.allSettled([...this.#held].filter((l) => l.driverLock.refresh).map(async (l) => {
-      if (!(await l.driverLock.refresh!())) l.lost(LEASE_LAPSED)
-    }))
+    const outcomes = await Promise.allSettled(
+      [...this.#held].filter((l) => l.driverLock.refresh).map(async (l) => {
+        if (!(await l.driverLock.refresh!())) l.lost(LEASE_LAPSED)
+      }),
+    )
     const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
     if (failed) throw failed.reason
   }

@@ -127,13 +127,19 @@ export class Lock {
     if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
       throw new InvalidArgumentError(`timeoutMs must be a number of milliseconds >= 0, not ${String(timeoutMs)}`)
     }
-    if (shared && (!this.#host.sharedLocks || !this.driverLock.tryAcquireShared)) throw new NotSupportedError('sharedLocks', 'shared locks', this.#host.driverName, 'take the lock exclusively')
+    if (shared && (!this.#host.sharedLocks || !this.driverLock.tryAcquireShared)) {
+      throw new NotSupportedError('sharedLocks', 'shared locks', this.#host.driverName, 'take the lock exclusively')
+    }
     if (this.#held) {
       if (!shared || this.#shared === 0) return false
       this.#shared += 1
       return true
     }
-    if (this.#acquiring) throw new InvalidStateError(`acquire() is already under way on lock ${JSON.stringify(this.name)}; use another Lock object to contend from the same process`)
+    if (this.#acquiring) {
+      throw new InvalidStateError(
+        `acquire() is already under way on lock ${JSON.stringify(this.name)}; use another Lock object to contend from the same process`,
+      )
+    }
     this.#acquiring = true
     // A wait must keep the process alive until it settles (memory:// and file:// have no socket).
     const letGo = keepAlive()
@@ -141,7 +147,9 @@ export class Lock {
       // An attempt of an earlier wait that outlived its deadline settles (and frees what it took) first:
       // its driver lock is this one, so a new attempt must not overlap it.
       await this.#late
-      const got = blocking || timeoutMs !== undefined ? await this.#wait(timeoutMs, signal, shared) : await this.#host.call('acquire a lock', () => this.#try(shared))
+      const got = blocking || timeoutMs !== undefined
+        ? await this.#wait(timeoutMs, signal, shared)
+        : await this.#host.call('acquire a lock', () => this.#try(shared))
       if (got) this.#onAcquired(shared)
       return got
     } finally {
@@ -216,7 +224,7 @@ export class Lock {
       const got = await this.#host.call('acquire a lock', () => waiting(signal))
       return got || settle()
     }
-    for (let delay = POLL_FIRST_MS; ; delay = Math.min(delay * 1.5, POLL_MAX_MS)) {
+    for (let delay = POLL_FIRST_MS;; delay = Math.min(delay * 1.5, POLL_MAX_MS)) {
       try {
         await sleep(delay * (0.5 + Math.random()), signal, true)
       } catch {

@@ -56,9 +56,24 @@ function last(values: string[]): string {
   return values[values.length - 1] ?? ''
 }
 
-function make<T>(query: string, type: string, c: Common<T>, shown: (v: T) => string, parse: (v: string) => T, check: (v: unknown) => T, repeated = false, parseAll?: (v: string[]) => T): OptionSpec<T> {
+function make<T>(
+  query: string,
+  type: string,
+  c: Common<T>,
+  shown: (v: T) => string,
+  parse: (v: string) => T,
+  check: (v: unknown) => T,
+  repeated = false,
+  parseAll?: (v: string[]) => T,
+): OptionSpec<T> {
   return {
-    query, type, doc: c.doc, default: c.default, defaultFrom: c.defaultFrom, repeated, ignored: c.ignored ?? false,
+    query,
+    type,
+    doc: c.doc,
+    default: c.default,
+    defaultFrom: c.defaultFrom,
+    repeated,
+    ignored: c.ignored ?? false,
     fromQuery: parseAll ?? ((values) => parse(last(values))),
     fromCode: check,
     shownDefault: c.default !== undefined ? shown(c.default) : c.defaultFrom ? `same as ${c.defaultFrom}` : '—',
@@ -76,12 +91,17 @@ export const opt = {
       inRange(ms / 1000, c, ' s')
       return timerMs(ms)
     }
-    return make(query, 'seconds', { ...c, default: c.default === undefined ? undefined : c.default * 1000 }, (v) => `${v / 1000}`,
+    return make(
+      query,
+      'seconds',
+      { ...c, default: c.default === undefined ? undefined : c.default * 1000 },
+      (v) => `${v / 1000}`,
       (s) => check(Math.round(decimal(s) * 1000)),
       (v) => {
         if (typeof v !== 'number' || !Number.isFinite(v)) throw new Unfit(`must be a finite number of milliseconds, at most ${MAX_TIMER_MS}`)
         return check(v)
-      })
+      },
+    )
   },
   /** A whole number. */
   integer(query: string, c: Common<number> & Bounds): OptionSpec<number> {
@@ -120,10 +140,19 @@ export const opt = {
   },
   /** A repeatable option (`hosts=a&hosts=b`); in code, an array of strings. */
   list(query: string, c: Common<string[]>): OptionSpec<string[]> {
-    return make(query, 'list', c, (v) => (v.length ? v.join(',') : '—'), (s) => [s], (v) => {
-      if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) throw new Unfit('must be an array of strings')
-      return v as string[]
-    }, true, (values) => values)
+    return make(
+      query,
+      'list',
+      c,
+      (v) => (v.length ? v.join(',') : '—'),
+      (s) => [s],
+      (v) => {
+        if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) throw new Unfit('must be an array of strings')
+        return v as string[]
+      },
+      true,
+      (values) => values,
+    )
   },
 }
 
@@ -172,15 +201,27 @@ export function withDefaults(specs: OptionSpecs, given: ReadonlyMap<string, unkn
  * Resolves a driver's options: defaults, then the URL query, then programmatic values.
  * Throws InvalidOptionError naming the option, the bad value and what is allowed.
  */
-export function resolveOptions<S extends OptionSpecs>(specs: S, query: Map<string, string[]>, code: Record<string, unknown>, owner: string): ResolvedOptions<S> {
-  const given = readQuery(specs, query, (p) => new InvalidOptionError(p.kind === 'unknown'
-    ? `Unknown option "${shorten(p.key)}" in the ${owner} URL; known options: ${p.known.join(', ') || '(none)'}`
-    : p.kind === 'empty' ? `Option "${p.key}" in the ${owner} URL has no value; write ${p.key}=<${p.type}>` : `Option "${p.key}" in the ${owner} URL ${p.phrase}`))
+export function resolveOptions<S extends OptionSpecs>(
+  specs: S,
+  query: Map<string, string[]>,
+  code: Record<string, unknown>,
+  owner: string,
+): ResolvedOptions<S> {
+  const given = readQuery(specs, query, (p) =>
+    new InvalidOptionError(
+      p.kind === 'unknown'
+        ? `Unknown option "${shorten(p.key)}" in the ${owner} URL; known options: ${p.known.join(', ') || '(none)'}`
+        : p.kind === 'empty'
+        ? `Option "${p.key}" in the ${owner} URL has no value; write ${p.key}=<${p.type}>`
+        : `Option "${p.key}" in the ${owner} URL ${p.phrase}`,
+    ))
   for (const [name, value] of Object.entries(code)) {
     if (value === undefined) continue
     const spec = specs[name]
     if (spec === undefined) {
-      throw new InvalidOptionError(`Unknown option "${shorten(name)}" for the ${owner} driver; known options: ${Object.keys(specs).sort().join(', ') || '(none)'}`)
+      throw new InvalidOptionError(
+        `Unknown option "${shorten(name)}" for the ${owner} driver; known options: ${Object.keys(specs).sort().join(', ') || '(none)'}`,
+      )
     }
     try {
       given.set(name, spec.fromCode(value))

@@ -13,7 +13,13 @@
  * @internal
  */
 import {
-  CoordinatorStoppedError, InvalidArgumentError, InvalidIdError, InvalidStateError, NotSupportedError, RollcallError, SerializationError,
+  CoordinatorStoppedError,
+  InvalidArgumentError,
+  InvalidIdError,
+  InvalidStateError,
+  NotSupportedError,
+  RollcallError,
+  SerializationError,
 } from '../errors.js'
 import type { Capability } from './capabilities.js'
 import { loads } from './codec.js'
@@ -165,7 +171,8 @@ export class DriverRuntime {
         this.#warnings.recovered(isOutageKey)
         if (this.#connection === 'lost') this.setConnection('reconnected')
       },
-      onExpired: () => this.#lossReported() || this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
+      onExpired: () =>
+        this.#lossReported() || this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
     })
   }
 
@@ -178,7 +185,12 @@ export class DriverRuntime {
   }
 
   get health(): Health {
-    return { lastHeartbeatAt: this.#lastBeatAt, consecutiveFailures: this.#heart.consecutiveFailures, heartbeatIntervalMs: this.#heart.intervalMs, heldLocks: this.locks.size }
+    return {
+      lastHeartbeatAt: this.#lastBeatAt,
+      consecutiveFailures: this.#heart.consecutiveFailures,
+      heartbeatIntervalMs: this.#heart.intervalMs,
+      heldLocks: this.locks.size,
+    }
   }
 
   async start(): Promise<void> {
@@ -207,7 +219,9 @@ export class DriverRuntime {
   stop(): Promise<void> {
     if (this.#state === 'created' || this.#state === 'failed') {
       // tooz raises ToozError here too: there is nothing to stop, and saying so finds the bug.
-      return Promise.reject(new InvalidStateError(`stop() was called on a coordinator that is not started (state ${this.#state}); start() it first, or do not stop it`))
+      return Promise.reject(
+        new InvalidStateError(`stop() was called on a coordinator that is not started (state ${this.#state}); start() it first, or do not stop it`),
+      )
     }
     this.#stopping ??= this.#stop()
     return this.#stopping
@@ -217,7 +231,9 @@ export class DriverRuntime {
   async beat(): Promise<number> {
     const d = this.driver
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
-    const result: HeartbeatResult = d.heartbeat ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, this.locks.driverLocks()), true) : { nextBeatMs: Number.POSITIVE_INFINITY }
+    const result: HeartbeatResult = d.heartbeat
+      ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, this.locks.driverLocks()), true)
+      : { nextBeatMs: Number.POSITIVE_INFINITY }
     this.#lastBeatAt = new Date()
     const lostGroups = result.lostGroups
     if (lostGroups?.length) this.#later(() => this.membership.lost(lostGroups, 'the backend no longer lists this member'))
@@ -329,7 +345,10 @@ export class DriverRuntime {
       try {
         return loads(value as Uint8Array)
       } catch (err) {
-        error = new SerializationError(`The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`, { cause: err, driver: this.definition.name })
+        error = new SerializationError(
+          `The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`,
+          { cause: err, driver: this.definition.name },
+        )
       }
     }
     if (raise) throw error
@@ -345,7 +364,9 @@ export class DriverRuntime {
 
   /** Refuses, before any I/O, an id the backend cannot store. */
   validateId(kind: IdKind, id: unknown): void {
-    if (typeof id !== 'string' || id === '') throw new InvalidIdError(`A ${kind} id must be a non-empty string, not ${id === '' ? 'an empty string' : typeof id}`)
+    if (typeof id !== 'string' || id === '') {
+      throw new InvalidIdError(`A ${kind} id must be a non-empty string, not ${id === '' ? 'an empty string' : typeof id}`)
+    }
     const problem = this.definition.validateId?.(kind, id)
     if (problem) throw new InvalidIdError(`The ${kind} id ${JSON.stringify(shorten(id))} cannot be stored by the ${this.definition.name} driver: ${problem}`)
   }

@@ -17,10 +17,16 @@ export function translateError(err: unknown, operation: string, def: DriverDefin
   scrub(err, secrets)
   // Before the driver's own mapping: it may have wrapped these in a ConnectionError already.
   if (!(err instanceof AuthenticationError) && isAuthFailure(err)) {
-    return new AuthenticationError(`Cannot ${operation}: ${redactedUrl} refused the credentials (wrong user name or password, or an unknown user)`, { cause: err, driver: def.name })
+    return new AuthenticationError(`Cannot ${operation}: ${redactedUrl} refused the credentials (wrong user name or password, or an unknown user)`, {
+      cause: err,
+      driver: def.name,
+    })
   }
   if (isProtocolMismatch(err)) {
-    return new ConnectionError(`Cannot ${operation}: ${redactedUrl} answered, but not as a ${def.name} server (is the port right?)`, { cause: err, driver: def.name })
+    return new ConnectionError(`Cannot ${operation}: ${redactedUrl} answered, but not as a ${def.name} server (is the port right?)`, {
+      cause: err,
+      driver: def.name,
+    })
   }
   if (err instanceof RollcallError) return stampDriver(err, def.name)
   const mapped = def.translateError?.(err)

@@ -24,7 +24,8 @@
  * snapshots therefore come from one read, inside the group's single-flight refresh: no read of a
  * view can race the cache.
  */
-import { asRollcallError, CoordinatorStoppedError, GroupNotFoundError, type RollcallError, type SerializationError, WatchCallbackNotFoundError } from '../errors.js'
+import { asRollcallError, CoordinatorStoppedError, GroupNotFoundError, type RollcallError, type SerializationError,
+  WatchCallbackNotFoundError } from '../errors.js'
 import { invokeCallback } from '../internal/invoke.js'
 import { keepAlive } from '../internal/keep-alive.js'
 import { SingleFlight } from '../internal/single-flight.js'
@@ -226,8 +227,15 @@ export class Watchers {
   /** Opens the watch of a group; with `view`, its first read lists capabilities and goes to the view. */
   async #open(group: string, view?: ViewSink): Promise<GroupWatch> {
     const watch: GroupWatch = {
-      members: new Set(), onJoin: new Set(), onLeave: new Set(), plain: 0, views: new Set(), full: false,
-      unsubscribe: undefined, expiryTimer: undefined, expiryTimerAt: Infinity,
+      members: new Set(),
+      onJoin: new Set(),
+      onLeave: new Set(),
+      plain: 0,
+      views: new Set(),
+      full: false,
+      unsubscribe: undefined,
+      expiryTimer: undefined,
+      expiryTimerAt: Infinity,
       refresher: new SingleFlight(() => this.#diff(group, watch), () => this.#groups.get(group) === watch),
     }
     // Subscribe before the first read, so that no change between the two is missed.
@@ -275,7 +283,7 @@ export class Watchers {
       if (!(err instanceof GroupNotFoundError)) {
         const error = asRollcallError(err, `Refreshing the members of ${group}`)
         this.#host.warn(error)
-        if (this.#groups.get(group) === watch) for (const v of watch.views) v.read({ kind: 'failed', error })
+        if (this.#groups.get(group) === watch) { for (const v of watch.views) v.read({ kind: 'failed', error }) }
         return
       }
       now = new Set()
@@ -338,4 +346,3 @@ export class Watchers {
     if (!this.#host.manual && this.#results.length > MAX_KEPT_RESULTS) this.#results.splice(0, this.#results.length - MAX_KEPT_RESULTS)
   }
 }
-

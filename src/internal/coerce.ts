@@ -53,7 +53,9 @@ export function decimal(text: string, integer = false): number {
   if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text.trim())) throw new Unfit(`"${shorten(text)}" is not a number`)
   const n = Number(text)
   if (!Number.isFinite(n)) throw new Unfit(`"${shorten(text)}" is not a finite number`)
-  if (integer && !Number.isSafeInteger(n)) throw new Unfit(`"${shorten(text)}" is not a whole number from ${Number.MIN_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}`)
+  if (integer && !Number.isSafeInteger(n)) {
+    throw new Unfit(`"${shorten(text)}" is not a whole number from ${Number.MIN_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}`)
+  }
   return n
 }
 

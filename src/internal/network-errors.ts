@@ -6,8 +6,18 @@
 
 /** Node and undici error codes of a network-level failure, after which a retry may work. */
 export const NETWORK_ERROR_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED',
-  'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'ERR_SOCKET_CLOSED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  'ECONNABORTED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'ERR_SOCKET_CLOSED',
 ])
 
 /** True when `err` carries one of {@link NETWORK_ERROR_CODES}. */
@@ -17,7 +27,8 @@ export function isNetworkError(err: unknown): boolean {
 }
 
 const PG_CONNECTION_STATES = new Set(['57P01', '57P02', '57P03', '53300'])
-const PG_CONNECTION_MESSAGES = /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client was closed|Cannot use a pool after calling end|Client has encountered a connection error/i
+const PG_CONNECTION_MESSAGES =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client was closed|Cannot use a pool after calling end|Client has encountered a connection error/i
 
 /** True when a `pg` error means the connection (not the statement) failed: SQLSTATE class 08, shutdown, too many clients, or the network. */
 export function isPgConnectionFailure(err: unknown): boolean {
@@ -26,7 +37,13 @@ export function isPgConnectionFailure(err: unknown): boolean {
   return isNetworkError(err) || (err instanceof Error && PG_CONNECTION_MESSAGES.test(err.message))
 }
 
-const MYSQL_CONNECTION_CODES = new Set(['PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_CONNECTION_KILLED'])
+const MYSQL_CONNECTION_CODES = new Set([
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'ER_CON_COUNT_ERROR',
+  'ER_SERVER_SHUTDOWN',
+  'ER_CONNECTION_KILLED',
+])
 
 /** True when a `mysql2` error means the connection (not the statement) failed. */
 export function isMysqlConnectionFailure(err: unknown): boolean {

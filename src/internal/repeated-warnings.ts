@@ -58,7 +58,10 @@ export class RepeatedWarnings {
     e.untold += 1
     e.repeats += 1
     if (now - e.summarizedAt < this.#summaryEveryMs) return false
-    this.#sink.warn(`Still failing after ${seconds(now - e.startedAt)} s (${e.untold} similar warnings since the last line): ${message}`, { ...fields, repeats: e.untold })
+    this.#sink.warn(`Still failing after ${seconds(now - e.startedAt)} s (${e.untold} similar warnings since the last line): ${message}`, {
+      ...fields,
+      repeats: e.untold,
+    })
     e.summarizedAt = now
     e.untold = 0
     return true
@@ -71,7 +74,11 @@ export class RepeatedWarnings {
     for (const [key, e] of this.#episodes) {
       if (!matches(key)) continue
       this.#episodes.delete(key)
-      if (e.repeats > 0) this.#sink.info(`Recovered after ${seconds(now - e.startedAt)} s (${e.repeats} repeats of this warning were not logged): ${e.firstMessage}`, { repeats: e.repeats })
+      if (e.repeats > 0) {
+        this.#sink.info(`Recovered after ${seconds(now - e.startedAt)} s (${e.repeats} repeats of this warning were not logged): ${e.firstMessage}`, {
+          repeats: e.repeats,
+        })
+      }
     }
   }
 }

@@ -173,18 +173,25 @@ export class ServiceGroup extends EventEmitter<ServiceGroupEvents> {
       const needs = this.#drivers.find((d) => d.needsServiceRecord)
       if (needs) throw new TypeError(`service is a mandatory argument for the ${needs.name} ServiceGroup driver`)
     } else if (service.host !== host || service.topic !== topic) {
-      throw new InvalidArgumentError(`join(${JSON.stringify(host)}, ${JSON.stringify(topic)}) was given the record of ${service.host} in topic ${service.topic}`)
+      throw new InvalidArgumentError(
+        `join(${JSON.stringify(host)}, ${JSON.stringify(topic)}) was given the record of ${service.host} in topic ${service.topic}`,
+      )
     }
     const key = joinKey(host, topic)
     if (this.#joined.has(key)) return
     const record = service ?? placeholderRecord(host, topic)
-    const reporters = this.#drivers.map((driver) => new Reporter({
-      driver, service: record, logger: this.#logger, timers: this.#options.timers,
-      intervalMs: this.settings.reportIntervalSeconds * 1000,
-      initialDelayMs: this.settings.initialReportDelaySeconds * 1000,
-      onLost: (e) => this.emit('reportLost', { host, binary: record.binary, topic, driver: driver.name, error: e.error ?? new Error('report failed') }),
-      onRecovered: () => this.emit('reportRecovered', { host, binary: record.binary, topic, driver: driver.name }),
-    }))
+    const reporters = this.#drivers.map((driver) =>
+      new Reporter({
+        driver,
+        service: record,
+        logger: this.#logger,
+        timers: this.#options.timers,
+        intervalMs: this.settings.reportIntervalSeconds * 1000,
+        initialDelayMs: this.settings.initialReportDelaySeconds * 1000,
+        onLost: (e) => this.emit('reportLost', { host, binary: record.binary, topic, driver: driver.name, error: e.error ?? new Error('report failed') }),
+        onRecovered: () => this.emit('reportRecovered', { host, binary: record.binary, topic, driver: driver.name }),
+      })
+    )
     this.#joined.set(key, { service: record, reporters })
     await Promise.all(reporters.map(async (r, i) => {
       if (!this.#drivers[i]!.reportsOnJoin && !options.reportImmediately) return r.start()
@@ -285,10 +292,16 @@ export class ServiceGroup extends EventEmitter<ServiceGroupEvents> {
 
   /** Health of every report loop (one per joined service and driver). */
   health(): ReporterHealth[] {
-    return [...this.#joined.values()].flatMap(({ service, reporters }) => reporters.map((r, i) => ({
-      host: service.host, binary: service.binary, topic: service.topic, driver: this.#drivers[i]!.name,
-      disconnected: r.disconnected, ...r.counts,
-    })))
+    return [...this.#joined.values()].flatMap(({ service, reporters }) =>
+      reporters.map((r, i) => ({
+        host: service.host,
+        binary: service.binary,
+        topic: service.topic,
+        driver: this.#drivers[i]!.name,
+        disconnected: r.disconnected,
+        ...r.counts,
+      }))
+    )
   }
 
   /**
@@ -321,9 +334,11 @@ export class ServiceGroup extends EventEmitter<ServiceGroupEvents> {
     const joined = [...this.#joined.values()]
     await Promise.all(joined.flatMap((j) => j.reporters.map((r) => r.stop())))
     if (leave) {
-      await Promise.allSettled(joined.map((j) => this.leave(j.service.host, j.service.topic).catch((err: unknown) => {
-        this.#logger.warn(`Leaving ${j.service.topic}/${j.service.host} at close failed: ${(err as Error).message}`)
-      })))
+      await Promise.allSettled(joined.map((j) =>
+        this.leave(j.service.host, j.service.topic).catch((err: unknown) => {
+          this.#logger.warn(`Leaving ${j.service.topic}/${j.service.host} at close failed: ${(err as Error).message}`)
+        })
+      ))
     }
     this.#joined.clear()
     this.#signalCleanup?.()
@@ -360,7 +375,19 @@ function joinKey(host: string, topic: string): string {
 /** A record for drivers that can join without one (zk, tooz): what Nova's join(member, group) passes as None. */
 function placeholderRecord(host: string, topic: string): ServiceRecord {
   return {
-    id: 0, host, binary: '', topic, availabilityZone: null, disabled: false, disabledReason: null, forcedDown: false,
-    version: 0, reportCount: 0, lastSeenUp: null, createdAt: new Date(), updatedAt: null, deletedAt: null,
+    id: 0,
+    host,
+    binary: '',
+    topic,
+    availabilityZone: null,
+    disabled: false,
+    disabledReason: null,
+    forcedDown: false,
+    version: 0,
+    reportCount: 0,
+    lastSeenUp: null,
+    createdAt: new Date(),
+    updatedAt: null,
+    deletedAt: null,
   }
 }

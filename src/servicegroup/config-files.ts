@@ -24,13 +24,18 @@ export type FileValue = IniValue & { file: string }
 
 /** The files loadConfig() reads, in order: `files`, else `file`, else ROLLCALL_CONFIG (when no `dir`); then `dir`'s *.conf. */
 export function configFiles(options: Pick<LoadConfigOptions, 'file' | 'files' | 'dir'>, env: NodeJS.ProcessEnv): string[] {
-  const files = [...(options.files ?? (options.file !== undefined ? [options.file] : options.dir === undefined && env.ROLLCALL_CONFIG ? [env.ROLLCALL_CONFIG] : []))]
+  const files = [
+    ...(options.files ?? (options.file !== undefined ? [options.file] : options.dir === undefined && env.ROLLCALL_CONFIG ? [env.ROLLCALL_CONFIG] : [])),
+  ]
   if (options.dir !== undefined) {
     let names: string[]
     try {
       names = readdirSync(options.dir).filter((n) => n.endsWith('.conf')).sort()
     } catch (err) {
-      throw new InvalidConfigError('--config-dir', `Cannot read the configuration directory ${options.dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+      throw new InvalidConfigError(
+        '--config-dir',
+        `Cannot read the configuration directory ${options.dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      )
     }
     files.push(...names.map((n) => join(options.dir!, n)))
   }
@@ -41,7 +46,10 @@ export function configFiles(options: Pick<LoadConfigOptions, 'file' | 'files' | 
  * Reads and merges the files, later ones overriding earlier ones key by key; `known` lists the
  * settings rollcall reads, for the warnings.
  */
-export function readConfigFiles(files: readonly string[], known: readonly { section: string; key: string }[]): { merged: Map<string, Map<string, FileValue>>; warnings: ConfigWarning[] } {
+export function readConfigFiles(
+  files: readonly string[],
+  known: readonly { section: string; key: string }[],
+): { merged: Map<string, Map<string, FileValue>>; warnings: ConfigWarning[] } {
   const merged = new Map<string, Map<string, FileValue>>()
   const warnings: ConfigWarning[] = []
   for (const file of files) {
@@ -94,7 +102,12 @@ function miscasedSections(doc: IniDocument, file: string, settings: readonly { s
     const meant = known.find((k) => k !== section && k.toLowerCase() === section.toLowerCase())
     if (!meant) continue
     const first = [...keys.values()][0]
-    out.push({ setting: `[${section}]`, message: `${file}${first ? `:${first.line}` : ''}: section [${section}] is not [${meant}] (section names are case-sensitive, as in oslo.config): its ${keys.size} setting(s) are ignored; write [${meant}]` })
+    out.push({
+      setting: `[${section}]`,
+      message: `${file}${
+        first ? `:${first.line}` : ''
+      }: section [${section}] is not [${meant}] (section names are case-sensitive, as in oslo.config): its ${keys.size} setting(s) are ignored; write [${meant}]`,
+    })
   }
   return out
 }
@@ -108,7 +121,9 @@ function unknownKeys(doc: IniDocument, file: string, settings: readonly { sectio
       if (known.includes(key)) continue
       // Within 2 edits only when the lengths are: a long key costs nothing.
       const near = known.find((k) => Math.abs(k.length - key.length) <= 2 && distance(k, key) <= 2)
-      if (near) out.push({ setting: `[${section}] ${key}`, message: `${file}:${v.line}: unknown setting [${section}] ${key} is ignored; did you mean ${near}?` })
+      if (near) {
+        out.push({ setting: `[${section}] ${key}`, message: `${file}:${v.line}: unknown setting [${section}] ${key} is ignored; did you mean ${near}?` })
+      }
     }
   }
   return out

@@ -21,13 +21,22 @@ export async function checkToozUrl(config: DriverSettings, from: string): Promis
     parsed = parseBackendUrl(url)
     def = await loadDriver(parsed.scheme)
   } catch (err) {
-    throw new InvalidConfigError(setting, `Invalid ${setting} = "${displayUrl(url)}"${from}: ${(err as Error).message}; known schemes: ${knownSchemes().join(', ')}`)
+    throw new InvalidConfigError(
+      setting,
+      `Invalid ${setting} = "${displayUrl(url)}"${from}: ${(err as Error).message}; known schemes: ${knownSchemes().join(', ')}`,
+    )
   }
   const specs: OptionSpecs = { ...COMMON_OPTIONS, ...def.options }
   // A key without a value is read as '' here (connect() refuses it before reading).
-  const given = readQuery(specs, parsed.query, (p) => invalid(setting, url, p.kind === 'unknown'
-    ? `the ${def.name} driver has no option "${p.key}"; known options: ${p.known.join(', ')}`
-    : `option ${p.key} ${p.kind === 'unfit' ? p.phrase : 'has no value'}`, from), true)
+  const given = readQuery(specs, parsed.query, (p) =>
+    invalid(
+      setting,
+      url,
+      p.kind === 'unknown'
+        ? `the ${def.name} driver has no option "${p.key}"; known options: ${p.known.join(', ')}`
+        : `option ${p.key} ${p.kind === 'unfit' ? p.phrase : 'has no value'}`,
+      from,
+    ), true)
   const resolved = withDefaults(specs, given)
   const byQuery = (query: string): number | undefined => {
     const name = Object.keys(specs).find((n) => specs[n]!.query === query)
@@ -44,12 +53,31 @@ function livenessWarnings(config: DriverSettings, driver: string, w: number): Co
   const r = config.reportIntervalSeconds
   const sdt = config.serviceDownTimeSeconds
   if (r > 0 && w < 2 * r) {
-    warnings.push({ setting, message: `${setting}: the ${driver} membership timeout (${w} s) is shorter than two report intervals (2 × report_interval = ${2 * r} s). Liveness under the tooz driver is kept by the coordination heartbeat (about every ${w / 2} s), not by reports, so services stay up; but a report is what refreshes a service's Updated At and rejoins it if the backend dropped it, so Updated At will lag behind liveness by up to ${r} s. Lower report_interval or raise the timeout to silence this.` })
+    warnings.push({
+      setting,
+      message: `${setting}: the ${driver} membership timeout (${w} s) is shorter than two report intervals (2 × report_interval = ${
+        2 * r
+      } s). Liveness under the tooz driver is kept by the coordination heartbeat (about every ${
+        w / 2
+      } s), not by reports, so services stay up; but a report is what refreshes a service's Updated At and rejoins it if the backend dropped it, so Updated At will lag behind liveness by up to ${r} s. Lower report_interval or raise the timeout to silence this.`,
+    })
   }
   if (w > sdt) {
-    warnings.push({ setting, message: `${setting}: the ${driver} membership timeout (${w} s) is longer than service_down_time (${sdt} s): under the tooz driver a service that dies stays up for up to ${w} s, longer than service_down_time promises${config.reportToPreviousDriver ? `, and readers still on ${config.reportToPreviousDriver} will see it down ${w - sdt} s earlier than tooz readers` : ''}. Use timeout=${sdt} or less in the URL.` })
+    warnings.push({
+      setting,
+      message:
+        `${setting}: the ${driver} membership timeout (${w} s) is longer than service_down_time (${sdt} s): under the tooz driver a service that dies stays up for up to ${w} s, longer than service_down_time promises${
+          config.reportToPreviousDriver ? `, and readers still on ${config.reportToPreviousDriver} will see it down ${w - sdt} s earlier than tooz readers` : ''
+        }. Use timeout=${sdt} or less in the URL.`,
+    })
   } else if (config.reportToPreviousDriver && w < sdt) {
-    warnings.push({ setting, message: `${setting}: the ${driver} membership timeout (${w} s) differs from service_down_time (${sdt} s): after a crash, tooz readers see the service down up to ${sdt - w} s before readers still on ${config.reportToPreviousDriver}; rollcall migrate check reports those services as disagreeing meanwhile.` })
+    warnings.push({
+      setting,
+      message:
+        `${setting}: the ${driver} membership timeout (${w} s) differs from service_down_time (${sdt} s): after a crash, tooz readers see the service down up to ${
+          sdt - w
+        } s before readers still on ${config.reportToPreviousDriver}; rollcall migrate check reports those services as disagreeing meanwhile.`,
+    })
   }
   return warnings
 }

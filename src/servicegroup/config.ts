@@ -18,7 +18,8 @@ import { tablePrefixProblem } from './catalog/sql.js'
 import { configFiles, readConfigFiles, type ConfigWarning, type FileValue } from './config-files.js'
 import { checkToozUrl } from './config-tooz.js'
 import { chooseMemcacheServers } from './nova-memcache.js'
-import { SETTING_NAMES, ZOOKEEPER_DEFAULTS, ZOOKEEPER_PATH, ZOOKEEPER_PATH_ALLOWED, checkDriverSettings, invalid, type DriverSettings, type ZookeeperSettings } from './settings.js'
+import { SETTING_NAMES, ZOOKEEPER_DEFAULTS, ZOOKEEPER_PATH, ZOOKEEPER_PATH_ALLOWED, checkDriverSettings, invalid, type DriverSettings,
+  type ZookeeperSettings } from './settings.js'
 import { TIMING_DEFAULTS, effectiveDownTime } from './times.js'
 import { DRIVER_NAMES, PREVIOUS_DRIVER_NAMES, type DriverName, type PreviousDriverName } from './types.js'
 
@@ -46,29 +47,104 @@ export interface SettingSpec {
   doc: string
 }
 
-const s = (section: SettingSpec['section'], key: string, kind: Kind, def: string, unit: string, doc: string, values?: readonly string[]): SettingSpec =>
-  ({ section, key, env: `ROLLCALL_${section === 'DEFAULT' ? '' : `${section.toUpperCase()}_`}${key.toUpperCase()}`, kind, default: def, unit, doc, values })
+const s = (section: SettingSpec['section'], key: string, kind: Kind, def: string, unit: string, doc: string, values?: readonly string[]): SettingSpec => ({
+  section,
+  key,
+  env: `ROLLCALL_${section === 'DEFAULT' ? '' : `${section.toUpperCase()}_`}${key.toUpperCase()}`,
+  kind,
+  default: def,
+  unit,
+  doc,
+  values,
+})
 
 /** Every setting, in docs order. */
 export const SETTINGS: readonly SettingSpec[] = [
   s('DEFAULT', 'servicegroup_driver', 'enum', 'db', '', 'Which driver decides up/down: db, mc (deprecated), zk (deprecated) or tooz.', DRIVER_NAMES),
-  s('DEFAULT', 'report_interval', 'seconds', String(TIMING_DEFAULTS.reportIntervalSeconds), 's', 'Seconds between two reports of a service. 0 turns reports off.'),
-  s('DEFAULT', 'service_down_time', 'seconds', String(TIMING_DEFAULTS.serviceDownTimeSeconds), 's', 'Seconds without a report after which a service is down (db, mc). Raised to 2.5 × report_interval when not above it.'),
-  s('DEFAULT', 'initial_report_delay', 'seconds', String(TIMING_DEFAULTS.initialReportDelaySeconds), 's', 'Seconds from join to the first report (db, mc; Nova\'s fixed 5). zk and tooz join at once.'),
+  s(
+    'DEFAULT',
+    'report_interval',
+    'seconds',
+    String(TIMING_DEFAULTS.reportIntervalSeconds),
+    's',
+    'Seconds between two reports of a service. 0 turns reports off.',
+  ),
+  s(
+    'DEFAULT',
+    'service_down_time',
+    'seconds',
+    String(TIMING_DEFAULTS.serviceDownTimeSeconds),
+    's',
+    'Seconds without a report after which a service is down (db, mc). Raised to 2.5 × report_interval when not above it.',
+  ),
+  s(
+    'DEFAULT',
+    'initial_report_delay',
+    'seconds',
+    String(TIMING_DEFAULTS.initialReportDelaySeconds),
+    's',
+    "Seconds from join to the first report (db, mc; Nova's fixed 5). zk and tooz join at once.",
+  ),
   s('DEFAULT', 'servicegroup_tooz_url', 'url', '', '', 'Coordination backend of the tooz driver, e.g. redis://127.0.0.1:6379?timeout=5.'),
-  s('DEFAULT', 'report_to_previous_driver', 'enum', '', '', 'While migrating: also report to this driver (mc or zk), so readers still on it see services up.', ['', ...PREVIOUS_DRIVER_NAMES]),
-  s('database', 'connection', 'url', `sqlite:///${DEFAULT_SQLITE_FILE}`, '', 'The services table: sqlite:///FILE (relative to the config file), postgresql://… or mysql://….'),
+  s('DEFAULT', 'report_to_previous_driver', 'enum', '', '', 'While migrating: also report to this driver (mc or zk), so readers still on it see services up.', [
+    '',
+    ...PREVIOUS_DRIVER_NAMES,
+  ]),
+  s(
+    'database',
+    'connection',
+    'url',
+    `sqlite:///${DEFAULT_SQLITE_FILE}`,
+    '',
+    'The services table: sqlite:///FILE (relative to the config file), postgresql://… or mysql://….',
+  ),
   s('database', 'table_prefix', 'prefix', '', '', 'Prefix of the table names, to share a database.'),
-  s('memcache', 'servers', 'list', '', '', 'memcached servers of the mc driver, host:port, comma-separated (a fail-over list). When unset, Nova\'s names are read, in Nova\'s order: [DEFAULT] memcached_servers, then [cache] memcache_servers.'),
-  s('DEFAULT', 'memcached_servers', 'list', '', '', 'Nova\'s deprecated name of the mc driver\'s servers; used when [memcache] servers is unset.'),
-  s('cache', 'enabled', 'enum', 'false', '', 'oslo.cache\'s switch: when true (and neither name above is set), the mc driver uses [cache] memcache_servers, as Nova does.', ['false', 'true']),
-  s('cache', 'memcache_servers', 'list', '', '', 'oslo.cache\'s memcached servers (oslo.cache\'s default localhost:11211 applies when [cache] enabled is true); read by the mc driver as Nova reads it.'),
+  s(
+    'memcache',
+    'servers',
+    'list',
+    '',
+    '',
+    "memcached servers of the mc driver, host:port, comma-separated (a fail-over list). When unset, Nova's names are read, in Nova's order: [DEFAULT] memcached_servers, then [cache] memcache_servers.",
+  ),
+  s('DEFAULT', 'memcached_servers', 'list', '', '', "Nova's deprecated name of the mc driver's servers; used when [memcache] servers is unset."),
+  s(
+    'cache',
+    'enabled',
+    'enum',
+    'false',
+    '',
+    "oslo.cache's switch: when true (and neither name above is set), the mc driver uses [cache] memcache_servers, as Nova does.",
+    ['false', 'true'],
+  ),
+  s(
+    'cache',
+    'memcache_servers',
+    'list',
+    '',
+    '',
+    "oslo.cache's memcached servers (oslo.cache's default localhost:11211 applies when [cache] enabled is true); read by the mc driver as Nova reads it.",
+  ),
   s('zookeeper', 'address', 'list', '', '', 'ZooKeeper servers of the zk driver, host:port, comma-separated.'),
-  s('zookeeper', 'recv_timeout', 'milliseconds', String(ZOOKEEPER_DEFAULTS.recvTimeoutMs), 'ms', 'ZooKeeper session timeout: how long after a crash a zk service is down.'),
+  s(
+    'zookeeper',
+    'recv_timeout',
+    'milliseconds',
+    String(ZOOKEEPER_DEFAULTS.recvTimeoutMs),
+    'ms',
+    'ZooKeeper session timeout: how long after a crash a zk service is down.',
+  ),
   s('zookeeper', 'sg_prefix', 'path', ZOOKEEPER_DEFAULTS.sgPrefix, '', 'ZooKeeper path under which the zk driver keeps its nodes.'),
-  s('api', 'token', 'secret', '', '', 'Bearer token required by the status server\'s API (empty: no token).'),
+  s('api', 'token', 'secret', '', '', "Bearer token required by the status server's API (empty: no token)."),
   s('api', 'listen', 'hostport', '127.0.0.1:7979', '', 'Address of the status server, `rollcall serve` (loopback unless told otherwise).'),
-  s('api', 'allowed_hosts', 'hostlist', '', '', 'Host names the status server answers to besides the ones it listens as (421 for any other Host header, against DNS rebinding), comma-separated.'),
+  s(
+    'api',
+    'allowed_hosts',
+    'hostlist',
+    '',
+    '',
+    'Host names the status server answers to besides the ones it listens as (421 for any other Host header, against DNS rebinding), comma-separated.',
+  ),
 ]
 
 /** Tokens shorter than this are accepted with a warning. */
@@ -117,7 +193,10 @@ const spec_ = (key: string, section: SettingSpec['section'] = 'DEFAULT'): Settin
 
 /** The setting each driver cannot do without. */
 const REQUIRED_BY: Record<DriverName, string | undefined> = {
-  db: undefined, mc: SETTING_NAMES.memcacheServers, zk: SETTING_NAMES.zookeeperAddress, tooz: SETTING_NAMES.toozUrl,
+  db: undefined,
+  mc: SETTING_NAMES.memcacheServers,
+  zk: SETTING_NAMES.zookeeperAddress,
+  tooz: SETTING_NAMES.toozUrl,
 }
 
 /**
@@ -141,13 +220,20 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Loade
   if (config.toozUrl) warnings.push(...(await checkToozUrl(config, text.get('servicegroup_tooz_url').from)))
   const token = config.api.token
   if (token !== undefined && token.length < MIN_TOKEN_CHARS) {
-    warnings.push({ setting: '[api] token', message: `[api] token${text.get('token', 'api').from} has ${token.length} characters; use at least ${MIN_TOKEN_CHARS} random ones (openssl rand -hex 16)` })
+    warnings.push({
+      setting: '[api] token',
+      message: `[api] token${text.get('token', 'api').from} has ${token.length} characters; use at least ${MIN_TOKEN_CHARS} random ones (openssl rand -hex 16)`,
+    })
   }
   return { config, warnings }
 }
 
 /** The text of each setting given: the files', then the environment's, then the overrides'; and the file that set [database] connection. */
-function layerSettings(merged: Map<string, Map<string, FileValue>>, env: NodeJS.ProcessEnv, overrides: Readonly<Record<string, string | undefined>>): { raw: Map<SettingSpec, Raw>; dbFile: string | undefined } {
+function layerSettings(
+  merged: Map<string, Map<string, FileValue>>,
+  env: NodeJS.ProcessEnv,
+  overrides: Readonly<Record<string, string | undefined>>,
+): { raw: Map<SettingSpec, Raw>; dbFile: string | undefined } {
   const raw = new Map<SettingSpec, Raw>()
   let dbFile: string | undefined
   for (const spec of SETTINGS) {
@@ -160,7 +246,12 @@ function layerSettings(merged: Map<string, Map<string, FileValue>>, env: NodeJS.
     if (value === undefined) continue
     const [section, k] = key.includes('.') ? key.split('.', 2) as [string, string] : ['DEFAULT', key]
     const spec = SETTINGS.find((x) => x.section === section && x.key === k)
-    if (!spec) throw new InvalidConfigError(key, `Unknown setting "${key}"; known: ${SETTINGS.map((x) => (x.section === 'DEFAULT' ? x.key : `${x.section}.${x.key}`)).join(', ')}`)
+    if (!spec) {
+      throw new InvalidConfigError(
+        key,
+        `Unknown setting "${key}"; known: ${SETTINGS.map((x) => (x.section === 'DEFAULT' ? x.key : `${x.section}.${x.key}`)).join(', ')}`,
+      )
+    }
     raw.set(spec, { value, from: ' (from the command line)' })
   }
   return { raw, dbFile }
@@ -210,7 +301,11 @@ function resolveSettings(text: SettingsText, baseDir: string, file: string | und
     ...timingSettings(text),
     toozUrl: text.get('servicegroup_tooz_url').value || undefined,
     reportToPreviousDriver: (previous || undefined) as PreviousDriverName | undefined,
-    memcacheServers, zookeeper, database, api, file,
+    memcacheServers,
+    zookeeper,
+    database,
+    api,
+    file,
   }
   checkAcrossSettings(config, text)
   return config
@@ -243,7 +338,12 @@ function apiSettings(text: SettingsText): ServiceGroupConfig['api'] {
   const token = text.get('token', 'api')
   // RFC 7230 field values: visible ASCII; a space or control character could never be sent back.
   if (token.value !== '' && !/^[\x21-\x7e]+$/.test(token.value)) {
-    throw new InvalidConfigError(name(token.spec), `Invalid ${name(token.spec)}${token.from}: a token travels in an Authorization header, so it must be visible ASCII without spaces (the value is not shown); e.g. openssl rand -hex 16`)
+    throw new InvalidConfigError(
+      name(token.spec),
+      `Invalid ${
+        name(token.spec)
+      }${token.from}: a token travels in an Authorization header, so it must be visible ASCII without spaces (the value is not shown); e.g. openssl rand -hex 16`,
+    )
   }
   const allowedHosts = text.read('allowed_hosts', 'api', hostNames, (phrase) => phrase)
   return { token: token.value || undefined, allowedHosts, listen }
@@ -253,7 +353,9 @@ function apiSettings(text: SettingsText): ServiceGroupConfig['api'] {
 function hostNames(text: string): string[] {
   const names = text.split(/[,\s]+/).filter(Boolean).map((h) => h.toLowerCase())
   for (const h of names) {
-    if (!/^([a-z0-9_-]+(\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])$/.test(h)) throw new Unfit(`"${h.slice(0, 100)}" is not a host name (write names without port, e.g. status.example.com, comma-separated)`)
+    if (!/^([a-z0-9_-]+(\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])$/.test(h)) {
+      throw new Unfit(`"${h.slice(0, 100)}" is not a host name (write names without port, e.g. status.example.com, comma-separated)`)
+    }
   }
   return names
 }
@@ -262,8 +364,11 @@ function hostNames(text: string): string[] {
 function memcacheSettings(text: SettingsText): readonly string[] {
   const cacheEnabled = text.read('enabled', 'cache', (v) => checked(v, booleanWord(v, OSLO_CONFIG_BOOLEANS) === undefined ? 'true or false' : undefined))
   return chooseMemcacheServers({
-    own: text.servers('servers', 'memcache'), novaDefault: text.servers('memcached_servers', 'DEFAULT'),
-    cache: text.servers('memcache_servers', 'cache'), cacheSet: text.raw.has(spec_('memcache_servers', 'cache')), cacheEnabled,
+    own: text.servers('servers', 'memcache'),
+    novaDefault: text.servers('memcached_servers', 'DEFAULT'),
+    cache: text.servers('memcache_servers', 'cache'),
+    cacheSet: text.raw.has(spec_('memcache_servers', 'cache')),
+    cacheEnabled,
   }).servers
 }
 
@@ -274,7 +379,9 @@ function timingSettings(text: SettingsText): Pick<DriverSettings, 'reportInterva
     serviceDownTimeSeconds: text.read('service_down_time', 'DEFAULT', secondsText),
     initialReportDelaySeconds: text.read('initial_report_delay', 'DEFAULT', secondsText),
   }
-  if (times.serviceDownTimeSeconds === 0) throw invalid(SETTING_NAMES.serviceDownTimeSeconds, '0', 'expected a number of seconds > 0', text.get('service_down_time').from)
+  if (times.serviceDownTimeSeconds === 0) {
+    throw invalid(SETTING_NAMES.serviceDownTimeSeconds, '0', 'expected a number of seconds > 0', text.get('service_down_time').from)
+  }
   return times
 }
 
@@ -289,7 +396,8 @@ function checkAcrossSettings(config: ServiceGroupConfig, text: SettingsText): vo
     if (from === '') {
       // Unset, but required: say which setting requires it, and where that one came from.
       const [by, value] = config.reportToPreviousDriver && REQUIRED_BY[config.reportToPreviousDriver] === err.setting
-        ? [spec_('report_to_previous_driver'), config.reportToPreviousDriver] : [spec_('servicegroup_driver'), config.driver]
+        ? [spec_('report_to_previous_driver'), config.reportToPreviousDriver]
+        : [spec_('servicegroup_driver'), config.driver]
       from = ` (unset; required by ${name(by)} = ${value}${text.raw.get(by)?.from ?? ''})`
     }
     throw new InvalidConfigError(err.setting, err.message.replace(/: /, `${from}: `))

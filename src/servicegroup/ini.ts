@@ -42,7 +42,12 @@ export function parseIni(text: string, file = '<config>'): IniDocument {
       return
     }
     const pair = /^([^=:\s][^=:]*?)\s*[=:]\s?(.*)$/.exec(raw)
-    if (!pair) throw new InvalidConfigError(`${file}:${line}`, `${file}:${line}: expected "[section]", "key = value" or a comment, got ${JSON.stringify(raw.slice(0, 80))}`)
+    if (!pair) {
+      throw new InvalidConfigError(
+        `${file}:${line}`,
+        `${file}:${line}: expected "[section]", "key = value" or a comment, got ${JSON.stringify(raw.slice(0, 80))}`,
+      )
+    }
     if (!section) throw new InvalidConfigError(`${file}:${line}`, `${file}:${line}: "${pair[1]}" comes before any [section]; put it under [DEFAULT]`)
     last = { value: unquote(pair[2]!.trim()), line }
     section.set(pair[1]!.trim(), last)

@@ -72,8 +72,12 @@ export async function compareDrivers(options: CompareOptions): Promise<Migration
  * Each driver needs its settings in the configuration (mc: [memcache] servers, zk: [zookeeper]
  * address, tooz: servicegroup_tooz_url), whichever servicegroup_driver says.
  */
-export async function checkMigration(config: ServiceGroupConfig, options: { from: string; to: string; topic?: string; logger?: Logger; onProgress?: CompareOptions['onProgress'] }): Promise<MigrationReport> {
-  const driver = (flag: string, value: string): DriverName => coerce(() => oneOf(value, DRIVER_NAMES), (phrase) => new InvalidArgumentError(`${flag} takes ${phrase}, not ${JSON.stringify(value)}`))
+export async function checkMigration(
+  config: ServiceGroupConfig,
+  options: { from: string; to: string; topic?: string; logger?: Logger; onProgress?: CompareOptions['onProgress'] },
+): Promise<MigrationReport> {
+  const driver = (flag: string, value: string): DriverName =>
+    coerce(() => oneOf(value, DRIVER_NAMES), (phrase) => new InvalidArgumentError(`${flag} takes ${phrase}, not ${JSON.stringify(value)}`))
   const from = driver('--from', options.from)
   const to = driver('--to', options.to)
   if (from === to) throw new InvalidArgumentError('--from and --to name the same driver: there is nothing to compare')

@@ -36,7 +36,9 @@ export function chooseMemcacheServers(s: MemcacheSources): MemcacheChoice {
   if (s.own.length) return { servers: s.own, from: '[memcache] servers' }
   if (s.novaDefault.length) return { servers: s.novaDefault, from: '[DEFAULT] memcached_servers' }
   if (booleanWord(s.cacheEnabled, OSLO_CONFIG_BOOLEANS) === true) {
-    return s.cacheSet ? { servers: s.cache, from: '[cache] memcache_servers' } : { servers: OSLO_CACHE_DEFAULT_SERVERS, from: '[cache] enabled (oslo.cache\'s default memcache_servers)' }
+    return s.cacheSet
+      ? { servers: s.cache, from: '[cache] memcache_servers' }
+      : { servers: OSLO_CACHE_DEFAULT_SERVERS, from: "[cache] enabled (oslo.cache's default memcache_servers)" }
   }
   // [cache] memcache_servers without [cache] enabled = true: ignored, as Nova ignores it (the
   // mc driver's "needs a server" error then names the switch).

@@ -19,7 +19,8 @@ type Factory = (ctx: ServiceGroupDriverContext) => Promise<ServiceGroupDriver>
 
 const FACTORIES: Record<DriverName, Factory> = {
   db: async ({ catalog, settings }) => new (await import('./drivers/db.js')).DbDriver({ catalog, serviceDownTimeSeconds: settings.serviceDownTimeSeconds }),
-  mc: async ({ settings }) => new (await import('./drivers/mc.js')).McDriver({ servers: settings.memcacheServers, serviceDownTimeSeconds: settings.serviceDownTimeSeconds }),
+  mc: async ({ settings }) =>
+    new (await import('./drivers/mc.js')).McDriver({ servers: settings.memcacheServers, serviceDownTimeSeconds: settings.serviceDownTimeSeconds }),
   zk: async ({ settings, logger }) => new (await import('./drivers/zk.js')).ZkDriver({ ...settings.zookeeper!, logger }),
   tooz: async ({ settings, logger }) => new (await import('./drivers/tooz.js')).ToozDriver({ url: settings.toozUrl!, logger }),
 }

@@ -131,7 +131,11 @@ export class Reporter {
     }
     if (this.#disconnected) {
       this.#disconnected = false
-      logger.info(`Recovered connection to ${driver.backendName} for reporting service status.`, { driver: driver.name, host: service.host, binary: service.binary })
+      logger.info(`Recovered connection to ${driver.backendName} for reporting service status.`, {
+        driver: driver.name,
+        host: service.host,
+        binary: service.binary,
+      })
       this.#options.onRecovered?.({ service, driver: driver.name })
     }
   }
@@ -142,7 +146,10 @@ export class Reporter {
     this.#disconnected = true
     const fields = { driver: driver.name, host: service.host, binary: service.binary, error: err instanceof Error ? err.message : String(err) }
     if (err instanceof ServiceNotFoundError) {
-      logger.error(`The services table record for the ${service.binary} service on host ${service.host} is gone. You either need to stop this service if it should be deleted or restart it to recreate the record in the database.`, fields)
+      logger.error(
+        `The services table record for the ${service.binary} service on host ${service.host} is gone. You either need to stop this service if it should be deleted or restart it to recreate the record in the database.`,
+        fields,
+      )
     } else if (isRetryable(err)) {
       if (!wasDisconnected) logger.warn(`Lost connection to ${driver.backendName} for reporting service status.`, fields)
     } else {

@@ -68,7 +68,9 @@ export function invalid(setting: string, value: unknown, allowed: string, where 
 }
 
 function seconds(setting: string, value: unknown, min: number, minText: string): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || (min > 0 && value === 0)) throw invalid(setting, value, `expected a number of seconds ${minText}`)
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || (min > 0 && value === 0)) {
+    throw invalid(setting, value, `expected a number of seconds ${minText}`)
+  }
 }
 
 function servers(setting: string, list: readonly string[], shown: string): void {
@@ -89,21 +91,41 @@ export function checkDriverSettings(s: DriverSettings): void {
   const previous = s.reportToPreviousDriver
   if (previous !== undefined) {
     if (!(PREVIOUS_DRIVER_NAMES as readonly string[]).includes(previous)) {
-      throw invalid(SETTING_NAMES.reportToPreviousDriver, previous, `expected ${PREVIOUS_DRIVER_NAMES.join(' or ')} (the deprecated driver being migrated off), or nothing`)
+      throw invalid(
+        SETTING_NAMES.reportToPreviousDriver,
+        previous,
+        `expected ${PREVIOUS_DRIVER_NAMES.join(' or ')} (the deprecated driver being migrated off), or nothing`,
+      )
     }
-    if (previous === s.driver) throw invalid(SETTING_NAMES.reportToPreviousDriver, previous, `must differ from ${SETTING_NAMES.driver} (${s.driver}): it names the driver you are migrating off`)
+    if (previous === s.driver) {
+      throw invalid(
+        SETTING_NAMES.reportToPreviousDriver,
+        previous,
+        `must differ from ${SETTING_NAMES.driver} (${s.driver}): it names the driver you are migrating off`,
+      )
+    }
   }
   const uses = new Set<DriverName>([s.driver, ...(previous ? [previous] : [])])
-  if (uses.has('tooz') && !s.toozUrl) throw invalid(SETTING_NAMES.toozUrl, s.toozUrl ?? '', 'the tooz driver needs a coordination URL, e.g. redis://127.0.0.1:6379?timeout=5')
+  if (uses.has('tooz') && !s.toozUrl) {
+    throw invalid(SETTING_NAMES.toozUrl, s.toozUrl ?? '', 'the tooz driver needs a coordination URL, e.g. redis://127.0.0.1:6379?timeout=5')
+  }
   if (uses.has('mc')) {
-    if (s.memcacheServers.length === 0) throw invalid(SETTING_NAMES.memcacheServers, '', 'the mc driver needs at least one memcached server: [memcache] servers = 127.0.0.1:11211, or Nova\'s [DEFAULT] memcached_servers, or [cache] memcache_servers with [cache] enabled = true')
+    if (s.memcacheServers.length === 0) {
+      throw invalid(
+        SETTING_NAMES.memcacheServers,
+        '',
+        "the mc driver needs at least one memcached server: [memcache] servers = 127.0.0.1:11211, or Nova's [DEFAULT] memcached_servers, or [cache] memcache_servers with [cache] enabled = true",
+      )
+    }
     servers(SETTING_NAMES.memcacheServers, s.memcacheServers, s.memcacheServers.join(','))
   }
   if (uses.has('zk')) {
     const zk = s.zookeeper
     if (!zk || !zk.address) throw invalid(SETTING_NAMES.zookeeperAddress, '', 'the zk driver needs ZooKeeper servers, e.g. address = 127.0.0.1:2181')
     servers(SETTING_NAMES.zookeeperAddress, zk.address.split(',').map((server) => server.trim()), zk.address)
-    if (!Number.isInteger(zk.recvTimeoutMs) || zk.recvTimeoutMs < 100) throw invalid(SETTING_NAMES.recvTimeoutMs, zk.recvTimeoutMs, 'expected whole milliseconds ≥ 100')
+    if (!Number.isInteger(zk.recvTimeoutMs) || zk.recvTimeoutMs < 100) {
+      throw invalid(SETTING_NAMES.recvTimeoutMs, zk.recvTimeoutMs, 'expected whole milliseconds ≥ 100')
+    }
     if (!ZOOKEEPER_PATH.test(zk.sgPrefix)) throw invalid(SETTING_NAMES.sgPrefix, zk.sgPrefix, `expected ${ZOOKEEPER_PATH_ALLOWED}`)
   }
 }

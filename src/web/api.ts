@@ -26,12 +26,24 @@ export const MAX_REASON_LENGTH = 255
 const UPDATE_KEYS = ['status', 'disabled_reason', 'forced_down'] as const
 
 function needServices(view: ServiceView | undefined): ServiceView {
-  if (!view) throw new HttpError(404, 'NOT_CONFIGURED', 'This server shows no services: start rollcall serve with a service-group configuration (--config FILE or ROLLCALL_CONFIG)')
+  if (!view) {
+    throw new HttpError(
+      404,
+      'NOT_CONFIGURED',
+      'This server shows no services: start rollcall serve with a service-group configuration (--config FILE or ROLLCALL_CONFIG)',
+    )
+  }
   return view
 }
 
 function needGroups(view: GroupListView | undefined): GroupListView {
-  if (!view) throw new HttpError(404, 'NOT_CONFIGURED', 'This server shows no coordination groups: start rollcall serve with --url URL (or ROLLCALL_URL), or with the tooz service-group driver')
+  if (!view) {
+    throw new HttpError(
+      404,
+      'NOT_CONFIGURED',
+      'This server shows no coordination groups: start rollcall serve with --url URL (or ROLLCALL_URL), or with the tooz service-group driver',
+    )
+  }
   return view
 }
 
@@ -49,14 +61,22 @@ export async function getService(view: ServiceView | undefined, id: string): Pro
 
 /** Reads and checks a PUT body into catalog changes (InvalidArgumentError naming the field). */
 export function parseServiceUpdate(body: unknown): ServiceChanges {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new InvalidArgumentError('The body must be a JSON object, e.g. {"status": "disabled", "disabled_reason": "maintenance"}')
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new InvalidArgumentError('The body must be a JSON object, e.g. {"status": "disabled", "disabled_reason": "maintenance"}')
+  }
   const b = body as Record<string, unknown>
   const unknown = Object.keys(b).filter((k) => !(UPDATE_KEYS as readonly string[]).includes(k))
-  if (unknown.length) throw new InvalidArgumentError(`Unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}; a service update takes ${UPDATE_KEYS.join(', ')}`)
+  if (unknown.length) {
+    throw new InvalidArgumentError(
+      `Unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}; a service update takes ${UPDATE_KEYS.join(', ')}`,
+    )
+  }
   if (Object.keys(b).length === 0) throw new InvalidArgumentError(`Nothing to change: send at least one of ${UPDATE_KEYS.join(', ')}`)
   const changes: ServiceChanges = {}
   if (b.status !== undefined) {
-    if (b.status !== 'enabled' && b.status !== 'disabled') throw new InvalidArgumentError(`status must be "enabled" or "disabled", not ${JSON.stringify(b.status)}`)
+    if (b.status !== 'enabled' && b.status !== 'disabled') {
+      throw new InvalidArgumentError(`status must be "enabled" or "disabled", not ${JSON.stringify(b.status)}`)
+    }
     changes.disabled = b.status === 'disabled'
     if (!changes.disabled) changes.disabledReason = null
   }

@@ -136,13 +136,15 @@ export class GroupListView extends EventEmitter<GroupListViewEvents> {
     try {
       const names = full ? await this.coordinator.getGroups() : [...this.#dirty].filter((g) => this.#groups.has(g))
       this.#dirty.clear()
-      const read = await Promise.all(names.map(async (group) => ({ group, row: await this.#viewed(group).catch((err: unknown) => reportUnreadable(group, err)) })))
+      const read = await Promise.all(
+        names.map(async (group) => ({ group, row: await this.#viewed(group).catch((err: unknown) => reportUnreadable(group, err)) })),
+      )
       if (this.#stopped) return
       for (const { group, row } of read) {
         if (row === undefined) this.#remove(group)
         else this.#apply(row)
       }
-      if (full) for (const g of [...this.#groups.keys()]) if (!names.includes(g)) this.#remove(g)
+      if (full) { for (const g of [...this.#groups.keys()]) if (!names.includes(g)) this.#remove(g) }
       this.#options.metrics?.refreshDuration('groups', (performance.now() - started) / 1000)
       this.#options.metrics?.setGroupCounts(this.rows)
       if (this.#error !== undefined) {

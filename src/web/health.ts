@@ -38,7 +38,9 @@ async function timed(fn: () => Promise<unknown>): Promise<HealthCheck> {
 }
 
 /** Runs every check that applies. */
-export async function checkHealth(parts: { serviceGroup?: ServiceGroup; services?: ServiceView; coordinator?: Coordinator; refreshMs: number }): Promise<StatusHealth> {
+export async function checkHealth(
+  parts: { serviceGroup?: ServiceGroup; services?: ServiceView; coordinator?: Coordinator; refreshMs: number },
+): Promise<StatusHealth> {
   const checks: Record<string, HealthCheck> = {}
   const pending: Promise<void>[] = []
   if (parts.serviceGroup) {
@@ -49,15 +51,19 @@ export async function checkHealth(parts: { serviceGroup?: ServiceGroup; services
   if (parts.services) {
     const v = parts.services
     const staleMs = 3 * parts.refreshMs + HEALTH_TIMEOUT_MS
-    checks.services = v.error ? { ok: false, error: redactUrl(v.error.message) }
-      : v.lastOkAt && Date.now() - v.lastOkAt.getTime() <= staleMs ? { ok: true }
-        : { ok: false, error: `no successful read of the services for ${staleMs} ms` }
+    checks.services = v.error
+      ? { ok: false, error: redactUrl(v.error.message) }
+      : v.lastOkAt && Date.now() - v.lastOkAt.getTime() <= staleMs
+      ? { ok: true }
+      : { ok: false, error: `no successful read of the services for ${staleMs} ms` }
   }
   if (parts.coordinator) {
     const c = parts.coordinator
-    pending.push(timed(() => c.getGroups()).then((r) => {
-      checks.coordination = c.connectionState === 'lost' && r.ok ? { ok: false, error: 'the connection to the coordination backend is lost' } : r
-    }))
+    pending.push(
+      timed(() => c.getGroups()).then((r) => {
+        checks.coordination = c.connectionState === 'lost' && r.ok ? { ok: false, error: 'the connection to the coordination backend is lost' } : r
+      }),
+    )
   }
   await Promise.all(pending)
   return { status: Object.values(checks).every((c) => c.ok) ? 'ok' : 'unavailable', checks }

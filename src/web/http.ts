@@ -103,7 +103,11 @@ export function readJson(req: IncomingMessage): Promise<unknown> {
   const type = req.headers['content-type']
   if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\b/i.test(type)) {
     req.resume()
-    return Promise.reject(new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', `The body must be JSON (Content-Type: application/json), not ${type.slice(0, 100)}`, { connection: 'close' }))
+    return Promise.reject(
+      new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', `The body must be JSON (Content-Type: application/json), not ${type.slice(0, 100)}`, {
+        connection: 'close',
+      }),
+    )
   }
   const declared = Number(req.headers['content-length'])
   if (Number.isFinite(declared) && declared > DRAIN_LIMIT_BYTES) return Promise.reject(tooLarge())
@@ -150,12 +154,18 @@ export function tokensEqual(given: string, expected: string): boolean {
  */
 export function authorizeWrite(req: IncomingMessage, token: string | undefined): void {
   if (token === undefined) {
-    throw new HttpError(403, 'READ_ONLY', 'This server is read-only: writes need a token; set [api] token in the configuration file or ROLLCALL_API_TOKEN, restart rollcall serve, and send Authorization: Bearer <token>')
+    throw new HttpError(
+      403,
+      'READ_ONLY',
+      'This server is read-only: writes need a token; set [api] token in the configuration file or ROLLCALL_API_TOKEN, restart rollcall serve, and send Authorization: Bearer <token>',
+    )
   }
   const header = req.headers.authorization
   const m = header === undefined ? null : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header)
   const challenge = { 'www-authenticate': 'Bearer realm="rollcall"' }
-  if (!m) throw new HttpError(401, 'UNAUTHORIZED', 'This request changes something: send Authorization: Bearer <token> (the [api] token of the server)', challenge)
+  if (!m) {
+    throw new HttpError(401, 'UNAUTHORIZED', 'This request changes something: send Authorization: Bearer <token> (the [api] token of the server)', challenge)
+  }
   if (!tokensEqual(m[1]!, token)) throw new HttpError(401, 'UNAUTHORIZED', 'The bearer token is wrong', challenge)
 }
 
@@ -179,5 +189,7 @@ export function toPublicJson(value: unknown, depth = 0): unknown {
   if (value instanceof Error) return { error: { code: (value as { code?: string }).code ?? 'ERROR', message: redactUrl(value.message) } }
   if (Array.isArray(value) || value instanceof Set) return [...value].map((v) => toPublicJson(v, depth + 1))
   const entries = value instanceof Map ? [...value] : Object.entries(value)
-  return Object.fromEntries(entries.map(([k, v]) => [publicString(k instanceof Uint8Array ? Buffer.from(k).toString() : String(k)), toPublicJson(v, depth + 1)]))
+  return Object.fromEntries(
+    entries.map(([k, v]) => [publicString(k instanceof Uint8Array ? Buffer.from(k).toString() : String(k)), toPublicJson(v, depth + 1)]),
+  )
 }

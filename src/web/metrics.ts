@@ -17,17 +17,72 @@ const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60]
 /** Every metric of one status server. */
 export class WebMetrics {
   readonly registry = new Registry()
-  readonly #services = new Gauge({ name: 'rollcall_services', help: 'Services in the catalog by topic and state (up/down, as the status page shows them).', labelNames: ['topic', 'state'] as const, registers: [this.registry] })
-  readonly #members = new Gauge({ name: 'rollcall_group_members', help: 'Live members of each coordination group.', labelNames: ['group'] as const, registers: [this.registry] })
-  readonly #report = new Histogram({ name: 'rollcall_report_latency_seconds', help: 'Time from a service report landing on the backend to the status server seeing it (exact under the db driver, whose store stamps last_seen_up; approximate under tooz, whose report time is as fresh as the driver\'s last full read).', labelNames: ['topic'] as const, buckets: LAG_BUCKETS, registers: [this.registry] })
-  readonly #heartbeat = new Histogram({ name: 'rollcall_heartbeat_duration_seconds', help: 'Round trip of a heartbeat of the status server\'s own coordinator to the coordination backend.', buckets: LATENCY_BUCKETS, registers: [this.registry] })
-  readonly #heartbeatFailed = new Counter({ name: 'rollcall_heartbeat_failures_total', help: 'Heartbeats that failed (reason="error") or landed after liveness had lapsed (reason="late"), from the coordinator\'s heartbeatFailed event.', labelNames: ['reason'] as const, registers: [this.registry] })
-  readonly #connection = new Gauge({ name: 'rollcall_backend_connection_state', help: '1 for the coordination backend connection\'s current state, 0 for the others.', labelNames: ['state'] as const, registers: [this.registry] })
-  readonly #watcherLag = new Histogram({ name: 'rollcall_watcher_lag_seconds', help: 'Time from a membership change on the backend to the status server\'s watcher seeing it, where the change carries its time (joins by rollcall\'s tooz service-group driver).', labelNames: ['source'] as const, buckets: LAG_BUCKETS, registers: [this.registry] })
-  readonly #refresh = new Histogram({ name: 'rollcall_refresh_duration_seconds', help: 'Duration of one full read of the services (catalog + liveness) or of the coordination groups.', labelNames: ['view'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] })
-  readonly #refreshFailed = new Counter({ name: 'rollcall_refresh_failures_total', help: 'Reads of the services or groups that failed (the page shows the last good state meanwhile).', labelNames: ['view'] as const, registers: [this.registry] })
+  readonly #services = new Gauge({
+    name: 'rollcall_services',
+    help: 'Services in the catalog by topic and state (up/down, as the status page shows them).',
+    labelNames: ['topic', 'state'] as const,
+    registers: [this.registry],
+  })
+  readonly #members = new Gauge({
+    name: 'rollcall_group_members',
+    help: 'Live members of each coordination group.',
+    labelNames: ['group'] as const,
+    registers: [this.registry],
+  })
+  readonly #report = new Histogram({
+    name: 'rollcall_report_latency_seconds',
+    help:
+      "Time from a service report landing on the backend to the status server seeing it (exact under the db driver, whose store stamps last_seen_up; approximate under tooz, whose report time is as fresh as the driver's last full read).",
+    labelNames: ['topic'] as const,
+    buckets: LAG_BUCKETS,
+    registers: [this.registry],
+  })
+  readonly #heartbeat = new Histogram({
+    name: 'rollcall_heartbeat_duration_seconds',
+    help: "Round trip of a heartbeat of the status server's own coordinator to the coordination backend.",
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  })
+  readonly #heartbeatFailed = new Counter({
+    name: 'rollcall_heartbeat_failures_total',
+    help: 'Heartbeats that failed (reason="error") or landed after liveness had lapsed (reason="late"), from the coordinator\'s heartbeatFailed event.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  })
+  readonly #connection = new Gauge({
+    name: 'rollcall_backend_connection_state',
+    help: "1 for the coordination backend connection's current state, 0 for the others.",
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  })
+  readonly #watcherLag = new Histogram({
+    name: 'rollcall_watcher_lag_seconds',
+    help:
+      "Time from a membership change on the backend to the status server's watcher seeing it, where the change carries its time (joins by rollcall's tooz service-group driver).",
+    labelNames: ['source'] as const,
+    buckets: LAG_BUCKETS,
+    registers: [this.registry],
+  })
+  readonly #refresh = new Histogram({
+    name: 'rollcall_refresh_duration_seconds',
+    help: 'Duration of one full read of the services (catalog + liveness) or of the coordination groups.',
+    labelNames: ['view'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  })
+  readonly #refreshFailed = new Counter({
+    name: 'rollcall_refresh_failures_total',
+    help: 'Reads of the services or groups that failed (the page shows the last good state meanwhile).',
+    labelNames: ['view'] as const,
+    registers: [this.registry],
+  })
   readonly #sse = new Gauge({ name: 'rollcall_sse_clients', help: 'Open server-sent event streams (status pages watching live).', registers: [this.registry] })
-  readonly #requests = new Counter({ name: 'rollcall_http_requests_total', help: 'HTTP requests by route, method and status.', labelNames: ['route', 'method', 'status'] as const, registers: [this.registry] })
+  readonly #requests = new Counter({
+    name: 'rollcall_http_requests_total',
+    help: 'HTTP requests by route, method and status.',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  })
 
   constructor() {
     collectDefaultMetrics({ register: this.registry })

@@ -52,7 +52,10 @@ export function formatAge(iso: string | null, now: Date): string {
 }
 
 /** The columns of a service row: [label, class]. The script builds rows with the same list. */
-export const COLUMNS = [['ID', 'id'], ['Binary', 'binary'], ['Host', 'host'], ['Zone', 'zone'], ['Status', 'status'], ['State', 'state'], ['Updated At', 'updated'], ['Last report', 'age']] as const
+export const COLUMNS = [['ID', 'id'], ['Binary', 'binary'], ['Host', 'host'], ['Zone', 'zone'], ['Status', 'status'], ['State', 'state'], [
+  'Updated At',
+  'updated',
+], ['Last report', 'age']] as const
 
 /** The Content-Security-Policy of the page: only its own nonce'd style and script, and its own origin. */
 export function pageCsp(nonce: string): string {
@@ -97,8 +100,13 @@ ${d.info.coordination ? renderGroups(d) : ''}
 }
 
 function select(name: string, label: string, values: string[], selected: string | undefined, all: string): string {
-  const options = [`<option value="">${escapeHtml(all)}</option>`, ...values.map((v) => `<option value="${escapeHtml(v)}"${v === selected ? ' selected' : ''}>${escapeHtml(v || '(none)')}</option>`)]
-  if (selected !== undefined && selected !== '' && !values.includes(selected)) options.push(`<option value="${escapeHtml(selected)}" selected>${escapeHtml(selected)}</option>`)
+  const options = [
+    `<option value="">${escapeHtml(all)}</option>`,
+    ...values.map((v) => `<option value="${escapeHtml(v)}"${v === selected ? ' selected' : ''}>${escapeHtml(v || '(none)')}</option>`),
+  ]
+  if (selected !== undefined && selected !== '' && !values.includes(selected)) {
+    options.push(`<option value="${escapeHtml(selected)}" selected>${escapeHtml(selected)}</option>`)
+  }
   return `<label>${escapeHtml(label)} <select name="${name}" id="f-${name}">${options.join('')}</select></label>`
 }
 
@@ -129,17 +137,23 @@ ${select('state', 'State', ['up', 'down'], d.filter.state, 'up and down')}
 
 function renderRow(r: ServiceRow, now: Date, hidden: boolean): string {
   const cells: Record<string, string> = {
-    id: String(r.id), binary: r.binary, host: r.host, zone: r.zone ?? '—',
+    id: String(r.id),
+    binary: r.binary,
+    host: r.host,
+    zone: r.zone ?? '—',
     status: r.status + (r.disabled_reason ? ` (${r.disabled_reason})` : ''),
     state: r.state + (r.forced_down ? ' (forced)' : ''),
-    updated: formatTime(r.updated_at), age: formatAge(r.last_report_at, now),
+    updated: formatTime(r.updated_at),
+    age: formatAge(r.last_report_at, now),
   }
   const tds = COLUMNS.map(([label, key]) => {
     const extra = key === 'state' ? ` ${r.state}` : key === 'status' ? ` ${r.status}` : ''
     const ts = key === 'age' && r.last_report_at ? ` data-ts="${escapeHtml(r.last_report_at)}"` : ''
     return `<td class="c-${key}${extra}" data-label="${label}"${ts}>${escapeHtml(cells[key])}</td>`
   }).join('')
-  return `<tr data-id="${r.id}" data-topic="${escapeHtml(r.topic)}" data-zone="${escapeHtml(r.zone ?? '')}" data-state="${r.state}"${hidden ? ' hidden' : ''}>${tds}</tr>`
+  return `<tr data-id="${r.id}" data-topic="${escapeHtml(r.topic)}" data-zone="${escapeHtml(r.zone ?? '')}" data-state="${r.state}"${
+    hidden ? ' hidden' : ''
+  }>${tds}</tr>`
 }
 
 function renderGroups(d: PageData): string {
@@ -153,7 +167,9 @@ function renderGroups(d: PageData): string {
 
 function renderGroup(g: GroupRow, hasLeader: boolean): string {
   const leader = !hasLeader || g.leader === undefined ? 'not reported by this driver' : g.leader ?? '(none)'
-  const members = g.members.map((m) => `<li><code class="member">${escapeHtml(m.member_id)}</code> <span class="caps">${escapeHtml(JSON.stringify(m.capabilities))}</span></li>`).join('')
+  const members = g.members.map((m) =>
+    `<li><code class="member">${escapeHtml(m.member_id)}</code> <span class="caps">${escapeHtml(JSON.stringify(m.capabilities))}</span></li>`
+  ).join('')
   return `<article class="group" data-group="${escapeHtml(g.group)}">
 <h3>${escapeHtml(g.group)} <span class="count">${g.members.length} member${g.members.length === 1 ? '' : 's'}</span></h3>
 ${g.error ? `<p class="error">Cannot be read: ${escapeHtml(g.error.message)}</p>\n` : ''}<p class="leader">Leader: <b>${escapeHtml(leader)}</b></p>

@@ -175,8 +175,8 @@ export class StatusServer {
   }
 
   #table(): Route[] {
-    const json = (fn: (req: IncomingMessage, m: RegExpExecArray, url: URL) => Promise<unknown>, status = 200): Handler =>
-      async (req, res, m, url) => sendJson(res, status, await fn(req, m, url))
+    const json = (fn: (req: IncomingMessage, m: RegExpExecArray, url: URL) => Promise<unknown>, status = 200): Handler => async (req, res, m, url) =>
+      sendJson(res, status, await fn(req, m, url))
     const write = (fn: (req: IncomingMessage, m: RegExpExecArray) => Promise<unknown>): Handler => async (req, res, m) => {
       authorizeWrite(req, this.#options.token)
       const out = await fn(req, m)
@@ -228,7 +228,12 @@ export class StatusServer {
         pattern: /^\/healthz$/,
         methods: {
           GET: async (_req, res) => {
-            const health = await checkHealth({ serviceGroup: this.#options.serviceGroup, services: this.services, coordinator: this.#options.coordinator, refreshMs: this.#options.refreshMs ?? DEFAULTS.refreshMs })
+            const health = await checkHealth({
+              serviceGroup: this.#options.serviceGroup,
+              services: this.services,
+              coordinator: this.#options.coordinator,
+              refreshMs: this.#options.refreshMs ?? DEFAULTS.refreshMs,
+            })
             sendJson(res, health.status === 'ok' ? 200 : 503, health)
           },
         },
@@ -244,9 +249,20 @@ export class StatusServer {
     const filter = parseServiceFilter(url.searchParams)
     const nonce = randomBytes(16).toString('base64')
     const html = renderPage({
-      info: this.#info, services: this.services?.rows ?? [], groups: this.groups?.rows ?? [], filter, problems: this.problems, nonce, now: new Date(),
+      info: this.#info,
+      services: this.services?.rows ?? [],
+      groups: this.groups?.rows ?? [],
+      filter,
+      problems: this.problems,
+      nonce,
+      now: new Date(),
     })
-    res.writeHead(200, { ...baseHeaders(), 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html), 'content-security-policy': pageCsp(nonce) })
+    res.writeHead(200, {
+      ...baseHeaders(),
+      'content-type': 'text/html; charset=utf-8',
+      'content-length': Buffer.byteLength(html),
+      'content-security-policy': pageCsp(nonce),
+    })
     res.end(html)
   }
 
@@ -255,11 +271,23 @@ export class StatusServer {
     res.on('finish', () => this.metrics.request(routeName, req.method ?? '', res.statusCode))
     try {
       if (!this.#hosts.allows(req.headers.host)) {
-        throw new HttpError(421, 'MISDIRECTED_REQUEST', `This server does not answer for the host name in the Host header (${JSON.stringify(String(req.headers.host).slice(0, 100))}): it answers IP addresses and ${this.#hosts.names.join(', ')}. Add the name to [api] allowed_hosts to reach it by that name.`)
+        throw new HttpError(
+          421,
+          'MISDIRECTED_REQUEST',
+          `This server does not answer for the host name in the Host header (${
+            JSON.stringify(String(req.headers.host).slice(0, 100))
+          }): it answers IP addresses and ${this.#hosts.names.join(', ')}. Add the name to [api] allowed_hosts to reach it by that name.`,
+        )
       }
       const url = new URL(req.url ?? '/', 'http://status.invalid')
       const route = this.#routes.find((r) => r.pattern.test(url.pathname))
-      if (!route) throw new HttpError(404, 'ROUTE_NOT_FOUND', `No route ${url.pathname.slice(0, 200)}; see / for the page and /v1/services, /v1/groups, /v1/events, /metrics, /healthz`)
+      if (!route) {
+        throw new HttpError(
+          404,
+          'ROUTE_NOT_FOUND',
+          `No route ${url.pathname.slice(0, 200)}; see / for the page and /v1/services, /v1/groups, /v1/events, /metrics, /healthz`,
+        )
+      }
       routeName = route.name
       const method = req.method === 'HEAD' ? 'GET' : req.method
       const handler = route.methods[method as keyof Route['methods']]
@@ -313,7 +341,9 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
 function checkToken(token: string | undefined, warn: (message: string) => void): void {
   if (token === undefined) return
   if (typeof token !== 'string' || !/^[\x21-\x7e]+$/.test(token)) {
-    throw new InvalidArgumentError('The API token (ROLLCALL_API_TOKEN or [api] token) must be visible ASCII without spaces: it travels in an Authorization header (the value is not shown); e.g. openssl rand -hex 16')
+    throw new InvalidArgumentError(
+      'The API token (ROLLCALL_API_TOKEN or [api] token) must be visible ASCII without spaces: it travels in an Authorization header (the value is not shown); e.g. openssl rand -hex 16',
+    )
   }
   if (token.length < MIN_TOKEN_CHARS) warn(`The API token has ${token.length} characters; use at least ${MIN_TOKEN_CHARS} random ones (openssl rand -hex 16)`)
 }

@@ -234,9 +234,19 @@ export class ServiceView extends EventEmitter<ServiceViewEvents> {
     else lastReport = this.#lastReport.get(r.id) ?? null
     // Names are the operator's text: a URL with a password in one (a binary named after its DSN) is redacted too.
     return {
-      id: r.id, binary: redactUrl(r.binary), host: redactUrl(r.host), topic: redactUrl(r.topic), zone: r.availabilityZone === null ? null : redactUrl(r.availabilityZone),
-      status: s.status, state: s.state, updated_at: iso(s.updatedAt), last_report_at: lastReport,
-      disabled_reason: r.disabledReason === null ? null : redactUrl(r.disabledReason), forced_down: r.forcedDown, version: r.version, created_at: r.createdAt.toISOString(),
+      id: r.id,
+      binary: redactUrl(r.binary),
+      host: redactUrl(r.host),
+      topic: redactUrl(r.topic),
+      zone: r.availabilityZone === null ? null : redactUrl(r.availabilityZone),
+      status: s.status,
+      state: s.state,
+      updated_at: iso(s.updatedAt),
+      last_report_at: lastReport,
+      disabled_reason: r.disabledReason === null ? null : redactUrl(r.disabledReason),
+      forced_down: r.forcedDown,
+      version: r.version,
+      created_at: r.createdAt.toISOString(),
     }
   }
 

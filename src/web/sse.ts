@@ -42,7 +42,9 @@ export class EventHub {
   /** Turns `res` into an event stream that starts with `snapshot`. */
   open(res: ServerResponse, snapshot: unknown): void {
     if (this.#closed) throw new HttpError(503, 'SHUTTING_DOWN', 'The server is stopping')
-    if (this.#clients.size >= MAX_SSE_CLIENTS) throw new HttpError(503, 'TOO_MANY_STREAMS', `This server keeps at most ${MAX_SSE_CLIENTS} event streams open; try again later`)
+    if (this.#clients.size >= MAX_SSE_CLIENTS) {
+      throw new HttpError(503, 'TOO_MANY_STREAMS', `This server keeps at most ${MAX_SSE_CLIENTS} event streams open; try again later`)
+    }
     res.writeHead(200, { ...baseHeaders(), 'content-type': 'text/event-stream; charset=utf-8', connection: 'keep-alive', 'x-accel-buffering': 'no' })
     res.write(`retry: 1000\n\n${frame('snapshot', snapshot, this.#lastId)}`)
     this.#clients.add(res)

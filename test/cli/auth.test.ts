@@ -70,7 +70,7 @@ describe('cli: refused credentials', { concurrency: 2 }, () => {
     }
   })
 
-  it('auth: a Redis URL at memcached\'s port is a connection error in rollcall\'s words', () => {
+  it("auth: a Redis URL at memcached's port is a connection error in rollcall's words", () => {
     const memcached = new URL(serverUrl('memcached'))
     const r = rollcall(['group', 'list', '--url', `redis://${memcached.hostname}:${memcached.port}`])
     assert.equal(r.code, 7, r.stderr)

@@ -22,17 +22,22 @@ interface Run {
   stderr: string
 }
 
-function run(args: string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Run> & { child: ReturnType<typeof spawn>; output: () => string; errors: () => string } {
+function run(
+  args: string[],
+  options: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<Run> & { child: ReturnType<typeof spawn>; output: () => string; errors: () => string } {
   const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ROLLCALL_URL: url, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout!.on('data', (d) => (stdout += d))
   child.stderr!.on('data', (d) => (stderr += d))
   const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000)
-  const done = new Promise<Run>((resolve) => child.on('exit', (code) => {
-    clearTimeout(timer)
-    resolve({ code, stdout, stderr })
-  }))
+  const done = new Promise<Run>((resolve) =>
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  )
   return Object.assign(done, { child, output: () => stdout, errors: () => stderr })
 }
 
@@ -109,7 +114,7 @@ describe('cli: conventions', { concurrency: 4 }, () => {
     assert.match(ra.stdout + rb.stdout, /^a$/m, 'the elected member id is printed')
   })
 
-  it('cli: group --help and service --help list their commands; a command\'s --help lists its options', async () => {
+  it("cli: group --help and service --help list their commands; a command's --help lists its options", async () => {
     for (const word of ['group', 'service']) {
       const r = await run([word, '--help'])
       assert.equal(r.code, 0, r.stderr)
@@ -127,10 +132,15 @@ describe('cli: conventions', { concurrency: 4 }, () => {
     for (const args of [['watch', g], ['group', 'join', g]]) {
       const p = run(args)
       if (args[0] === 'watch') await new Promise((r) => setTimeout(r, 300))
-      await waitFor('the command to be connected', async () => {
-        const members = await run(['group', 'members', g, '--json'])
-        return args[0] === 'watch' ? true : members.code === 0 && (JSON.parse(members.stdout) as unknown[]).length > 0
-      }, 30_000, 200)
+      await waitFor(
+        'the command to be connected',
+        async () => {
+          const members = await run(['group', 'members', g, '--json'])
+          return args[0] === 'watch' ? true : members.code === 0 && (JSON.parse(members.stdout) as unknown[]).length > 0
+        },
+        30_000,
+        200,
+      )
       await new Promise((r) => setTimeout(r, args[0] === 'watch' ? 1500 : 0))
       p.child.kill('SIGINT')
       assert.equal((await p).code, 130, `${args.join(' ')}: ${p.errors()}`)

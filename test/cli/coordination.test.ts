@@ -18,17 +18,25 @@ interface Run {
   stderr: string
 }
 
-function run(args: string[], options: { env?: Record<string, string>; timeoutMs?: number; stdin?: boolean } = {}): Promise<Run> & { child: ReturnType<typeof spawn>; output: () => string } {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ROLLCALL_URL: url, ...options.env }, stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] })
+function run(
+  args: string[],
+  options: { env?: Record<string, string>; timeoutMs?: number; stdin?: boolean } = {},
+): Promise<Run> & { child: ReturnType<typeof spawn>; output: () => string } {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...process.env, ROLLCALL_URL: url, ...options.env },
+    stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+  })
   let stdout = ''
   let stderr = ''
   child.stdout!.on('data', (d) => (stdout += d))
   child.stderr!.on('data', (d) => (stderr += d))
   const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000)
-  const done = new Promise<Run>((resolve) => child.on('exit', (code) => {
-    clearTimeout(timer)
-    resolve({ code, stdout, stderr })
-  }))
+  const done = new Promise<Run>((resolve) =>
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  )
   return Object.assign(done, { child, output: () => stdout })
 }
 
@@ -54,10 +62,15 @@ describe('cli: coordination commands', { concurrency: 4 }, () => {
     const observer = await connect(url, { memberId: rid('observer') })
     t.after(() => observer.stop())
     const joiner = run(['group', 'join', g, '--create', '--member', 'worker-1', '--capabilities', '{"zone":"az1","n":2}', '--for', '3'])
-    const seen = await waitFor('the member to be listed', async () => {
-      const members = await observer.getMembersWithCapabilities(g).catch(() => new Map<string, unknown>())
-      return members.size ? [...members] : undefined
-    }, 30_000, 100)
+    const seen = await waitFor(
+      'the member to be listed',
+      async () => {
+        const members = await observer.getMembersWithCapabilities(g).catch(() => new Map<string, unknown>())
+        return members.size ? [...members] : undefined
+      },
+      30_000,
+      100,
+    )
     assert.deepEqual(seen, [['worker-1', { zone: 'az1', n: 2 }]])
     assert.equal((await joiner).code, 0, 'leaves by itself after --for')
     assert.deepEqual(await observer.getMembers(g), [])
@@ -79,10 +92,15 @@ describe('cli: coordination commands', { concurrency: 4 }, () => {
     const watcher = run(['watch', g])
     await new Promise((r) => setTimeout(r, 1500))
     assert.equal((await run(['group', 'join', g, '--member', 'w-1', '--for', '1'])).code, 0)
-    const lines = await waitFor('joined and left lines', () => {
-      const events = watcher.output().trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event: string; member: string })
-      return events.some((e) => e.event === 'left') ? events : undefined
-    }, 30_000, 100)
+    const lines = await waitFor(
+      'joined and left lines',
+      () => {
+        const events = watcher.output().trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event: string; member: string })
+        return events.some((e) => e.event === 'left') ? events : undefined
+      },
+      30_000,
+      100,
+    )
     watcher.child.kill('SIGINT')
     assert.equal((await watcher).code, 130, 'Ctrl-C is 130, as everywhere')
     assert.deepEqual(lines.map((e) => [e.event, e.member]), [['joined', 'w-1'], ['left', 'w-1']])
@@ -98,7 +116,7 @@ describe('cli: coordination commands', { concurrency: 4 }, () => {
     assert.match(second.stderr, /held by someone else/)
     holder.child.stdin!.end('done\n')
     const first = await holder
-    assert.equal(first.code, 7, 'the command\'s exit status is ours')
+    assert.equal(first.code, 7, "the command's exit status is ours")
     const third = await run(['lock', name, '--timeout', '5', '--', 'sh', '-c', 'echo again'])
     assert.equal(third.code, 0)
     assert.equal(third.stdout.trim(), 'again')
@@ -126,7 +144,7 @@ describe('cli: coordination commands', { concurrency: 4 }, () => {
     const secret = await run(['group', 'list', '--url', 'redis://admin:s3cr3t-pw@127.0.0.1:1?socket_connect_timeout=1&timeout=1'])
     assert.equal(secret.code, 7)
     assert.doesNotMatch(secret.stderr + secret.stdout, /s3cr3t-pw/)
-    assert.match(secret.stderr, /redis:\/\/\*\*\*@127\.0\.0\.1:1/, "the user name is hidden with the password")
+    assert.match(secret.stderr, /redis:\/\/\*\*\*@127\.0\.0\.1:1/, 'the user name is hidden with the password')
     const noUrl = await run(['group', 'list'], { env: { ROLLCALL_URL: '' } })
     assert.equal(noUrl.code, 2)
     assert.match(noUrl.stderr, /--url/)

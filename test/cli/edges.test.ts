@@ -26,7 +26,10 @@ interface Run {
 
 /** Runs the CLI with stdout and stderr as pipes, as `rollcall ... | jq` does. */
 function run(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<Run> {
-  return collect(spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ROLLCALL_URL: redis, ROLLCALL_CONFIG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] }), timeoutMs)
+  return collect(
+    spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ROLLCALL_URL: redis, ROLLCALL_CONFIG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] }),
+    timeoutMs,
+  )
 }
 
 /**
@@ -36,7 +39,10 @@ function run(args: string[], env: Record<string, string> = {}, timeoutMs = 60_00
  */
 function runPiped(args: string[], readerDelaySeconds: number, timeoutMs = 60_000): Promise<Run> {
   const script = `"$@" | { sleep ${readerDelaySeconds}; cat; }; exit "\${PIPESTATUS[0]}"`
-  return collect(spawn('bash', ['-c', script, 'bash', process.execPath, BIN, ...args], { env: { ...process.env, ROLLCALL_CONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] }), timeoutMs)
+  return collect(
+    spawn('bash', ['-c', script, 'bash', process.execPath, BIN, ...args], { env: { ...process.env, ROLLCALL_CONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] }),
+    timeoutMs,
+  )
 }
 
 function collect(child: ChildProcess, timeoutMs: number): Promise<Run> {
@@ -46,10 +52,12 @@ function collect(child: ChildProcess, timeoutMs: number): Promise<Run> {
   child.stdout!.on('data', (d: Buffer) => out.push(d))
   child.stderr!.on('data', (d) => (stderr += d))
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
-  return new Promise((resolve) => child.on('close', (code) => {
-    clearTimeout(timer)
-    resolve({ code, stdout: Buffer.concat(out).toString(), stderr, ms: performance.now() - t0 })
-  }))
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout: Buffer.concat(out).toString(), stderr, ms: performance.now() - t0 })
+    })
+  )
 }
 
 function tempDir(t: { after(fn: () => void): void }): string {
@@ -84,7 +92,9 @@ describe('cli: edges', { concurrency: 4 }, () => {
     writeFileSync(conf, `[database]\nconnection = sqlite:///${join(dir, 'catalog.sqlite')}\n`)
     const sg = await openServiceGroup((await loadConfig({ file: conf, env: {} })).config)
     try {
-      for (let i = 0; i < 600; i++) await sg.register({ host: `compute-${String(i).padStart(4, '0')}.rack-${i % 40}.example.org`, binary: 'nova-compute', topic: 'compute' })
+      for (let i = 0; i < 600; i++) {
+        await sg.register({ host: `compute-${String(i).padStart(4, '0')}.rack-${i % 40}.example.org`, binary: 'nova-compute', topic: 'compute' })
+      }
     } finally {
       await sg.close({ leave: false })
     }

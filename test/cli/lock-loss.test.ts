@@ -23,7 +23,10 @@ const TIMEOUT_SECONDS = 2
 function holdLock(url: string, name: string): Promise<{ code: number | null; stdout: string; stderr: string; elapsedMs: number }> & { output: () => string } {
   const env: NodeJS.ProcessEnv = { ...process.env }
   for (const k of Object.keys(env)) if (k.startsWith('ROLLCALL_')) delete env[k]
-  const child = spawn(process.execPath, [BIN, 'lock', name, '--url', url, '--', 'sh', '-c', 'echo holding; exec sleep 60'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [BIN, 'lock', name, '--url', url, '--', 'sh', '-c', 'echo holding; exec sleep 60'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let stdout = ''
   let stderr = ''
   let holdingAt = 0
@@ -33,10 +36,12 @@ function holdLock(url: string, name: string): Promise<{ code: number | null; std
   })
   child.stderr.on('data', (d) => (stderr += d))
   const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string; elapsedMs: number }>((ok) => child.on('exit', (code) => {
-    clearTimeout(timer)
-    ok({ code, stdout, stderr, elapsedMs: Date.now() - holdingAt })
-  }))
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string; elapsedMs: number }>((ok) =>
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      ok({ code, stdout, stderr, elapsedMs: Date.now() - holdingAt })
+    })
+  )
   return Object.assign(done, { output: () => stdout })
 }
 

@@ -31,10 +31,12 @@ function run(argv: string[]): Promise<Run> {
   child.stdout.on('data', (d) => (stdout += d))
   child.stderr.on('data', (d) => (stderr += d))
   const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-  return new Promise((done) => child.on('exit', (code) => {
-    clearTimeout(timer)
-    done({ code, stdout, stderr, elapsedMs: Date.now() - started })
-  }))
+  return new Promise((done) =>
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      done({ code, stdout, stderr, elapsedMs: Date.now() - started })
+    })
+  )
 }
 
 describe('cli: --command-timeout', () => {

@@ -79,7 +79,15 @@ export async function harness(name: Backend): Promise<Harness> {
     },
     async spawnMember(t, group, member, options = {}) {
       const url = options.fast ? config.fastUrl : config.url
-      const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/member-process.ts', url, group, member, JSON.stringify(options.capabilities ?? null)], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const child = spawn(process.execPath, [
+        '--import',
+        'tsx',
+        'test/support/member-process.ts',
+        url,
+        group,
+        member,
+        JSON.stringify(options.capabilities ?? null),
+      ], { stdio: ['ignore', 'pipe', 'inherit'] })
       t.after(() => {
         if (child.exitCode === null) child.kill('SIGKILL')
       })
@@ -89,7 +97,9 @@ export async function harness(name: Backend): Promise<Harness> {
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
       while (!out.includes('joined')) {
         const [code] = await Promise.race([once(child.stdout!, 'data'), once(child, 'exit')])
-        if (child.exitCode !== null || child.signalCode !== null || typeof code === 'number') throw new Error(`member process exited (or was killed after 15 s) before joining: ${out}`)
+        if (child.exitCode !== null || child.signalCode !== null || typeof code === 'number') {
+          throw new Error(`member process exited (or was killed after 15 s) before joining: ${out}`)
+        }
       }
       clearTimeout(timer)
       return child

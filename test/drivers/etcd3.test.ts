@@ -13,7 +13,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import {
-  AuthenticationError, BackendError, ConnectionError, connect, dumps, InvalidIdError, InvalidOptionError, loads, type ConnectionState, type Coordinator,
+  AuthenticationError,
+  BackendError,
+  ConnectionError,
+  connect,
+  dumps,
+  InvalidIdError,
+  InvalidOptionError,
+  loads,
+  type ConnectionState,
+  type Coordinator,
   type MemberEvent,
 } from '../../src/index.js'
 import { EtcdGateway, EtcdTransportError, prefixEnd } from '../../src/coordination/drivers/etcd3/etcd3-gateway.js'
@@ -66,8 +75,25 @@ async function rawLease(id: string, base = HTTP): Promise<{ ttl: number; granted
 async function ownEtcd(t: TestContext, scheme: 'http' | 'https', flags: string[]): Promise<{ port: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-etcd-'))
   const [port, peer] = [await freePort(), await freePort()]
-  const etcd = spawn('etcd', ['--name', 'own', '--data-dir', join(dir, 'data'), '--listen-client-urls', `${scheme}://127.0.0.1:${port}`, '--advertise-client-urls', `${scheme}://127.0.0.1:${port}`,
-    '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`, '--initial-cluster', `own=http://127.0.0.1:${peer}`, '--log-level', 'error', ...flags], { stdio: 'ignore' })
+  const etcd = spawn('etcd', [
+    '--name',
+    'own',
+    '--data-dir',
+    join(dir, 'data'),
+    '--listen-client-urls',
+    `${scheme}://127.0.0.1:${port}`,
+    '--advertise-client-urls',
+    `${scheme}://127.0.0.1:${port}`,
+    '--listen-peer-urls',
+    `http://127.0.0.1:${peer}`,
+    '--initial-advertise-peer-urls',
+    `http://127.0.0.1:${peer}`,
+    '--initial-cluster',
+    `own=http://127.0.0.1:${peer}`,
+    '--log-level',
+    'error',
+    ...flags,
+  ], { stdio: 'ignore' })
   t.after(async () => {
     if (etcd.exitCode === null) {
       etcd.kill('SIGKILL')
@@ -85,10 +111,16 @@ async function ownEtcd(t: TestContext, scheme: 'http' | 'https', flags: string[]
 async function pauseFully(srv: PrivateServer): Promise<void> {
   srv.pause()
   const tasks = `/proc/${srv.pid}/task`
-  await waitFor('every etcd thread to stop', () => readdirSync(tasks).every((tid) => {
-    const stat = readFileSync(`${tasks}/${tid}/stat`, 'utf8')
-    return /^[Tt]$/.test(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0]!)
-  }), 5_000, 5)
+  await waitFor(
+    'every etcd thread to stop',
+    () =>
+      readdirSync(tasks).every((tid) => {
+        const stat = readFileSync(`${tasks}/${tid}/stat`, 'utf8')
+        return /^[Tt]$/.test(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0]!)
+      }),
+    5_000,
+    5,
+  )
 }
 
 /** An HTTP proxy in front of the shared etcd that records the gateway path of every request (`kv/txn`, `lease/grant`, ...). */
@@ -120,7 +152,7 @@ function recordStates(c: Coordinator): ConnectionState[] {
 }
 
 describe('etcd3 driver', { concurrency: 4 }, () => {
-  it('etcd3: layout: keys, values and leases are exactly tooz\'s, read back raw; stop() revokes them', async (t) => {
+  it("etcd3: layout: keys, values and leases are exactly tooz's, read back raw; stop() revokes them", async (t) => {
     const c = await connect(`${URL}?membership_timeout=7&lock_timeout=9`, { memberId: rid('m') })
     t.after(() => c.stop())
     const g = rid('g')
@@ -156,7 +188,7 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     assert.equal(await lock.release(), true)
     assert.equal(await rawGet(`/tooz/locks${name}`), undefined)
     // Kept a second for the lock object's next acquire, then revoked: well before its 9 s TTL.
-    await waitFor('the released lock\'s lease to be revoked (tooz leaves it)', async () => (await rawLease(lockKv!.lease)).ttl === -1, 3_000)
+    await waitFor("the released lock's lease to be revoked (tooz leaves it)", async () => (await rawLease(lockKv!.lease)).ttl === -1, 3_000)
     await c.stop()
     assert.equal(await rawGet(`tooz/groups/${g}/${c.memberId}`), undefined)
     assert.equal((await rawLease(member!.lease)).ttl, -1, 'stop() revokes the membership lease')
@@ -177,9 +209,9 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     for (let i = 0; i < 5; i++) assert.equal(await b.getLock(name).acquire({ blocking: false }), false)
     assert.equal(await b.getLock(name).acquire({ timeoutMs: 300 }), false)
     // tooz grants (and leaks, for lock_timeout = 30 s) a lease per failed attempt; ours go within a second or so.
-    await waitFor('the failed attempts\' leases to be revoked', async () => (await leases()) === 3, 3_000, 100)
+    await waitFor("the failed attempts' leases to be revoked", async () => (await leases()) === 3, 3_000, 100)
     assert.equal(await held.release(), true)
-    await waitFor('the released lock\'s lease to be revoked', async () => (await leases()) === 2, 3_000, 100)
+    await waitFor("the released lock's lease to be revoked", async () => (await leases()) === 2, 3_000, 100)
     assert.equal(await b.getLock(name).acquire({ blocking: false }), true)
     // A failed attempt's lease, kept a second for a retry by the same object, goes with stop() at once.
     assert.equal(await a.getLock(name).acquire({ blocking: false }), false)
@@ -226,7 +258,7 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     // A waiter keeps one watch for its whole wait, however often the rival takes the lock back first.
     const waitFrom = proxy.paths.length
     const waiting = lock.acquire({ timeoutMs: 10_000 })
-    await waitFor('the waiter\'s watch', () => proxy.paths.slice(waitFrom).includes('watch'), TIMING.eventMs)
+    await waitFor("the waiter's watch", () => proxy.paths.slice(waitFrom).includes('watch'), TIMING.eventMs)
     for (let i = 0; i < 5; i++) {
       await rival.release()
       await rival.acquire({ blocking: false })
@@ -357,7 +389,11 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     const proxy = await TcpProxy.start(SHARED_PORT)
     t.after(() => proxy.close())
     const reports: boolean[] = []
-    const gw = new EtcdGateway({ endpoints: [{ protocol: 'http:', host: '127.0.0.1', port: proxy.port, label: `http://127.0.0.1:${proxy.port}` }], timeoutMs: 1_000, onTransport: (ok) => reports.push(ok) })
+    const gw = new EtcdGateway({
+      endpoints: [{ protocol: 'http:', host: '127.0.0.1', port: proxy.port, label: `http://127.0.0.1:${proxy.port}` }],
+      timeoutMs: 1_000,
+      onTransport: (ok) => reports.push(ok),
+    })
     t.after(() => gw.close())
     gw.setApiVersion('v3')
     const key = Buffer.from(rid('k'))
@@ -377,7 +413,10 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
   it('etcd3: watch: a broken stream resumes from the next revision and loses no event, not even a put-then-delete', async (t) => {
     const proxy = await TcpProxy.start(SHARED_PORT)
     t.after(() => proxy.close())
-    const gw = new EtcdGateway({ endpoints: [{ protocol: 'http:', host: '127.0.0.1', port: proxy.port, label: `http://127.0.0.1:${proxy.port}` }], timeoutMs: 2_000 })
+    const gw = new EtcdGateway({
+      endpoints: [{ protocol: 'http:', host: '127.0.0.1', port: proxy.port, label: `http://127.0.0.1:${proxy.port}` }],
+      timeoutMs: 2_000,
+    })
     t.after(() => gw.close())
     gw.setApiVersion('v3')
     const prefix = Buffer.from(`${rid('w')}/`)
@@ -476,7 +515,7 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     assert.equal((await rawGet(`tooz/groups/${g}/${d.memberId}`))?.lease, lease, 'the same lease, kept alive through the other endpoint')
   })
 
-  it('etcd3: options: api_version is discovered, or taken as given; tooz\'s executor is accepted and ignored', async (t) => {
+  it("etcd3: options: api_version is discovered, or taken as given; tooz's executor is accepted and ignored", async (t) => {
     const a = await open(t, `${URL}?api_version=v3beta&executor=threaded`)
     const g = rid('g')
     await a.joinGroupCreate(g)
@@ -548,9 +587,33 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n')
     for (const who of ['server', 'client']) {
       ssl('req', ...ec, '-keyout', `${who}.key`, '-out', `${who}.csr`, '-subj', `/CN=${who}`)
-      ssl('x509', '-req', '-in', `${who}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${who}.pem`, '-days', '2', '-extfile', 'san.ext')
+      ssl(
+        'x509',
+        '-req',
+        '-in',
+        `${who}.csr`,
+        '-CA',
+        'ca.pem',
+        '-CAkey',
+        'ca.key',
+        '-CAcreateserial',
+        '-out',
+        `${who}.pem`,
+        '-days',
+        '2',
+        '-extfile',
+        'san.ext',
+      )
     }
-    const { port } = await ownEtcd(t, 'https', ['--cert-file', join(dir, 'server.pem'), '--key-file', join(dir, 'server.key'), '--client-cert-auth', '--trusted-ca-file', join(dir, 'ca.pem')])
+    const { port } = await ownEtcd(t, 'https', [
+      '--cert-file',
+      join(dir, 'server.pem'),
+      '--key-file',
+      join(dir, 'server.key'),
+      '--client-cert-auth',
+      '--trusted-ca-file',
+      join(dir, 'ca.pem'),
+    ])
     const tls = `ca_cert=${join(dir, 'ca.pem')}&cert_key=${join(dir, 'client.key')}&cert_cert=${join(dir, 'client.pem')}`
     const url = `etcd3+https://127.0.0.1:${port}?${tls}&timeout=10`
     const c = await waitFor('the TLS etcd', () => connect(url, { memberId: rid('m') }), 20_000, 250)

@@ -13,7 +13,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import {
-  connect, dumps, GroupNotEmptyError, InvalidIdError, InvalidOptionError, InvalidUrlError, parseBackendUrl, SerializationError, type ConnectOptions, type Coordinator,
+  connect,
+  dumps,
+  GroupNotEmptyError,
+  InvalidIdError,
+  InvalidOptionError,
+  InvalidUrlError,
+  parseBackendUrl,
+  SerializationError,
+  type ConnectOptions,
+  type Coordinator,
 } from '../../src/index.js'
 import type { CoordinationDriver } from '../../src/coordination/driver.js'
 import fileDriver from '../../src/coordination/drivers/file/index.js'
@@ -104,7 +113,17 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 /** A record as tooz 3.1 writes it, with `capabilities` given as raw msgpack. */
 function rawRecord(capabilities: Uint8Array, memberId: Uint8Array): Uint8Array {
-  return Buffer.concat([Uint8Array.of(0x84), dumps('capabilities'), capabilities, dumps('joined_on'), dumps(new Date()), dumps('member_id'), dumps(memberId), dumps('encoded'), dumps(false)])
+  return Buffer.concat([
+    Uint8Array.of(0x84),
+    dumps('capabilities'),
+    capabilities,
+    dumps('joined_on'),
+    dumps(new Date()),
+    dumps('member_id'),
+    dumps(memberId),
+    dumps('encoded'),
+    dumps(false),
+  ])
 }
 
 describe('file driver', { concurrency: 4 }, () => {
@@ -132,9 +151,15 @@ describe('file driver', { concurrency: 4 }, () => {
     // Python: utils.dumps({'capabilities': ..., 'joined_on': datetime(2024,1,2,3,4,5,6000), 'member_id': ..., 'encoded': False})
     const joinedOn = new Date(2024, 0, 2, 3, 4, 5, 6) // naive local time, as datetime.now() is
     const a = encodeMemberRecord('m1', dumps({ a: utf8('x'), u: 'ж' }), joinedOn)
-    assert.equal(hex(a), '84ac6361706162696c697469657382a161c40178a175a2d0b6a96a6f696e65645f6f6ec73a0187a364617902a56d6f6e746801a479656172cd07e8a4686f757203a66d696e75746504a67365636f6e6405ab6d6963726f7365636f6e64cd1770a96d656d6265725f6964c4026d31a7656e636f646564c2')
+    assert.equal(
+      hex(a),
+      '84ac6361706162696c697469657382a161c40178a175a2d0b6a96a6f696e65645f6f6ec73a0187a364617902a56d6f6e746801a479656172cd07e8a4686f757203a66d696e75746504a67365636f6e6405ab6d6963726f7365636f6e64cd1770a96d656d6265725f6964c4026d31a7656e636f646564c2',
+    )
     const b = encodeMemberRecord('ж', dumps(null), joinedOn)
-    assert.equal(hex(b), '84ac6361706162696c6974696573c0a96a6f696e65645f6f6ec73a0187a364617902a56d6f6e746801a479656172cd07e8a4686f757203a66d696e75746504a67365636f6e6405ab6d6963726f7365636f6e64cd1770a96d656d6265725f6964c402d0b6a7656e636f646564c2')
+    assert.equal(
+      hex(b),
+      '84ac6361706162696c6974696573c0a96a6f696e65645f6f6ec73a0187a364617902a56d6f6e746801a479656172cd07e8a4686f757203a66d696e75746504a67365636f6e6405ab6d6963726f7365636f6e64cd1770a96d656d6265725f6964c402d0b6a7656e636f646564c2',
+    )
     const back = decodeMemberRecord(a)
     assert.equal(back.memberId, 'm1')
     assert.equal(back.joinedOn?.getTime(), joinedOn.getTime())
@@ -148,7 +173,10 @@ describe('file driver', { concurrency: 4 }, () => {
     const groupDir = join(dir, 'groups', sha1(g))
     await c.createGroup(g)
     writeFileSync(join(groupDir, '.metadata'), dumps(new Map([[utf8('group_id'), g]])))
-    writeFileSync(join(groupDir, `${sha1('old-m')}.raw`), dumps(new Map<unknown, unknown>([[utf8('member_id'), utf8('old-m')], [utf8('joined_on'), new Date()], [utf8('capabilities'), { x: 1 }]])))
+    writeFileSync(
+      join(groupDir, `${sha1('old-m')}.raw`),
+      dumps(new Map<unknown, unknown>([[utf8('member_id'), utf8('old-m')], [utf8('joined_on'), new Date()], [utf8('capabilities'), { x: 1 }]])),
+    )
     writeFileSync(join(groupDir, `${sha1('str-m')}.raw`), dumps({ capabilities: 'caps', joined_on: new Date(), member_id: 'str-m' }))
     assert.ok((await c.getGroups()).includes(g))
     const members = await c.getMembersWithCapabilities(g)
@@ -243,7 +271,10 @@ describe('file driver', { concurrency: 4 }, () => {
     // capabilities: a msgpack str that is not UTF-8
     writeFileSync(join(groupDir, `${sha1('broken')}.raw`), rawRecord(Uint8Array.of(0xa2, 0xff, 0xfe), utf8('broken')))
     // member_id first, then a truncated capabilities array
-    writeFileSync(join(groupDir, `${sha1('cut')}.raw`), Buffer.concat([Uint8Array.of(0x82), dumps('member_id'), dumps(utf8('cut')), dumps('capabilities'), Uint8Array.of(0x92, 0x01)]))
+    writeFileSync(
+      join(groupDir, `${sha1('cut')}.raw`),
+      Buffer.concat([Uint8Array.of(0x82), dumps('member_id'), dumps(utf8('cut')), dumps('capabilities'), Uint8Array.of(0x92, 0x01)]),
+    )
     const all = await a.getMembersWithCapabilities(g)
     assert.deepEqual([...all.keys()], [a.memberId, 'broken', 'cut'].sort())
     assert.deepEqual(all.get(a.memberId), { ok: true })
@@ -389,7 +420,24 @@ describe('file driver', { concurrency: 4 }, () => {
     const dir = tempDir(t)
     const c = await open(t, `file://${dir}`)
     const before = readdirSync(dir).sort()
-    for (const name of ['../escape', 'a/../../escape', '/etc/passwd', '.', './', 'groups', 'groups/x', 'tmp', 'tmp/x', '.driver_lock', '.leaders/x', 'nul\0byte', 'x'.repeat(256), 'bad\ud800']) {
+    for (
+      const name of [
+        '../escape',
+        'a/../../escape',
+        '/etc/passwd',
+        '.',
+        './',
+        'groups',
+        'groups/x',
+        'tmp',
+        'tmp/x',
+        '.driver_lock',
+        '.leaders/x',
+        'nul\0byte',
+        'x'.repeat(256),
+        'bad\ud800',
+      ]
+    ) {
       assert.throws(() => c.getLock(name), InvalidIdError, JSON.stringify(name))
     }
     assert.deepEqual(readdirSync(dir).sort(), before)
@@ -420,7 +468,7 @@ setInterval(() => {}, 60000);`
     child.kill('SIGKILL')
     await once(child, 'exit')
     const lock = c.getLock(name)
-    assert.equal(await lock.acquire({ blocking: false }), true, 'the kernel frees a dead holder\'s lock at once')
+    assert.equal(await lock.acquire({ blocking: false }), true, "the kernel frees a dead holder's lock at once")
     assert.equal(await c.getLeader('g'), null, 'a dead leader leads no more')
     await lock.release()
   })

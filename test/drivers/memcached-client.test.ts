@@ -2,7 +2,12 @@
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
 import {
-  MemcachedClient, MemcachedConnectionError, MemcachedKeyError, MemcachedServerError, MemcachedTimeoutError, type MemcachedClientOptions,
+  MemcachedClient,
+  MemcachedConnectionError,
+  MemcachedKeyError,
+  MemcachedServerError,
+  MemcachedTimeoutError,
+  type MemcachedClientOptions,
 } from '../../src/clients/memcached/memcached-client.js'
 import { ReplyReader, parseMeta, parseTtls, parseValues } from '../../src/clients/memcached/memcached-protocol.js'
 import { TcpProxy } from '../support/proxy.js'
@@ -123,11 +128,12 @@ describe('memcached client', { concurrency: 4 }, () => {
       const value = first ?? parse(r)
       assert.deepEqual(value?.value, new Map([[forever, -1], [soon, 5], [later, 600]]), `cut at ${cut}`)
     }
-    assert.throws(() => parseTtls([forever])((() => {
-      const r = new ReplyReader()
-      r.push(buf('HD t1\r\nHD t2\r\nMN\r\n'))
-      return r
-    })()), /mg/)
+    assert.throws(() =>
+      parseTtls([forever])((() => {
+        const r = new ReplyReader()
+        r.push(buf('HD t1\r\nHD t2\r\nMN\r\n'))
+        return r
+      })()), /mg/)
   })
 
   it('memcached-client: cas: a stale CAS value is refused with exists, a missing key with notFound', async (t) => {
@@ -210,7 +216,10 @@ describe('memcached client', { concurrency: 4 }, () => {
   it('memcached-client: errors: SERVER_ERROR is mapped and the connection stays usable', async (t) => {
     const c = client(t)
     const k = rid('k')
-    await assert.rejects(c.store('set', k, Buffer.alloc(2 * 1024 * 1024), 1, 60), (err: Error) => err instanceof MemcachedServerError && err.kind === 'SERVER_ERROR' && /too large/.test(err.message))
+    await assert.rejects(
+      c.store('set', k, Buffer.alloc(2 * 1024 * 1024), 1, 60),
+      (err: Error) => err instanceof MemcachedServerError && err.kind === 'SERVER_ERROR' && /too large/.test(err.message),
+    )
     assert.equal(await c.store('set', k, buf('small'), 1, 60), 'stored')
     assert.match(await c.version(), /^\d+\.\d+/)
   })

@@ -44,14 +44,15 @@ export class PrivateMemcached {
   async restart(): Promise<void> {
     const root = process.getuid?.() === 0 ? ['-u', 'nobody'] : []
     this.#child = spawn('memcached', ['-l', '127.0.0.1', '-p', String(this.port), '-U', '0', '-m', '16', ...root, ...this.extra], { stdio: 'ignore' })
-    await waitFor(`memcached on ${this.port}`, () => new Promise<boolean>((resolve) => {
-      const s = connect(this.port, '127.0.0.1')
-      s.once('connect', () => {
-        s.destroy()
-        resolve(true)
-      })
-      s.once('error', () => resolve(false))
-    }), 10_000)
+    await waitFor(`memcached on ${this.port}`, () =>
+      new Promise<boolean>((resolve) => {
+        const s = connect(this.port, '127.0.0.1')
+        s.once('connect', () => {
+          s.destroy()
+          resolve(true)
+        })
+        s.once('error', () => resolve(false))
+      }), 10_000)
   }
 
   /** SIGKILLs it (by the pid this helper started) and waits for it to exit. */

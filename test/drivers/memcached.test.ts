@@ -8,7 +8,14 @@ import { once } from 'node:events'
 import { createServer, connect as netConnect, type Socket } from 'node:net'
 import { describe, it, type TestContext } from 'node:test'
 import {
-  ConnectionError, GroupNotEmptyError, InvalidIdError, InvalidOptionError, SerializationError, connect, type ConnectOptions, type Coordinator,
+  ConnectionError,
+  GroupNotEmptyError,
+  InvalidIdError,
+  InvalidOptionError,
+  SerializationError,
+  connect,
+  type ConnectOptions,
+  type Coordinator,
 } from '../../src/index.js'
 import { MemcachedClient } from '../../src/clients/memcached/memcached-client.js'
 import { recheckInMs } from '../../src/coordination/drivers/memcached/memcached-expiries.js'
@@ -135,10 +142,20 @@ describe('memcached driver', { concurrency: 4 }, () => {
     assert.equal(await lock.acquire(), true)
     c.watchElectedAsLeader('dump-group', () => {})
     await waitFor('election', () => c.isLeader('dump-group'), TIMING.eventMs)
-    const items = await m.get(['_TOOZ_GROUP_LIST', '_TOOZ_GROUP_dump-group', '_TOOZ_MEMBER_dump-member', '__TOOZ_LOCK__TOOZ_GROUP_LEADER_dump-group', '__TOOZ_LOCK_dump-lock'])
+    const items = await m.get([
+      '_TOOZ_GROUP_LIST',
+      '_TOOZ_GROUP_dump-group',
+      '_TOOZ_MEMBER_dump-member',
+      '__TOOZ_LOCK__TOOZ_GROUP_LEADER_dump-group',
+      '__TOOZ_LOCK_dump-lock',
+    ])
     const expect: [string, number, string][] = [
       ['_TOOZ_GROUP_LIST', 2, '91c40a64756d702d67726f7570'],
-      ['_TOOZ_GROUP_dump-group', 2, '81c40b64756d702d6d656d62657281c40c6361706162696c697469657383a662696e617279a7636f6d70757465a4686f7374a26831a7656e61626c6564c3'],
+      [
+        '_TOOZ_GROUP_dump-group',
+        2,
+        '81c40b64756d702d6d656d62657281c40c6361706162696c697469657383a662696e617279a7636f6d70757465a4686f7374a26831a7656e61626c6564c3',
+      ],
       ['_TOOZ_MEMBER_dump-member', 1, '4974277320616c69766521'],
       ['__TOOZ_LOCK__TOOZ_GROUP_LEADER_dump-group', 1, '64756d702d6d656d626572'],
       ['__TOOZ_LOCK_dump-lock', 1, '64756d702d6d656d626572'],
@@ -195,7 +212,7 @@ describe('memcached driver', { concurrency: 4 }, () => {
     assert.deepEqual(commands.map((l) => l.split(' ')[0]), ['gets', 'get'])
   })
 
-  it('memcached: expiry: a key with n whole seconds left may lapse from n − 2 s on (a late tick moves memcached\'s clock by 2), so re-reads start then', () => {
+  it("memcached: expiry: a key with n whole seconds left may lapse from n − 2 s on (a late tick moves memcached's clock by 2), so re-reads start then", () => {
     assert.equal(recheckInMs(Infinity), Infinity)
     assert.equal(recheckInMs(1), 100)
     assert.equal(recheckInMs(2), 100, 'with 2 s left the key may lapse at once: re-read every 100 ms')
@@ -203,7 +220,7 @@ describe('memcached driver', { concurrency: 4 }, () => {
     assert.equal(recheckInMs(30), 28_000)
   })
 
-  it('memcached: expiry: a watched group is re-read through the last two seconds of its first member key\'s TTL, so a member that stops beating is seen leaving right after memcached drops its key', async (t) => {
+  it("memcached: expiry: a watched group is re-read through the last two seconds of its first member key's TTL, so a member that stops beating is seen leaving right after memcached drops its key", async (t) => {
     const url = `${sharedMemcached().url}?timeout=${TIMING.expirySeconds + 1}`
     // Polls a minute apart: only the re-reads at the member's expiry can deliver memberLeft in time.
     const a = await open(t, url, { watchIntervalMs: 60_000 })
@@ -244,7 +261,7 @@ describe('memcached driver', { concurrency: 4 }, () => {
     const again = (await m.gets(KEYS.group(g)))!
     await m.store('cas', KEYS.group(g), encodeGroup([memberEntry(ghost, new Uint8Array([0xc0]))]), 2, 0, again.cas)
     await c.deleteGroup(g)
-    assert.equal((await m.gets(KEYS.group(g))), undefined)
+    assert.equal(await m.gets(KEYS.group(g)), undefined)
     assert.ok(!(await c.getGroups()).includes(g))
   })
 
@@ -267,7 +284,10 @@ describe('memcached driver', { concurrency: 4 }, () => {
     // The first group holds 1,000 members: its value (~40 KB) must not travel with every beat.
     const big = (await m.gets(KEYS.group(groups[0]!)))!
     const peers = Array.from({ length: 999 }, (_, i) => memberEntry(`${groups[0]}-peer-${i}`, new Uint8Array([0x81, 0xa1, 0x6e, i % 100])))
-    assert.equal(await m.store('cas', KEYS.group(groups[0]!), encodeGroup([memberEntry(c.memberId, new Uint8Array([0xc0])), ...peers]), 2, 0, big.cas), 'stored')
+    assert.equal(
+      await m.store('cas', KEYS.group(groups[0]!), encodeGroup([memberEntry(c.memberId, new Uint8Array([0xc0])), ...peers]), 2, 0, big.cas),
+      'stored',
+    )
     const lock = c.getLock(rid('l'))
     assert.equal(await lock.acquire({ blocking: false }), true)
     // The first beat reads each group once, to see this member's entry in it.
@@ -299,7 +319,7 @@ describe('memcached driver', { concurrency: 4 }, () => {
     await lock.release()
   })
 
-  it('memcached: recovery: a group value deleted behind the member\'s back is reported and rejoined', async (t) => {
+  it("memcached: recovery: a group value deleted behind the member's back is reported and rejoined", async (t) => {
     const c = await open(t, sharedMemcached().url)
     const m = raw(t)
     const g = rid('g')
@@ -365,7 +385,7 @@ describe('memcached driver', { concurrency: 4 }, () => {
     await warning
   })
 
-  it('memcached: layout: rewriting a group keeps other members\' entries byte for byte', async (t) => {
+  it("memcached: layout: rewriting a group keeps other members' entries byte for byte", async (t) => {
     const c = await open(t, sharedMemcached().url)
     const m = raw(t)
     const g = rid('g')
@@ -373,7 +393,10 @@ describe('memcached driver', { concurrency: 4 }, () => {
     // A Python member whose capabilities hold {'joined_on': datetime(2024,1,2,3,4,5,6789)} (oslo ext 1,
     // tooz.md §3.0): decoding and re-encoding would lose the microseconds.
     const py = rid('py')
-    const pyCaps = Buffer.from('81a96a6f696e65645f6f6ec73a0187a364617902a56d6f6e746801a479656172cd07e8a4686f757203a66d696e75746504a67365636f6e6405ab6d6963726f7365636f6e64cd1a85', 'hex')
+    const pyCaps = Buffer.from(
+      '81a96a6f696e65645f6f6ec73a0187a364617902a56d6f6e746801a479656172cd07e8a4686f757203a66d696e75746504a67365636f6e6405ab6d6963726f7365636f6e64cd1a85',
+      'hex',
+    )
     const pyEntry = memberEntry(py, pyCaps)
     const item = (await m.gets(KEYS.group(g)))!
     await m.store('cas', KEYS.group(g), encodeGroup([pyEntry]), 2, 0, item.cas)
@@ -407,7 +430,10 @@ describe('memcached driver', { concurrency: 4 }, () => {
     t.after(() => proxy.close())
     proxy.pause()
     const started = Date.now()
-    await assert.rejects(connect(`memcached://127.0.0.1:${proxy.port}?timeout=1`), (err: Error) => err instanceof ConnectionError && err.message.includes(`127.0.0.1:${proxy.port}`))
+    await assert.rejects(
+      connect(`memcached://127.0.0.1:${proxy.port}?timeout=1`),
+      (err: Error) => err instanceof ConnectionError && err.message.includes(`127.0.0.1:${proxy.port}`),
+    )
     assert.ok(Date.now() - started < 4_000, `took ${Date.now() - started} ms`)
     const port = await freePort()
     await assert.rejects(connect(`memcached://127.0.0.1:${port}?timeout=5`), (err: Error) => err instanceof ConnectionError && /ECONNREFUSED/.test(err.message))
@@ -425,8 +451,12 @@ describe('memcached driver', { concurrency: 4 }, () => {
 
   it('memcached: connect: a tooz URL with a path works unchanged, with one warning naming the path', async (t) => {
     const logged: string[] = []
-    const c = await open(t, `${sharedMemcached().url}/f00?timeout=5`, { logger: { debug() {}, info() {}, warn: (m: string) => void logged.push(m), error() {} } })
-    assert.deepEqual(logged.filter((m) => m.includes('/f00')), [`The path "/f00" of memcached://127.0.0.1:${sharedMemcached().port}/f00?timeout=5 is ignored, as tooz ignores it`])
+    const c = await open(t, `${sharedMemcached().url}/f00?timeout=5`, {
+      logger: { debug() {}, info() {}, warn: (m: string) => void logged.push(m), error() {} },
+    })
+    assert.deepEqual(logged.filter((m) => m.includes('/f00')), [
+      `The path "/f00" of memcached://127.0.0.1:${sharedMemcached().port}/f00?timeout=5 is ignored, as tooz ignores it`,
+    ])
     const g = rid('g')
     await c.joinGroupCreate(g)
     // The same keys as a URL without the path: the path chose nothing.
@@ -491,7 +521,23 @@ describe('memcached driver', { concurrency: 4 }, () => {
     const dir = mkdtempSync(join(tmpdir(), 'rollcall-mc-tls-'))
     t.after(() => rmSync(dir, { recursive: true, force: true }))
     chmodSync(dir, 0o755)
-    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=mc.test', '-addext', 'subjectAltName=DNS:mc.test'])
+    const made = spawnSync('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
+      '-days',
+      '1',
+      '-subj',
+      '/CN=mc.test',
+      '-addext',
+      'subjectAltName=DNS:mc.test',
+    ])
     assert.equal(made.status, 0, String(made.stderr))
     chmodSync(join(dir, 'key.pem'), 0o644)
     const mc = await PrivateMemcached.start(t, ['-Z', '-o', `ssl_chain_cert=${join(dir, 'cert.pem')},ssl_key=${join(dir, 'key.pem')}`])
@@ -501,7 +547,10 @@ describe('memcached driver', { concurrency: 4 }, () => {
     assert.deepEqual(await c.getMemberCapabilities(g, c.memberId), { tls: true })
     // Without the CA the self-signed certificate is refused; with ssl_check_hostname, 127.0.0.1 is not mc.test.
     await assert.rejects(connect(`${mc.url}?use_ssl=true&timeout=5`), ConnectionError)
-    await assert.rejects(connect(`${mc.url}?use_ssl=true&ssl_check_hostname=true&ca_cert=${encodeURIComponent(join(dir, 'cert.pem'))}&timeout=5`), ConnectionError)
+    await assert.rejects(
+      connect(`${mc.url}?use_ssl=true&ssl_check_hostname=true&ca_cert=${encodeURIComponent(join(dir, 'cert.pem'))}&timeout=5`),
+      ConnectionError,
+    )
     await assert.rejects(connect(`${mc.url}?use_ssl=true&ca_cert=/nonexistent.pem`), InvalidOptionError)
   })
 })

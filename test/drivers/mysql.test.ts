@@ -40,7 +40,11 @@ describe('mysql driver', { concurrency: 4 }, () => {
     await lock.release()
     // Closed when the coordinator stops.
     await a.stop()
-    await waitFor('the lock connection to close', async () => (await admin.query('SELECT id FROM information_schema.processlist WHERE id = $1', [Number(id)])).length === 0, TIMING.eventMs)
+    await waitFor(
+      'the lock connection to close',
+      async () => (await admin.query('SELECT id FROM information_schema.processlist WHERE id = $1', [Number(id)])).length === 0,
+      TIMING.eventMs,
+    )
   })
 
   it('mysql: locks: a waiting acquire is woken by the server on release, and an aborted wait leaves the lock free', async (t) => {
@@ -119,14 +123,14 @@ describe('mysql driver', { concurrency: 4 }, () => {
     assert.equal(await a.getLeader(g), a.memberId)
   })
 
-  it('mysql: options: the URL must name a database (rollcall\'s tables live there); refused before any I/O', async () => {
+  it("mysql: options: the URL must name a database (rollcall's tables live there); refused before any I/O", async () => {
     await assert.rejects(connect(URL.replace(/\/rollcall$/, '')), (e: Error) => e instanceof InvalidUrlError && /database/.test(e.message))
     await assert.rejects(connect('mysql://a@h1:3306,h2:3306/db'), InvalidUrlError)
     await assert.rejects(connect(`${URL}?ssl_verify_mode=sometimes`), /ssl_verify_mode/)
     await assert.rejects(connect(`${URL}?ssl_ca=/nonexistent/ca.pem`), /ssl_ca.*cannot be read/)
   })
 
-  it('mysql: options: tooz\'s ssl_* options map to mysql2 TLS settings as pymysql reads them, and turn TLS on', async () => {
+  it("mysql: options: tooz's ssl_* options map to mysql2 TLS settings as pymysql reads them, and turn TLS on", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rollcall-tls-'))
     const pem = '-----BEGIN CERTIFICATE-----\nnot really\n-----END CERTIFICATE-----\n'
     writeFileSync(join(dir, 'ca.pem'), pem)
@@ -135,7 +139,11 @@ describe('mysql driver', { concurrency: 4 }, () => {
     assert.deepEqual(await tlsConfig({ sslCa: join(dir, 'ca.pem') }), { ca: [pem], rejectUnauthorized: true, verifyIdentity: true })
     assert.deepEqual(await tlsConfig({ sslCapath: dir, sslCheckHostname: false }), { ca: [pem], rejectUnauthorized: true, verifyIdentity: false })
     assert.deepEqual(await tlsConfig({ sslCa: join(dir, 'ca.pem'), sslVerifyMode: 'none' }), { ca: [pem], rejectUnauthorized: false, verifyIdentity: true })
-    assert.deepEqual(await tlsConfig({ sslCipher: 'HIGH' }), { ciphers: 'HIGH', rejectUnauthorized: false, verifyIdentity: false }, 'without a CA pymysql verifies nothing')
+    assert.deepEqual(
+      await tlsConfig({ sslCipher: 'HIGH' }),
+      { ciphers: 'HIGH', rejectUnauthorized: false, verifyIdentity: false },
+      'without a CA pymysql verifies nothing',
+    )
     // The shared MariaDB has no TLS: asking for it must fail the connection, not fall back to plain text.
     const err = await connect(`${URL}?timeout=5&ssl_ca=${join(dir, 'ca.pem')}`).then(() => undefined, (e: unknown) => e)
     assert.ok(err instanceof ConnectionError, String(err))

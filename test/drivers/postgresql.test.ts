@@ -26,7 +26,7 @@ function toozKey(name: string): [number, number] {
 /** Two different names with the same key (found by brute force: about 300 names on average). */
 function collidingNames(prefix: string): [string, string] {
   const seen = new Map<string, string>()
-  for (let i = 0; ; i++) {
+  for (let i = 0;; i++) {
     const name = `${prefix}-${i}`
     const key = toozKey(name).join(',')
     const other = seen.get(key)
@@ -36,16 +36,20 @@ function collidingNames(prefix: string): [string, string] {
 }
 
 describe('postgresql driver', { concurrency: 4 }, () => {
-  it('postgresql: locks: the key is tooz\'s, the first two md5 bytes as (classid, objid), on a session kept for the next acquire', async (t) => {
+  it("postgresql: locks: the key is tooz's, the first two md5 bytes as (classid, objid), on a session kept for the next acquire", async (t) => {
     assert.deepEqual(pgLockKey('abc'), [0x90, 0x01], 'md5("abc") = 900150983cd2...')
     assert.deepEqual(pgLockKey('замок'), toozKey('замок'))
     const admin = sqlAdmin(t, 'postgresql', URL)
     const a = await openSql(t, URL)
     const name = rid('l')
     const [k1, k2] = toozKey(name)
-    const holders = (): Promise<Record<string, unknown>[]> => admin.query(`SELECT l.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+    const holders = (): Promise<Record<string, unknown>[]> =>
+      admin.query(
+        `SELECT l.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
       WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::oid AND l.objid = $2::oid AND l.objsubid = 2
-        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`, [k1, k2])
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+        [k1, k2],
+      )
     const lock = a.getLock(name)
     await lock.acquire()
     const rows = await holders()
@@ -76,14 +80,18 @@ describe('postgresql driver', { concurrency: 4 }, () => {
     assert.equal(await a.getLock(second).acquire({ blocking: false }), true)
   })
 
-  it('postgresql: locks: an aborted wait withdraws from the server\'s queue (pg_cancel_backend)', async (t) => {
+  it("postgresql: locks: an aborted wait withdraws from the server's queue (pg_cancel_backend)", async (t) => {
     const admin = sqlAdmin(t, 'postgresql', URL)
     const a = await openSql(t, URL)
     const b = await openSql(t, URL)
     const name = rid('l')
     const [k1, k2] = toozKey(name)
-    const waiters = async (): Promise<number> => (await admin.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-      AND classid = $1::oid AND objid = $2::oid AND objsubid = 2`, [k1, k2])).length
+    const waiters = async (): Promise<number> =>
+      (await admin.query(
+        `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+      AND classid = $1::oid AND objid = $2::oid AND objsubid = 2`,
+        [k1, k2],
+      )).length
     await a.getLock(name).acquire()
     const controller = new AbortController()
     const waiting = b.getLock(name).acquire({ signal: controller.signal })
@@ -127,7 +135,7 @@ describe('postgresql driver', { concurrency: 4 }, () => {
     await waitFor('the LISTEN connection to close', () => proxy.connections === 1, TIMING.eventMs)
   })
 
-  it('postgresql: options: tooz\'s host, port and dbname query options override the URL', async (t) => {
+  it("postgresql: options: tooz's host, port and dbname query options override the URL", async (t) => {
     const { hostname, port } = new globalThis.URL(URL.replace(/^postgresql:/, 'http:'))
     const c = await openSql(t, `postgresql://postgres@nowhere.invalid:1/postgres?host=${hostname}&port=${port}&dbname=rollcall`)
     const g = rid('g')

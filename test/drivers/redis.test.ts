@@ -14,8 +14,19 @@ import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import {
-  connect, ConnectionError, dumps, InvalidIdError, InvalidOptionError, InvalidUrlError, MemberExistsError, MemberNotJoinedError, parseBackendUrl,
-  SerializationError, type ConnectOptions, type Coordinator, type RollcallError,
+  connect,
+  ConnectionError,
+  dumps,
+  InvalidIdError,
+  InvalidOptionError,
+  InvalidUrlError,
+  MemberExistsError,
+  MemberNotJoinedError,
+  parseBackendUrl,
+  SerializationError,
+  type ConnectOptions,
+  type Coordinator,
+  type RollcallError,
 } from '../../src/index.js'
 import { COMMON_OPTIONS } from '../../src/coordination/connect.js'
 import { resolveOptions } from '../../src/coordination/options.js'
@@ -81,10 +92,15 @@ async function privateRedis(t: TestContext, extra: string[] = [], configFile?: s
   })
   const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
   probe.on('error', () => {})
-  await waitFor(`redis-server on port ${port}`, async () => {
-    await probe.connect().catch(() => {})
-    return probe.status === 'ready' && (await probe.ping()) === 'PONG'
-  }, 10_000, 50)
+  await waitFor(
+    `redis-server on port ${port}`,
+    async () => {
+      await probe.connect().catch(() => {})
+      return probe.status === 'ready' && (await probe.ping()) === 'PONG'
+    },
+    10_000,
+    50,
+  )
   probe.disconnect()
   return { port, child }
 }
@@ -116,11 +132,13 @@ describe('redis driver', { concurrency: 4 }, () => {
     assert.deepEqual(Object.keys(await r.hgetall(`_tooz_group:${g}`)), ['__created__'])
   })
 
-  for (const [style, lockKey, leaderKey] of [
-    ['v9', (l: string) => `_tooz_${l}_lock`, (g: string) => `_tooz_leader_of_${g}_lock`],
-    ['legacy', (l: string) => `b'_tooz'_b'${l}'_lock`, (g: string) => `b'_tooz'_b'leader_of_${g}'_lock`],
-    ['legacy-str', (l: string) => `b'_tooz'_${l}_lock`, (g: string) => `b'_tooz'_b'leader_of_${g}'_lock`],
-  ] as const) {
+  for (
+    const [style, lockKey, leaderKey] of [
+      ['v9', (l: string) => `_tooz_${l}_lock`, (g: string) => `_tooz_leader_of_${g}_lock`],
+      ['legacy', (l: string) => `b'_tooz'_b'${l}'_lock`, (g: string) => `b'_tooz'_b'leader_of_${g}'_lock`],
+      ['legacy-str', (l: string) => `b'_tooz'_${l}_lock`, (g: string) => `b'_tooz'_b'leader_of_${g}'_lock`],
+    ] as const
+  ) {
     it(`redis: layout: lock_key_style=${style} writes lock ${lockKey('<name>')} and leader ${leaderKey('<g>')}`, async (t) => {
       const r = raw(t)
       const c = await open(t, `${URL}?lock_key_style=${style}&lock_timeout=20`)
@@ -148,7 +166,7 @@ describe('redis driver', { concurrency: 4 }, () => {
     const vectors: [Uint8Array, string][] = [
       [Buffer.from('_tooz'), "b'_tooz'"],
       [Buffer.from("it's"), 'b"it\'s"'],
-      [Buffer.from('a"b\'c'), 'b\'a"b\\\'c\''],
+      [Buffer.from('a"b\'c'), "b'a\"b\\'c'"],
       [Buffer.from('\\x'), "b'\\\\x'"],
       [Buffer.from([9, 10, 13, 0, 0x7f]), "b'\\t\\n\\r\\x00\\x7f'"],
       [Buffer.from('чупа'), "b'\\xd1\\x87\\xd1\\x83\\xd0\\xbf\\xd0\\xb0'"],
@@ -211,7 +229,10 @@ describe('redis driver', { concurrency: 4 }, () => {
     const measure = async (read: () => Promise<unknown>): Promise<{ bytes: number; calls: Record<string, number> }> => {
       const counters = async (): Promise<{ out: number; calls: Map<string, number> }> => {
         const stats = `${await r.info('stats')}${await r.info('commandstats')}`
-        return { out: Number(/^total_net_output_bytes:(\d+)/m.exec(stats)![1]), calls: new Map([...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])])) }
+        return {
+          out: Number(/^total_net_output_bytes:(\d+)/m.exec(stats)![1]),
+          calls: new Map([...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])])),
+        }
       }
       const before = await counters()
       await read()
@@ -231,12 +252,16 @@ describe('redis driver', { concurrency: 4 }, () => {
     await r.hset(`_tooz_group:${g}`, 'ghost', caps)
     const withCaps = await measure(async () => assert.equal((await c.getMembersWithCapabilities(g)).size, 201))
     assert.equal(await r.hexists(`_tooz_group:${g}`, 'ghost'), 0, 'the dead member was collected by the capabilities read')
-    assert.deepEqual(withCaps.calls, { multi: 1, eval: 1, exists: 1, pttl: 202, hkeys: 1, hdel: 1, hgetall: 1, exec: 1 }, 'one MULTI sent in one write: the collection script, then HGETALL')
+    assert.deepEqual(
+      withCaps.calls,
+      { multi: 1, eval: 1, exists: 1, pttl: 202, hkeys: 1, hdel: 1, hgetall: 1, exec: 1 },
+      'one MULTI sent in one write: the collection script, then HGETALL',
+    )
     assert.ok(withCaps.bytes > 200_000 && withCaps.bytes < 230_000, `a capabilities read sent ${withCaps.bytes} bytes`)
     t.diagnostic(`201 members: ids read ${ids.bytes} bytes, capabilities read ${withCaps.bytes} bytes`)
   })
 
-  it('redis: recovery: a member whose field is HDEL\'d behind its back is told and rejoins with its capabilities', async (t) => {
+  it("redis: recovery: a member whose field is HDEL'd behind its back is told and rejoins with its capabilities", async (t) => {
     const r = raw(t)
     const c = await open(t, FAST)
     const other = await open(t)
@@ -297,7 +322,10 @@ describe('redis driver', { concurrency: 4 }, () => {
   it('redis: options: bad options and ids fail before any I/O', async (t) => {
     const hole = await blackHole(t)
     const base = `redis://127.0.0.1:${hole.port}`
-    await assert.rejects(connect(`${base}?no_such_option=1`), (e: Error) => e instanceof InvalidOptionError && /no_such_option/.test(e.message) && /lock_key_style/.test(e.message))
+    await assert.rejects(
+      connect(`${base}?no_such_option=1`),
+      (e: Error) => e instanceof InvalidOptionError && /no_such_option/.test(e.message) && /lock_key_style/.test(e.message),
+    )
     await assert.rejects(connect(`${base}?lock_key_style=v8`), (e: Error) => e instanceof InvalidOptionError && /v9, legacy, legacy-str/.test(e.message))
     await assert.rejects(connect(`${base}?timeout=abc`), InvalidOptionError)
     await assert.rejects(connect(`${base}?timeout=0`), InvalidOptionError)
@@ -365,11 +393,16 @@ describe('redis driver', { concurrency: 4 }, () => {
   })
 
   it('redis: sentinel: options map as tooz maps them (master gets URL credentials, db and ssl; sentinels their own)', () => {
-    const { parsed, o } = resolved('redis://u:pw@10.0.0.1:26380?sentinel=mymaster&sentinel_fallback=10.0.0.2:26381&sentinel_fallback=[::1]:26382&sentinel_fallback=h3&db=3&sentinel_username=su&sentinel_password=sp&socket_timeout=7&socket_connect_timeout=3')
+    const { parsed, o } = resolved(
+      'redis://u:pw@10.0.0.1:26380?sentinel=mymaster&sentinel_fallback=10.0.0.2:26381&sentinel_fallback=[::1]:26382&sentinel_fallback=h3&db=3&sentinel_username=su&sentinel_password=sp&socket_timeout=7&socket_connect_timeout=3',
+    )
     const retry = { redis: () => null, sentinel: () => null }
     const target = redisTarget(parsed, o)
     const x = ioredisOptions(parsed, target, o, {}, retry, 'm1')
-    assert.deepEqual(x.sentinels, [{ host: '10.0.0.1', port: 26380 }, { host: '10.0.0.2', port: 26381 }, { host: '::1', port: 26382 }, { host: 'h3', port: 26379 }])
+    assert.deepEqual(x.sentinels, [{ host: '10.0.0.1', port: 26380 }, { host: '10.0.0.2', port: 26381 }, { host: '::1', port: 26382 }, {
+      host: 'h3',
+      port: 26379,
+    }])
     assert.equal(x.name, 'mymaster')
     assert.equal(x.username, 'u')
     assert.equal(x.password, 'pw')
@@ -406,7 +439,10 @@ describe('redis driver', { concurrency: 4 }, () => {
     const numeric = resolved('redis://127.0.0.1:6379/2')
     assert.throws(() => redisTarget(numeric.parsed, numeric.o), (err: unknown) => err instanceof InvalidUrlError && /database number.*\?db=N/.test(err.message))
     const logged: string[] = []
-    const c = await connect(`${serverUrl('redis')}/f00`, { memberId: rid('m'), logger: { debug() {}, info() {}, warn: (m: string) => void logged.push(m), error() {} } })
+    const c = await connect(`${serverUrl('redis')}/f00`, {
+      memberId: rid('m'),
+      logger: { debug() {}, info() {}, warn: (m: string) => void logged.push(m), error() {} },
+    })
     try {
       assert.equal(logged.filter((m) => m.includes('/f00')).length, 1)
       const g = rid('g')

@@ -8,7 +8,13 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import {
-  connect, ConnectionError, InvalidIdError, InvalidOptionError, MemberExistsError, SerializationError, type RollcallError,
+  connect,
+  ConnectionError,
+  InvalidIdError,
+  InvalidOptionError,
+  MemberExistsError,
+  SerializationError,
+  type RollcallError,
 } from '../../src/index.js'
 import { pgLockKey } from '../../src/coordination/drivers/postgresql/postgresql-lock.js'
 import { MAX_IDLE_LOCK_SESSIONS } from '../../src/coordination/drivers/sql/sql-sessions.js'
@@ -17,7 +23,15 @@ import { TIMING } from '../support/timing.js'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
 import type { ConnectionState } from '../../src/coordination/driver.js'
 import {
-  closedPort, openSql, recordStatements, silentServer, spawnLockHolder, sqlAdmin, withQuery, type SentStatement, type SqlBackend,
+  closedPort,
+  openSql,
+  recordStatements,
+  silentServer,
+  spawnLockHolder,
+  sqlAdmin,
+  withQuery,
+  type SentStatement,
+  type SqlBackend,
 } from './sql-support.js'
 
 const MEMBERS = 'rollcall_members'
@@ -44,11 +58,13 @@ export function sqlDriverCases(backend: SqlBackend, url: string): void {
       assert.equal(String((await admin.query(`SELECT COUNT(*) AS n FROM ${ns}members`))[0]!.n), '2')
     } finally {
       await Promise.all(many.map((c) => c.stop()))
-      for (const table of ['members', 'leaders', 'fence', 'groups']) await admin.query(`DROP ${backend === 'postgresql' && table === 'fence' ? 'SEQUENCE' : 'TABLE'} IF EXISTS ${ns}${table}`)
+      for (const table of ['members', 'leaders', 'fence', 'groups']) {
+        await admin.query(`DROP ${backend === 'postgresql' && table === 'fence' ? 'SEQUENCE' : 'TABLE'} IF EXISTS ${ns}${table}`)
+      }
     }
   })
 
-  it(title('expiry: a member that stops beating drops out after membership_timeout, by the server\'s clock'), async (t) => {
+  it(title("expiry: a member that stops beating drops out after membership_timeout, by the server's clock"), async (t) => {
     const admin = sqlAdmin(t, backend, url)
     const silent = await openSql(t, withQuery(url, 'membership_timeout=2'), { heartbeat: false })
     const reader = await openSql(t, url)
@@ -65,7 +81,7 @@ export function sqlDriverCases(backend: SqlBackend, url: string): void {
     assert.deepEqual(await admin.query(`SELECT member_id FROM ${MEMBERS} WHERE group_id = $1`, [g]), [])
   })
 
-  it(title('membership: a row deleted behind the member\'s back is reported lost, then rejoined with its capabilities'), async (t) => {
+  it(title("membership: a row deleted behind the member's back is reported lost, then rejoined with its capabilities"), async (t) => {
     const admin = sqlAdmin(t, backend, url)
     const a = await openSql(t, fast)
     const g = rid('g')
@@ -136,7 +152,9 @@ export function sqlDriverCases(backend: SqlBackend, url: string): void {
       assert.equal(await lock.release(), true)
     }
     for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `fencing tokens grow: ${tokens.join(', ')}`)
-    const named = sent.filter((s) => backend === 'mysql' ? s.values.includes(name) : /advisory/.test(s.text) && s.values[0] === key[0] && s.values[1] === key[1])
+    const named = sent.filter((s) =>
+      backend === 'mysql' ? s.values.includes(name) : /advisory/.test(s.text) && s.values[0] === key[0] && s.values[1] === key[1]
+    )
     const sessions = new Set(named.map((s) => s.session))
     assert.equal(sessions.size, 1, 'every cycle on one session')
     const onSession = sent.filter((s) => sessions.has(s.session))
@@ -212,7 +230,10 @@ export function sqlDriverCases(backend: SqlBackend, url: string): void {
   it(title('validation: bad ids and unknown options are refused before any I/O'), async (t) => {
     const admin = sqlAdmin(t, backend, url)
     const unreachable = url.replace(hostPort, `127.0.0.1:${await closedPort()}`)
-    await assert.rejects(connect(withQuery(unreachable, 'bogus=1')), (e: Error) => e instanceof InvalidOptionError && /bogus/.test(e.message) && /namespace/.test(e.message))
+    await assert.rejects(
+      connect(withQuery(unreachable, 'bogus=1')),
+      (e: Error) => e instanceof InvalidOptionError && /bogus/.test(e.message) && /namespace/.test(e.message),
+    )
     await assert.rejects(connect(withQuery(unreachable, 'namespace=bad-name')), InvalidOptionError)
     await assert.rejects(connect(withQuery(unreachable, 'membership_timeout=0')), InvalidOptionError)
     await assert.rejects(connect(unreachable, { memberId: 'nul\0member' }), InvalidIdError)
@@ -244,7 +265,7 @@ export function sqlDriverCases(backend: SqlBackend, url: string): void {
     assert.ok(took >= 900 && took < 1_000 + 3_000, `failed after ${took} ms with timeout=1`)
   })
 
-  it(title('connection: a silent link is reported suspended by the heartbeat\'s own deadline, before the membership lapses'), async (t) => {
+  it(title("connection: a silent link is reported suspended by the heartbeat's own deadline, before the membership lapses"), async (t) => {
     // membership_timeout 6 s: a beat every ~3 s, each given 1.5 s to answer, so a beat that meets
     // the silence says so within about 4.8 s, while the membership would be called lost at 6 s.
     const proxy = await TcpProxy.start(Number(hostPort.split(':')[1]))

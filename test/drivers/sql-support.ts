@@ -48,7 +48,8 @@ export function sqlAdmin(t: TestContext, backend: SqlBackend, url: string): SqlA
   }
   return {
     query,
-    tableExists: async (name) => Number((await query('SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = $1', [name]))[0]?.n) === 1,
+    tableExists: async (name) =>
+      Number((await query('SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = $1', [name]))[0]?.n) === 1,
     killSession: async (id) => void (await query(`KILL CONNECTION ${Number(id)}`)),
   }
 }
@@ -74,7 +75,7 @@ export function recordStatements(t: TestContext, backend: SqlBackend): SentState
     // Installed once and never removed, so that concurrent tests cannot undo each other's patch.
     const proto = (backend === 'postgresql' ? pg.Client.prototype : mysqlCore.Connection.prototype) as unknown as { query: (...args: unknown[]) => unknown }
     const original = proto.query
-    proto.query = function (this: object, ...args: unknown[]): unknown {
+    proto.query = function(this: object, ...args: unknown[]): unknown {
       const [first, second] = args as [unknown, unknown]
       // mysql2's pool hands its connection a Query command (sql, values) instead of a string.
       const command = first as { text?: unknown; sql?: unknown; values?: unknown } | undefined

@@ -63,61 +63,73 @@ async function proxiedMember(t: TestContext, timeoutSeconds: number) {
 }
 
 describe('zookeeper sessions', { concurrency: 3 }, () => {
-  it('zookeeper: session: a server silent past the session timeout → suspended, lost, new session, rejoined; locks and leadership lost', { timeout: 90_000 }, async (t) => {
-    const zk = await privateZookeeper(t)
-    const c = await connect(`zookeeper://127.0.0.1:${zk.port}?timeout=2`, { memberId: rid('m'), watchIntervalMs: TIMING.watchIntervalMs })
-    t.after(() => c.stop())
-    const log = record(c)
-    const g = rid('g')
-    const caps = { host: 'h1', n: 1 }
-    await c.joinGroupCreate(g, caps)
-    // An observer that never polls (60 s): what it sees after recovery was pushed by re-armed watches.
-    const observer = await connect(`zookeeper://127.0.0.1:${zk.port}?timeout=2`, { memberId: rid('obs'), watchIntervalMs: 60_000 })
-    t.after(() => observer.stop())
-    const joined: string[] = []
-    observer.on('memberJoined', (e) => void joined.push(e.member))
-    await observer.watchGroup(g)
-    const lock = c.getLock('l1')
-    assert.equal(await lock.acquire(), true)
-    const oldDriverLock = lock.driverLock
-    // A second waiter in the same queue: its wait must end with the session.
-    const waiting = c.getLock('l1').acquire().then((v) => v, (err: unknown) => err)
-    c.watchElectedAsLeader(g, () => {})
-    await waitFor('the first election', () => c.isLeader(g), TIMING.eventMs)
-    const before = await rawZk(t, { port: zk.port })
-    const ownerBefore = hex((await before.get(`/tooz/${g}/${c.memberId}`)).stat.ephemeralOwner)
-    await before.close()
+  it(
+    'zookeeper: session: a server silent past the session timeout → suspended, lost, new session, rejoined; locks and leadership lost',
+    { timeout: 90_000 },
+    async (t) => {
+      const zk = await privateZookeeper(t)
+      const c = await connect(`zookeeper://127.0.0.1:${zk.port}?timeout=2`, { memberId: rid('m'), watchIntervalMs: TIMING.watchIntervalMs })
+      t.after(() => c.stop())
+      const log = record(c)
+      const g = rid('g')
+      const caps = { host: 'h1', n: 1 }
+      await c.joinGroupCreate(g, caps)
+      // An observer that never polls (60 s): what it sees after recovery was pushed by re-armed watches.
+      const observer = await connect(`zookeeper://127.0.0.1:${zk.port}?timeout=2`, { memberId: rid('obs'), watchIntervalMs: 60_000 })
+      t.after(() => observer.stop())
+      const joined: string[] = []
+      observer.on('memberJoined', (e) => void joined.push(e.member))
+      await observer.watchGroup(g)
+      const lock = c.getLock('l1')
+      assert.equal(await lock.acquire(), true)
+      const oldDriverLock = lock.driverLock
+      // A second waiter in the same queue: its wait must end with the session.
+      const waiting = c.getLock('l1').acquire().then((v) => v, (err: unknown) => err)
+      c.watchElectedAsLeader(g, () => {})
+      await waitFor('the first election', () => c.isLeader(g), TIMING.eventMs)
+      const before = await rawZk(t, { port: zk.port })
+      const ownerBefore = hex((await before.get(`/tooz/${g}/${c.memberId}`)).stat.ephemeralOwner)
+      await before.close()
 
-    const pausedAt = Date.now()
-    zk.pause()
-    await waitFor('lost', () => has(log, 'lost'), 15_000)
-    const waited = await waiting
-    assert.ok(waited instanceof ConnectionError, `the waiter ended with ${String(waited)}`)
-    zk.resume()
-    const resumedAt = Date.now()
-    await waitFor('rejoined', () => has(log, `rejoined:${g}`), 20_000)
-    await waitFor('a new term', () => c.isLeader(g), 20_000)
+      const pausedAt = Date.now()
+      zk.pause()
+      await waitFor('lost', () => has(log, 'lost'), 15_000)
+      const waited = await waiting
+      assert.ok(waited instanceof ConnectionError, `the waiter ended with ${String(waited)}`)
+      zk.resume()
+      const resumedAt = Date.now()
+      await waitFor('rejoined', () => has(log, `rejoined:${g}`), 20_000)
+      await waitFor('a new term', () => c.isLeader(g), 20_000)
 
-    const states = log.filter((e) => ['connected', 'suspended', 'reconnected', 'lost'].includes(e.what)).map((e) => e.what)
-    assert.deepEqual(states, ['suspended', 'lost', 'reconnected'])
-    for (const what of [`lockLost:l1`, `leadershipLost:${g}`, `membershipLost:${g}`]) assert.ok(has(log, what), `${what} in ${log.map((e) => e.what).join(', ')}`)
-    assert.equal(log.filter((e) => e.what === `leaderElected:${g}`).length, 2, 'the election re-campaigned')
-    assert.equal(lock.acquired, false)
-    assert.equal(await oldDriverLock.isStillOwner(), false, 'a lock of the dead session is not ours')
-    assert.deepEqual(await c.getMembersWithCapabilities(g), new Map([[c.memberId, caps]]))
-    const after = await rawZk(t, { port: zk.port })
-    const node = await after.get(`/tooz/${g}/${c.memberId}`)
-    assert.equal(hex(node.data), Buffer.from(dumps(caps)).toString('hex'))
-    assert.notEqual(hex(node.stat.ephemeralOwner), ownerBefore, 'the member node belongs to the new session')
-    assert.equal(await lock.acquire({ timeoutMs: 10_000 }), true, 'the lock can be taken again once the old session is gone')
-    await waitFor('the observer\'s new session', () => observer.connectionState === 'reconnected', 10_000)
-    await after.create(`/tooz/${g}/late-joiner`, Buffer.from(dumps(null)))
-    await waitFor('a pushed join after recovery', () => joined.includes('late-joiner'), TIMING.eventMs)
-    await after.remove(`/tooz/${g}/late-joiner`)
-    const at = (what: string): number => has(log, what)!.at
-    t.diagnostic(`timeout 2 s: suspended ${at('suspended') - pausedAt} ms and lost ${at('lost') - pausedAt} ms after SIGSTOP; ` +
-      `reconnected ${at('reconnected') - resumedAt} ms and rejoined ${at(`rejoined:${g}`) - resumedAt} ms after SIGCONT`)
-  })
+      const states = log.filter((e) => ['connected', 'suspended', 'reconnected', 'lost'].includes(e.what)).map((e) => e.what)
+      assert.deepEqual(states, ['suspended', 'lost', 'reconnected'])
+      for (const what of [`lockLost:l1`, `leadershipLost:${g}`, `membershipLost:${g}`]) {
+        assert.ok(has(log, what), `${what} in ${log.map((e) => e.what).join(', ')}`)
+      }
+      assert.equal(
+        log.filter((e) => e.what === `leaderElected:${g}`).length,
+        2,
+        'the election re-campaigned',
+      )
+      assert.equal(lock.acquired, false)
+      assert.equal(await oldDriverLock.isStillOwner(), false, 'a lock of the dead session is not ours')
+      assert.deepEqual(await c.getMembersWithCapabilities(g), new Map([[c.memberId, caps]]))
+      const after = await rawZk(t, { port: zk.port })
+      const node = await after.get(`/tooz/${g}/${c.memberId}`)
+      assert.equal(hex(node.data), Buffer.from(dumps(caps)).toString('hex'))
+      assert.notEqual(hex(node.stat.ephemeralOwner), ownerBefore, 'the member node belongs to the new session')
+      assert.equal(await lock.acquire({ timeoutMs: 10_000 }), true, 'the lock can be taken again once the old session is gone')
+      await waitFor("the observer's new session", () => observer.connectionState === 'reconnected', 10_000)
+      await after.create(`/tooz/${g}/late-joiner`, Buffer.from(dumps(null)))
+      await waitFor('a pushed join after recovery', () => joined.includes('late-joiner'), TIMING.eventMs)
+      await after.remove(`/tooz/${g}/late-joiner`)
+      const at = (what: string): number => has(log, what)!.at
+      t.diagnostic(
+        `timeout 2 s: suspended ${at('suspended') - pausedAt} ms and lost ${at('lost') - pausedAt} ms after SIGSTOP; `
+          + `reconnected ${at('reconnected') - resumedAt} ms and rejoined ${at(`rejoined:${g}`) - resumedAt} ms after SIGCONT`,
+      )
+    },
+  )
 
   it('zookeeper: session: a cut connection is suspended, then reconnected within the session; nothing is lost', { timeout: 60_000 }, async (t) => {
     const { proxy, c, log, g, raw, owner } = await proxiedMember(t, 4)
@@ -141,20 +153,24 @@ describe('zookeeper sessions', { concurrency: 3 }, () => {
     await c.stop() // while the proxy still forwards
   })
 
-  it('zookeeper: session: a connection that ends part way through a reply reconnects within the session; the partial reply is dropped', { timeout: 60_000 }, async (t) => {
-    // The bytes of an unfinished frame must die with their connection, never be glued to the next
-    // connect response (node-zookeeper-client 1.1.3 did: a handshake that hangs, or a bogus session).
-    const { proxy, c, log, g, owner } = await proxiedMember(t, 10)
-    const ownerBefore = await owner()
-    const cutAt = Date.now()
-    // A frame header announcing 100 bytes, and one of them.
-    proxy.endMidFrame(Buffer.from([0, 0, 0, 100, 1]))
-    await waitFor('reconnected', () => has(log, 'reconnected'), 5_000)
-    t.diagnostic(`reconnected ${has(log, 'reconnected')!.at - cutAt} ms after the cut`)
-    assert.deepEqual(log.map((e) => e.what), ['suspended', 'reconnected'])
-    assert.deepEqual(await c.getMembers(g), [c.memberId])
-    assert.equal(await owner(), ownerBefore, 'same session, same node')
-  })
+  it(
+    'zookeeper: session: a connection that ends part way through a reply reconnects within the session; the partial reply is dropped',
+    { timeout: 60_000 },
+    async (t) => {
+      // The bytes of an unfinished frame must die with their connection, never be glued to the next
+      // connect response (node-zookeeper-client 1.1.3 did: a handshake that hangs, or a bogus session).
+      const { proxy, c, log, g, owner } = await proxiedMember(t, 10)
+      const ownerBefore = await owner()
+      const cutAt = Date.now()
+      // A frame header announcing 100 bytes, and one of them.
+      proxy.endMidFrame(Buffer.from([0, 0, 0, 100, 1]))
+      await waitFor('reconnected', () => has(log, 'reconnected'), 5_000)
+      t.diagnostic(`reconnected ${has(log, 'reconnected')!.at - cutAt} ms after the cut`)
+      assert.deepEqual(log.map((e) => e.what), ['suspended', 'reconnected'])
+      assert.deepEqual(await c.getMembers(g), [c.memberId])
+      assert.equal(await owner(), ownerBefore, 'same session, same node')
+    },
+  )
 
   it('zookeeper: session: expiry reported by the server → lost, a new session, watches re-armed', { timeout: 60_000 }, async (t) => {
     const target = sharedHostPort()
@@ -162,8 +178,14 @@ describe('zookeeper sessions', { concurrency: 3 }, () => {
     t.after(() => proxy.close())
     const states: string[] = []
     const conn = new ZkConnection({
-      servers: [{ host: '127.0.0.1', port: proxy.port }], randomizeHosts: true, sessionTimeoutMs: 6_000, connectTimeoutMs: 6_000,
-      opTimeoutMs: 6_000, digestAuth: undefined, acl: OPEN_ACL, shownAs: 'test',
+      servers: [{ host: '127.0.0.1', port: proxy.port }],
+      randomizeHosts: true,
+      sessionTimeoutMs: 6_000,
+      connectTimeoutMs: 6_000,
+      opTimeoutMs: 6_000,
+      digestAuth: undefined,
+      acl: OPEN_ACL,
+      shownAs: 'test',
       onState: (s: ZkSessionState, cause?: Error) => void states.push(s === 'lost' ? `lost (${cause?.message})` : s),
       onNewSession: async () => void states.push('new session'),
     })

@@ -38,8 +38,16 @@ export async function openRawZk(options: { host?: string; port?: number; auth?: 
   const port = options.port ?? shared.port
   const timeoutMs = options.timeoutMs ?? 10_000
   const conn = new ZkConnection({
-    servers: [{ host, port }], randomizeHosts: false, sessionTimeoutMs: timeoutMs, connectTimeoutMs: timeoutMs, opTimeoutMs: timeoutMs,
-    digestAuth: options.auth, acl: OPEN_ACL, shownAs: `raw ${host}:${port}`, onState: () => {}, onNewSession: async () => {},
+    servers: [{ host, port }],
+    randomizeHosts: false,
+    sessionTimeoutMs: timeoutMs,
+    connectTimeoutMs: timeoutMs,
+    opTimeoutMs: timeoutMs,
+    digestAuth: options.auth,
+    acl: OPEN_ACL,
+    shownAs: `raw ${host}:${port}`,
+    onState: () => {},
+    onNewSession: async () => {},
   })
   await conn.start()
   return {
@@ -67,11 +75,15 @@ export async function closeSessionOf(host: string, port: number, creds: { id: Bu
   let session: ZkSession | undefined
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the second client did not resume the session')), timeoutMs)
-    session = new ZkSession({ servers: [{ host, port }], randomizeHosts: false, sessionTimeoutMs: 6_000, auth: [], tls: undefined, chroot: '', resume: creds }, 1, (_s, event) => {
-      clearTimeout(timer)
-      if (event === 'connected') resolve()
-      else reject(new Error(`the second client could not resume the session: ${event}`))
-    })
+    session = new ZkSession(
+      { servers: [{ host, port }], randomizeHosts: false, sessionTimeoutMs: 6_000, auth: [], tls: undefined, chroot: '', resume: creds },
+      1,
+      (_s, event) => {
+        clearTimeout(timer)
+        if (event === 'connected') resolve()
+        else reject(new Error(`the second client could not resume the session: ${event}`))
+      },
+    )
   })
   await session!.close(timeoutMs)
   session!.abandon(new Error('done'))

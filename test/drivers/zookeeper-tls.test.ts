@@ -58,12 +58,24 @@ describe('zookeeper over TLS', { concurrency: 2 }, () => {
 
   it('zookeeper-tls: a CA that did not sign the server fails within the timeout with a ConnectionError naming the certificate problem', async () => {
     const started = Date.now()
-    await assert.rejects(connect(tlsUrl(needsCert, { timeout: '5', verify_certs: 'true', ca: needsCert.files.otherCa, certfile: needsCert.files.certfile, keyfile: needsCert.files.keyfile }), { memberId: rid('m') }), (err: Error) => {
-      assert.ok(err instanceof ConnectionError, String(err))
-      assert.match(err.message, /TLS handshake failed \((SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT)/)
-      assert.match(err.message, /check the ca, certfile and keyfile options/)
-      return true
-    })
+    await assert.rejects(
+      connect(
+        tlsUrl(needsCert, {
+          timeout: '5',
+          verify_certs: 'true',
+          ca: needsCert.files.otherCa,
+          certfile: needsCert.files.certfile,
+          keyfile: needsCert.files.keyfile,
+        }),
+        { memberId: rid('m') },
+      ),
+      (err: Error) => {
+        assert.ok(err instanceof ConnectionError, String(err))
+        assert.match(err.message, /TLS handshake failed \((SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT)/)
+        assert.match(err.message, /check the ca, certfile and keyfile options/)
+        return true
+      },
+    )
     assert.ok(Date.now() - started < 15_000, `failed after ${Date.now() - started} ms (timeout 5 s)`)
   })
 })

@@ -7,8 +7,17 @@ import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { describe, it, type TestContext } from 'node:test'
 import {
-  BackendError, ConnectionError, connect, dumps, GroupNotEmptyError, InvalidIdError, InvalidOptionError, InvalidUrlError,
-  loads, type ConnectOptions, type Coordinator,
+  BackendError,
+  ConnectionError,
+  connect,
+  dumps,
+  GroupNotEmptyError,
+  InvalidIdError,
+  InvalidOptionError,
+  InvalidUrlError,
+  loads,
+  type ConnectOptions,
+  type Coordinator,
 } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
 import { TIMING } from '../support/timing.js'
@@ -98,7 +107,7 @@ describe('zookeeper driver', { concurrency: 4 }, () => {
     const waiter = b.getLock(name)
     const controller = new AbortController()
     const waiting = waiter.acquire({ signal: controller.signal }).catch((err: unknown) => err)
-    await waitFor('the waiter\'s node', async () => (await raw.children(`/tooz/locks/${name}`)).length === 2, TIMING.eventMs)
+    await waitFor("the waiter's node", async () => (await raw.children(`/tooz/locks/${name}`)).length === 2, TIMING.eventMs)
     await new Promise((r) => setTimeout(r, 300))
     assert.equal((await raw.children(`/tooz/locks/${name}`)).length, 2, 'one node per waiter, however long it waits')
     controller.abort(new Error('enough'))
@@ -172,7 +181,7 @@ describe('zookeeper driver', { concurrency: 4 }, () => {
     await assert.rejects(connect(withQuery(base, 'namespace=a/./b')), InvalidOptionError)
   })
 
-  it('zookeeper: auth: user:password puts tooz\'s digest ACL on every node; others cannot write or read them', async (t) => {
+  it("zookeeper: auth: user:password puts tooz's digest ACL on every node; others cannot write or read them", async (t) => {
     const ns = rid('ns')
     const url = withQuery(base.replace('zookeeper://', 'zookeeper://rollcall:s3cret@'), `namespace=${ns}`)
     const c = await open(t, url)

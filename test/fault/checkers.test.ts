@@ -17,7 +17,9 @@ const log = (...lines: string[]): ReturnType<typeof parseLog> => parseLog(lines.
 
 describe('fault: checkers', () => {
   it('lock checker: clean handovers, a holder killed inside, a lost lock: no violation', () => {
-    const r = checkExclusive(log('enter 1 5', 'exit 1 5', 'enter 2 6', 'kill 2 -', 'enter 3 7', 'lost 3 7', 'enter 4 9', 'exit 4 9', 'exit 4 9'), 'lock', { fencing: true })
+    const r = checkExclusive(log('enter 1 5', 'exit 1 5', 'enter 2 6', 'kill 2 -', 'enter 3 7', 'lost 3 7', 'enter 4 9', 'exit 4 9', 'exit 4 9'), 'lock', {
+      fencing: true,
+    })
     assert.deepEqual(r.violations, [])
     assert.equal(r.holds, 4)
     assert.equal(r.killedInside, 1)
@@ -54,7 +56,12 @@ describe('fault: checkers', () => {
       l.write('exit', 7, 12n)
       l.write('kill', 8)
       l.close()
-      assert.deepEqual(readLog(join(dir, 'log')).map((x) => [x.kind, x.pid, x.token, x.line]), [['enter', 7, 12n, 1], ['exit', 7, 12n, 2], ['kill', 8, undefined, 3]])
+      assert.deepEqual(readLog(join(dir, 'log')).map((x) => [x.kind, x.pid, x.token, x.line]), [['enter', 7, 12n, 1], ['exit', 7, 12n, 2], [
+        'kill',
+        8,
+        undefined,
+        3,
+      ]])
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
@@ -65,9 +72,20 @@ describe('fault: checkers', () => {
   it('event order: documented orders pass, others are named', () => {
     const ev = (...what: string[]): Ev[] => what.map((w, i) => ({ what: w, at: i }))
     assert.deepEqual(orderProblems(ev(), 'A', 'g'), [])
-    assert.deepEqual(orderProblems(ev('state:suspended', 'state:reconnected', 'state:suspended', 'state:lost', 'membershipLost:g', 'lockLost:l', 'state:reconnected', 'rejoined:g'), 'A', 'g', 'l'), [])
+    assert.deepEqual(
+      orderProblems(
+        ev('state:suspended', 'state:reconnected', 'state:suspended', 'state:lost', 'membershipLost:g', 'lockLost:l', 'state:reconnected', 'rejoined:g'),
+        'A',
+        'g',
+        'l',
+      ),
+      [],
+    )
     assert.deepEqual(orderProblems(ev('state:lost', 'state:reconnected'), 'A', 'g'), [])
-    assert.match(orderProblems(ev('state:lost', 'state:suspended', 'state:reconnected'), 'A', 'g')[0]!, /connection states out of order: lost suspended reconnected/)
+    assert.match(
+      orderProblems(ev('state:lost', 'state:suspended', 'state:reconnected'), 'A', 'g')[0]!,
+      /connection states out of order: lost suspended reconnected/,
+    )
     assert.match(orderProblems(ev('state:suspended'), 'A', 'g')[0]!, /out of order: suspended/)
     assert.match(orderProblems(ev('membershipLost:g'), 'A', 'g')[0]!, /never followed by rejoined/)
     assert.match(orderProblems(ev('rejoined:g'), 'A', 'g')[0]!, /rejoined without membershipLost/)

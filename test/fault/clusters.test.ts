@@ -41,15 +41,20 @@ async function nonLeader(cluster: Cluster, n: number, names: RegExp): Promise<Cl
 
 const KINDS: ClusterKind[] = [
   {
-    backend: 'zookeeper', title: 'Three-node ZooKeeper ensemble: one node SIGKILLed (the leader every other run)', start: () => startZookeeperEnsemble(),
+    backend: 'zookeeper',
+    title: 'Three-node ZooKeeper ensemble: one node SIGKILLed (the leader every other run)',
+    start: () => startZookeeperEnsemble(),
     victim: async (c, n) => (n % 2 === 1 ? (await c.leader())! : nonLeader(c, n, /^zk/)),
   },
   {
-    backend: 'etcd3', title: 'Three-node etcd cluster: one node SIGKILLed (the leader every other run)', start: () => startEtcdCluster(),
+    backend: 'etcd3',
+    title: 'Three-node etcd cluster: one node SIGKILLed (the leader every other run)',
+    start: () => startEtcdCluster(),
     victim: async (c, n) => (n % 2 === 1 ? (await c.leader())! : nonLeader(c, n, /^etcd/)),
   },
   {
-    backend: 'redis', title: 'Redis with Sentinel (master, two replicas, three sentinels): one node SIGKILLed (the master every other run, else a replica or a sentinel)',
+    backend: 'redis',
+    title: 'Redis with Sentinel (master, two replicas, three sentinels): one node SIGKILLed (the master every other run, else a replica or a sentinel)',
     start: () => startRedisSentinel(),
     victim: async (c, n) => (n % 2 === 1 ? (await c.leader())! : nonLeader(c, n, /^(replica|sentinel|master)/)),
   },
@@ -97,20 +102,33 @@ async function runCluster(scope: Scope, kind: ClusterKind, cluster: Cluster, n: 
   scope.defer(() => victim.start())
   // The clients move on by themselves: A's writes work again.
   let writes = 0
-  await until('A\'s writes to work again', async () => {
-    await a.updateCapabilities(g, { ...capsA, write: ++writes })
-    return true
-  }, MOVE_ON_MS, 200).catch(async (err: Error) => {
-    throw new Error(`${err.message}; killed ${victim.name}${wasLeader ? ' (the leader)' : ''}; A ${a.connectionState}: ${show(log)}; cluster: ${await cluster.describe()}`)
+  await until(
+    "A's writes to work again",
+    async () => {
+      await a.updateCapabilities(g, { ...capsA, write: ++writes })
+      return true
+    },
+    MOVE_ON_MS,
+    200,
+  ).catch(async (err: Error) => {
+    throw new Error(
+      `${err.message}; killed ${victim.name}${wasLeader ? ' (the leader)' : ''}; A ${a.connectionState}: ${show(log)}; cluster: ${await cluster.describe()}`,
+    )
   })
   const movedOnMs = Date.now() - killedAt
   const capsNow = { ...capsA, write: writes }
-  await until('A and B listed with their capabilities', async () => {
-    const members = await a.getMembersWithCapabilities(g)
-    return members.size === 2 && JSON.stringify(members.get(a.memberId)) === JSON.stringify(capsNow) && JSON.stringify(members.get(m.memberId)) === JSON.stringify({ who: 'B', run: n })
-  }, MOVE_ON_MS, 200)
+  await until(
+    'A and B listed with their capabilities',
+    async () => {
+      const members = await a.getMembersWithCapabilities(g)
+      return members.size === 2 && JSON.stringify(members.get(a.memberId)) === JSON.stringify(capsNow)
+        && JSON.stringify(members.get(m.memberId)) === JSON.stringify({ who: 'B', run: n })
+    },
+    MOVE_ON_MS,
+    200,
+  )
   const bStatus = await m.status()
-  assert.equal(m.exited(), undefined, 'B\'s process is still running')
+  assert.equal(m.exited(), undefined, "B's process is still running")
   assert.deepEqual(bStatus.joined, [g], `B: ${JSON.stringify(bStatus)}`)
   // No live member lost: neither was ever told it had been dropped.
   for (const [who, events] of [['A', log], ['B', m.events]] as const) {
@@ -131,7 +149,10 @@ async function runCluster(scope: Scope, kind: ClusterKind, cluster: Cluster, n: 
 
   await victim.start()
   await cluster.healthy()
-  return { ms: movedOnMs, counts: { [wasLeader ? 'leader or master killed' : 'other node killed']: 1, 'lock reported lost': has(log, `lockLost:${name}`) ? 1 : 0 } }
+  return {
+    ms: movedOnMs,
+    counts: { [wasLeader ? 'leader or master killed' : 'other node killed']: 1, 'lock reported lost': has(log, `lockLost:${name}`) ? 1 : 0 },
+  }
 }
 
 describe('fault: clusters', { concurrency: 3 }, () => {
@@ -146,10 +167,17 @@ describe('fault: clusters', { concurrency: 3 }, () => {
         if (!skip) cluster = await kind.start()
       })
       after(() => cluster?.stop())
-      it(`${kind.backend}: fault: cluster: one node killed (leader or master included): clients move on, no member lost, no lock held twice`, { skip, timeout: testTimeout(240_000) }, async (t) => {
+      it(`${kind.backend}: fault: cluster: one node killed (leader or master included): clients move on, no member lost, no lock held twice`, {
+        skip,
+        timeout: testTimeout(240_000),
+      }, async (t) => {
         await repeat(t, {
-          writer, scenario: 'cluster.node-killed', backend: kind.backend, runTimeoutMs: 240_000, title: kind.title,
-          measure: 'node SIGKILLed → A\'s writes work again',
+          writer,
+          scenario: 'cluster.node-killed',
+          backend: kind.backend,
+          runTimeoutMs: 240_000,
+          title: kind.title,
+          measure: "node SIGKILLed → A's writes work again",
         }, (scope, n) => runCluster(scope, kind, cluster!, n))
       })
     })

@@ -30,7 +30,18 @@ import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import fc from 'fast-check'
 import {
-  COMMON_OPTIONS, connect, createCoordinator, dumps, InvalidArgumentError, InvalidIdError, knownSchemes, loadDriver, loads, redactUrl, RollcallError, type Coordinator,
+  COMMON_OPTIONS,
+  connect,
+  createCoordinator,
+  dumps,
+  InvalidArgumentError,
+  InvalidIdError,
+  knownSchemes,
+  loadDriver,
+  loads,
+  redactUrl,
+  RollcallError,
+  type Coordinator,
 } from '../../src/index.js'
 import { MAX_TIMER_MS } from '../../src/coordination/options.js'
 import { InvalidConfigError, loadConfig } from '../../src/servicegroup/index.js'
@@ -50,16 +61,32 @@ const TARGETS: { name: string; url: () => string; runs: number }[] = [
 const CONFIG_CODES = new Set(['INVALID_URL', 'INVALID_OPTION', 'UNKNOWN_DRIVER', 'INVALID_ID', 'INVALID_ARGUMENT'])
 
 /** Runs a property, records it as a scenario (runs = cases), and fails the test on a counterexample. */
-async function property(t: TestContext, scenario: string, title: string, backendName: string, numRuns: number, prop: fc.IAsyncPropertyWithHooks<any>): Promise<void> {
+async function property(
+  t: TestContext,
+  scenario: string,
+  title: string,
+  backendName: string,
+  numRuns: number,
+  prop: fc.IAsyncPropertyWithHooks<any>,
+): Promise<void> {
   const started = Date.now()
   const details = await fc.check(prop, { numRuns })
   writer.add({
-    scenario, title, backend: backendName, runs: details.numRuns, failures: details.failed ? 1 : 0, measure: 'whole property (all cases)',
-    worstMs: Date.now() - started, notes: [`seed ${details.seed}`], errors: details.failed ? [String(details.errorInstance).split('\n')[0]!.slice(0, 300)] : [],
+    scenario,
+    title,
+    backend: backendName,
+    runs: details.numRuns,
+    failures: details.failed ? 1 : 0,
+    measure: 'whole property (all cases)',
+    worstMs: Date.now() - started,
+    notes: [`seed ${details.seed}`],
+    errors: details.failed ? [String(details.errorInstance).split('\n')[0]!.slice(0, 300)] : [],
   })
   t.diagnostic(`${backendName} ${scenario}: ${details.numRuns} cases${details.failed ? ', FAILED' : ''} in ${Date.now() - started} ms (seed ${details.seed})`)
   if (details.failed) {
-    assert.fail(`counterexample ${fc.stringify(details.counterexample)} (seed ${details.seed}, path ${details.counterexamplePath}): ${String(details.errorInstance)}`)
+    assert.fail(
+      `counterexample ${fc.stringify(details.counterexample)} (seed ${details.seed}, path ${details.counterexamplePath}): ${String(details.errorInstance)}`,
+    )
   }
 }
 
@@ -71,7 +98,9 @@ const SECRET = 'Pw-S3cr3t'
 /** Any UTF-16 text, lone surrogates included (fast-check's string units never produce those). */
 const utf16 = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 20 }),
-  fc.array(fc.oneof(fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 0xd800, max: 0xdfff })), { maxLength: 12 }).map((units) => String.fromCharCode(...units)),
+  fc.array(fc.oneof(fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 0xd800, max: 0xdfff })), { maxLength: 12 }).map((units) =>
+    String.fromCharCode(...units)
+  ),
 )
 
 async function optionNames(): Promise<string[]> {
@@ -83,60 +112,130 @@ async function optionNames(): Promise<string[]> {
 }
 
 function urlArbitrary(options: string[], fileRoot: string): fc.Arbitrary<string> {
-  const scheme = fc.oneof(fc.constantFrom(...knownSchemes()), fc.constantFrom('Redis', 'REDIS', 'redis+tls', 'http', 'etcd', 'kazoo+x'), fc.stringMatching(/^[a-z][a-z0-9+.-]{0,8}$/))
-  const host = fc.oneof(fc.constant(''), fc.constant('127.0.0.1'), fc.constant('localhost'), fc.ipV4(), fc.ipV6().map((h) => `[${h}]`), fc.ipV6(), fc.domain(), fc.string({ maxLength: 12 }))
+  const scheme = fc.oneof(
+    fc.constantFrom(...knownSchemes()),
+    fc.constantFrom('Redis', 'REDIS', 'redis+tls', 'http', 'etcd', 'kazoo+x'),
+    fc.stringMatching(/^[a-z][a-z0-9+.-]{0,8}$/),
+  )
+  const host = fc.oneof(
+    fc.constant(''),
+    fc.constant('127.0.0.1'),
+    fc.constant('localhost'),
+    fc.ipV4(),
+    fc.ipV6().map((h) => `[${h}]`),
+    fc.ipV6(),
+    fc.domain(),
+    fc.string({ maxLength: 12 }),
+  )
   const port = fc.oneof(fc.constant(''), fc.integer({ min: 0, max: 70_000 }).map((p) => `:${p}`), fc.string({ maxLength: 6 }).map((p) => `:${p}`))
   const hosts = fc.array(fc.tuple(host, port).map(([h, p]) => `${h}${p}`), { minLength: 0, maxLength: 3 }).map((hs) => hs.join(','))
-  const userinfo = fc.oneof(fc.constant(''), fc.constant(`user:${SECRET}@`), fc.constant(`:${SECRET}@`), fc.string({ maxLength: 8 }).map((u) => `${encodeURIComponent(u)}:${SECRET}@`))
+  const userinfo = fc.oneof(
+    fc.constant(''),
+    fc.constant(`user:${SECRET}@`),
+    fc.constant(`:${SECRET}@`),
+    fc.string({ maxLength: 8 }).map((u) => `${encodeURIComponent(u)}:${SECRET}@`),
+  )
   const value = fc.oneof(
     fc.constantFrom('', '0', '-1', '1', '2', '0.5', '1e9', 'NaN', 'Infinity', 'true', 'false', 'yes', 'v3', 'legacy', '%zz', '127.0.0.1:1'),
     fc.integer({ min: -1_000, max: 1_000_000_000 }).map(String),
     fc.string({ maxLength: 10 }).map(encodeURIComponent),
   )
   const secret = fc.constantFrom(...options.filter((o) => /password|token|secret/.test(o))).map((k) => `${k}=${SECRET}`)
-  const pair = fc.oneof(fc.tuple(fc.oneof(fc.constantFrom(...options), fc.string({ maxLength: 8 }).map(encodeURIComponent)), value).map(([k, v]) => `${k}=${v}`), secret)
+  const pair = fc.oneof(
+    fc.tuple(fc.oneof(fc.constantFrom(...options), fc.string({ maxLength: 8 }).map(encodeURIComponent)), value).map(([k, v]) => `${k}=${v}`),
+    secret,
+  )
   const query = fc.array(pair, { maxLength: 5 }).map((ps) => (ps.length ? `?${ps.join('&')}` : ''))
   const path = fc.oneof(fc.constant(''), fc.constant('/rollcall'), fc.string({ maxLength: 10 }).map((p) => `/${p}`))
-  const structured = fc.tuple(scheme, userinfo, hosts, path, query).map(([s, u, h, p, q]) => (s === 'file' ? `file://${fileRoot}/${rid('d')}${q}` : `${s}://${u}${h}${p}${q}`))
+  const structured = fc.tuple(scheme, userinfo, hosts, path, query).map((
+    [s, u, h, p, q],
+  ) => (s === 'file' ? `file://${fileRoot}/${rid('d')}${q}` : `${s}://${u}${h}${p}${q}`))
   return fc.oneof(structured, fc.webUrl({ withQueryParameters: true }), fc.string({ maxLength: 60 }), fc.string({ maxLength: 40, unit: 'binary' }))
 }
 
 describe('fault: fuzzing', { concurrency: 3 }, () => {
-  it('fuzz: URLs: any text or scheme/host/option mix gives a Coordinator or a typed configuration error, never the password, no I/O', { timeout: 600_000 }, async (t) => {
-    const fileRoot = mkdtempSync(join(tmpdir(), 'rollcall-fuzz-file-'))
-    t.after(() => rmSync(fileRoot, { recursive: true, force: true }))
-    const options = await optionNames()
-    await property(t, 'fuzz.urls', 'Fuzzed URLs (any text; any scheme, credentials, hosts, ports, path, known and unknown options with any values) given to createCoordinator(): a Coordinator, or a typed configuration error that never shows the password, and no I/O before start().',
-      'all drivers', RUNS * 3, fc.asyncProperty(urlArbitrary(options, fileRoot), async (url) => {
-        let c: Coordinator | undefined
-        try {
-          c = await withTimeout(createCoordinator(url, { memberId: 'fuzz' }), 5_000, `createCoordinator(${JSON.stringify(url)})`)
-        } catch (err) {
-          assert.ok(err instanceof RollcallError, `not a RollcallError: ${String(err)}`)
-          assert.ok(CONFIG_CODES.has(err.code), `unexpected code ${err.code}: ${err.message}`)
-          assert.ok(!err.message.includes(SECRET), `the password shows in: ${err.message}`)
-          return
-        }
-        assert.equal(c.state, 'created')
-        assert.ok(!c.url.includes(SECRET), `the password shows in coordinator.url: ${c.url}`)
-      }))
-    assert.deepEqual(readdirSync(fileRoot), [], 'createCoordinator() wrote nothing (file:// directories are made by start())')
-  })
+  it(
+    'fuzz: URLs: any text or scheme/host/option mix gives a Coordinator or a typed configuration error, never the password, no I/O',
+    { timeout: 600_000 },
+    async (t) => {
+      const fileRoot = mkdtempSync(join(tmpdir(), 'rollcall-fuzz-file-'))
+      t.after(() => rmSync(fileRoot, { recursive: true, force: true }))
+      const options = await optionNames()
+      await property(
+        t,
+        'fuzz.urls',
+        'Fuzzed URLs (any text; any scheme, credentials, hosts, ports, path, known and unknown options with any values) given to createCoordinator(): a Coordinator, or a typed configuration error that never shows the password, and no I/O before start().',
+        'all drivers',
+        RUNS * 3,
+        fc.asyncProperty(urlArbitrary(options, fileRoot), async (url) => {
+          let c: Coordinator | undefined
+          try {
+            c = await withTimeout(createCoordinator(url, { memberId: 'fuzz' }), 5_000, `createCoordinator(${JSON.stringify(url)})`)
+          } catch (err) {
+            assert.ok(err instanceof RollcallError, `not a RollcallError: ${String(err)}`)
+            assert.ok(CONFIG_CODES.has(err.code), `unexpected code ${err.code}: ${err.message}`)
+            assert.ok(!err.message.includes(SECRET), `the password shows in: ${err.message}`)
+            return
+          }
+          assert.equal(c.state, 'created')
+          assert.ok(!c.url.includes(SECRET), `the password shows in coordinator.url: ${c.url}`)
+        }),
+      )
+      assert.deepEqual(readdirSync(fileRoot), [], 'createCoordinator() wrote nothing (file:// directories are made by start())')
+    },
+  )
 
   it('fuzz: URL user information of every character class is never shown, for every scheme', { timeout: 600_000 }, async (t) => {
     const fileRoot = mkdtempSync(join(tmpdir(), 'rollcall-fuzz-userinfo-'))
     t.after(() => rmSync(fileRoot, { recursive: true, force: true }))
     const classes = fc.oneof(
-      fc.constantFrom('/', '?', '#', '@', ':', '[', ']', '%', '%40', '%zz', '%2', '&', '=', ',', ';', '+', '\\', '"', "'", '<', '>', '`', ' ', '\t', '\n', '\r', '\u0000', '\u007f'),
-      fc.string({ unit: 'binary', maxLength: 4 }), utf16, fc.string({ unit: 'grapheme', maxLength: 3 }), fc.stringMatching(/^[A-Za-z0-9._~-]{0,6}$/),
+      fc.constantFrom(
+        '/',
+        '?',
+        '#',
+        '@',
+        ':',
+        '[',
+        ']',
+        '%',
+        '%40',
+        '%zz',
+        '%2',
+        '&',
+        '=',
+        ',',
+        ';',
+        '+',
+        '\\',
+        '"',
+        "'",
+        '<',
+        '>',
+        '`',
+        ' ',
+        '\t',
+        '\n',
+        '\r',
+        '\u0000',
+        '\u007f',
+      ),
+      fc.string({ unit: 'binary', maxLength: 4 }),
+      utf16,
+      fc.string({ unit: 'grapheme', maxLength: 3 }),
+      fc.stringMatching(/^[A-Za-z0-9._~-]{0,6}$/),
     )
     const part = fc.array(classes, { maxLength: 6 }).map((xs) => xs.join(''))
     const scheme = fc.oneof(fc.constantFrom(...knownSchemes()), fc.constantFrom('Redis', 'etcd3+https', 'postgresql', 'mysql', 'sqlite'))
     const shape = fc.constantFrom('//u:p@', '//:p@', '//u@', ':p@', '::p@', '//u:p@@', '///u:p@')
     const host = fc.constantFrom('127.0.0.1', '127.0.0.1:6379', '[::1]:2181', 'h1:1,h2:2', '', 'localhost')
     const tail = fc.constantFrom('', '/', '/db', '?timeout=5', '/x?timeout=5&password=zz', '#frag')
-    await property(t, 'fuzz.userinfo', 'Fuzzed user names and passwords of every character class (controls, whitespace, / ? # @ : and other delimiters, good and bad %-escapes, non-ASCII, lone surrogates), in every URL shape and scheme: the error, coordinator.url and redactUrl() never show them.',
-      'all drivers', RUNS * 3, fc.asyncProperty(scheme, shape, part, part, host, tail, async (s, sh, user, pw, h, tl) => {
+    await property(
+      t,
+      'fuzz.userinfo',
+      'Fuzzed user names and passwords of every character class (controls, whitespace, / ? # @ : and other delimiters, good and bad %-escapes, non-ASCII, lone surrogates), in every URL shape and scheme: the error, coordinator.url and redactUrl() never show them.',
+      'all drivers',
+      RUNS * 3,
+      fc.asyncProperty(scheme, shape, part, part, host, tail, async (s, sh, user, pw, h, tl) => {
         const u = `${user}${SECRET}`
         const p = `${pw}${SECRET}`
         const url = `${s}:${sh.replace('u', u).replace('p', p)}${h}${s === 'file' ? `${fileRoot}/${rid('d')}` : ''}${tl}`
@@ -154,53 +253,101 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
         }
         assert.ok(!shown.includes(SECRET), `the credentials show in: ${shown}`)
         // In free text a "scheme://" inside a password starts another URL: redactUrl can only hide up to it.
-        if (!`${user}${pw}`.includes('://')) assert.ok(!redactUrl(`failed: ${url} (retrying)`).includes(SECRET), `redactUrl leaves the credentials of ${JSON.stringify(url)}`)
-      }))
+        if (!`${user}${pw}`.includes('://')) {
+          assert.ok(!redactUrl(`failed: ${url} (retrying)`).includes(SECRET), `redactUrl leaves the credentials of ${JSON.stringify(url)}`)
+        }
+      }),
+    )
   })
 
   it('fuzz: very long strings anywhere a string is accepted: a typed error or success, in bounded time', { timeout: 600_000 }, async (t) => {
     const url = backend('memory').url
     const observer = await connect(url, { memberId: rid('obs') })
     t.after(() => observer.stop())
-    const long = fc.tuple(fc.constantFrom('x', 'a:', '@', '/', '%41', 'é', '\u0000', '=&', 'redis://'), fc.integer({ min: 10_000, max: 1_000_000 })).map(([unit, n]) => unit.repeat(Math.ceil(n / unit.length)))
-    const place = fc.constantFrom('url-host', 'url-path', 'url-option-name', 'url-option-value', 'url-password', 'member', 'group', 'lock', 'capability-key', 'capability-value', 'config-setting')
-    const settings = ['report_interval', 'servicegroup_tooz_url', 'database.connection', 'database.table_prefix', 'memcache.servers', 'zookeeper.address', 'zookeeper.sg_prefix', 'api.token', 'api.listen', 'api.allowed_hosts', 'servicegroup_driver']
+    const long = fc.tuple(fc.constantFrom('x', 'a:', '@', '/', '%41', 'é', '\u0000', '=&', 'redis://'), fc.integer({ min: 10_000, max: 1_000_000 })).map((
+      [unit, n],
+    ) => unit.repeat(Math.ceil(n / unit.length)))
+    const place = fc.constantFrom(
+      'url-host',
+      'url-path',
+      'url-option-name',
+      'url-option-value',
+      'url-password',
+      'member',
+      'group',
+      'lock',
+      'capability-key',
+      'capability-value',
+      'config-setting',
+    )
+    const settings = [
+      'report_interval',
+      'servicegroup_tooz_url',
+      'database.connection',
+      'database.table_prefix',
+      'memcache.servers',
+      'zookeeper.address',
+      'zookeeper.sg_prefix',
+      'api.token',
+      'api.listen',
+      'api.allowed_hosts',
+      'servicegroup_driver',
+    ]
     const setting = fc.constantFrom(...settings)
-    await property(t, 'fuzz.long-strings', 'Fuzzed very long strings (10 KB to 1 MB of letters, delimiters, escapes, NULs, URL starts) as URL host, path, option name, option value and password, member id, group and lock name, capability key and value, and every configuration setting: a typed error or success within 10 s, the message under 64 KB.',
-      'memory', Math.max(20, Math.ceil(RUNS / 20)), fc.asyncProperty(place, long, setting, async (where, text, key) => {
+    await property(
+      t,
+      'fuzz.long-strings',
+      'Fuzzed very long strings (10 KB to 1 MB of letters, delimiters, escapes, NULs, URL starts) as URL host, path, option name, option value and password, member id, group and lock name, capability key and value, and every configuration setting: a typed error or success within 10 s, the message under 64 KB.',
+      'memory',
+      Math.max(20, Math.ceil(RUNS / 20)),
+      fc.asyncProperty(place, long, setting, async (where, text, key) => {
         const t0 = performance.now()
         let c: Coordinator | undefined
         try {
-          await withTimeout((async () => {
-            switch (where) {
-              case 'url-host': return void (c = await createCoordinator(`redis://${text}:6379`, { memberId: 'fuzz' }))
-              case 'url-path': return void (c = await createCoordinator(`zookeeper://127.0.0.1:2181/${text}`, { memberId: 'fuzz' }))
-              case 'url-option-name': return void (c = await createCoordinator(`memory://?${encodeURIComponent(text)}=1`, { memberId: 'fuzz' }))
-              case 'url-option-value': return void (c = await createCoordinator(`redis://127.0.0.1:6379?namespace=${encodeURIComponent(text)}`, { memberId: 'fuzz' }))
-              case 'url-password': return void (c = await createCoordinator(`redis://:${encodeURIComponent(text)}@127.0.0.1:6379`, { memberId: 'fuzz' }))
-              case 'member': return void (c = await createCoordinator(url, { memberId: text }))
-              case 'group': return void (await observer.createGroup(text), await observer.deleteGroup(text))
-              case 'lock': {
-                const lock = observer.getLock(text)
-                if (await lock.acquire({ blocking: false })) await lock.release()
-                return
+          await withTimeout(
+            (async () => {
+              switch (where) {
+                case 'url-host':
+                  return void (c = await createCoordinator(`redis://${text}:6379`, { memberId: 'fuzz' }))
+                case 'url-path':
+                  return void (c = await createCoordinator(`zookeeper://127.0.0.1:2181/${text}`, { memberId: 'fuzz' }))
+                case 'url-option-name':
+                  return void (c = await createCoordinator(`memory://?${encodeURIComponent(text)}=1`, { memberId: 'fuzz' }))
+                case 'url-option-value':
+                  return void (c = await createCoordinator(`redis://127.0.0.1:6379?namespace=${encodeURIComponent(text)}`, { memberId: 'fuzz' }))
+                case 'url-password':
+                  return void (c = await createCoordinator(`redis://:${encodeURIComponent(text)}@127.0.0.1:6379`, { memberId: 'fuzz' }))
+                case 'member':
+                  return void (c = await createCoordinator(url, { memberId: text }))
+                case 'group':
+                  return void (await observer.createGroup(text), await observer.deleteGroup(text))
+                case 'lock': {
+                  const lock = observer.getLock(text)
+                  if (await lock.acquire({ blocking: false })) await lock.release()
+                  return
+                }
+                case 'capability-key':
+                case 'capability-value': {
+                  const g = rid('g')
+                  await observer.joinGroupCreate(g, where === 'capability-key' ? { [text]: 1 } : { v: text })
+                  await observer.leaveGroup(g)
+                  return
+                }
+                default:
+                  return void (await loadConfig({ env: {}, overrides: { [key]: text } }))
               }
-              case 'capability-key': case 'capability-value': {
-                const g = rid('g')
-                await observer.joinGroupCreate(g, where === 'capability-key' ? { [text]: 1 } : { v: text })
-                await observer.leaveGroup(g)
-                return
-              }
-              default: return void (await loadConfig({ env: {}, overrides: { [key]: text } }))
-            }
-          })(), 10_000, where)
+            })(),
+            10_000,
+            where,
+          )
         } catch (err) {
           assert.ok(err instanceof RollcallError, `${where}: not a RollcallError: ${String(err).slice(0, 300)}`)
           assert.ok(err.message.length < 64 * 1024, `${where}: a ${err.message.length}-character message`)
         }
         assert.ok(!c || c.state === 'created')
         assert.ok(performance.now() - t0 < 10_000)
-      }))
+      }),
+    )
   })
 
   it('fuzz: non-finite and huge numbers for every numeric option and setting are refused, naming the limit', { timeout: 600_000 }, async (t) => {
@@ -215,18 +362,48 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
         continue
       }
       const specs = { ...COMMON_OPTIONS, ...(await loadDriver(scheme)).options } as Record<string, { query: string; type: string; ignored: boolean }>
-      for (const [name, spec] of Object.entries(specs)) if (spec.type === 'seconds' || spec.type === 'integer') numeric.push({ scheme, base, query: spec.query, name, type: spec.type })
+      for (const [name, spec] of Object.entries(specs)) {
+        if (spec.type === 'seconds' || spec.type === 'integer') numeric.push({ scheme, base, query: spec.query, name, type: spec.type })
+      }
     }
     assert.ok(numeric.length >= 20, `${numeric.length} numeric options`)
     const text = fc.oneof(
-      fc.constantFrom('Infinity', '-Infinity', 'NaN', '1e309', '-1e309', '1e308', '2147483.648', '2147484', '2200000', '9007199254740993', '1e21', '1e-400', '0x10', '1_000', '4294967296', '18446744073709551616'),
-      fc.double().map(String), fc.integer({ min: 2_147_484, max: Number.MAX_SAFE_INTEGER }).map(String),
+      fc.constantFrom(
+        'Infinity',
+        '-Infinity',
+        'NaN',
+        '1e309',
+        '-1e309',
+        '1e308',
+        '2147483.648',
+        '2147484',
+        '2200000',
+        '9007199254740993',
+        '1e21',
+        '1e-400',
+        '0x10',
+        '1_000',
+        '4294967296',
+        '18446744073709551616',
+      ),
+      fc.double().map(String),
+      fc.integer({ min: 2_147_484, max: Number.MAX_SAFE_INTEGER }).map(String),
     )
     const code = fc.oneof(fc.constantFrom(Infinity, -Infinity, Number.NaN, 2 ** 31, 2 ** 53, Number.MAX_VALUE, -0, 5e-324, MAX_TIMER_MS + 0.5), fc.double())
     const numericSettings = ['report_interval', 'service_down_time', 'initial_report_delay', 'zookeeper.recv_timeout']
-    await property(t, 'fuzz.numbers', 'Fuzzed non-finite and huge numbers (Infinity, NaN, 1e309, 2^31 ms and above, 2^53+1, any double) for every numeric option of every driver, in the URL and in code, and for every numeric setting: INVALID_OPTION / InvalidConfigError, one naming the timer limit for a duration past it; never a crash or a timer that fires at once.',
-      'all drivers', RUNS, fc.asyncProperty(fc.constantFrom(...numeric), text, code, fc.constantFrom(...numericSettings), async (o, value, n, setting) => {
-        for (const attempt of [() => createCoordinator(`${o.base}${o.base.includes('?') ? '&' : '?'}${o.query}=${encodeURIComponent(value)}`, { memberId: 'fuzz' }), () => createCoordinator(o.base, { memberId: 'fuzz', [o.name]: n })]) {
+    await property(
+      t,
+      'fuzz.numbers',
+      'Fuzzed non-finite and huge numbers (Infinity, NaN, 1e309, 2^31 ms and above, 2^53+1, any double) for every numeric option of every driver, in the URL and in code, and for every numeric setting: INVALID_OPTION / InvalidConfigError, one naming the timer limit for a duration past it; never a crash or a timer that fires at once.',
+      'all drivers',
+      RUNS,
+      fc.asyncProperty(fc.constantFrom(...numeric), text, code, fc.constantFrom(...numericSettings), async (o, value, n, setting) => {
+        for (
+          const attempt of [
+            () => createCoordinator(`${o.base}${o.base.includes('?') ? '&' : '?'}${o.query}=${encodeURIComponent(value)}`, { memberId: 'fuzz' }),
+            () => createCoordinator(o.base, { memberId: 'fuzz', [o.name]: n }),
+          ]
+        ) {
           try {
             await attempt()
           } catch (err) {
@@ -236,19 +413,37 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
         }
         const seconds = Number(value)
         if (o.type === 'seconds' && Number.isFinite(seconds) && seconds * 1000 > MAX_TIMER_MS) {
-          await assert.rejects(createCoordinator(`${o.base}${o.base.includes('?') ? '&' : '?'}${o.query}=${encodeURIComponent(value)}`, { memberId: 'fuzz' }), (err: Error) => /at most \d/.test(err.message), `${o.query}=${value}`)
+          await assert.rejects(
+            createCoordinator(`${o.base}${o.base.includes('?') ? '&' : '?'}${o.query}=${encodeURIComponent(value)}`, { memberId: 'fuzz' }),
+            (err: Error) => /at most \d/.test(err.message),
+            `${o.query}=${value}`,
+          )
         }
         if (o.type === 'seconds' && !(Number.isFinite(n) && n <= MAX_TIMER_MS)) {
-          await assert.rejects(createCoordinator(o.base, { memberId: 'fuzz', [o.name]: n }), (err: Error) => err instanceof RollcallError && err.code === 'INVALID_OPTION', `${o.name}: ${n}`)
+          await assert.rejects(
+            createCoordinator(o.base, { memberId: 'fuzz', [o.name]: n }),
+            (err: Error) => err instanceof RollcallError && err.code === 'INVALID_OPTION',
+            `${o.name}: ${n}`,
+          )
         }
         try {
           const { config } = await loadConfig({ env: {}, overrides: { [setting]: value, 'zookeeper.address': '127.0.0.1:2181' } })
-          const ms = setting === 'zookeeper.recv_timeout' ? config.zookeeper?.recvTimeoutMs ?? 0 : 1000 * (config as unknown as Record<string, number>)[{ report_interval: 'reportIntervalSeconds', service_down_time: 'serviceDownTimeSeconds', initial_report_delay: 'initialReportDelaySeconds' }[setting] ?? '']!
+          const ms = setting === 'zookeeper.recv_timeout'
+            ? config.zookeeper?.recvTimeoutMs ?? 0
+            : 1000
+              * (config as unknown as Record<string, number>)[
+                {
+                  report_interval: 'reportIntervalSeconds',
+                  service_down_time: 'serviceDownTimeSeconds',
+                  initial_report_delay: 'initialReportDelaySeconds',
+                }[setting] ?? ''
+              ]!
           assert.ok(!(ms > MAX_TIMER_MS), `${setting} = ${value} accepted as ${ms} ms`)
         } catch (err) {
           assert.ok(err instanceof InvalidConfigError, `${setting} = ${value}: ${String(err)}`)
         }
-      }))
+      }),
+    )
   })
 
   it('fuzz: configuration files that are not regular files, or too large, are refused at once', { timeout: 600_000 }, async (t) => {
@@ -262,14 +457,34 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
     await new Promise<void>((resolve) => socket.listen(join(dir, 'socket'), () => resolve()))
     t.after(() => socket.close())
     for (const [link, to] of [['to-zero', '/dev/zero'], ['to-fifo', fifo], ['to-dir', join(dir, 'directory')]]) symlinkSync(to!, join(dir, link!))
-    const refused = ['/dev/zero', '/dev/urandom', '/dev/null', '/dev/full', '/dev/tty', fifo, join(dir, 'directory'), join(dir, 'huge'), join(dir, 'socket'), join(dir, 'to-zero'), join(dir, 'to-fifo'), join(dir, 'to-dir'), '/proc/self', '/proc/self/fd/0']
+    const refused = [
+      '/dev/zero',
+      '/dev/urandom',
+      '/dev/null',
+      '/dev/full',
+      '/dev/tty',
+      fifo,
+      join(dir, 'directory'),
+      join(dir, 'huge'),
+      join(dir, 'socket'),
+      join(dir, 'to-zero'),
+      join(dir, 'to-fifo'),
+      join(dir, 'to-dir'),
+      '/proc/self',
+      '/proc/self/fd/0',
+    ]
     const regular = fc.uint8Array({ maxLength: 4096 }).map((bytes) => {
       const file = join(dir, `${rid('f')}.conf`)
       writeFileSync(file, bytes)
       return file
     })
-    await property(t, 'fuzz.config-files', 'Configuration files that are not regular files (/dev/zero, /dev/urandom, /dev/null, /dev/full, /dev/tty, a FIFO, a directory, a socket, symlinks to those, /proc entries) or over 1 MiB: InvalidConfigError within 5 s, never a hang; regular files of random bytes: a configuration or InvalidConfigError.',
-      'file', Math.max(50, Math.ceil(RUNS / 10)), fc.asyncProperty(fc.oneof(fc.constantFrom(...refused), regular), async (file) => {
+    await property(
+      t,
+      'fuzz.config-files',
+      'Configuration files that are not regular files (/dev/zero, /dev/urandom, /dev/null, /dev/full, /dev/tty, a FIFO, a directory, a socket, symlinks to those, /proc entries) or over 1 MiB: InvalidConfigError within 5 s, never a hang; regular files of random bytes: a configuration or InvalidConfigError.',
+      'file',
+      Math.max(50, Math.ceil(RUNS / 10)),
+      fc.asyncProperty(fc.oneof(fc.constantFrom(...refused), regular), async (file) => {
         try {
           await withTimeout(loadConfig({ file, env: {} }), 5_000, `loadConfig(${file})`)
         } catch (err) {
@@ -278,7 +493,8 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
           return
         }
         assert.ok(!refused.includes(file), `${file} was read as a configuration`)
-      }))
+      }),
+    )
   })
 
   for (const target of TARGETS) {
@@ -288,10 +504,20 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
       t.after(() => observer.stop())
       const g = rid('g')
       await observer.joinGroupCreate(g)
-      const id = fc.oneof(fc.string({ minLength: 1, maxLength: 30 }), fc.string({ minLength: 1, maxLength: 30, unit: 'binary' }), fc.string({ minLength: 1, maxLength: 30, unit: 'grapheme' }), utf16,
-        fc.constantFrom('__created__', '.', '..', '/', 'a/b', '\u0000', ' ', '\uD800', '\uDC00x', 'x'.repeat(1_000)))
-      await property(t, 'fuzz.ids', 'Fuzzed member ids (connect) and lock names: InvalidIdError before anything is written, or the member is listed under exactly that id and the lock excludes a second holder.',
-        target.name, target.runs, fc.asyncProperty(id, id, async (member, lockName) => {
+      const id = fc.oneof(
+        fc.string({ minLength: 1, maxLength: 30 }),
+        fc.string({ minLength: 1, maxLength: 30, unit: 'binary' }),
+        fc.string({ minLength: 1, maxLength: 30, unit: 'grapheme' }),
+        utf16,
+        fc.constantFrom('__created__', '.', '..', '/', 'a/b', '\u0000', ' ', '\uD800', '\uDC00x', 'x'.repeat(1_000)),
+      )
+      await property(
+        t,
+        'fuzz.ids',
+        'Fuzzed member ids (connect) and lock names: InvalidIdError before anything is written, or the member is listed under exactly that id and the lock excludes a second holder.',
+        target.name,
+        target.runs,
+        fc.asyncProperty(id, id, async (member, lockName) => {
           let c: Coordinator | undefined
           try {
             c = await connect(url, { memberId: member, heartbeat: false, autoWatch: false })
@@ -303,7 +529,11 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
             if (c) {
               await c.joinGroup(g, { n: 1 })
               const members = await observer.getMembersWithCapabilities(g)
-              assert.deepEqual(members.get(member), { n: 1 }, `member ${JSON.stringify(member)} listed under exactly its id: ${JSON.stringify([...members.keys()])}`)
+              assert.deepEqual(
+                members.get(member),
+                { n: 1 },
+                `member ${JSON.stringify(member)} listed under exactly its id: ${JSON.stringify([...members.keys()])}`,
+              )
               await c.leaveGroup(g)
             }
             const holder = c ?? observer
@@ -320,10 +550,13 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
           } finally {
             await c?.stop()
           }
-        }))
+        }),
+      )
     })
 
-    it(`fuzz: ${target.name}: any capabilities are stored exactly as the codec round-trips them, or refused with the stored value untouched`, { timeout: 600_000 }, async (t) => {
+    it(`fuzz: ${target.name}: any capabilities are stored exactly as the codec round-trips them, or refused with the stored value untouched`, {
+      timeout: 600_000,
+    }, async (t) => {
       const url = target.url()
       const a = await connect(url, { memberId: rid('a') })
       const b = await connect(url, { memberId: rid('b') })
@@ -333,8 +566,16 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
       await b.joinGroup(g, { start: true })
       let stored: unknown = { start: true }
       const leaf = fc.oneof(
-        fc.constant(null), fc.constant(undefined), fc.boolean(), fc.integer(), fc.double(), fc.constantFrom(Number.NaN, -0, Infinity, -Infinity, 2 ** 53, -(2 ** 63)),
-        fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }), fc.string({ unit: 'binary' }), fc.uint8Array({ maxLength: 64 }), fc.date({ noInvalidDate: false }),
+        fc.constant(null),
+        fc.constant(undefined),
+        fc.boolean(),
+        fc.integer(),
+        fc.double(),
+        fc.constantFrom(Number.NaN, -0, Infinity, -Infinity, 2 ** 53, -(2 ** 63)),
+        fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }),
+        fc.string({ unit: 'binary' }),
+        fc.uint8Array({ maxLength: 64 }),
+        fc.date({ noInvalidDate: false }),
         fc.constantFrom(() => 1, Symbol('s'), new Error('x'), /re/, new WeakMap()),
       )
       const { value } = fc.letrec((tie) => ({
@@ -348,10 +589,22 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
         { weight: 8, arbitrary: value },
         { weight: 1, arbitrary: fc.integer({ min: 90, max: 130 }).map((depth) => Array.from({ length: depth }).reduce<unknown>((inner) => [inner], 'core')) },
         { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }).map((mb) => ({ big: 'x'.repeat(mb * 250_000) })) },
-        { weight: 1, arbitrary: fc.constant(null).map(() => { const o: Record<string, unknown> = {}; o.self = o; return o }) },
+        {
+          weight: 1,
+          arbitrary: fc.constant(null).map(() => {
+            const o: Record<string, unknown> = {}
+            o.self = o
+            return o
+          }),
+        },
       )
-      await property(t, 'fuzz.capabilities', 'Fuzzed capabilities (binary, dates, maps, sets, bigints, NaN, -0, deep nesting, large strings, functions, symbols, cycles): read back by another member exactly as the codec round-trips them, or InvalidArgumentError with the stored value untouched.',
-        target.name, target.runs, fc.asyncProperty(hostile, async (caps) => {
+      await property(
+        t,
+        'fuzz.capabilities',
+        'Fuzzed capabilities (binary, dates, maps, sets, bigints, NaN, -0, deep nesting, large strings, functions, symbols, cycles): read back by another member exactly as the codec round-trips them, or InvalidArgumentError with the stored value untouched.',
+        target.name,
+        target.runs,
+        fc.asyncProperty(hostile, async (caps) => {
           let expected: unknown
           try {
             expected = loads(dumps(caps))
@@ -368,7 +621,8 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
           assert.notEqual(expected, undefined, 'the codec refuses this value, so updateCapabilities() must too')
           stored = expected
           assert.deepEqual(await a.getMemberCapabilities(g, b.memberId), expected)
-        }))
+        }),
+      )
     })
 
     it(`fuzz: ${target.name}: any string in capabilities reads back unchanged, or is refused`, { timeout: 600_000 }, async (t) => {
@@ -380,8 +634,13 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
       await a.joinGroupCreate(g)
       await b.joinGroup(g)
       let stored: unknown = null
-      await property(t, 'fuzz.strings', 'Fuzzed strings (any UTF-16, lone surrogates included) as capability keys and values: read back unchanged by another member, or refused with the stored value untouched; never silently altered.',
-        target.name, target.runs, fc.asyncProperty(utf16, utf16, async (key, text) => {
+      await property(
+        t,
+        'fuzz.strings',
+        'Fuzzed strings (any UTF-16, lone surrogates included) as capability keys and values: read back unchanged by another member, or refused with the stored value untouched; never silently altered.',
+        target.name,
+        target.runs,
+        fc.asyncProperty(utf16, utf16, async (key, text) => {
           const caps = { [key]: text, list: [text] }
           try {
             await b.updateCapabilities(g, caps)
@@ -392,7 +651,8 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
           }
           stored = caps
           assert.deepEqual(await a.getMemberCapabilities(g, b.memberId), caps, `${JSON.stringify(caps)} came back altered`)
-        }))
+        }),
+      )
     })
   }
 })

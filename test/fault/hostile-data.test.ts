@@ -82,7 +82,8 @@ const TAMPERS: Partial<Record<Backend, (config: BackendConfig) => Promise<Tamper
   redis: async (config) => {
     const r = new Redis({ ...hostPort(config), lazyConnect: false })
     return {
-      granularity: 'member', maxBytes: 32 * 1024 * 1024,
+      granularity: 'member',
+      maxBytes: 32 * 1024 * 1024,
       read: async (g, m) => (await r.hgetBuffer(`_tooz_group:${g}`, m)) ?? undefined,
       write: async (g, m, bytes) => void (await r.hset(`_tooz_group:${g}`, m, bytes)),
       async wrongType(g) {
@@ -109,9 +110,17 @@ const TAMPERS: Partial<Record<Backend, (config: BackendConfig) => Promise<Tamper
       if (!out.toString().startsWith('STORED')) throw new Error(`memcached refused the value: ${out.toString().slice(0, 80)}`)
     }
     return {
-      granularity: 'group', maxBytes: 1024 * 1024 - 1024,
+      granularity: 'group',
+      maxBytes: 1024 * 1024 - 1024,
       // A tooz group map whose one entry, the victim's, holds `caps`: the map header stays honest.
-      wrap: (member, caps) => Buffer.concat([Buffer.from([0x81]), Buffer.from(dumps(new TextEncoder().encode(member))), Buffer.from([0x81]), Buffer.from(dumps(new TextEncoder().encode('capabilities'))), caps]),
+      wrap: (member, caps) =>
+        Buffer.concat([
+          Buffer.from([0x81]),
+          Buffer.from(dumps(new TextEncoder().encode(member))),
+          Buffer.from([0x81]),
+          Buffer.from(dumps(new TextEncoder().encode('capabilities'))),
+          caps,
+        ]),
       read: async (g) => (await get(`_TOOZ_GROUP_${g}`))?.value,
       write: (g, _m, bytes) => set(`_TOOZ_GROUP_${g}`, 2, bytes),
       async wrongType(g) {
@@ -131,7 +140,8 @@ const TAMPERS: Partial<Record<Backend, (config: BackendConfig) => Promise<Tamper
     const { host, port } = hostPort(config)
     const raw = await withTimeout(openRawZk({ host, port }), 15_000, 'a raw ZooKeeper client connecting')
     return {
-      granularity: 'member', maxBytes: 1_000_000,
+      granularity: 'member',
+      maxBytes: 1_000_000,
       read: async (g, m) => (await raw.get(`/tooz/${g}/${m}`)).data,
       write: (g, m, bytes) => raw.set(`/tooz/${g}/${m}`, bytes),
       close: () => raw.close(),
@@ -142,7 +152,8 @@ const TAMPERS: Partial<Record<Backend, (config: BackendConfig) => Promise<Tamper
     const post = async (path: string, body: unknown): Promise<any> => (await fetch(`${base}/${path}`, { method: 'POST', body: JSON.stringify(body) })).json()
     const key = (g: string, m: string): string => Buffer.from(`tooz/groups/${g}/${m}`).toString('base64')
     return {
-      granularity: 'member', maxBytes: 1_400_000,
+      granularity: 'member',
+      maxBytes: 1_400_000,
       async read(g, m) {
         const kv = (await post('kv/range', { key: key(g, m) })).kvs?.[0]
         return kv && Buffer.from(kv.value ?? '', 'base64')
@@ -156,7 +167,8 @@ const TAMPERS: Partial<Record<Backend, (config: BackendConfig) => Promise<Tamper
     const dir = parseBackendUrl(config.url).path
     const path = (g: string, m: string): string => join(dir, 'groups', safeName(g), `${safeName(m)}.raw`)
     return {
-      granularity: 'member', maxBytes: 32 * 1024 * 1024,
+      granularity: 'member',
+      maxBytes: 32 * 1024 * 1024,
       // The slot is the member's whole record (its id, capabilities and join time).
       wrap: (member, caps) => Buffer.from(encodeMemberRecord(member, caps, new Date())),
       read: (g, m) => readFile(path(g, m)).catch(() => undefined),
@@ -167,16 +179,22 @@ const TAMPERS: Partial<Record<Backend, (config: BackendConfig) => Promise<Tamper
   postgresql: async (config) => {
     const pool = new pg.Pool({ connectionString: config.url, max: 1 })
     return {
-      granularity: 'member', maxBytes: 32 * 1024 * 1024,
-      read: async (g, m) => (await pool.query('SELECT capabilities FROM rollcall_members WHERE group_id = $1 AND member_id = $2', [g, m])).rows[0]?.capabilities as Buffer | undefined,
-      write: async (g, m, bytes) => void (await pool.query('UPDATE rollcall_members SET capabilities = $3 WHERE group_id = $1 AND member_id = $2', [g, m, bytes])),
+      granularity: 'member',
+      maxBytes: 32 * 1024 * 1024,
+      read: async (g, m) =>
+        (await pool.query('SELECT capabilities FROM rollcall_members WHERE group_id = $1 AND member_id = $2', [g, m])).rows[0]?.capabilities as
+          | Buffer
+          | undefined,
+      write: async (g, m, bytes) =>
+        void (await pool.query('UPDATE rollcall_members SET capabilities = $3 WHERE group_id = $1 AND member_id = $2', [g, m, bytes])),
       close: () => pool.end(),
     }
   },
   mysql: async (config) => {
     const pool = mysql.createPool({ uri: config.url, connectionLimit: 1 })
     return {
-      granularity: 'member', maxBytes: 8 * 1024 * 1024,
+      granularity: 'member',
+      maxBytes: 8 * 1024 * 1024,
       async read(g, m) {
         const [rows] = await pool.query('SELECT capabilities FROM rollcall_members WHERE group_id = ? AND member_id = ?', [g, m])
         return (rows as { capabilities: Buffer }[])[0]?.capabilities
@@ -196,13 +214,19 @@ function hostileBytes(kind: Kind, original: Buffer, tamper: Tamper, victim: stri
   const wrap = (caps: Buffer): Buffer => tamper.wrap?.(victim, caps) ?? caps
   switch (kind) {
     // The whole slot replaced or damaged.
-    case 'garbage': return Buffer.concat([Buffer.from([0xc1]), randomBytes(63)])
-    case 'truncated': return original.subarray(0, Math.max(1, Math.floor(original.length / 2)))
-    case 'huge-garbage': return Buffer.alloc(huge - 1024, 0xc1)
+    case 'garbage':
+      return Buffer.concat([Buffer.from([0xc1]), randomBytes(63)])
+    case 'truncated':
+      return original.subarray(0, Math.max(1, Math.floor(original.length / 2)))
+    case 'huge-garbage':
+      return Buffer.alloc(huge - 1024, 0xc1)
     // Only the capabilities, inside an otherwise well-formed slot.
-    case 'lying-length': return wrap(Buffer.from([0xdb, 0x7f, 0xff, 0xff, 0xff, 0x61, 0x62, 0x63]))
-    case 'huge-valid': return tamper.granularity === 'member' ? wrap(Buffer.from(dumps({ blob: 'x'.repeat(huge - 2048) }))) : undefined
-    case 'wrong-type': return undefined
+    case 'lying-length':
+      return wrap(Buffer.from([0xdb, 0x7f, 0xff, 0xff, 0xff, 0x61, 0x62, 0x63]))
+    case 'huge-valid':
+      return tamper.granularity === 'member' ? wrap(Buffer.from(dumps({ blob: 'x'.repeat(huge - 2048) }))) : undefined
+    case 'wrong-type':
+      return undefined
   }
 }
 
@@ -222,7 +246,10 @@ describe('fault: hostile data', { concurrency: 4 }, () => {
   for (const b of backends) {
     const skip = applicable(b)
     for (const kind of KINDS) {
-      it(`${b.name}: fault: hostile data: ${kind} where capabilities belong gives typed errors; the rest of the group works; nothing is written over`, { skip, timeout: 300_000 }, async (t) => {
+      it(`${b.name}: fault: hostile data: ${kind} where capabilities belong gives typed errors; the rest of the group works; nothing is written over`, {
+        skip,
+        timeout: 300_000,
+      }, async (t) => {
         const tamper = await TAMPERS[b.name]!(b.config)
         const tampered: string[] = []
         t.after(async () => {
@@ -239,15 +266,21 @@ describe('fault: hostile data', { concurrency: 4 }, () => {
         const warnings: RollcallError[] = []
         reader.on('warning', (w) => void warnings.push(w))
         await repeat(t, {
-          writer, scenario: `hostile.${kind}`, backend: b.name, runTimeoutMs: 120_000, runs: 1,
-          title: `${kind}: ${{
-            'garbage': 'random bytes starting with 0xc1 (never valid msgpack)',
-            'truncated': 'the stored msgpack cut in half',
-            'lying-length': 'a str32 header claiming 2 GB, followed by three bytes',
-            'huge-garbage': 'up to 4 MB of invalid msgpack (the backend\'s limit, if lower)',
-            'huge-valid': 'up to 4 MB of valid msgpack, written by someone else',
-            'wrong-type': 'a value of the wrong backend type (a Redis list for the group hash; raw-bytes flags on a memcached group)',
-          }[kind]} where tooz keeps capabilities; readers get SerializationError for that ${tamper.granularity} only, the rest works, nothing is written over.`,
+          writer,
+          scenario: `hostile.${kind}`,
+          backend: b.name,
+          runTimeoutMs: 120_000,
+          runs: 1,
+          title: `${kind}: ${
+            {
+              'garbage': 'random bytes starting with 0xc1 (never valid msgpack)',
+              'truncated': 'the stored msgpack cut in half',
+              'lying-length': 'a str32 header claiming 2 GB, followed by three bytes',
+              'huge-garbage': "up to 4 MB of invalid msgpack (the backend's limit, if lower)",
+              'huge-valid': 'up to 4 MB of valid msgpack, written by someone else',
+              'wrong-type': 'a value of the wrong backend type (a Redis list for the group hash; raw-bytes flags on a memcached group)',
+            }[kind]
+          } where tooz keeps capabilities; readers get SerializationError for that ${tamper.granularity} only, the rest works, nothing is written over.`,
           measure: 'reading the tampered group',
         }, async () => {
           const g = rid('g')
@@ -258,7 +291,7 @@ describe('fault: hostile data', { concurrency: 4 }, () => {
           await victim.joinGroup(g, { who: 'victim' })
           await reader.joinGroupCreate(other, { who: 'reader' })
           const original = await tamper.read(g, victim.memberId)
-          assert.ok(original, 'the victim\'s stored value is there to tamper with')
+          assert.ok(original, "the victim's stored value is there to tamper with")
           let fingerprint: () => Promise<string>
           if (kind === 'wrong-type') {
             fingerprint = await tamper.wrongType!(g, victim.memberId)
@@ -281,7 +314,10 @@ describe('fault: hostile data', { concurrency: 4 }, () => {
               // Listed with a SerializationError, or (where the id itself is in the corrupt record) left out with a warning.
               if (got !== undefined) assert.ok(got instanceof SerializationError, `the victim's entry is a SerializationError, not ${String(got).slice(0, 80)}`)
               assert.ok(warnings.some((w) => w instanceof SerializationError), 'a warning with a SerializationError was emitted')
-              await assert.rejects(reader.getMemberCapabilities(g, victim.memberId), (err: Error) => err instanceof SerializationError || err.name === 'MemberNotJoinedError')
+              await assert.rejects(
+                reader.getMemberCapabilities(g, victim.memberId),
+                (err: Error) => err instanceof SerializationError || err.name === 'MemberNotJoinedError',
+              )
             }
             // Liveness is untouched: the victim is as listed as before, unless its record hid its id.
             const ids = await reader.getMembers(g)
@@ -298,11 +334,17 @@ describe('fault: hostile data', { concurrency: 4 }, () => {
           // The whole group (or its backend type) is corrupt: typed errors for it, nothing else affected.
           const failure = await reader.getMembersWithCapabilities(g).then(() => undefined, (err: unknown) => err)
           const readMs = Date.now() - started
-          assert.ok(failure instanceof Error && (failure instanceof SerializationError || (failure as RollcallError).code === 'BACKEND_ERROR'),
-            `reading the corrupt group fails with a typed error, not ${String(failure)}`)
+          assert.ok(
+            failure instanceof Error && (failure instanceof SerializationError || (failure as RollcallError).code === 'BACKEND_ERROR'),
+            `reading the corrupt group fails with a typed error, not ${String(failure)}`,
+          )
           assert.equal((failure as RollcallError).code !== undefined, true)
           assert.deepEqual(await reader.getMembers(other), [reader.memberId], 'another group is unaffected')
-          await assert.rejects(writerC.updateCapabilities(g, { who: 'writer', after: kind }), (err: RollcallError) => err.code !== undefined, 'a write to the corrupt group is refused')
+          await assert.rejects(
+            writerC.updateCapabilities(g, { who: 'writer', after: kind }),
+            (err: RollcallError) => err.code !== undefined,
+            'a write to the corrupt group is refused',
+          )
           await reader.heartbeat().catch(() => 0)
           await writerC.heartbeat().catch(() => 0)
           await sleep(600)

@@ -58,8 +58,13 @@ async function contention(scope: Scope, b: FaultBackend): Promise<RunReport> {
   const withLocks = declares(b, ['locks'])
   const withLeader = declares(b, ['leaderElection', 'groups'])
   const spec = (): Parameters<typeof spawnContender>[0] => ({
-    url, memberId: rid('c'), log: logPath, holdMs: [20, 120], termMs: [300, 1_500],
-    ...(withLocks ? { lock: name } : {}), ...(withLeader ? { group } : {}),
+    url,
+    memberId: rid('c'),
+    log: logPath,
+    holdMs: [20, 120],
+    termMs: [300, 1_500],
+    ...(withLocks ? { lock: name } : {}),
+    ...(withLeader ? { group } : {}),
   })
   const name = rid('l')
   const group = rid('g')
@@ -134,20 +139,36 @@ function outcome(report: CheckReport, kills: number): RunOutcome {
 
 describe('fault: lock and leadership safety', { concurrency: 2 }, () => {
   for (const b of backends) {
-    it(`${b.name}: fault: ${CONTENDERS} processes contend on one lock for ${SECONDS} s with random SIGKILLs; no two holders overlap; fencing tokens increase`, { skip: skipFor(b, 'locks'), timeout: testTimeout(SECONDS * 1000 + 180_000, RUNS) }, async (t) => {
+    it(`${b.name}: fault: ${CONTENDERS} processes contend on one lock for ${SECONDS} s with random SIGKILLs; no two holders overlap; fencing tokens increase`, {
+      skip: skipFor(b, 'locks'),
+      timeout: testTimeout(SECONDS * 1000 + 180_000, RUNS),
+    }, async (t) => {
       await repeat(t, {
-        writer, scenario: 'lock.safety', backend: b.name, runs: RUNS, runTimeoutMs: SECONDS * 1000 + 180_000,
-        title: `${CONTENDERS} processes take one lock in turn for ${SECONDS} s; one is SIGKILLed every 1-2 s (the holder half the time). The shared log shows no overlapping holds, and fencing tokens strictly increase where the backend has them.`,
+        writer,
+        scenario: 'lock.safety',
+        backend: b.name,
+        runs: RUNS,
+        runTimeoutMs: SECONDS * 1000 + 180_000,
+        title:
+          `${CONTENDERS} processes take one lock in turn for ${SECONDS} s; one is SIGKILLed every 1-2 s (the holder half the time). The shared log shows no overlapping holds, and fencing tokens strictly increase where the backend has them.`,
         measure: 'holder SIGKILLed → next holder enters',
       }, async (scope, n) => {
         const r = await shared(scope, b, n)
         return outcome(r.lock!, r.kills)
       })
     })
-    it(`${b.name}: fault: ${CONTENDERS} candidates under random SIGKILLs; at most one believes it leads at any instant`, { skip: skipFor(b, 'leaderElection'), timeout: testTimeout(SECONDS * 1000 + 180_000, RUNS) }, async (t) => {
+    it(`${b.name}: fault: ${CONTENDERS} candidates under random SIGKILLs; at most one believes it leads at any instant`, {
+      skip: skipFor(b, 'leaderElection'),
+      timeout: testTimeout(SECONDS * 1000 + 180_000, RUNS),
+    }, async (t) => {
       await repeat(t, {
-        writer, scenario: 'leader.safety', backend: b.name, runs: RUNS, runTimeoutMs: SECONDS * 1000 + 180_000,
-        title: `The same ${CONTENDERS} processes run for leader of one group, standing down after 0.3-1.5 s; the leader is SIGKILLed a quarter of the time. The log shows at most one leader at any instant.`,
+        writer,
+        scenario: 'leader.safety',
+        backend: b.name,
+        runs: RUNS,
+        runTimeoutMs: SECONDS * 1000 + 180_000,
+        title:
+          `The same ${CONTENDERS} processes run for leader of one group, standing down after 0.3-1.5 s; the leader is SIGKILLed a quarter of the time. The log shows at most one leader at any instant.`,
         measure: 'leader SIGKILLed → next leader elected',
       }, async (scope, n) => {
         const r = await shared(scope, b, n)

@@ -33,9 +33,15 @@ function applicable(b: FaultBackend): string | undefined {
 describe('fault: members', { concurrency: FAULT_FULL ? 7 : 3 }, () => {
   for (const b of backends) {
     const skip = applicable(b)
-    it(`${b.name}: fault: a member SIGKILLed is seen leaving; restarted under its id, it is seen back with its capabilities`, { skip, timeout: testTimeout(120_000) }, async (t) => {
+    it(`${b.name}: fault: a member SIGKILLed is seen leaving; restarted under its id, it is seen back with its capabilities`, {
+      skip,
+      timeout: testTimeout(120_000),
+    }, async (t) => {
       await repeat(t, {
-        writer, scenario: 'member.kill', backend: b.name, runTimeoutMs: 120_000,
+        writer,
+        scenario: 'member.kill',
+        backend: b.name,
+        runTimeoutMs: 120_000,
         title: 'A member process is SIGKILLed; the others see it leave; restarted under the same id, it is seen back with its capabilities.',
         measure: 'SIGKILL → seen leaving',
       }, async (scope, n) => {
@@ -59,10 +65,17 @@ describe('fault: members', { concurrency: FAULT_FULL ? 7 : 3 }, () => {
       })
     })
 
-    it(`${b.name}: fault: a member SIGSTOPped past its liveness is seen leaving; resumed, it notices and is seen back with its capabilities`, { skip, timeout: testTimeout(120_000) }, async (t) => {
+    it(`${b.name}: fault: a member SIGSTOPped past its liveness is seen leaving; resumed, it notices and is seen back with its capabilities`, {
+      skip,
+      timeout: testTimeout(120_000),
+    }, async (t) => {
       await repeat(t, {
-        writer, scenario: 'member.pause', backend: b.name, runTimeoutMs: 120_000,
-        title: 'A member process is SIGSTOPped until the others see it leave, then SIGCONTed: it must not exit, must report membershipLost then rejoined, and be seen back with its capabilities.',
+        writer,
+        scenario: 'member.pause',
+        backend: b.name,
+        runTimeoutMs: 120_000,
+        title:
+          'A member process is SIGSTOPped until the others see it leave, then SIGCONTed: it must not exit, must report membershipLost then rejoined, and be seen back with its capabilities.',
         measure: 'SIGCONT → seen back',
       }, async (scope, n) => {
         const g = rid('g')
@@ -85,7 +98,7 @@ describe('fault: members', { concurrency: FAULT_FULL ? 7 : 3 }, () => {
         await until('the member to report membershipLost, then rejoined', () => has(m.events, `rejoined:${g}`), SEEN_MS)
         // A member that reported its connection lost says `reconnected` at its next good beat, which
         // may come after the rejoin: the order is checked once its state has settled.
-        await until('the member\'s connection state to settle', () => !['suspended', 'lost'].includes(states(m.events).at(-1) ?? ''), SEEN_MS)
+        await until("the member's connection state to settle", () => !['suspended', 'lost'].includes(states(m.events).at(-1) ?? ''), SEEN_MS)
         assert.equal(m.exited(), undefined, 'the member process is still running')
         assert.deepEqual(orderProblems(m.events, 'the paused member', g), [], show(m.events))
         const status = await m.status()

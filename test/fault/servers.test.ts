@@ -58,11 +58,38 @@ interface FaultCase {
 }
 
 const CASES: FaultCase[] = [
-  { fault: 'restart', outlastsLiveness: false, title: 'The server is SIGKILLed and started again on the same port and data (Redis and memcached come back empty).' },
-  { fault: 'pause', outlastsLiveness: true, title: `The server is SIGSTOPped for ${OUTAGE_MS / 1000} s (liveness ${SHORT_S} s), then SIGCONTed: suspended or lost → reconnected, membershipLost → rejoined.` },
-  { fault: 'cut-long', outlastsLiveness: true, title: `A's connections are reset, and new ones refused, at a TCP proxy for ${OUTAGE_MS / 1000} s (liveness ${SHORT_S} s): suspended or lost → reconnected, membershipLost → rejoined.` },
-  { fault: 'partition', outlastsLiveness: true, title: `A's traffic is silently held at a TCP proxy for ${OUTAGE_MS / 1000} s (liveness ${SHORT_S} s), the server running on: suspended or lost → reconnected, membershipLost → rejoined.` },
-  { fault: 'cut-short', outlastsLiveness: false, title: `A's connections are reset at a TCP proxy, and new ones refused, for 1.5 s (liveness ${LONG_S} s): never lost, membership kept.`, knownBug: { zookeeper: 'zookeeper-false-loss' } },
+  {
+    fault: 'restart',
+    outlastsLiveness: false,
+    title: 'The server is SIGKILLed and started again on the same port and data (Redis and memcached come back empty).',
+  },
+  {
+    fault: 'pause',
+    outlastsLiveness: true,
+    title: `The server is SIGSTOPped for ${
+      OUTAGE_MS / 1000
+    } s (liveness ${SHORT_S} s), then SIGCONTed: suspended or lost → reconnected, membershipLost → rejoined.`,
+  },
+  {
+    fault: 'cut-long',
+    outlastsLiveness: true,
+    title: `A's connections are reset, and new ones refused, at a TCP proxy for ${
+      OUTAGE_MS / 1000
+    } s (liveness ${SHORT_S} s): suspended or lost → reconnected, membershipLost → rejoined.`,
+  },
+  {
+    fault: 'partition',
+    outlastsLiveness: true,
+    title: `A's traffic is silently held at a TCP proxy for ${
+      OUTAGE_MS / 1000
+    } s (liveness ${SHORT_S} s), the server running on: suspended or lost → reconnected, membershipLost → rejoined.`,
+  },
+  {
+    fault: 'cut-short',
+    outlastsLiveness: false,
+    title: `A's connections are reset at a TCP proxy, and new ones refused, for 1.5 s (liveness ${LONG_S} s): never lost, membership kept.`,
+    knownBug: { zookeeper: 'zookeeper-false-loss' },
+  },
 ]
 
 function applicable(b: FaultBackend): string | undefined {
@@ -79,7 +106,7 @@ function applicable(b: FaultBackend): string | undefined {
  */
 async function retrying<T>(fn: () => Promise<T>, { attempts = Infinity, withinMs = RECOVERY_MS, pauseMs = 100 } = {}): Promise<T> {
   const deadline = Date.now() + withinMs
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 1;; attempt++) {
     try {
       return await fn()
     } catch (err) {
@@ -147,15 +174,23 @@ async function runFault(scope: Scope, b: FaultBackend, srv: PrivateServer, fc: F
   }
   // After the previous run's fault the server may answer before it serves (etcd elects itself
   // leader after a restart): wait until a member can connect and read.
-  await until('the server to serve members', async () => {
-    const probe = await connect(direct, { memberId: rid('probe'), heartbeat: false, autoWatch: false })
-    await probe.getGroups().finally(() => probe.stop())
-    return true
-  }, RECOVERY_MS, 250)
+  await until(
+    'the server to serve members',
+    async () => {
+      const probe = await connect(direct, { memberId: rid('probe'), heartbeat: false, autoWatch: false })
+      await probe.getGroups().finally(() => probe.stop())
+      return true
+    },
+    RECOVERY_MS,
+    250,
+  )
   // Setting up is not what is tested: a request that a loaded machine times out before the fault
   // is begun again with fresh names (at most 3 times); what an attempt left is cleaned up with the run.
-  const { withLocks, g, name, capsA, capsB, a, log, canary, lockA, tokenA, m, rival } =
-    await retrying(() => setUp(scope, b, viaA, direct, n), { attempts: 3, withinMs: Infinity, pauseMs: 500 })
+  const { withLocks, g, name, capsA, capsB, a, log, canary, lockA, tokenA, m, rival } = await retrying(() => setUp(scope, b, viaA, direct, n), {
+    attempts: 3,
+    withinMs: Infinity,
+    pauseMs: 500,
+  })
 
   // The fault.
   switch (fc.fault) {
@@ -187,20 +222,28 @@ async function runFault(scope: Scope, b: FaultBackend, srv: PrivateServer, fc: F
   // A and B followed by its rejoined.
   const want = new Map<string, unknown>([[a.memberId, capsA], [m.memberId, capsB]])
   const settled = (log: readonly Ev[]): boolean => ['suspended', 'lost'].every((st) => states(log).at(-1) !== st)
-  const balanced = (log: readonly Ev[]): boolean => log.filter((e) => e.what === `membershipLost:${g}`).length === log.filter((e) => e.what === `rejoined:${g}`).length
+  const balanced = (log: readonly Ev[]): boolean =>
+    log.filter((e) => e.what === `membershipLost:${g}`).length === log.filter((e) => e.what === `rejoined:${g}`).length
   let seen = ''
-  await until('A and B listed with their capabilities, A connected, membership losses rejoined', async () => {
-    const members = await a.getMembersWithCapabilities(g).catch((err: unknown) => err)
-    seen = `members ${members instanceof Map ? JSON.stringify([...members]) : String(members)}; A ${a.connectionState}; A: ${show(log)}; B: ${show(m.events)}`
-    if (!(members instanceof Map) || members.size !== 2 || [...want].some(([id, caps]) => JSON.stringify(members.get(id)) !== JSON.stringify(caps))) return false
-    const connected = a.connectionState === 'connected' || a.connectionState === 'reconnected'
-    return connected && balanced(log) && balanced(m.events) && settled(log) && settled(m.events)
-  }, RECOVERY_MS, 100).catch((err: Error) => {
+  await until(
+    'A and B listed with their capabilities, A connected, membership losses rejoined',
+    async () => {
+      const members = await a.getMembersWithCapabilities(g).catch((err: unknown) => err)
+      seen = `members ${members instanceof Map ? JSON.stringify([...members]) : String(members)}; A ${a.connectionState}; A: ${show(log)}; B: ${show(m.events)}`
+      if (
+        !(members instanceof Map) || members.size !== 2 || [...want].some(([id, caps]) => JSON.stringify(members.get(id)) !== JSON.stringify(caps))
+      ) return false
+      const connected = a.connectionState === 'connected' || a.connectionState === 'reconnected'
+      return connected && balanced(log) && balanced(m.events) && settled(log) && settled(m.events)
+    },
+    RECOVERY_MS,
+    100,
+  ).catch((err: Error) => {
     throw new Error(`${err.message}; last seen: ${seen}`)
   })
   const recoveredMs = Date.now() - endedAt
 
-  assert.equal(m.exited(), undefined, 'B\'s process is still running')
+  assert.equal(m.exited(), undefined, "B's process is still running")
   const problems = [...orderProblems(log, 'A', g, name), ...orderProblems(m.events, 'B', g)]
   assert.deepEqual(problems, [], `${problems.join('; ')}; A: ${show(log)}; B: ${show(m.events)}`)
   const bStatus = await m.status()
@@ -255,9 +298,18 @@ describe('fault: servers', { concurrency: FAULT_FULL ? 6 : 3 }, () => {
       })
       after(() => srv?.stop())
       for (const fc of CASES) {
-        it(`${b.name}: fault: server ${fc.fault}: members recover, events in order, the lock never held twice`, { skip, todo: skip ? undefined : todoFor(fc.knownBug?.[b.name]), timeout: testTimeout(150_000) }, async (t) => {
+        it(`${b.name}: fault: server ${fc.fault}: members recover, events in order, the lock never held twice`, {
+          skip,
+          todo: skip ? undefined : todoFor(fc.knownBug?.[b.name]),
+          timeout: testTimeout(150_000),
+        }, async (t) => {
           await repeat(t, {
-            writer, scenario: `server.${fc.fault}`, backend: b.name, runTimeoutMs: 150_000, title: fc.title, knownBug: fc.knownBug?.[b.name],
+            writer,
+            scenario: `server.${fc.fault}`,
+            backend: b.name,
+            runTimeoutMs: 150_000,
+            title: fc.title,
+            knownBug: fc.knownBug?.[b.name],
             measure: 'fault over → every member listed again',
           }, (scope, n) => runFault(scope, b, srv!, fc, n))
         })

@@ -37,7 +37,15 @@ describe('etcd3 interop with Python tooz 3.1', { concurrency: 4 }, () => {
     await py.call('create_group', { group: g })
     const pyCaps = { binary: 'compute', host: 'h1', enabled: true, weight: 5, load: 1.5, none: null, raw: { __bytes__: '00ff' }, list: [1, 'two'] }
     await py.call('join_group', { group: g, capabilities: pyCaps })
-    const nodeCaps = { host: 'n1', zone: 'az1', ports: [80, 443], blob: new Uint8Array([0, 1, 255]), text: 'чупакабра ✓', nested: { ok: false, f: 2.25 }, big: 2 ** 40 }
+    const nodeCaps = {
+      host: 'n1',
+      zone: 'az1',
+      ports: [80, 443],
+      blob: new Uint8Array([0, 1, 255]),
+      text: 'чупакабра ✓',
+      nested: { ok: false, f: 2.25 },
+      big: 2 ** 40,
+    }
     await c.joinGroup(g, nodeCaps)
 
     assert.deepEqual(await py.call('get_members', { group: g }), [c.memberId, pyId].sort())
@@ -59,7 +67,7 @@ describe('etcd3 interop with Python tooz 3.1', { concurrency: 4 }, () => {
     await assert.rejects(py.call('get_members', { group: g }), (e: ToozPeerError) => e.toozError === 'GroupNotCreated')
   })
 
-  it('etcd3: interop: groups are one namespace; Python\'s get_groups debris never shows in ours', async (t) => {
+  it("etcd3: interop: groups are one namespace; Python's get_groups debris never shows in ours", async (t) => {
     const pyId = rid('py')
     const py = await ToozPeer.start(t, URL, pyId)
     const c = await node(t)
@@ -156,7 +164,7 @@ describe('etcd3 interop with Python tooz 3.1', { concurrency: 4 }, () => {
     assert.deepEqual(await c.getMembers(g), [c.memberId])
   })
 
-  it('etcd3: interop: Node\'s stop() frees its membership and locks at once (tooz would leave them to expire)', async (t) => {
+  it("etcd3: interop: Node's stop() frees its membership and locks at once (tooz would leave them to expire)", async (t) => {
     const pyId = rid('py')
     const py = await ToozPeer.start(t, URL, pyId)
     const c = await connect(URL, { memberId: rid('node') })

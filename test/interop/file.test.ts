@@ -96,7 +96,10 @@ describe('file interop with Python tooz', { concurrency: 3 }, () => {
     await py.call('join_group', { group: fromNode })
     assert.deepEqual(await node.getMembers(fromNode), ['py-1'])
     await node.deleteGroup(fromPy)
-    await py.call('delete_group', { group: fromNode }).then(() => assert.fail('Python deleted a group with a member'), (err: Error) => assert.match(err.message, /GroupNotEmpty/))
+    await py.call('delete_group', { group: fromNode }).then(
+      () => assert.fail('Python deleted a group with a member'),
+      (err: Error) => assert.match(err.message, /GroupNotEmpty/),
+    )
     assert.ok(!(await py.call('get_groups') as string[]).includes(fromPy))
   })
 
@@ -109,7 +112,12 @@ describe('file interop with Python tooz', { concurrency: 3 }, () => {
     await py.call('join_group', { group: g })
     assert.deepEqual(await node.getMembers(g), ['py-dead'])
     py.kill()
-    await waitFor('the killed Python member to expire', async () => (await node.getMembers(g)).length === 0, TIMING.expirySeconds * 1000 + TIMING.expirySlackMs, 200)
+    await waitFor(
+      'the killed Python member to expire',
+      async () => (await node.getMembers(g)).length === 0,
+      TIMING.expirySeconds * 1000 + TIMING.expirySlackMs,
+      200,
+    )
     await node.deleteGroup(g)
     assert.ok(!(await node.getGroups()).includes(g))
   })
@@ -121,7 +129,12 @@ describe('file interop with Python tooz', { concurrency: 3 }, () => {
     const g = rid('g')
     await node.joinGroupCreate(g)
     assert.deepEqual(await py.call('get_members', { group: g }), [node.memberId])
-    await waitFor('the silent Node member to expire for Python', async () => (await py.call('get_members', { group: g })).length === 0, TIMING.expirySeconds * 1000 + TIMING.expirySlackMs, 200)
+    await waitFor(
+      'the silent Node member to expire for Python',
+      async () => (await py.call('get_members', { group: g })).length === 0,
+      TIMING.expirySeconds * 1000 + TIMING.expirySlackMs,
+      200,
+    )
     await node.heartbeat()
     assert.deepEqual(await py.call('get_members', { group: g }), [node.memberId], 'a heartbeat brings it back')
   })
@@ -150,7 +163,11 @@ describe('file interop with Python tooz', { concurrency: 3 }, () => {
     const name = rid('lock')
     for (const pyShared of [false, true]) {
       assert.equal(await py.call('lock_acquire', { name, shared: pyShared }), true)
-      assert.equal(await node.getLock(name).acquire({ shared: true, blocking: false }), false, `a Python ${pyShared ? 'shared' : 'exclusive'} holder excludes a Node reader`)
+      assert.equal(
+        await node.getLock(name).acquire({ shared: true, blocking: false }),
+        false,
+        `a Python ${pyShared ? 'shared' : 'exclusive'} holder excludes a Node reader`,
+      )
       assert.equal(await node.getLock(name).acquire({ blocking: false }), false, `a Python ${pyShared ? 'shared' : 'exclusive'} holder excludes a Node writer`)
       assert.equal(await py.call('lock_release', { name }), true)
     }
@@ -172,7 +189,8 @@ describe('file interop with Python tooz', { concurrency: 3 }, () => {
     const tryPy = 'import sys, fasteners; l = fasteners.InterProcessLock(sys.argv[1]); print(l.acquire(blocking=False))'
     assert.equal(await withFileLock(path, 1_000, () => python(tryPy, path)), 'False')
     assert.equal(await python(tryPy, path), 'True')
-    const holdPy = 'import sys, time, fasteners; l = fasteners.InterProcessLock(sys.argv[1]); l.acquire(); print("held", flush=True); time.sleep(1.0); l.release()'
+    const holdPy =
+      'import sys, time, fasteners; l = fasteners.InterProcessLock(sys.argv[1]); l.acquire(); print("held", flush=True); time.sleep(1.0); l.release()'
     const child = spawn('/usr/bin/python3', ['-c', holdPy, path], { stdio: ['ignore', 'pipe', 'inherit'] })
     t.after(() => void (child.exitCode === null && child.kill('SIGKILL')))
     await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()))

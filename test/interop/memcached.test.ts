@@ -81,7 +81,12 @@ describe('memcached interop with Python tooz 3.1', { concurrency: 4 }, () => {
     await silent.joinGroup(g)
     await py.call('join_group', { group: g })
     assert.equal((await watcher.getMembers(g)).length, 3)
-    await waitFor('Python to prune the silent Node member', async () => !(await py.call('get_members', { group: g }) as string[]).includes(silent.memberId), 10_000, 200)
+    await waitFor(
+      'Python to prune the silent Node member',
+      async () => !(await py.call('get_members', { group: g }) as string[]).includes(silent.memberId),
+      10_000,
+      200,
+    )
     py.kill()
     await waitFor('Node to prune the killed Python member', async () => !(await watcher.getMembers(g)).includes(pyId), 10_000, 200)
     assert.deepEqual(await watcher.getMembers(g), [watcher.memberId])
@@ -110,7 +115,7 @@ describe('memcached interop with Python tooz 3.1', { concurrency: 4 }, () => {
     await lock.release()
   })
 
-  it('memcached: interop: a Python leader is seen by Node\'s getLeader and blocks its candidacy until Python stops', async (t) => {
+  it("memcached: interop: a Python leader is seen by Node's getLeader and blocks its candidacy until Python stops", async (t) => {
     const pyId = rid('py')
     const py = await ToozPeer.start(t, URL, pyId)
     const node = await open(t)
@@ -126,7 +131,7 @@ describe('memcached interop with Python tooz 3.1', { concurrency: 4 }, () => {
     assert.equal(await node.getLeader(g), node.memberId)
   })
 
-  it('memcached: interop: a Node leader is seen by Python\'s get_leader and blocks its candidacy', async (t) => {
+  it("memcached: interop: a Node leader is seen by Python's get_leader and blocks its candidacy", async (t) => {
     const py = await ToozPeer.start(t, URL, rid('py'))
     const node = await open(t)
     const g = rid('g')

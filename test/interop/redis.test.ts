@@ -46,7 +46,7 @@ describe('redis interop with Python tooz 3.1', { concurrency: 4 }, () => {
     assert.deepEqual(await py.call('get_members', { group: g }), [pyMember])
   })
 
-  it('redis: interop: a Node member that stops is gone for Python too; Python\'s leave is seen by Node', async (t) => {
+  it("redis: interop: a Node member that stops is gone for Python too; Python's leave is seen by Node", async (t) => {
     const py = await ToozPeer.start(t, URL, rid('py'))
     const node = await open(t)
     const watcher = await open(t)

@@ -88,7 +88,7 @@ for (const backend of ['postgresql', 'mysql'] as const satisfies readonly Sql[])
 }
 
 describe('postgresql shared locks with Python tooz 3.1', () => {
-  it('postgresql: interop: a Node shared lock (pg_advisory_lock_shared, tooz\'s key) and a Python lock of one name exclude each other, both ways', async (t) => {
+  it("postgresql: interop: a Node shared lock (pg_advisory_lock_shared, tooz's key) and a Python lock of one name exclude each other, both ways", async (t) => {
     const URL = serverUrl('postgresql')
     const py = await ToozPeer.start(t, URL, rid('py'))
     const node = await open(t, URL)
@@ -111,7 +111,7 @@ describe('postgresql shared locks with Python tooz 3.1', () => {
 })
 
 describe('SQL URL forms shared with Python tooz', { concurrency: 4 }, () => {
-  it('mysql: interop: Python tooz needs no database in its URL, and still meets rollcall\'s locks', async (t) => {
+  it("mysql: interop: Python tooz needs no database in its URL, and still meets rollcall's locks", async (t) => {
     const py = await ToozPeer.start(t, withoutDatabase(serverUrl('mysql')), rid('py'))
     const node = await open(t, serverUrl('mysql'))
     const name = rid('lock')

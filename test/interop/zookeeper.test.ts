@@ -28,7 +28,15 @@ describe('zookeeper interop with Python tooz', { concurrency: 4 }, () => {
     const pyId = rid('py')
     const py = await ToozPeer.start(t, peerUrl, pyId)
     const g = rid('g')
-    const pyCaps = { host: 'compute-1', ports: [80, 443], nested: { ok: true, none: null, f: 1.5 }, text: 'чупакабра', big: 2 ** 40, neg: -7, blob: { __bytes__: '00ff10' } }
+    const pyCaps = {
+      host: 'compute-1',
+      ports: [80, 443],
+      nested: { ok: true, none: null, f: 1.5 },
+      text: 'чупакабра',
+      big: 2 ** 40,
+      neg: -7,
+      blob: { __bytes__: '00ff10' },
+    }
     await py.call('join_group_create', { group: g, capabilities: pyCaps })
     const nodeCaps = { zone: 'az1', weight: 3, blob: new Uint8Array([9, 0, 255]), list: ['a', 1, 2.5] }
     await node.joinGroup(g, nodeCaps)
@@ -126,7 +134,7 @@ describe('zookeeper interop with Python tooz', { concurrency: 4 }, () => {
     assert.deepEqual(await node.getMembers(g), [node.memberId, pyId].sort())
   })
 
-  it('zookeeper: interop: a Node leader is seen by Python and blocks Python\'s candidacy', async (t) => {
+  it("zookeeper: interop: a Node leader is seen by Python and blocks Python's candidacy", async (t) => {
     const node = await open(t)
     const pyId = rid('py')
     const py = await ToozPeer.start(t, peerUrl, pyId)
@@ -141,14 +149,22 @@ describe('zookeeper interop with Python tooz', { concurrency: 4 }, () => {
     // Leaving the race stands down; Python's next election round wins.
     await node.unwatchElectedAsLeader(g, candidate)
     assert.equal(node.isLeader(g), false)
-    assert.deepEqual(await waitFor('Python to lead', async () => {
-      const r = await py.call('run_watchers')
-      return r.length ? r : undefined
-    }, TIMING.eventMs, 100), [g])
+    assert.deepEqual(
+      await waitFor(
+        'Python to lead',
+        async () => {
+          const r = await py.call('run_watchers')
+          return r.length ? r : undefined
+        },
+        TIMING.eventMs,
+        100,
+      ),
+      [g],
+    )
     assert.equal(await node.getLeader(g), pyId)
   })
 
-  it('zookeeper: interop: getGroups and getMembers hide what Python\'s locks and elections leave behind', async (t) => {
+  it("zookeeper: interop: getGroups and getMembers hide what Python's locks and elections leave behind", async (t) => {
     const node = await open(t)
     const pyId = rid('py')
     const py = await ToozPeer.start(t, peerUrl, pyId)
@@ -170,7 +186,7 @@ describe('zookeeper interop with Python tooz', { concurrency: 4 }, () => {
     assert.ok(!(await node.getGroups()).includes(g))
   })
 
-  it('zookeeper: interop: with user:password both sides use tooz\'s digest ACL and read each other\'s nodes', async (t) => {
+  it("zookeeper: interop: with user:password both sides use tooz's digest ACL and read each other's nodes", async (t) => {
     const ns = rid('ns')
     const auth = base.replace(/^zookeeper:\/\//, 'zookeeper://rollcall:s3cret@')
     const node = await open(t, `${auth}${auth.includes('?') ? '&' : '?'}namespace=${ns}`)
@@ -225,13 +241,13 @@ describe('zookeeper interop with Python tooz', { concurrency: 4 }, () => {
     assert.equal(await py.call('kazoo_lock_acquire', { name, kind: 'write' }), true)
     const reader = node.getLock(name)
     const readerGot = reader.acquire({ shared: true, timeoutMs: 30_000 })
-    await waitFor('the Node reader\'s node', async () => (await raw.children(path)).length === 2, TIMING.eventMs)
+    await waitFor("the Node reader's node", async () => (await raw.children(path)).length === 2, TIMING.eventMs)
     assert.ok((await raw.children(path)).some((c) => /^[0-9a-f]{32}__rlock__\d{10}$/.test(c)), 'a Node reader is a kazoo ReadLock node')
     assert.equal(await py.call('kazoo_lock_release', { name, kind: 'write' }), true)
     assert.equal(await readerGot, true, 'the Node reader is served once the kazoo writer released')
     // A blocking kazoo WriteLock now queues behind the Node reader, and is served when it releases.
     const pyGot = py.call('kazoo_lock_acquire', { name, kind: 'write', blocking: true, timeout: 25 }, 30_000)
-    await waitFor('the kazoo writer\'s node', async () => (await raw.children(path)).length === 2, TIMING.eventMs)
+    await waitFor("the kazoo writer's node", async () => (await raw.children(path)).length === 2, TIMING.eventMs)
     await new Promise((r) => setTimeout(r, TIMING.shortWaitMs))
     assert.equal(await reader.isStillOwner(), true)
     assert.equal(await reader.release(), true)
@@ -240,13 +256,13 @@ describe('zookeeper interop with Python tooz', { concurrency: 4 }, () => {
     assert.equal(await py.call('kazoo_lock_release', { name, kind: 'write' }), true)
   })
 
-  it('zookeeper: interop: shared locks: a Python tooz lock (kazoo\'s plain Lock) is granted beside Node readers, as documented, and excludes later ones', async (t) => {
+  it("zookeeper: interop: shared locks: a Python tooz lock (kazoo's plain Lock) is granted beside Node readers, as documented, and excludes later ones", async (t) => {
     const node = await open(t)
     const py = await ToozPeer.start(t, peerUrl, rid('py'))
     const name = rid('l')
     const reader = node.getLock(name)
     assert.equal(await reader.acquire({ shared: true, blocking: false }), true)
-    assert.equal(await py.call('lock_acquire', { name }), true, 'the hazard docs/api.md names: tooz\'s lock does not see readers')
+    assert.equal(await py.call('lock_acquire', { name }), true, "the hazard docs/api.md names: tooz's lock does not see readers")
     assert.equal(await node.getLock(name).acquire({ shared: true, blocking: false }), false, 'a later Node reader is excluded by the tooz holder')
     assert.equal(await node.getLock(name).acquire({ blocking: false }), false, 'and a Node writer')
     assert.equal(await py.call('lock_release', { name }), true)

@@ -104,11 +104,17 @@ export async function typos(signal: AbortSignal): Promise<void> {
  * Whether a plain `node` (this binary, no flags, as the consumer's program runs) can import
  * node:sqlite: Node 22.13 and later can; before, it is absent or behind --experimental-sqlite.
  */
-const NODE_SQLITE = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('node:sqlite')"], { encoding: 'utf8', timeout: 30_000 }).status === 0
+const NODE_SQLITE =
+  spawnSync(process.execPath, ['--input-type=module', '-e', "await import('node:sqlite')"], { encoding: 'utf8', timeout: 30_000 }).status === 0
 
 /** With better-sqlite3 not installed, the catalog opens on node:sqlite or names the package to install. */
-const EXPECTED = { members: ['consumer-1'], held: true, sections: ['DEFAULT'], catalog: NODE_SQLITE ? 'opened' : 'DRIVER_UNAVAILABLE',
-  redis: 'The redis driver needs the npm package "ioredis"; install it with: npm install ioredis' }
+const EXPECTED = {
+  members: ['consumer-1'],
+  held: true,
+  sections: ['DEFAULT'],
+  catalog: NODE_SQLITE ? 'opened' : 'DRIVER_UNAVAILABLE',
+  redis: 'The redis driver needs the npm package "ioredis"; install it with: npm install ioredis',
+}
 
 function tsconfig(resolution: 'node16' | 'bundler'): object {
   return {
@@ -138,7 +144,9 @@ describe('package: the packed tarball as a consumer installs it', () => {
     dir = mkdtempSync(join(tmpdir(), 'rollcall-consumer-'))
     assert.ok(existsSync(join(ROOT, 'dist/index.js')), 'dist/ is built (npm test builds it first)')
     // --ignore-scripts: `prepare` would rebuild dist/, which npm test has just done.
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })) as Array<{ filename: string; files: Array<{ path: string }> }>
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })) as Array<
+      { filename: string; files: Array<{ path: string }> }
+    >
     const tarball = join(dir, packed[0]!.filename)
     app = join(dir, 'app')
     mkdirSync(app)
@@ -146,7 +154,15 @@ describe('package: the packed tarball as a consumer installs it', () => {
     const started = Date.now()
     // The cache that installed this repository holds everything the tarball needs; --prefer-offline
     // asks the registry only for what it lacks.
-    execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', tarball, `@types/node@${pkg.devDependencies['@types/node']}`], { cwd: app, encoding: 'utf8' })
+    execFileSync('npm', [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+      tarball,
+      `@types/node@${pkg.devDependencies['@types/node']}`,
+    ], { cwd: app, encoding: 'utf8' })
     installSeconds = (Date.now() - started) / 1000
     writeFileSync(join(app, 'app.ts'), APP_TS)
     writeFileSync(join(app, 'typos.ts'), TYPO_TS)
@@ -154,9 +170,17 @@ describe('package: the packed tarball as a consumer installs it', () => {
     writeFileSync(join(app, 'files.json'), JSON.stringify(packed[0]!.files.map((f) => f.path)))
     for (const resolution of ['node16', 'bundler'] as const) {
       writeFileSync(join(app, `tsconfig.${resolution}.json`), JSON.stringify(tsconfig(resolution)))
-      checks.set(resolution, new Promise((done) => {
-        execFile(process.execPath, [TSC, '-p', `tsconfig.${resolution}.json`], { cwd: app, encoding: 'utf8' }, (err, stdout, stderr) => done(err ? `${stdout}${stderr}` : ''))
-      }))
+      checks.set(
+        resolution,
+        new Promise((done) => {
+          execFile(
+            process.execPath,
+            [TSC, '-p', `tsconfig.${resolution}.json`],
+            { cwd: app, encoding: 'utf8' },
+            (err, stdout, stderr) => done(err ? `${stdout}${stderr}` : ''),
+          )
+        }),
+      )
     }
   })
 

@@ -10,7 +10,9 @@ describe('servicegroup: catalog', { concurrency: 6 }, () => {
       const { url, tablePrefix } = catalogUrl(t, kind)
       const catalogs = await Promise.all([0, 1, 2].map(() => openCatalog(url, { tablePrefix })))
       t.after(() => Promise.all(catalogs.map((c) => c.close())))
-      const records = await Promise.all(Array.from({ length: 30 }, (_, i) => catalogs[i % 3]!.register({ host: 'node-1', binary: 'worker', topic: 'work', version: i % 5 })))
+      const records = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => catalogs[i % 3]!.register({ host: 'node-1', binary: 'worker', topic: 'work', version: i % 5 })),
+      )
       assert.equal(new Set(records.map((r) => r.id)).size, 1)
       const [only] = await catalogs[0]!.list()
       assert.equal((await catalogs[0]!.list()).length, 1)
@@ -26,8 +28,20 @@ describe('servicegroup: catalog', { concurrency: 6 }, () => {
       const before = Date.now()
       const r = await c.register({ host: 'h', binary: 'b', topic: 't', availabilityZone: 'az1' })
       assert.deepEqual({ ...r, createdAt: undefined }, {
-        id: r.id, host: 'h', binary: 'b', topic: 't', availabilityZone: 'az1', disabled: false, disabledReason: null, forcedDown: false,
-        version: 0, reportCount: 0, lastSeenUp: null, createdAt: undefined, updatedAt: null, deletedAt: null,
+        id: r.id,
+        host: 'h',
+        binary: 'b',
+        topic: 't',
+        availabilityZone: 'az1',
+        disabled: false,
+        disabledReason: null,
+        forcedDown: false,
+        version: 0,
+        reportCount: 0,
+        lastSeenUp: null,
+        createdAt: undefined,
+        updatedAt: null,
+        deletedAt: null,
       })
       assert.ok(Math.abs(r.createdAt.getTime() - before) < 5_000, `created_at ${r.createdAt.toISOString()} is not the server's now (UTC)`)
       const changed = await c.update(r.id, { disabled: true, disabledReason: 'maint', forcedDown: true })
@@ -65,18 +79,28 @@ describe('servicegroup: catalog', { concurrency: 6 }, () => {
   }
 
   it('catalog: SQLAlchemy-style URLs are understood; anything else names [database] connection', () => {
-    assert.deepEqual(parseCatalogUrl('sqlite:///state/x.db', '/etc/rollcall'), { dialect: 'sqlite', target: '/etc/rollcall/state/x.db', shownAs: 'sqlite:///state/x.db' })
+    assert.deepEqual(parseCatalogUrl('sqlite:///state/x.db', '/etc/rollcall'), {
+      dialect: 'sqlite',
+      target: '/etc/rollcall/state/x.db',
+      shownAs: 'sqlite:///state/x.db',
+    })
     assert.equal(parseCatalogUrl('sqlite:////var/lib/x.db').target, '/var/lib/x.db')
     assert.equal(parseCatalogUrl('sqlite://').target, ':memory:')
     assert.equal(parseCatalogUrl('postgresql+psycopg2://nova:pw@db/nova').target, 'postgresql://nova:pw@db/nova')
     assert.equal(parseCatalogUrl('postgresql+psycopg2://nova:pw@db/nova').shownAs, 'postgresql+psycopg2://***@db/nova')
     assert.equal(parseCatalogUrl('mysql+pymysql://nova:pw@db/nova?charset=utf8').target, 'mysql://nova:pw@db/nova')
     assert.equal(parseCatalogUrl('mariadb://u@db/x').dialect, 'mysql')
-    assert.throws(() => parseCatalogUrl('mongodb://u:pw@db/x'), (e: Error & { setting?: string }) => e.setting === '[database] connection' && !e.message.includes(':pw@'))
+    assert.throws(
+      () => parseCatalogUrl('mongodb://u:pw@db/x'),
+      (e: Error & { setting?: string }) => e.setting === '[database] connection' && !e.message.includes(':pw@'),
+    )
   })
 
   it('catalog: an unreachable database fails with a retryable connection error naming it, without the password', async () => {
-    await assert.rejects(openCatalog('postgresql://u:hunter2@127.0.0.1:1/x'), (e: Error & { code?: string; retryable?: boolean }) =>
-      e.code === 'CONNECTION_FAILED' && e.retryable === true && e.message.includes('127.0.0.1:1') && !e.message.includes('hunter2'))
+    await assert.rejects(
+      openCatalog('postgresql://u:hunter2@127.0.0.1:1/x'),
+      (e: Error & { code?: string; retryable?: boolean }) =>
+        e.code === 'CONNECTION_FAILED' && e.retryable === true && e.message.includes('127.0.0.1:1') && !e.message.includes('hunter2'),
+    )
   })
 })

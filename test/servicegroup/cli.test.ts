@@ -28,10 +28,12 @@ function rollcall(args: string[], env: Env, timeoutMs = 90_000): Promise<Run> & 
   child.stdout!.on('data', (d) => (stdout += d))
   child.stderr!.on('data', (d) => (stderr += d))
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
-  const done = new Promise<Run>((resolve) => child.on('exit', (code, signal) => {
-    clearTimeout(timer)
-    resolve({ code, signal, stdout, stderr })
-  }))
+  const done = new Promise<Run>((resolve) =>
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer)
+      resolve({ code, signal, stdout, stderr })
+    })
+  )
   return Object.assign(done, { child })
 }
 
@@ -39,9 +41,13 @@ function rollcall(args: string[], env: Env, timeoutMs = 90_000): Promise<Run> & 
 function envFor(t: TestContext, kind: SqlBackend, extra: Env = {}): Env {
   const { url, tablePrefix } = catalogUrl(t, kind)
   return {
-    ROLLCALL_CONFIG: '', ROLLCALL_DATABASE_CONNECTION: url, ROLLCALL_DATABASE_TABLE_PREFIX: tablePrefix,
+    ROLLCALL_CONFIG: '',
+    ROLLCALL_DATABASE_CONNECTION: url,
+    ROLLCALL_DATABASE_TABLE_PREFIX: tablePrefix,
     // Generous: each command is a process start, slow on a loaded machine; leaving is what makes a service down here.
-    ROLLCALL_REPORT_INTERVAL: '1', ROLLCALL_SERVICE_DOWN_TIME: '30', ...extra,
+    ROLLCALL_REPORT_INTERVAL: '1',
+    ROLLCALL_SERVICE_DOWN_TIME: '30',
+    ...extra,
   }
 }
 
@@ -70,15 +76,43 @@ describe('cli: service commands', { concurrency: 4 }, () => {
       const host = rid('node')
       const runner = rollcall(['service', 'run', '--binary', 'rollcall-worker', '--host', host, '--zone', 'az1'], env, 180_000)
       t.after(() => runner.child.kill('SIGKILL'))
-      const [row] = await waitFor('the service to be listed up', async () => {
-        const up = (await list(env)).filter((r) => r.state === 'up')
-        return up.length ? up : undefined
-      }, 60_000, 200).catch(async (err: Error) => {
+      const [row] = await waitFor(
+        'the service to be listed up',
+        async () => {
+          const up = (await list(env)).filter((r) => r.state === 'up')
+          return up.length ? up : undefined
+        },
+        60_000,
+        200,
+      ).catch(async (err: Error) => {
         runner.child.kill('SIGKILL')
         throw new Error(`${err.message}; service run said: ${(await runner).stderr}`)
       })
-      assert.deepEqual(Object.keys(row!), ['id', 'binary', 'host', 'zone', 'status', 'state', 'updated_at', 'disabled_reason', 'forced_down', 'topic', 'version', 'report_count', 'last_seen_up', 'created_at'])
-      assert.deepEqual([row!.binary, row!.host, row!.zone, row!.status, row!.state, row!.disabled_reason, row!.forced_down], ['rollcall-worker', host, 'az1', 'enabled', 'up', null, false])
+      assert.deepEqual(Object.keys(row!), [
+        'id',
+        'binary',
+        'host',
+        'zone',
+        'status',
+        'state',
+        'updated_at',
+        'disabled_reason',
+        'forced_down',
+        'topic',
+        'version',
+        'report_count',
+        'last_seen_up',
+        'created_at',
+      ])
+      assert.deepEqual([row!.binary, row!.host, row!.zone, row!.status, row!.state, row!.disabled_reason, row!.forced_down], [
+        'rollcall-worker',
+        host,
+        'az1',
+        'enabled',
+        'up',
+        null,
+        false,
+      ])
       const plain = await rollcall(['service', 'list'], env)
       assert.match(plain.stdout, /^ID\s+Binary\s+Host\s+Zone\s+Status\s+State\s+Updated At\n/)
       assert.match(plain.stdout, new RegExp(`rollcall-worker\\s+${host}\\s+az1\\s+enabled\\s+up\\s+\\d{4}-`))
@@ -129,7 +163,7 @@ describe('cli: service commands', { concurrency: 4 }, () => {
     assert.equal(r!.state, 'down', 'still up after the command ended')
   })
 
-  it('cli: service run forwards SIGTERM to its command and exits with the command\'s status', { timeout: 180_000 }, async (t) => {
+  it("cli: service run forwards SIGTERM to its command and exits with the command's status", { timeout: 180_000 }, async (t) => {
     const env = envFor(t, 'sqlite')
     const host = rid('node')
     const script = 'process.on("SIGTERM", () => process.exit(42)); console.log("ready"); setInterval(() => {}, 1000)'
@@ -162,7 +196,11 @@ describe('cli: service commands', { concurrency: 4 }, () => {
     const bad = await rollcall(['service', 'list', '--set', 'report_interval=often'], env)
     assert.equal(bad.code, 8)
     assert.match(bad.stderr, /\[DEFAULT\] report_interval = "often" \(from the command line\)/)
-    const tooz = await rollcall(['service', 'list'], { ...env, ROLLCALL_SERVICEGROUP_DRIVER: 'tooz', ROLLCALL_SERVICEGROUP_TOOZ_URL: 'redis://u:hunter2@127.0.0.1:6379?timeuot=1' })
+    const tooz = await rollcall(['service', 'list'], {
+      ...env,
+      ROLLCALL_SERVICEGROUP_DRIVER: 'tooz',
+      ROLLCALL_SERVICEGROUP_TOOZ_URL: 'redis://u:hunter2@127.0.0.1:6379?timeuot=1',
+    })
     assert.equal(tooz.code, 8)
     assert.doesNotMatch(tooz.stderr, /hunter2/)
     assert.equal((await rollcall(['service', 'run'], env)).code, 2)
@@ -185,17 +223,31 @@ describe('cli: service commands', { concurrency: 4 }, () => {
     // Restart it the migration way: tooz, still reporting to mc.
     old.child.kill('SIGTERM')
     await old
-    const both = rollcall(['service', 'run', '--binary', 'worker', '--host', host, '--topic', topic], { ...env, ROLLCALL_SERVICEGROUP_DRIVER: 'tooz', ROLLCALL_REPORT_TO_PREVIOUS_DRIVER: 'mc' })
+    const both = rollcall(['service', 'run', '--binary', 'worker', '--host', host, '--topic', topic], {
+      ...env,
+      ROLLCALL_SERVICEGROUP_DRIVER: 'tooz',
+      ROLLCALL_REPORT_TO_PREVIOUS_DRIVER: 'mc',
+    })
     t.after(() => both.child.kill('SIGKILL'))
     // Up on both first: until it has joined, both drivers agree that it is down (and a SIGTERM sent
     // before the CLI has loaded would kill it outright).
     for (const driver of ['tooz', 'mc']) {
-      await waitFor(`the service up on ${driver}`, async () => (await list({ ...env, ROLLCALL_SERVICEGROUP_DRIVER: driver })).some((r) => r.state === 'up'), 60_000, 200)
+      await waitFor(
+        `the service up on ${driver}`,
+        async () => (await list({ ...env, ROLLCALL_SERVICEGROUP_DRIVER: driver })).some((r) => r.state === 'up'),
+        60_000,
+        200,
+      )
     }
-    const agreed = await waitFor('agreement', async () => {
-      const r = await rollcall(['migrate', 'check', '--from', 'mc', '--to', 'tooz', '--topic', topic, '--json'], env)
-      return r.code === 0 ? r : undefined
-    }, 60_000, 300)
+    const agreed = await waitFor(
+      'agreement',
+      async () => {
+        const r = await rollcall(['migrate', 'check', '--from', 'mc', '--to', 'tooz', '--topic', topic, '--json'], env)
+        return r.code === 0 ? r : undefined
+      },
+      60_000,
+      300,
+    )
     assert.deepEqual(JSON.parse(agreed.stdout), { from: 'mc', to: 'tooz', checked: 1, disagreements: [] })
     both.child.kill('SIGTERM')
     assert.equal((await both).code, 0)

@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { DEPRECATION_CODES, DRIVER_NAMES, SETTINGS, TIMING_DEFAULTS, ZOOKEEPER_DEFAULTS, loadConfig, parseIni, type SettingSpec } from '../../src/servicegroup/index.js'
+import { DEPRECATION_CODES, DRIVER_NAMES, SETTINGS, TIMING_DEFAULTS, ZOOKEEPER_DEFAULTS, loadConfig, parseIni,
+  type SettingSpec } from '../../src/servicegroup/index.js'
 import { serviceCommands } from '../../src/cli/commands/service.js'
 import { migrateCommands } from '../../src/cli/commands/migrate.js'
 
@@ -38,7 +39,9 @@ describe('servicegroup: docs', () => {
     const urls = [...table.matchAll(/^\| [^|]+\| `([a-z0-9+]+:\/\/[^`]*)`/gm)].map((m) => m[1]!)
     assert.ok(urls.length >= 8, `found ${urls.length} URLs`)
     for (const url of urls) {
-      await loadConfig({ env: { ROLLCALL_SERVICEGROUP_DRIVER: 'tooz', ROLLCALL_SERVICEGROUP_TOOZ_URL: url } }).catch((err: Error) => assert.fail(`${url}: ${err.message}`))
+      await loadConfig({ env: { ROLLCALL_SERVICEGROUP_DRIVER: 'tooz', ROLLCALL_SERVICEGROUP_TOOZ_URL: url } }).catch((err: Error) =>
+        assert.fail(`${url}: ${err.message}`)
+      )
     }
   })
 

@@ -13,14 +13,25 @@ import { SG_TIMING, catalogUrl, openGroup, openTestCatalog } from './support.js'
 const memcached = serverUrl('memcached').replace('memcached://', '')
 const zookeeper = serverUrl('zookeeper').replace('zookeeper://', '')
 const toozUrl = `${backend('redis').fastUrl}&watch_interval=0.2`
-const timing = { reportIntervalSeconds: SG_TIMING.reportIntervalSeconds, serviceDownTimeSeconds: SG_TIMING.serviceDownTimeSeconds, initialReportDelaySeconds: SG_TIMING.initialReportDelaySeconds }
+const timing = {
+  reportIntervalSeconds: SG_TIMING.reportIntervalSeconds,
+  serviceDownTimeSeconds: SG_TIMING.serviceDownTimeSeconds,
+  initialReportDelaySeconds: SG_TIMING.initialReportDelaySeconds,
+}
 
 describe('servicegroup: migration', { concurrency: 3 }, () => {
   for (const previous of ['mc', 'zk'] as const) {
     it(`migrate: with report_to_previous_driver = ${previous}, a service is up for tooz readers and ${previous} readers alike`, async (t) => {
       const catalog = await openTestCatalog(t)
       const zk = { address: zookeeper, sgPrefix: `/${rid('sg')}`, recvTimeoutMs: SG_TIMING.zkRecvTimeoutMs }
-      const both = await openGroup(t, catalog, { ...timing, driver: 'tooz', toozUrl, reportToPreviousDriver: previous, memcacheServers: [memcached], zookeeper: zk })
+      const both = await openGroup(t, catalog, {
+        ...timing,
+        driver: 'tooz',
+        toozUrl,
+        reportToPreviousDriver: previous,
+        memcacheServers: [memcached],
+        zookeeper: zk,
+      })
       assert.deepEqual(both.drivers.map((d) => d.name), ['tooz', previous])
       const oldReader = await openGroup(t, catalog, { ...timing, driver: previous, memcacheServers: [memcached], zookeeper: zk })
       const newReader = await openGroup(t, catalog, { ...timing, driver: 'tooz', toozUrl })
@@ -51,8 +62,11 @@ describe('servicegroup: migration', { concurrency: 3 }, () => {
     await both.join(b.host, topic, b)
     await waitFor('the mc-only service to report', () => oldOnly.isUp(a), TIMING.eventMs)
     const env = {
-      ROLLCALL_DATABASE_CONNECTION: shared.url, ROLLCALL_DATABASE_TABLE_PREFIX: shared.tablePrefix, ROLLCALL_SERVICEGROUP_DRIVER: 'tooz',
-      ROLLCALL_SERVICEGROUP_TOOZ_URL: toozUrl, ROLLCALL_MEMCACHE_SERVERS: memcached,
+      ROLLCALL_DATABASE_CONNECTION: shared.url,
+      ROLLCALL_DATABASE_TABLE_PREFIX: shared.tablePrefix,
+      ROLLCALL_SERVICEGROUP_DRIVER: 'tooz',
+      ROLLCALL_SERVICEGROUP_TOOZ_URL: toozUrl,
+      ROLLCALL_MEMCACHE_SERVERS: memcached,
     }
     const { config } = await loadConfig({ env })
     const report = await checkMigration(config, { from: 'mc', to: 'tooz', topic })
@@ -62,14 +76,21 @@ describe('servicegroup: migration', { concurrency: 3 }, () => {
 
   it('migrate: the check refuses unknown or identical drivers, and a side that is not configured', async () => {
     const { config } = await loadConfig({ env: { ROLLCALL_DATABASE_CONNECTION: 'sqlite://' } })
-    await assert.rejects(checkMigration(config, { from: 'memcache', to: 'tooz' }), { code: 'INVALID_ARGUMENT', message: /--from takes one of db, mc, zk, tooz/ })
+    await assert.rejects(checkMigration(config, { from: 'memcache', to: 'tooz' }), {
+      code: 'INVALID_ARGUMENT',
+      message: /--from takes one of db, mc, zk, tooz/,
+    })
     await assert.rejects(checkMigration(config, { from: 'tooz', to: 'tooz' }), { code: 'INVALID_ARGUMENT' })
     await assert.rejects(checkMigration(config, { from: 'mc', to: 'tooz' }), { code: 'INVALID_CONFIG', setting: '[memcache] servers' })
   })
 
   it('migrate: createServiceGroup refuses a previous driver that is the driver, or not mc/zk', async (t) => {
     const catalog = await openTestCatalog(t)
-    await assert.rejects(createServiceGroup({ catalog, driver: 'mc', memcacheServers: [memcached], reportToPreviousDriver: 'mc' }), { setting: '[DEFAULT] report_to_previous_driver' })
-    await assert.rejects(createServiceGroup({ catalog, driver: 'tooz', toozUrl, reportToPreviousDriver: 'db' as never }), { setting: '[DEFAULT] report_to_previous_driver' })
+    await assert.rejects(createServiceGroup({ catalog, driver: 'mc', memcacheServers: [memcached], reportToPreviousDriver: 'mc' }), {
+      setting: '[DEFAULT] report_to_previous_driver',
+    })
+    await assert.rejects(createServiceGroup({ catalog, driver: 'tooz', toozUrl, reportToPreviousDriver: 'db' as never }), {
+      setting: '[DEFAULT] report_to_previous_driver',
+    })
   })
 })

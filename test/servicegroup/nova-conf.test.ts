@@ -51,17 +51,23 @@ function operatorEdit(text: string, edits: readonly Edit[]): string {
 function novaConf(edits: readonly Edit[]): string {
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-nova-'))
   const file = join(dir, 'nova.conf')
-  writeFileSync(file, operatorEdit(SAMPLE, [['database', 'connection', `sqlite:///${join(dir, 'nova.sqlite')}`], ['DEFAULT', 'servicegroup_driver', 'mc'], ...edits]))
+  writeFileSync(
+    file,
+    operatorEdit(SAMPLE, [['database', 'connection', `sqlite:///${join(dir, 'nova.sqlite')}`], ['DEFAULT', 'servicegroup_driver', 'mc'], ...edits]),
+  )
   return file
 }
 
 describe('servicegroup: nova.conf memcache settings', () => {
-  it('nova.conf: the fixture is Debian\'s generated file, byte for byte', () => {
+  it("nova.conf: the fixture is Debian's generated file, byte for byte", () => {
     assert.equal(createHash('md5').update(readFileSync(FIXTURE)).digest('hex'), DEBIAN_MD5)
   })
 
   it('nova.conf: [cache] memcache_servers with [cache] enabled = true', async () => {
-    const { config, warnings } = await loadConfig({ file: novaConf([['cache', 'enabled', 'true'], ['cache', 'memcache_servers', '10.0.0.5:11211,10.0.0.6:11211']]), env: {} })
+    const { config, warnings } = await loadConfig({
+      file: novaConf([['cache', 'enabled', 'true'], ['cache', 'memcache_servers', '10.0.0.5:11211,10.0.0.6:11211']]),
+      env: {},
+    })
     assert.equal(config.driver, 'mc')
     assert.deepEqual(config.memcacheServers, ['10.0.0.5:11211', '10.0.0.6:11211'])
     // The other 58 sections and the lines Debian set are Nova's business, not worth a warning.
@@ -69,11 +75,14 @@ describe('servicegroup: nova.conf memcache settings', () => {
   })
 
   it('nova.conf: [DEFAULT] memcached_servers comes before [cache], as in Nova', async () => {
-    const { config } = await loadConfig({ file: novaConf([['DEFAULT', 'memcached_servers', '10.0.0.9:11211'], ['cache', 'enabled', 'True'], ['cache', 'memcache_servers', '10.0.0.5:11211']]), env: {} })
+    const { config } = await loadConfig({
+      file: novaConf([['DEFAULT', 'memcached_servers', '10.0.0.9:11211'], ['cache', 'enabled', 'True'], ['cache', 'memcache_servers', '10.0.0.5:11211']]),
+      env: {},
+    })
     assert.deepEqual(config.memcacheServers, ['10.0.0.9:11211'])
   })
 
-  it('nova.conf: [cache] enabled = True alone means oslo.cache\'s default localhost:11211', async () => {
+  it("nova.conf: [cache] enabled = True alone means oslo.cache's default localhost:11211", async () => {
     const { config } = await loadConfig({ file: novaConf([['cache', 'enabled', 'True']]), env: {} })
     assert.deepEqual(config.memcacheServers, ['localhost:11211'])
   })
@@ -95,7 +104,11 @@ describe('servicegroup: nova.conf memcache settings', () => {
     const file = novaConf([['cache', 'enabled', 'true'], ['cache', 'memcache_servers', `${memcached.hostname}:${memcached.port}`]])
     const env: NodeJS.ProcessEnv = { ...process.env }
     for (const k of Object.keys(env)) if (k.startsWith('ROLLCALL_')) delete env[k]
-    const r = spawnSync(process.execPath, [resolve('dist/cli/bin.js'), 'service', 'list', '--config', file, '--json'], { env, encoding: 'utf8', timeout: 60_000 })
+    const r = spawnSync(process.execPath, [resolve('dist/cli/bin.js'), 'service', 'list', '--config', file, '--json'], {
+      env,
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
     assert.equal(r.status, 0, r.stderr)
     // Nothing on stderr but the mc driver's deprecation notice: the other 10,000 lines pass quietly.
     assert.deepEqual(r.stderr.split('\n').filter((l) => l !== '' && !l.includes('[ROLLCALL_DEP_MC]') && !l.startsWith('(Use `node --trace-deprecation')), [])

@@ -30,7 +30,12 @@ describe('servicegroup: Nova db driver tests', () => {
 
   it('db: Liberty boundaries — last_seen_up 15 s ago up, 14 s ago up, 18 s ago down; skew ahead counts up to the bound', () => {
     const now = Date.parse('2015-06-01T00:00:00Z')
-    const ago = (s: number): { host: string; topic: string; lastSeenUp: Date; createdAt: Date } => ({ host: 'h', topic: 't', lastSeenUp: new Date(now - s * 1000), createdAt: new Date(0) })
+    const ago = (s: number): { host: string; topic: string; lastSeenUp: Date; createdAt: Date } => ({
+      host: 'h',
+      topic: 't',
+      lastSeenUp: new Date(now - s * 1000),
+      createdAt: new Date(0),
+    })
     assert.equal(dbIsUp(ago(15), DOWN_TIME, now), true)
     assert.equal(dbIsUp(ago(14), DOWN_TIME, now), true)
     assert.equal(dbIsUp(ago(18), DOWN_TIME, now), false)
@@ -96,11 +101,28 @@ describe('servicegroup: Nova db driver tests', () => {
     assert.ok(next.lastSeenUp!.getTime() > first.lastSeenUp.getTime())
   })
 
-  for (const [what, breakIt, level, message] of [
-    ['test_report_state_error_handling_timeout (the database cannot be reached)', async (c: Awaited<ReturnType<typeof openTestCatalog>>) => c.close(), 'warn', /^Lost connection to the services table/],
-    ['test_report_state_unexpected_error', async (c: Awaited<ReturnType<typeof openTestCatalog>>) => c.dropTables(), 'error', /^Unexpected error while reporting service status/],
-    ['test_report_state_service_not_found', async (c: Awaited<ReturnType<typeof openTestCatalog>>, s: ServiceRecord) => void (await c.delete(s.id)), 'error', /^The services table record for the nova-compute service on host fake-host is gone\./],
-  ] as const) {
+  for (
+    const [what, breakIt, level, message] of [
+      [
+        'test_report_state_error_handling_timeout (the database cannot be reached)',
+        async (c: Awaited<ReturnType<typeof openTestCatalog>>) => c.close(),
+        'warn',
+        /^Lost connection to the services table/,
+      ],
+      [
+        'test_report_state_unexpected_error',
+        async (c: Awaited<ReturnType<typeof openTestCatalog>>) => c.dropTables(),
+        'error',
+        /^Unexpected error while reporting service status/,
+      ],
+      [
+        'test_report_state_service_not_found',
+        async (c: Awaited<ReturnType<typeof openTestCatalog>>, s: ServiceRecord) => void (await c.delete(s.id)),
+        'error',
+        /^The services table record for the nova-compute service on host fake-host is gone\./,
+      ],
+    ] as const
+  ) {
     it(`db: ${what} — the report does not throw and the latch is set`, async (t) => {
       const catalog = await openTestCatalog(t)
       const logger = recordingLogger()
@@ -119,7 +141,7 @@ describe('servicegroup: Nova db driver tests', () => {
     })
   }
 
-  it('db: test_get_updated_time — the record\'s updated_at, unchanged', async (t) => {
+  it("db: test_get_updated_time — the record's updated_at, unchanged", async (t) => {
     const catalog = await openTestCatalog(t)
     const sg = await createServiceGroup({ catalog, driver: 'db' })
     t.after(() => sg.close())
@@ -131,7 +153,7 @@ describe('servicegroup: Nova db driver tests', () => {
 })
 
 describe('servicegroup: Nova API tests (test_api.py, test_service.py)', () => {
-  it('api: test_service_is_up — the driver\'s verdict, exactly; forced_down is false without asking', async (t) => {
+  it("api: test_service_is_up — the driver's verdict, exactly; forced_down is false without asking", async (t) => {
     const catalog = await openTestCatalog(t)
     const sg = await createServiceGroup({ catalog, driver: 'db', serviceDownTimeSeconds: DOWN_TIME })
     t.after(() => sg.close())

@@ -91,16 +91,16 @@ describe('servicegroup: Nova mc driver tests', { concurrency: false }, () => {
     }
   })
 
-  describe('mc: test_get_updated_time — the newer of the cache time and the record\'s updated_at', () => {
+  describe("mc: test_get_updated_time — the newer of the cache time and the record's updated_at", () => {
     const dbTime = new Date('2016-04-18T02:56:25.198871Z')
     let sg: ServiceGroup
     before(async () => {
       await client.delete(key)
     })
     const cases: [string, string | null, Date | null, Date | null][] = [
-      ['mc has no key → the record\'s time', null, dbTime, dbTime],
+      ["mc has no key → the record's time", null, dbTime, dbTime],
       ['mc newer → the cache time (UTC)', '2016-04-18T03:56:25.198871Z', dbTime, new Date('2016-04-18T03:56:25.198Z')],
-      ['record newer → the record\'s time', '2016-04-18T01:56:25.198871Z', dbTime, dbTime],
+      ["record newer → the record's time", '2016-04-18T01:56:25.198871Z', dbTime, dbTime],
       ['record has none → the cache time', '2016-04-18T03:56:25.198871Z', null, new Date('2016-04-18T03:56:25.198Z')],
     ]
     for (const [what, cached, updatedAt, expected] of cases) {

@@ -15,9 +15,16 @@ const address = serverUrl('zookeeper').replace('zookeeper://', '')
 async function zk(): Promise<ZkConnection> {
   const [host, port] = address.split(':')
   const conn = new ZkConnection({
-    servers: [{ host: host!, port: Number(port) }], randomizeHosts: false, sessionTimeoutMs: 4_000, connectTimeoutMs: 4_000,
-    opTimeoutMs: 4_000, digestAuth: undefined, acl: OPEN_ACL, shownAs: address,
-    onState: () => {}, onNewSession: async () => {},
+    servers: [{ host: host!, port: Number(port) }],
+    randomizeHosts: false,
+    sessionTimeoutMs: 4_000,
+    connectTimeoutMs: 4_000,
+    opTimeoutMs: 4_000,
+    digestAuth: undefined,
+    acl: OPEN_ACL,
+    shownAs: address,
+    onState: () => {},
+    onNewSession: async () => {},
   })
   await conn.start()
   return conn
@@ -66,6 +73,8 @@ describe('servicegroup: Nova zk driver tests', () => {
 
   it('zk: an unreachable ensemble fails at start-up with a connection error', async (t) => {
     const catalog = await openTestCatalog(t)
-    await assert.rejects(createServiceGroup({ catalog, driver: 'zk', zookeeper: { address: '127.0.0.1:1', recvTimeoutMs: 1_000 } }), { code: 'CONNECTION_FAILED' })
+    await assert.rejects(createServiceGroup({ catalog, driver: 'zk', zookeeper: { address: '127.0.0.1:1', recvTimeoutMs: 1_000 } }), {
+      code: 'CONNECTION_FAILED',
+    })
   })
 })

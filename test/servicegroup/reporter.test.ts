@@ -13,23 +13,45 @@ import { recordingLogger } from './support.js'
 
 function record(): ServiceRecord {
   return {
-    id: 1, host: 'fake-host', binary: 'nova-compute', topic: 'compute', availabilityZone: null, disabled: false, disabledReason: null,
-    forcedDown: false, version: 0, reportCount: 10, lastSeenUp: null, createdAt: new Date(), updatedAt: null, deletedAt: null,
+    id: 1,
+    host: 'fake-host',
+    binary: 'nova-compute',
+    topic: 'compute',
+    availabilityZone: null,
+    disabled: false,
+    disabledReason: null,
+    forcedDown: false,
+    version: 0,
+    reportCount: 10,
+    lastSeenUp: null,
+    createdAt: new Date(),
+    updatedAt: null,
+    deletedAt: null,
   }
 }
 
 /** A driver whose report() follows a script: undefined = succeed, an Error = throw it, a Promise = wait for it. */
 function scripted(script: (n: number) => Error | Promise<void> | undefined): ServiceGroupDriver & { reports: number } {
   const d = {
-    name: 'db' as const, backendName: 'the services table', reportsOnJoin: false, needsServiceRecord: true, keepsReportTime: false, stats: { reads: 0, writes: 0 }, reports: 0,
+    name: 'db' as const,
+    backendName: 'the services table',
+    reportsOnJoin: false,
+    needsServiceRecord: true,
+    keepsReportTime: false,
+    stats: { reads: 0, writes: 0 },
+    reports: 0,
     async start() {},
     async report() {
       const outcome = script(d.reports++)
       if (outcome instanceof Error) throw outcome
       await outcome
     },
-    async isUp() { return true },
-    async getAll() { return { isUp: () => true, reportedAt: () => null } },
+    async isUp() {
+      return true
+    },
+    async getAll() {
+      return { isUp: () => true, reportedAt: () => null }
+    },
     async leave() {},
     async close() {},
   }
@@ -60,16 +82,36 @@ describe('servicegroup: reporter', () => {
     assert.deepEqual(timers.calls, [])
   })
 
-  for (const [what, error, level, text] of [
-    ['a timeout (Nova MessagingTimeout)', new ConnectionError('conductor timed out'), 'warn', 'Lost connection to the services table for reporting service status.'],
-    ['an unexpected error (Nova RuntimeError)', new Error('boom'), 'error', 'Unexpected error while reporting service status'],
-    ['a deleted record (Nova ServiceNotFound)', new ServiceNotFoundError('with id 1'), 'error', 'The services table record for the nova-compute service on host fake-host is gone.'],
-  ] as const) {
+  for (
+    const [what, error, level, text] of [
+      [
+        'a timeout (Nova MessagingTimeout)',
+        new ConnectionError('conductor timed out'),
+        'warn',
+        'Lost connection to the services table for reporting service status.',
+      ],
+      ['an unexpected error (Nova RuntimeError)', new Error('boom'), 'error', 'Unexpected error while reporting service status'],
+      [
+        'a deleted record (Nova ServiceNotFound)',
+        new ServiceNotFoundError('with id 1'),
+        'error',
+        'The services table record for the nova-compute service on host fake-host is gone.',
+      ],
+    ] as const
+  ) {
     it(`reporter: ${what} is swallowed, sets the latch and is logged`, async () => {
       const timers = new FakeTimers()
       const logger = recordingLogger()
       const lost: unknown[] = []
-      const r = new Reporter({ driver: scripted(() => error), service: record(), intervalMs: 1_000, initialDelayMs: 0, logger, timers, onLost: (e) => lost.push(e.error) })
+      const r = new Reporter({
+        driver: scripted(() => error),
+        service: record(),
+        intervalMs: 1_000,
+        initialDelayMs: 0,
+        logger,
+        timers,
+        onLost: (e) => lost.push(e.error),
+      })
       r.start()
       await timers.advance(0)
       assert.equal(r.disconnected, true)
@@ -90,7 +132,14 @@ describe('servicegroup: reporter', () => {
     const timers = new FakeTimers()
     const logger = recordingLogger()
     const outcome = [undefined, 'x', 'x', undefined, undefined, 'x', undefined]
-    const r = new Reporter({ driver: scripted((n) => (outcome[n] ? new ConnectionError('down') : undefined)), service: record(), intervalMs: 1_000, initialDelayMs: 0, logger, timers })
+    const r = new Reporter({
+      driver: scripted((n) => (outcome[n] ? new ConnectionError('down') : undefined)),
+      service: record(),
+      intervalMs: 1_000,
+      initialDelayMs: 0,
+      logger,
+      timers,
+    })
     r.start()
     await timers.advance(6_000)
     assert.equal(r.counts.reports, 7)
@@ -133,7 +182,14 @@ describe('servicegroup: reporter', () => {
   it('reporter: BackendError (not retryable) is an unexpected error, logged with its stack', async () => {
     const timers = new FakeTimers()
     const logger = recordingLogger()
-    const r = new Reporter({ driver: scripted(() => new BackendError('no such table: services')), service: record(), intervalMs: 1_000, initialDelayMs: 0, logger, timers })
+    const r = new Reporter({
+      driver: scripted(() => new BackendError('no such table: services')),
+      service: record(),
+      intervalMs: 1_000,
+      initialDelayMs: 0,
+      logger,
+      timers,
+    })
     r.start()
     await timers.advance(0)
     assert.equal(logger.lines[0]!.level, 'error')

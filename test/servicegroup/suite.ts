@@ -22,7 +22,10 @@ export function describeServiceGroup(name: keyof typeof TARGETS): void {
   const title = (area: string): string => `${target.name}: ${area}`
 
   /** A catalog URL shared by this test's processes, and a writer and a reader on it. */
-  async function pair(t: TestContext, readerLogger?: Logger): Promise<{ shared: { url: string; tablePrefix: string }; writer: ServiceGroup; reader: ServiceGroup }> {
+  async function pair(
+    t: TestContext,
+    readerLogger?: Logger,
+  ): Promise<{ shared: { url: string; tablePrefix: string }; writer: ServiceGroup; reader: ServiceGroup }> {
     const shared = catalogUrl(t, target.sql)
     const open = async (logger?: Logger): Promise<ServiceGroup> => {
       const catalog = await openCatalog(shared.url, { tablePrefix: shared.tablePrefix })
@@ -125,7 +128,14 @@ export function describeServiceGroup(name: keyof typeof TARGETS): void {
       it(title(`death: a service killed with SIGKILL reads down within ${target.deathBoundMs} ms`), CASE, async (t) => {
         const { shared, reader } = await pair(t)
         const [host, topic] = [rid('host'), rid('topic')]
-        const { child, id } = await spawnService(t, { ...target.options(), catalogUrl: shared.url, tablePrefix: shared.tablePrefix, host, binary: 'rollcall-test', topic })
+        const { child, id } = await spawnService(t, {
+          ...target.options(),
+          catalogUrl: shared.url,
+          tablePrefix: shared.tablePrefix,
+          host,
+          binary: 'rollcall-test',
+          topic,
+        })
         const record = await reader.catalog.get(id)
         await upWithin(reader, record, true, TIMING.eventMs, 'the service process to read up')
         // Still up after several report intervals: reports keep it fresh.
@@ -140,7 +150,14 @@ export function describeServiceGroup(name: keyof typeof TARGETS): void {
       it(title('graceful stop: SIGTERM leaves, so the service reads down at once'), CASE, async (t) => {
         const { shared, reader } = await pair(t)
         const [host, topic] = [rid('host'), rid('topic')]
-        const { child, id } = await spawnService(t, { ...target.options(), catalogUrl: shared.url, tablePrefix: shared.tablePrefix, host, binary: 'rollcall-test', topic })
+        const { child, id } = await spawnService(t, {
+          ...target.options(),
+          catalogUrl: shared.url,
+          tablePrefix: shared.tablePrefix,
+          host,
+          binary: 'rollcall-test',
+          topic,
+        })
         const record = await reader.catalog.get(id)
         await upWithin(reader, record, true, TIMING.eventMs, 'up')
         child.kill('SIGTERM')

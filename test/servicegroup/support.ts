@@ -75,7 +75,11 @@ export interface Target {
   outage?(t: TestContext): Promise<{ options: TargetOptions; catalog?: { url: string; tablePrefix: string }; down(): Promise<void>; up(): Promise<void> }>
 }
 
-const base = { reportIntervalSeconds: SG_TIMING.reportIntervalSeconds, serviceDownTimeSeconds: SG_TIMING.serviceDownTimeSeconds, initialReportDelaySeconds: SG_TIMING.initialReportDelaySeconds }
+const base = {
+  reportIntervalSeconds: SG_TIMING.reportIntervalSeconds,
+  serviceDownTimeSeconds: SG_TIMING.serviceDownTimeSeconds,
+  initialReportDelaySeconds: SG_TIMING.initialReportDelaySeconds,
+}
 const dbBound = (SG_TIMING.serviceDownTimeSeconds + SG_TIMING.reportIntervalSeconds) * 1000
 const toozBound = TIMING.expirySeconds * 1000 + TIMING.watchIntervalMs * 5
 
@@ -95,7 +99,12 @@ function owned(t: TestContext, server: PrivateServer): PrivateServer {
 /** The driver targets, by name. */
 export const TARGETS: Record<string, () => Target> = {
   'db-sqlite': () => ({
-    name: 'db-sqlite', driver: 'db', sql: 'sqlite', crossProcess: true, deathBoundMs: dbBound, options: () => ({ ...base, driver: 'db' }),
+    name: 'db-sqlite',
+    driver: 'db',
+    sql: 'sqlite',
+    crossProcess: true,
+    deathBoundMs: dbBound,
+    options: () => ({ ...base, driver: 'db' }),
     // No server to stop: another connection holding the write lock past the busy timeout is SQLite's outage.
     async outage(t) {
       const catalog = catalogUrl(t, 'sqlite')
@@ -103,7 +112,8 @@ export const TARGETS: Record<string, () => Target> = {
       let holder: InstanceType<typeof Database> | undefined
       t.after(() => holder?.close())
       return {
-        options: { ...base, driver: 'db' }, catalog,
+        options: { ...base, driver: 'db' },
+        catalog,
         down: async () => {
           holder = new Database(catalog.url.replace('sqlite:///', ''))
           holder.exec('BEGIN EXCLUSIVE')
@@ -117,18 +127,32 @@ export const TARGETS: Record<string, () => Target> = {
     },
   }),
   ...Object.fromEntries((['postgresql', 'mysql'] as const).map((kind) => [`db-${kind}`, (): Target => ({
-    name: `db-${kind}`, driver: 'db', sql: kind, crossProcess: true, deathBoundMs: dbBound, options: () => ({ ...base, driver: 'db' }),
+    name: `db-${kind}`,
+    driver: 'db',
+    sql: kind,
+    crossProcess: true,
+    deathBoundMs: dbBound,
+    options: () => ({ ...base, driver: 'db' }),
     async outage(t) {
       const shared = catalogUrl(t, kind)
       const target = new URL(shared.url)
       const proxy = await TcpProxy.start(Number(target.port))
       t.after(() => proxy.close())
       target.port = String(proxy.port)
-      return { options: { ...base, driver: 'db' }, catalog: { url: target.toString(), tablePrefix: shared.tablePrefix }, down: async () => proxy.cut(), up: async () => proxy.restore() }
+      return {
+        options: { ...base, driver: 'db' },
+        catalog: { url: target.toString(), tablePrefix: shared.tablePrefix },
+        down: async () => proxy.cut(),
+        up: async () => proxy.restore(),
+      }
     },
   })])),
   'mc-memcached': () => ({
-    name: 'mc-memcached', driver: 'mc', sql: 'sqlite', crossProcess: true, deathBoundMs: dbBound,
+    name: 'mc-memcached',
+    driver: 'mc',
+    sql: 'sqlite',
+    crossProcess: true,
+    deathBoundMs: dbBound,
     options: () => ({ ...base, driver: 'mc', memcacheServers: [serverUrl('memcached').replace('memcached://', '')] }),
     async outage(t) {
       const { startMemcached } = await import('../support/servers.js')
@@ -140,21 +164,48 @@ export const TARGETS: Record<string, () => Target> = {
     // One prefix per test file: readers and writers of a test must share it.
     const sgPrefix = `/${rid('sg')}`
     return {
-    name: 'zk-zookeeper', driver: 'zk', sql: 'sqlite', crossProcess: true, deathBoundMs: SG_TIMING.zkRecvTimeoutMs * 1.5,
-    options: () => ({ ...base, driver: 'zk', zookeeper: { address: serverUrl('zookeeper').replace('zookeeper://', ''), recvTimeoutMs: SG_TIMING.zkRecvTimeoutMs, sgPrefix } }),
-    async outage(t) {
-      const { startZookeeper } = await import('../support/servers.js')
-      const server = owned(t, await startZookeeper())
-      return { options: { ...base, driver: 'zk', zookeeper: { address: `127.0.0.1:${server.port}`, recvTimeoutMs: SG_TIMING.zkRecvTimeoutMs, sgPrefix: '/servicegroups' } }, down: async () => server.kill(), up: () => server.start() }
-    },
+      name: 'zk-zookeeper',
+      driver: 'zk',
+      sql: 'sqlite',
+      crossProcess: true,
+      deathBoundMs: SG_TIMING.zkRecvTimeoutMs * 1.5,
+      options: () => ({
+        ...base,
+        driver: 'zk',
+        zookeeper: { address: serverUrl('zookeeper').replace('zookeeper://', ''), recvTimeoutMs: SG_TIMING.zkRecvTimeoutMs, sgPrefix },
+      }),
+      async outage(t) {
+        const { startZookeeper } = await import('../support/servers.js')
+        const server = owned(t, await startZookeeper())
+        return {
+          options: {
+            ...base,
+            driver: 'zk',
+            zookeeper: { address: `127.0.0.1:${server.port}`, recvTimeoutMs: SG_TIMING.zkRecvTimeoutMs, sgPrefix: '/servicegroups' },
+          },
+          down: async () => server.kill(),
+          up: () => server.start(),
+        }
+      },
     }
   },
   'tooz-memory': () => {
     const url = backend('memory').url
-    return { name: 'tooz-memory', driver: 'tooz', sql: 'sqlite', crossProcess: false, deathBoundMs: 0, options: () => ({ ...base, driver: 'tooz', toozUrl: url }) }
+    return {
+      name: 'tooz-memory',
+      driver: 'tooz',
+      sql: 'sqlite',
+      crossProcess: false,
+      deathBoundMs: 0,
+      options: () => ({ ...base, driver: 'tooz', toozUrl: url }),
+    }
   },
   ...Object.fromEntries((['redis', 'memcached', 'zookeeper', 'etcd3'] as const).map((b) => [`tooz-${b}`, (): Target => ({
-    name: `tooz-${b}`, driver: 'tooz', sql: 'sqlite', crossProcess: true, deathBoundMs: toozBound,
+    name: `tooz-${b}`,
+    driver: 'tooz',
+    sql: 'sqlite',
+    crossProcess: true,
+    deathBoundMs: toozBound,
     options: () => ({ ...base, driver: 'tooz', toozUrl: `${backend(b).fastUrl}&watch_interval=${TIMING.watchIntervalMs / 1000}` }),
     async outage(t) {
       const servers = await import('../support/servers.js')
@@ -162,15 +213,21 @@ export const TARGETS: Record<string, () => Target> = {
       const server = owned(t, await start())
       return {
         options: { ...base, driver: 'tooz', toozUrl: `${server.url}?timeout=${TIMING.expirySeconds}&watch_interval=${TIMING.watchIntervalMs / 1000}` },
-        down: async () => server.kill(), up: () => server.start(),
+        down: async () => server.kill(),
+        up: () => server.start(),
       }
     },
   })])),
 }
 
 /** A service in its own process; resolves once it has joined. Killed (SIGKILL) after the test. */
-export async function spawnService(t: TestContext, args: TargetOptions & { catalogUrl: string; tablePrefix: string; host: string; binary: string; topic: string }): Promise<{ child: ChildProcess; id: number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/servicegroup/service-process.ts', JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'] })
+export async function spawnService(
+  t: TestContext,
+  args: TargetOptions & { catalogUrl: string; tablePrefix: string; host: string; binary: string; topic: string },
+): Promise<{ child: ChildProcess; id: number }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/servicegroup/service-process.ts', JSON.stringify(args)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   t.after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   })

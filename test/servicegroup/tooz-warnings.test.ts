@@ -17,17 +17,36 @@ describe('servicegroup: tooz warnings', () => {
     const proxy = await TcpProxy.start(Number(target.port))
     t.after(() => proxy.close())
     const lines: { level: string; msg: string }[] = []
-    const logger = { debug: () => {}, info: (msg: string) => lines.push({ level: 'info', msg }), warn: (msg: string) => lines.push({ level: 'warn', msg }), error: (msg: string) => lines.push({ level: 'error', msg }) }
+    const logger = {
+      debug: () => {},
+      info: (msg: string) => lines.push({ level: 'info', msg }),
+      warn: (msg: string) => lines.push({ level: 'warn', msg }),
+      error: (msg: string) => lines.push({ level: 'error', msg }),
+    }
     const driver = new ToozDriver({ url: `redis://127.0.0.1:${proxy.port}?timeout=30&watch_interval=0.1`, logger, memberId: rid('sg'), resyncMs: 100 })
     await driver.start()
     t.after(() => driver.close())
     const topics = Array.from({ length: 5 }, () => rid('topic'))
     for (const topic of topics) {
       const now = new Date()
-      await driver.report({
-        id: 0, host: rid('host'), binary: 'rollcall-test', topic, availabilityZone: null, disabled: false, disabledReason: null, forcedDown: false,
-        version: 1, reportCount: 0, lastSeenUp: null, createdAt: now, updatedAt: null, deletedAt: null,
-      } satisfies ServiceRecord)
+      await driver.report(
+        {
+          id: 0,
+          host: rid('host'),
+          binary: 'rollcall-test',
+          topic,
+          availabilityZone: null,
+          disabled: false,
+          disabledReason: null,
+          forcedDown: false,
+          version: 1,
+          reportCount: 0,
+          lastSeenUp: null,
+          createdAt: now,
+          updatedAt: null,
+          deletedAt: null,
+        } satisfies ServiceRecord,
+      )
       await driver.watch(topic, () => {})
     }
     proxy.cut()
@@ -37,7 +56,11 @@ describe('servicegroup: tooz warnings', () => {
     // the log through its collapsed warnings, keyed by the kind of failure, never by topic.
     await waitFor('the recovery line', async () => lines.some((l) => l.level === 'info' && l.msg.startsWith('Recovered after')) || undefined, 20_000, 100)
     const warns = lines.filter((l) => l.level === 'warn')
-    t.diagnostic(`${warns.length} warning lines for 3 s of outage with 5 watched topics; all lines: ${JSON.stringify(lines.map((l) => `${l.level}: ${l.msg.slice(0, 90)}`))}`)
+    t.diagnostic(
+      `${warns.length} warning lines for 3 s of outage with 5 watched topics; all lines: ${
+        JSON.stringify(lines.map((l) => `${l.level}: ${l.msg.slice(0, 90)}`))
+      }`,
+    )
     assert.ok(warns.length >= 1 && warns.length <= 3, `one line per kind of failure, not one per topic per read: ${warns.length}`)
     assert.ok(warns.every((l) => !topics.some((topic) => l.msg.includes(topic))), 'no line names a topic: they are not per topic')
     const recovered = lines.find((l) => l.level === 'info' && l.msg.startsWith('Recovered after'))!

@@ -122,7 +122,9 @@ class Proc implements ClusterNode {
   /** Resolves once the node answers; rejects at once (NodeExitedError) if it exits first. */
   async ready(ms: number): Promise<void> {
     const state = await waitFor(`${this.name} on port ${this.port}`, async () => (!this.running ? 'exited' : (await this.answers()) ? 'up' : undefined), ms)
-    if (state === 'exited') throw new NodeExitedError(`${this.name} (port ${this.port}) exited while starting: ${this.#stderr.trim().split('\n').slice(-3).join(' | ')}`)
+    if (state === 'exited') {
+      throw new NodeExitedError(`${this.name} (port ${this.port}) exited while starting: ${this.#stderr.trim().split('\n').slice(-3).join(' | ')}`)
+    }
   }
 
   async kill(): Promise<void> {
@@ -187,20 +189,48 @@ async function zookeeperEnsemble(size = 3): Promise<Cluster> {
     const home = join(dir, `zk${i + 1}`)
     mkdirSync(join(home, 'data'), { recursive: true })
     writeFileSync(join(home, 'data', 'myid'), `${i + 1}\n`)
-    writeFileSync(join(home, 'zoo.cfg'), [
-      // forceSync=no, as for the single private server (servers.ts): no multi-second fsync stalls.
-      'tickTime=500', 'initLimit=20', 'syncLimit=10', 'minSessionTimeout=1000', 'maxSessionTimeout=60000', 'forceSync=no', `dataDir=${join(home, 'data')}`,
-      `clientPort=${port}`, 'clientPortAddress=127.0.0.1', 'admin.enableServer=false', '4lw.commands.whitelist=*', 'maxClientCnxns=0',
-      'quorumListenOnAllIPs=false', ...servers, '',
-    ].join('\n'))
-    writeFileSync(join(home, 'log4j.properties'), 'log4j.rootLogger=ERROR, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n')
+    writeFileSync(
+      join(home, 'zoo.cfg'),
+      [
+        // forceSync=no, as for the single private server (servers.ts): no multi-second fsync stalls.
+        'tickTime=500',
+        'initLimit=20',
+        'syncLimit=10',
+        'minSessionTimeout=1000',
+        'maxSessionTimeout=60000',
+        'forceSync=no',
+        `dataDir=${join(home, 'data')}`,
+        `clientPort=${port}`,
+        'clientPortAddress=127.0.0.1',
+        'admin.enableServer=false',
+        '4lw.commands.whitelist=*',
+        'maxClientCnxns=0',
+        'quorumListenOnAllIPs=false',
+        ...servers,
+        '',
+      ].join('\n'),
+    )
+    writeFileSync(
+      join(home, 'log4j.properties'),
+      'log4j.rootLogger=ERROR, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n',
+    )
     return new Proc(`zk${i + 1}`, port, () => ({
       cmd: 'java',
       // Leader election retries at most every 2 s (default: backing off up to 60 s while a peer is
       // still starting, which on a loaded machine can keep an ensemble leaderless for a minute).
-      args: ['-Xmx128m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Dzookeeper.admin.enableServer=false', '-Dzookeeper.4lw.commands.whitelist=*',
-        '-Dzookeeper.fastleader.maxNotificationInterval=2000', '-Dzookeeper.cnxTimeout=2000',
-        '-cp', `${home}:/usr/share/java/zookeeper.jar`, 'org.apache.zookeeper.server.quorum.QuorumPeerMain', join(home, 'zoo.cfg')],
+      args: [
+        '-Xmx128m',
+        '-XX:+UseSerialGC',
+        '-XX:TieredStopAtLevel=1',
+        '-Dzookeeper.admin.enableServer=false',
+        '-Dzookeeper.4lw.commands.whitelist=*',
+        '-Dzookeeper.fastleader.maxNotificationInterval=2000',
+        '-Dzookeeper.cnxTimeout=2000',
+        '-cp',
+        `${home}:/usr/share/java/zookeeper.jar`,
+        'org.apache.zookeeper.server.quorum.QuorumPeerMain',
+        join(home, 'zoo.cfg'),
+      ],
     }), async () => /Mode: (leader|follower)/.test(await ask(port, 'srvr')))
   })
   await startAll(nodes, 180_000, dir)
@@ -219,7 +249,9 @@ async function zookeeperEnsemble(size = 3): Promise<Cluster> {
       }, ms)
     },
     async describe() {
-      const modes = await Promise.all(nodes.map(async (n) => `${n.name} ${n.running ? (/Mode: (\w+)/.exec(await ask(n.port, 'srvr'))?.[1] ?? 'not serving') : 'down'}`))
+      const modes = await Promise.all(
+        nodes.map(async (n) => `${n.name} ${n.running ? (/Mode: (\w+)/.exec(await ask(n.port, 'srvr'))?.[1] ?? 'not serving') : 'down'}`),
+      )
       return modes.join(', ')
     },
     async stop() {
@@ -243,15 +275,40 @@ async function etcdCluster(size = 3): Promise<Cluster> {
   const [client, peer] = [all.slice(0, size), all.slice(size)]
   const token = `rollcall-${Math.random().toString(36).slice(2, 10)}`
   const initial = client.map((_, i) => `etcd${i + 1}=http://127.0.0.1:${peer[i]}`).join(',')
-  const nodes = client.map((port, i) => new Proc(`etcd${i + 1}`, port, () => ({
-    cmd: 'etcd',
-    args: ['--name', `etcd${i + 1}`, '--data-dir', join(dir, `etcd${i + 1}`), '--listen-client-urls', `http://127.0.0.1:${port}`, '--advertise-client-urls', `http://127.0.0.1:${port}`,
-      '--listen-peer-urls', `http://127.0.0.1:${peer[i]}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer[i]}`, '--initial-cluster', initial,
-      '--initial-cluster-state', 'new', '--initial-cluster-token', token, '--heartbeat-interval', '200', '--election-timeout', '2000', '--log-level', 'error'],
-  }), async () => {
-    const res = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2_000) })
-    return res.ok && ((await res.json()) as { health?: string }).health === 'true'
-  }))
+  const nodes = client.map((port, i) =>
+    new Proc(`etcd${i + 1}`, port, () => ({
+      cmd: 'etcd',
+      args: [
+        '--name',
+        `etcd${i + 1}`,
+        '--data-dir',
+        join(dir, `etcd${i + 1}`),
+        '--listen-client-urls',
+        `http://127.0.0.1:${port}`,
+        '--advertise-client-urls',
+        `http://127.0.0.1:${port}`,
+        '--listen-peer-urls',
+        `http://127.0.0.1:${peer[i]}`,
+        '--initial-advertise-peer-urls',
+        `http://127.0.0.1:${peer[i]}`,
+        '--initial-cluster',
+        initial,
+        '--initial-cluster-state',
+        'new',
+        '--initial-cluster-token',
+        token,
+        '--heartbeat-interval',
+        '200',
+        '--election-timeout',
+        '2000',
+        '--log-level',
+        'error',
+      ],
+    }), async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2_000) })
+      return res.ok && ((await res.json()) as { health?: string }).health === 'true'
+    })
+  )
   await startAll(nodes, 60_000, dir)
   const status = async (n: Proc): Promise<{ member: string; leader: string } | undefined> => {
     const s = await etcdPost(n.port, 'maintenance/status').catch(() => undefined)
@@ -309,25 +366,59 @@ async function redisSentinel(): Promise<Cluster> {
     const home = join(dir, `redis${i}`)
     mkdirSync(home, { recursive: true })
     const name = i === 0 ? 'master' : `replica${i}`
-    return new Proc(name, port, () => ({
-      cmd: 'redis-server',
-      args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', home, '--replica-announce-ip', '127.0.0.1',
-        ...(currentMaster === port ? [] : ['--replicaof', '127.0.0.1', String(currentMaster)])],
-    }), async () => (await redisAsk(port, 'PING')).startsWith('+PONG'), async () => {
-      currentMaster = (await masterAddr()) ?? currentMaster
-    })
+    return new Proc(
+      name,
+      port,
+      () => ({
+        cmd: 'redis-server',
+        args: [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          home,
+          '--replica-announce-ip',
+          '127.0.0.1',
+          ...(currentMaster === port ? [] : ['--replicaof', '127.0.0.1', String(currentMaster)]),
+        ],
+      }),
+      async () => (await redisAsk(port, 'PING')).startsWith('+PONG'),
+      async () => {
+        currentMaster = (await masterAddr()) ?? currentMaster
+      },
+    )
   })
   const sentinels = sentinelPorts.map((port, i) => {
     const home = join(dir, `sentinel${i + 1}`)
     mkdirSync(home, { recursive: true })
     const conf = join(home, 'sentinel.conf')
-    writeFileSync(conf, [
-      `port ${port}`, 'bind 127.0.0.1', `dir ${home}`, 'sentinel resolve-hostnames no', 'sentinel announce-ip 127.0.0.1',
-      `sentinel monitor ${SENTINEL_MASTER} 127.0.0.1 ${masterPort} 2`, `sentinel down-after-milliseconds ${SENTINEL_MASTER} 1000`,
-      `sentinel failover-timeout ${SENTINEL_MASTER} 5000`, `sentinel parallel-syncs ${SENTINEL_MASTER} 2`, '',
-    ].join('\n'))
+    writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${home}`,
+        'sentinel resolve-hostnames no',
+        'sentinel announce-ip 127.0.0.1',
+        `sentinel monitor ${SENTINEL_MASTER} 127.0.0.1 ${masterPort} 2`,
+        `sentinel down-after-milliseconds ${SENTINEL_MASTER} 1000`,
+        `sentinel failover-timeout ${SENTINEL_MASTER} 5000`,
+        `sentinel parallel-syncs ${SENTINEL_MASTER} 2`,
+        '',
+      ].join('\n'),
+    )
     // The sentinel rewrites its own config (what it learned), so a restart keeps its view.
-    return new Proc(`sentinel${i + 1}`, port, () => ({ cmd: 'redis-server', args: [conf, '--sentinel'] }), async () => (await redisAsk(port, 'PING')).startsWith('+PONG'))
+    return new Proc(
+      `sentinel${i + 1}`,
+      port,
+      () => ({ cmd: 'redis-server', args: [conf, '--sentinel'] }),
+      async () => (await redisAsk(port, 'PING')).startsWith('+PONG'),
+    )
   })
   await startAll(data, 30_000, dir)
   await startAll(sentinels, 30_000, dir).catch(async (err: unknown) => {
@@ -346,7 +437,10 @@ async function redisSentinel(): Promise<Cluster> {
   const cluster: Cluster = {
     kind: 'redis-sentinel',
     nodes,
-    url: (query) => `redis://127.0.0.1:${sentinels[0]!.port}?sentinel=${SENTINEL_MASTER}${sentinels.slice(1).map((s) => `&sentinel_fallback=127.0.0.1:${s.port}`).join('')}${query ? `&${query}` : ''}`,
+    url: (query) =>
+      `redis://127.0.0.1:${sentinels[0]!.port}?sentinel=${SENTINEL_MASTER}${sentinels.slice(1).map((s) => `&sentinel_fallback=127.0.0.1:${s.port}`).join('')}${
+        query ? `&${query}` : ''
+      }`,
     async leader() {
       const port = await masterAddr()
       return data.find((n) => n.port === port && n.running)
@@ -370,7 +464,9 @@ async function redisSentinel(): Promise<Cluster> {
           const view = await redisAsk(s.port, 'SENTINEL', 'master', SENTINEL_MASTER)
           const field = (name: string): number => Number(new RegExp(`\\$\\d+\\r\\n${name}\\r\\n\\$\\d+\\r\\n(\\d+)`).exec(view)?.[1] ?? -1)
           if (field('port') !== master.port) return not(`${s.name} names port ${field('port')}, not ${master.name}`)
-          if (field('num-other-sentinels') < sentinels.filter((x) => x.running).length - 1) return not(`${s.name} knows ${field('num-other-sentinels')} other sentinels`)
+          if (field('num-other-sentinels') < sentinels.filter((x) => x.running).length - 1) {
+            return not(`${s.name} knows ${field('num-other-sentinels')} other sentinels`)
+          }
           // A sentinel learns replicas from the master's INFO, every 10 s: one that does not know a
           // replica yet would leave it behind in a failover, following the dead master for good.
           if (field('num-slaves') < synced) return not(`${s.name} knows ${field('num-slaves')} of the ${synced} replicas`)
@@ -386,7 +482,9 @@ async function redisSentinel(): Promise<Cluster> {
         const m = /\$\d+\r\n127\.0\.0\.1\r\n\$\d+\r\n(\d+)/.exec(await redisAsk(s.port, 'SENTINEL', 'get-master-addr-by-name', SENTINEL_MASTER))
         return `${s.name} names ${data.find((n) => n.port === Number(m?.[1]))?.name ?? 'no master'}`
       }))
-      const roles = await Promise.all(data.map(async (n) => `${n.name} ${n.running ? (/role:(\w+)/.exec(await redisAsk(n.port, 'INFO', 'replication'))?.[1] ?? '?') : 'down'}`))
+      const roles = await Promise.all(
+        data.map(async (n) => `${n.name} ${n.running ? (/role:(\w+)/.exec(await redisAsk(n.port, 'INFO', 'replication'))?.[1] ?? '?') : 'down'}`),
+      )
       return [...roles, ...views].join(', ')
     },
     async stop() {

@@ -113,14 +113,22 @@ export function checkExclusive(lines: readonly LogLine[], resource: 'lock' | 'le
     if (l.kind === begin) {
       holds += 1
       if (holder?.pid === l.pid) {
-        violations.push(`${resource}: pid ${l.pid} ${begin}s again at line ${l.line} without having ended its hold of line ${holder.line}: one process began two overlapping holds (terms)`)
+        violations.push(
+          `${resource}: pid ${l.pid} ${begin}s again at line ${l.line} without having ended its hold of line ${holder.line}: one process began two overlapping holds (terms)`,
+        )
       } else if (holder) {
-        violations.push(`${resource}: pid ${l.pid} ${begin}s at line ${l.line} while pid ${holder.pid} has held it since line ${holder.line} (${(l.at - holder.at).toFixed(0)} ms earlier) and has neither ended nor been killed`)
+        violations.push(
+          `${resource}: pid ${l.pid} ${begin}s at line ${l.line} while pid ${holder.pid} has held it since line ${holder.line} (${
+            (l.at - holder.at).toFixed(0)
+          } ms earlier) and has neither ended nor been killed`,
+        )
       }
       if (options.fencing) {
         if (l.token === undefined) violations.push(`${resource}: pid ${l.pid} ${begin}s at line ${l.line} without a fencing token`)
         else if (lastToken && l.token <= lastToken.token!) {
-          violations.push(`${resource}: fencing token ${l.token} of pid ${l.pid} at line ${l.line} does not exceed token ${lastToken.token} of pid ${lastToken.pid} at line ${lastToken.line}`)
+          violations.push(
+            `${resource}: fencing token ${l.token} of pid ${l.pid} at line ${l.line} does not exceed token ${lastToken.token} of pid ${lastToken.pid} at line ${lastToken.line}`,
+          )
         }
         if (l.token !== undefined) lastToken = l
       }

@@ -178,15 +178,26 @@ export function startRedis(options: { requirePass?: string } = {}): Promise<Priv
   const auth = options.requirePass === undefined ? [] : ['--requirepass', options.requirePass]
   return startPrivate({
     // Ready when it answers at all: PONG, or NOAUTH when it wants a password first.
-    kind: 'redis', scheme: 'redis', probe: 'PING\r\n', expect: /PONG|NOAUTH/, readyMs: 10_000,
-    command: (port, dir) => ({ cmd: 'redis-server', args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...auth] }),
+    kind: 'redis',
+    scheme: 'redis',
+    probe: 'PING\r\n',
+    expect: /PONG|NOAUTH/,
+    readyMs: 10_000,
+    command: (port, dir) => ({
+      cmd: 'redis-server',
+      args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...auth],
+    }),
   })
 }
 
 /** A private memcached. */
 export function startMemcached(): Promise<PrivateServer> {
   return startPrivate({
-    kind: 'memcached', scheme: 'memcached', probe: 'version\r\n', expect: /VERSION/, readyMs: 10_000,
+    kind: 'memcached',
+    scheme: 'memcached',
+    probe: 'version\r\n',
+    expect: /VERSION/,
+    readyMs: 10_000,
     command: (port) => ({ cmd: 'memcached', args: ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-u', 'nobody', '-m', '64'] }),
   })
 }
@@ -194,20 +205,47 @@ export function startMemcached(): Promise<PrivateServer> {
 /** A private single-node ZooKeeper (tickTime 500 ms, so sessions from 1 s up), on 127.0.0.1 or ::1. */
 export function startZookeeper(host: '127.0.0.1' | '::1' = '127.0.0.1'): Promise<PrivateServer> {
   return startPrivate({
-    kind: 'zookeeper', scheme: 'zookeeper', probe: 'srvr', expect: /Mode:/, readyMs: 30_000, host,
+    kind: 'zookeeper',
+    scheme: 'zookeeper',
+    probe: 'srvr',
+    expect: /Mode:/,
+    readyMs: 30_000,
+    host,
     prepare(port, dir) {
       mkdirSync(join(dir, 'data'), { recursive: true })
-      writeFileSync(join(dir, 'zoo.cfg'), [
-        // forceSync=no: the rest of the suite's disk load can stall an fsync of the transaction log
-        // for seconds, and every answer (pings included) with it; sessions here are seconds long.
-        'tickTime=500', 'minSessionTimeout=1000', 'maxSessionTimeout=60000', 'forceSync=no', `dataDir=${join(dir, 'data')}`,
-        `clientPort=${port}`, `clientPortAddress=${host}`, 'admin.enableServer=false', '4lw.commands.whitelist=*', 'maxClientCnxns=0',
-      ].join('\n'))
-      writeFileSync(join(dir, 'log4j.properties'), 'log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n')
+      writeFileSync(
+        join(dir, 'zoo.cfg'),
+        [
+          // forceSync=no: the rest of the suite's disk load can stall an fsync of the transaction log
+          // for seconds, and every answer (pings included) with it; sessions here are seconds long.
+          'tickTime=500',
+          'minSessionTimeout=1000',
+          'maxSessionTimeout=60000',
+          'forceSync=no',
+          `dataDir=${join(dir, 'data')}`,
+          `clientPort=${port}`,
+          `clientPortAddress=${host}`,
+          'admin.enableServer=false',
+          '4lw.commands.whitelist=*',
+          'maxClientCnxns=0',
+        ].join('\n'),
+      )
+      writeFileSync(
+        join(dir, 'log4j.properties'),
+        'log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n',
+      )
     },
     command: (_port, dir) => ({
       cmd: 'java',
-      args: ['-Xmx256m', '-Dzookeeper.admin.enableServer=false', '-Dzookeeper.4lw.commands.whitelist=*', '-cp', `${dir}:/usr/share/java/zookeeper.jar`, 'org.apache.zookeeper.server.ZooKeeperServerMain', join(dir, 'zoo.cfg')],
+      args: [
+        '-Xmx256m',
+        '-Dzookeeper.admin.enableServer=false',
+        '-Dzookeeper.4lw.commands.whitelist=*',
+        '-cp',
+        `${dir}:/usr/share/java/zookeeper.jar`,
+        'org.apache.zookeeper.server.ZooKeeperServerMain',
+        join(dir, 'zoo.cfg'),
+      ],
     }),
   })
 }
@@ -215,11 +253,31 @@ export function startZookeeper(host: '127.0.0.1' | '::1' = '127.0.0.1'): Promise
 /** A private single-member etcd (peer port on loopback too). */
 export function startEtcd(): Promise<PrivateServer> {
   return startPrivate({
-    kind: 'etcd', scheme: 'etcd3+http', probe: 'GET /version HTTP/1.0\r\n\r\n', expect: /etcdserver/, readyMs: 20_000,
+    kind: 'etcd',
+    scheme: 'etcd3+http',
+    probe: 'GET /version HTTP/1.0\r\n\r\n',
+    expect: /etcdserver/,
+    readyMs: 20_000,
     command: (port, dir, peer) => ({
       cmd: 'etcd',
-      args: ['--name', 'private', '--data-dir', join(dir, 'data'), '--listen-client-urls', `http://127.0.0.1:${port}`, '--advertise-client-urls', `http://127.0.0.1:${port}`,
-        '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`, '--initial-cluster', `private=http://127.0.0.1:${peer}`, '--log-level', 'error'],
+      args: [
+        '--name',
+        'private',
+        '--data-dir',
+        join(dir, 'data'),
+        '--listen-client-urls',
+        `http://127.0.0.1:${port}`,
+        '--advertise-client-urls',
+        `http://127.0.0.1:${port}`,
+        '--listen-peer-urls',
+        `http://127.0.0.1:${peer}`,
+        '--initial-advertise-peer-urls',
+        `http://127.0.0.1:${peer}`,
+        '--initial-cluster',
+        `private=http://127.0.0.1:${peer}`,
+        '--log-level',
+        'error',
+      ],
     }),
   })
 }

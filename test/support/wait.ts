@@ -15,7 +15,12 @@ export async function waitFor<T>(what: string, check: () => T | Promise<T>, ms: 
 }
 
 /** Resolves with the first emission of `event` matching `filter`, or rejects after `ms`. */
-export function nextEvent<T>(emitter: { on(e: string, l: (v: T) => void): unknown; off(e: string, l: (v: T) => void): unknown }, event: string, filter: (v: T) => boolean, ms: number): Promise<T> {
+export function nextEvent<T>(
+  emitter: { on(e: string, l: (v: T) => void): unknown; off(e: string, l: (v: T) => void): unknown },
+  event: string,
+  filter: (v: T) => boolean,
+  ms: number,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       emitter.off(event, listener)

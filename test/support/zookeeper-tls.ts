@@ -41,8 +41,36 @@ function makeCertificates(dir: string): TlsFiles {
   writeFileSync(join(dir, 'san.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n')
   ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost')
   ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '2', '-extfile', 'san.ext')
-  ssl('pkcs12', '-export', '-in', 'server.pem', '-inkey', 'server.key', '-certfile', 'ca.pem', '-out', 'keystore.p12', '-passout', 'pass:rollcall', '-name', 'server')
-  run('keytool', ['-importcert', '-noprompt', '-alias', 'ca', '-file', 'ca.pem', '-keystore', 'truststore.p12', '-storetype', 'PKCS12', '-storepass', 'rollcall'], dir)
+  ssl(
+    'pkcs12',
+    '-export',
+    '-in',
+    'server.pem',
+    '-inkey',
+    'server.key',
+    '-certfile',
+    'ca.pem',
+    '-out',
+    'keystore.p12',
+    '-passout',
+    'pass:rollcall',
+    '-name',
+    'server',
+  )
+  run('keytool', [
+    '-importcert',
+    '-noprompt',
+    '-alias',
+    'ca',
+    '-file',
+    'ca.pem',
+    '-keystore',
+    'truststore.p12',
+    '-storetype',
+    'PKCS12',
+    '-storepass',
+    'rollcall',
+  ], dir)
   ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'client.key', '-out', 'client.csr', '-subj', '/CN=rollcall client')
   ssl('x509', '-req', '-in', 'client.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'client.pem', '-days', '2')
   return { ca: join(dir, 'ca.pem'), certfile: join(dir, 'client.pem'), keyfile: join(dir, 'client.key'), otherCa: join(dir, 'other.pem') }
@@ -56,22 +84,50 @@ export async function startZookeeperTls(clientAuth: 'need' | 'none'): Promise<Tl
   const certs = mkdtempSync(join(tmpdir(), 'rollcall-zk-tls-'))
   const files = makeCertificates(certs)
   const server = await startPrivate({
-    kind: 'zookeeper', scheme: 'zookeeper', probe: undefined, expect: /^/, readyMs: 30_000,
+    kind: 'zookeeper',
+    scheme: 'zookeeper',
+    probe: undefined,
+    expect: /^/,
+    readyMs: 30_000,
     prepare(port, dir) {
       mkdirSync(join(dir, 'data'), { recursive: true })
-      writeFileSync(join(dir, 'zoo.cfg'), [
-        'tickTime=500', 'minSessionTimeout=1000', 'maxSessionTimeout=60000', 'forceSync=no', `dataDir=${join(dir, 'data')}`,
-        `secureClientPort=${port}`, 'secureClientPortAddress=127.0.0.1', 'serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory',
-        `ssl.keyStore.location=${join(certs, 'keystore.p12')}`, 'ssl.keyStore.password=rollcall', 'ssl.keyStore.type=PKCS12',
-        `ssl.trustStore.location=${join(certs, 'truststore.p12')}`, 'ssl.trustStore.password=rollcall', 'ssl.trustStore.type=PKCS12',
-        `ssl.clientAuth=${clientAuth}`, 'admin.enableServer=false', 'maxClientCnxns=0',
-      ].join('\n'))
-      writeFileSync(join(dir, 'log4j.properties'), 'log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n')
+      writeFileSync(
+        join(dir, 'zoo.cfg'),
+        [
+          'tickTime=500',
+          'minSessionTimeout=1000',
+          'maxSessionTimeout=60000',
+          'forceSync=no',
+          `dataDir=${join(dir, 'data')}`,
+          `secureClientPort=${port}`,
+          'secureClientPortAddress=127.0.0.1',
+          'serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory',
+          `ssl.keyStore.location=${join(certs, 'keystore.p12')}`,
+          'ssl.keyStore.password=rollcall',
+          'ssl.keyStore.type=PKCS12',
+          `ssl.trustStore.location=${join(certs, 'truststore.p12')}`,
+          'ssl.trustStore.password=rollcall',
+          'ssl.trustStore.type=PKCS12',
+          `ssl.clientAuth=${clientAuth}`,
+          'admin.enableServer=false',
+          'maxClientCnxns=0',
+        ].join('\n'),
+      )
+      writeFileSync(
+        join(dir, 'log4j.properties'),
+        'log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n',
+      )
     },
     command: (_port, dir) => ({
       cmd: 'java',
-      args: ['-Xmx256m', '-Dzookeeper.admin.enableServer=false', '-cp', [dir, '/usr/share/java/zookeeper.jar', ...NETTY.map((j) => `/usr/share/java/${j}.jar`)].join(':'),
-        'org.apache.zookeeper.server.ZooKeeperServerMain', join(dir, 'zoo.cfg')],
+      args: [
+        '-Xmx256m',
+        '-Dzookeeper.admin.enableServer=false',
+        '-cp',
+        [dir, '/usr/share/java/zookeeper.jar', ...NETTY.map((j) => `/usr/share/java/${j}.jar`)].join(':'),
+        'org.apache.zookeeper.server.ZooKeeperServerMain',
+        join(dir, 'zoo.cfg'),
+      ],
     }),
   })
   return { server, files }

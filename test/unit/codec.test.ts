@@ -18,7 +18,11 @@ const GOLDEN: [string, unknown, string][] = [
   ['empty dict', {}, '80'],
   ['float', 1.5, 'cb3ff8000000000000'],
   ['bin vs str', [enc('g1'), 'g2'], '92c4026731a26732'],
-  ['memcached group value', new Map([[enc('m1'), new Map([[enc('capabilities'), { weight: 1 }]])]]), '81c4026d3181c40c6361706162696c697469657381a677656967687401'],
+  [
+    'memcached group value',
+    new Map([[enc('m1'), new Map([[enc('capabilities'), { weight: 1 }]])]]),
+    '81c4026d3181c40c6361706162696c697469657381a677656967687401',
+  ],
   ['set', new Set([1, 2]), 'c70304920102'],
   ['file group metadata', { group_id: enc('g1'), encoded: false }, '82a867726f75705f6964c4026731a7656e636f646564c2'],
 ]
@@ -32,11 +36,13 @@ describe('unit: codec', () => {
   }
 
   it('codec: a datetime from Python decodes to the same instant (naive = UTC, microseconds truncated to ms)', () => {
-    const v = loads(bytes('81a96a6f696e65645f6f6ec73a0187a364617902a56d6f6e746801a479656172cd07e8a4686f757203a66d696e75746504a67365636f6e6405ab6d6963726f7365636f6e64cd1a85'))
+    const v = loads(
+      bytes('81a96a6f696e65645f6f6ec73a0187a364617902a56d6f6e746801a479656172cd07e8a4686f757203a66d696e75746504a67365636f6e6405ab6d6963726f7365636f6e64cd1a85'),
+    )
     assert.deepEqual(v, { joined_on: new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 6)) })
   })
 
-  it('codec: matches Python\'s bytes for ints, strings, map16, array16, nesting, datetime, sets and bin16 (live oracle)', () => {
+  it("codec: matches Python's bytes for ints, strings, map16, array16, nesting, datetime, sets and bin16 (live oracle)", () => {
     const cases: Record<string, unknown> = {
       ints: [-1, -33, 128, 255, 256, 65535, 65536, 2 ** 32, -(2 ** 31) - 1, 2 ** 53 - 1, 2n ** 64n - 1n, -(2n ** 63n)],
       strs: ['x'.repeat(31), 'x'.repeat(32), 'y'.repeat(255), 'z'.repeat(256), 'чупакабра ✓', ''],
@@ -73,7 +79,8 @@ print(json.dumps({k: utils.dumps(v).hex() for k, v in cases.items()}))
 
   it('codec: Python decodes what we encode to the same values (live oracle)', () => {
     const value = { s: 'ü', b: new Uint8Array([1, 2]), n: [-5, 70000, 1.25], t: true, none: null, nested: { x: { y: [] } } }
-    const py = 'import sys, json; from tooz import utils; v = utils.loads(bytes.fromhex(sys.argv[1])); v["b"] = v["b"].hex(); print(json.dumps(v, sort_keys=True))'
+    const py =
+      'import sys, json; from tooz import utils; v = utils.loads(bytes.fromhex(sys.argv[1])); v["b"] = v["b"].hex(); print(json.dumps(v, sort_keys=True))'
     const out = JSON.parse(execFileSync('/usr/bin/python3', ['-c', py, hex(dumps(value))], { encoding: 'utf8' }))
     assert.deepEqual(out, { s: 'ü', b: '0102', n: [-5, 70000, 1.25], t: true, none: null, nested: { x: { y: [] } } })
   })
@@ -117,19 +124,25 @@ print(json.dumps({k: utils.dumps(v).hex() for k, v in cases.items()}))
   })
 
   it('codec: property: any JSON-like value round-trips', () => {
-    fc.assert(fc.property(fc.jsonValue(), (v) => {
-      const normal = JSON.parse(JSON.stringify(v)) as unknown
-      assert.deepEqual(loads(dumps(normal)), normal)
-    }), { numRuns: 500 })
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        const normal = JSON.parse(JSON.stringify(v)) as unknown
+        assert.deepEqual(loads(dumps(normal)), normal)
+      }),
+      { numRuns: 500 },
+    )
   })
 
   it('codec: property: random bytes never crash the decoder with anything but SerializationError', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), (b) => {
-      try {
-        loads(b)
-      } catch (err) {
-        assert.ok(err instanceof SerializationError, String(err))
-      }
-    }), { numRuns: 3000 })
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (b) => {
+        try {
+          loads(b)
+        } catch (err) {
+          assert.ok(err instanceof SerializationError, String(err))
+        }
+      }),
+      { numRuns: 3000 },
+    )
   })
 })

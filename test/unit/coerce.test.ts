@@ -18,12 +18,28 @@ describe('unit: coerce', () => {
     // Two grammars, as before the kit: URL values are strict decimals, settings and flags Number().
     assert.throws(() => decimal('0x10'), /"0x10" is not a number/)
     assert.equal(secondsText('0x10'), 16)
-    assert.throws(() => coerce(() => { throw new RangeError('a bug') }, () => new Error('wrapped')), RangeError, 'only Unfit is rewrapped')
+    assert.throws(
+      () =>
+        coerce(() => {
+          throw new RangeError('a bug')
+        }, () => new Error('wrapped')),
+      RangeError,
+      'only Unfit is rewrapped',
+    )
   })
 
-  it('coerce: the same bad duration is each layer\'s own typed error', async () => {
-    await assert.rejects(createCoordinator('memory://?watch_interval=soon'), (e: Error) => e instanceof InvalidOptionError && /"watch_interval".*"soon" is not a number/.test(e.message))
-    await assert.rejects(loadConfig({ env: {}, overrides: { report_interval: 'soon' } }), (e: Error) => e instanceof InvalidConfigError && /report_interval = "soon".*expected a number of seconds from 0/.test(e.message))
-    assert.throws(() => secondsOption('soon', 'refresh'), (e: Error) => e instanceof InvalidArgumentError && /^--refresh takes a number of seconds from 0 .*, not "soon"$/.test(e.message))
+  it("coerce: the same bad duration is each layer's own typed error", async () => {
+    await assert.rejects(
+      createCoordinator('memory://?watch_interval=soon'),
+      (e: Error) => e instanceof InvalidOptionError && /"watch_interval".*"soon" is not a number/.test(e.message),
+    )
+    await assert.rejects(
+      loadConfig({ env: {}, overrides: { report_interval: 'soon' } }),
+      (e: Error) => e instanceof InvalidConfigError && /report_interval = "soon".*expected a number of seconds from 0/.test(e.message),
+    )
+    assert.throws(
+      () => secondsOption('soon', 'refresh'),
+      (e: Error) => e instanceof InvalidArgumentError && /^--refresh takes a number of seconds from 0 .*, not "soon"$/.test(e.message),
+    )
   })
 })

@@ -58,20 +58,26 @@ describe('unit: edges', () => {
     assert.equal(u.redacted, 'redis://***@h:1/0?timeout=5')
     assert.equal(parseBackendUrl('file:///var/lib/a@b').path, '/var/lib/a@b', 'an "@" in a file:// path is a path')
     assert.throws(() => parseBackendUrl('redis:///u:Zq9@127.0.0.1'), (err: Error) => err instanceof InvalidUrlError && !err.message.includes('Zq9'))
-    assert.throws(() => parseBackendUrl('redis://h:1/0?password=p@ss'), (err: Error) => err instanceof InvalidUrlError && /%40/.test(err.message) && !err.message.includes('p@ss'))
+    assert.throws(
+      () => parseBackendUrl('redis://h:1/0?password=p@ss'),
+      (err: Error) => err instanceof InvalidUrlError && /%40/.test(err.message) && !err.message.includes('p@ss'),
+    )
   })
 
   it('edges: property: redactUrl is linear, on long and adversarial text', () => {
     const unit = fc.constantFrom('a', ':', '/', '@', '?', '=', '&', 'redis', '://', 'password=', ' ', '\n', '1', '+')
-    fc.assert(fc.property(fc.array(unit, { minLength: 1, maxLength: 8 }), fc.integer({ min: 20_000, max: 200_000 }), (parts, repeat) => {
-      const text = parts.join('').repeat(Math.ceil(repeat / parts.join('').length))
-      const t0 = performance.now()
-      redactUrl(text)
-      displayUrl(text)
-      const ms = performance.now() - t0
-      // Quadratic took 1.7 s at 40k characters; linear does 200k in a few ms. 500 ms is a generous bound on a busy machine.
-      assert.ok(ms < 500, `${text.length} characters of ${JSON.stringify(parts.join(''))} took ${Math.round(ms)} ms`)
-    }), { numRuns: 60 })
+    fc.assert(
+      fc.property(fc.array(unit, { minLength: 1, maxLength: 8 }), fc.integer({ min: 20_000, max: 200_000 }), (parts, repeat) => {
+        const text = parts.join('').repeat(Math.ceil(repeat / parts.join('').length))
+        const t0 = performance.now()
+        redactUrl(text)
+        displayUrl(text)
+        const ms = performance.now() - t0
+        // Quadratic took 1.7 s at 40k characters; linear does 200k in a few ms. 500 ms is a generous bound on a busy machine.
+        assert.ok(ms < 500, `${text.length} characters of ${JSON.stringify(parts.join(''))} took ${Math.round(ms)} ms`)
+      }),
+      { numRuns: 60 },
+    )
     const big = `${'a'.repeat(5_000_000)}redis://u:pw@h`
     const t0 = performance.now()
     assert.ok(redactUrl(big).endsWith('redis://***@h'))
@@ -80,27 +86,33 @@ describe('unit: edges', () => {
 
   it('edges: property: text that mayHoldCredentials() lets through unscanned is text redactUrl leaves alone', () => {
     const unit = fc.constantFrom('a', ':', '/', '@', '?', '=', '&', 'redis', '://', 'password=', 'token=', ' ', '\n', '#', '%40', 'Z9')
-    fc.assert(fc.property(fc.array(unit, { maxLength: 20 }), fc.string({ unit: 'binary', maxLength: 30 }), (parts, noise) => {
-      for (const text of [parts.join(''), `${noise}${parts.join('')}`]) {
-        if (!mayHoldCredentials(text)) assert.equal(redactUrl(text), text, JSON.stringify(text))
-      }
-    }), { numRuns: 5_000 })
+    fc.assert(
+      fc.property(fc.array(unit, { maxLength: 20 }), fc.string({ unit: 'binary', maxLength: 30 }), (parts, noise) => {
+        for (const text of [parts.join(''), `${noise}${parts.join('')}`]) {
+          if (!mayHoldCredentials(text)) assert.equal(redactUrl(text), text, JSON.stringify(text))
+        }
+      }),
+      { numRuns: 5_000 },
+    )
     assert.equal(mayHoldCredentials('x'.repeat(100_000)), false)
     for (const text of ['redis://:pw@h', 'redis::pw@h', 'a?password=x', 'postgresql://u:p@h/db']) assert.equal(mayHoldCredentials(text), true, text)
   })
 
   it('edges: property: any user name and password is hidden by redactUrl and parseBackendUrl', () => {
     const chars = fc.string({ unit: 'binary', maxLength: 12 }).filter((s) => !s.includes('://'))
-    fc.assert(fc.property(chars, chars, (user, pw) => {
-      const url = `redis://${user}:${pw}QzQ9@127.0.0.1:6379/0`
-      assert.ok(!redactUrl(`x ${url} y`).includes('QzQ9'))
-      try {
-        assert.ok(!parseBackendUrl(url).redacted.includes('QzQ9'))
-      } catch (err) {
-        assert.ok(err instanceof InvalidUrlError, String(err))
-        assert.ok(!err.message.includes('QzQ9'), err.message)
-      }
-    }), { numRuns: 3_000 })
+    fc.assert(
+      fc.property(chars, chars, (user, pw) => {
+        const url = `redis://${user}:${pw}QzQ9@127.0.0.1:6379/0`
+        assert.ok(!redactUrl(`x ${url} y`).includes('QzQ9'))
+        try {
+          assert.ok(!parseBackendUrl(url).redacted.includes('QzQ9'))
+        } catch (err) {
+          assert.ok(err instanceof InvalidUrlError, String(err))
+          assert.ok(!err.message.includes('QzQ9'), err.message)
+        }
+      }),
+      { numRuns: 3_000 },
+    )
   })
 
   it('edges: durations past the timer limit or not finite are refused with INVALID_OPTION naming the limit', async () => {
@@ -158,7 +170,12 @@ describe('unit: edges: repeated warnings', () => {
       const proxy = await TcpProxy.start(Number(target.port))
       t.after(() => proxy.close())
       const lines: { level: string; msg: string }[] = []
-      const logger = { debug: () => {}, info: (msg: string) => lines.push({ level: 'info', msg }), warn: (msg: string) => lines.push({ level: 'warn', msg }), error: (msg: string) => lines.push({ level: 'error', msg }) }
+      const logger = {
+        debug: () => {},
+        info: (msg: string) => lines.push({ level: 'info', msg }),
+        warn: (msg: string) => lines.push({ level: 'warn', msg }),
+        error: (msg: string) => lines.push({ level: 'error', msg }),
+      }
       const c = await connect(`${name}://127.0.0.1:${proxy.port}?timeout=30&watch_interval=0.1`, { memberId: rid('m'), logger })
       t.after(() => c.stop())
       const warnings: unknown[] = []
@@ -178,7 +195,11 @@ describe('unit: edges: repeated warnings', () => {
       await waitFor('the watchers to read again', async () => (await c.getGroups().then(() => true, () => false)) || undefined, 20_000, 100)
       await waitFor('the recovery line', async () => lines.some((l) => l.level === 'info' && l.msg.startsWith('Recovered after')) || undefined, 20_000, 100)
       const warns = lines.filter((l) => l.level === 'warn')
-      t.diagnostic(`${warnings.length} warning events, ${warns.length} warn lines (the first ${Math.round(firstAfterMs)} ms after the cut), ${lines.length} lines in all: ${JSON.stringify(lines.map((l) => `${l.level}: ${l.msg.slice(0, 70)}`))}`)
+      t.diagnostic(
+        `${warnings.length} warning events, ${warns.length} warn lines (the first ${
+          Math.round(firstAfterMs)
+        } ms after the cut), ${lines.length} lines in all: ${JSON.stringify(lines.map((l) => `${l.level}: ${l.msg.slice(0, 70)}`))}`,
+      )
       assert.ok(warnings.length >= 10, `the outage was noticed by every group's poll (${warnings.length} warning events)`)
       // One line when the outage starts, none for its repeats, one when it ends: not one per group per poll.
       assert.equal(lines[0]!.level, 'warn', 'the first line is the warning that the backend broke')

@@ -46,7 +46,11 @@ describe('unit: options', () => {
       ['', { timeoutMs: '5' }, /timeoutMs.*milliseconds/],
     ]
     for (const [query, code, pattern] of bad) {
-      assert.throws(() => resolveOptions(specs, q(query), code, 'x'), (e: Error) => e instanceof InvalidOptionError && pattern.test(e.message), `${query} ${JSON.stringify(code)}`)
+      assert.throws(
+        () => resolveOptions(specs, q(query), code, 'x'),
+        (e: Error) => e instanceof InvalidOptionError && pattern.test(e.message),
+        `${query} ${JSON.stringify(code)}`,
+      )
     }
   })
 })

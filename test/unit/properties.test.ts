@@ -18,24 +18,27 @@ describe('unit: properties', { concurrency: 3 }, () => {
       const c: Coordinator = await connect(url, { memberId: rid('m') })
       t.after(() => c.stop())
       const prefix = rid('p')
-      await fc.assert(fc.asyncProperty(fc.string({ minLength: 1, maxLength: 40, unit: 'binary' }), async (raw) => {
-        const group = `${prefix}${raw}`
-        try {
-          await c.createGroup(group)
-        } catch (err) {
-          if (err instanceof InvalidIdError) {
-            assert.ok(!(await c.getGroups()).includes(group), 'a refused id must not have been written')
-            return
+      await fc.assert(
+        fc.asyncProperty(fc.string({ minLength: 1, maxLength: 40, unit: 'binary' }), async (raw) => {
+          const group = `${prefix}${raw}`
+          try {
+            await c.createGroup(group)
+          } catch (err) {
+            if (err instanceof InvalidIdError) {
+              assert.ok(!(await c.getGroups()).includes(group), 'a refused id must not have been written')
+              return
+            }
+            throw err
           }
-          throw err
-        }
-        assert.ok((await c.getGroups()).includes(group), `created group ${JSON.stringify(group)} not listed`)
-        await c.joinGroup(group, { id: raw })
-        assert.deepEqual(await c.getMembers(group), [c.memberId])
-        assert.deepEqual(await c.getMemberCapabilities(group, c.memberId), { id: raw })
-        await c.leaveGroup(group)
-        await c.deleteGroup(group)
-      }), { numRuns: runs })
+          assert.ok((await c.getGroups()).includes(group), `created group ${JSON.stringify(group)} not listed`)
+          await c.joinGroup(group, { id: raw })
+          assert.deepEqual(await c.getMembers(group), [c.memberId])
+          assert.deepEqual(await c.getMemberCapabilities(group, c.memberId), { id: raw })
+          await c.leaveGroup(group)
+          await c.deleteGroup(group)
+        }),
+        { numRuns: runs },
+      )
     })
 
     it(`properties: ${name}: JSON-like capabilities round-trip exactly`, async (t) => {
@@ -46,11 +49,14 @@ describe('unit: properties', { concurrency: 3 }, () => {
       const g = rid('g')
       await a.joinGroupCreate(g)
       await b.joinGroup(g, null)
-      await fc.assert(fc.asyncProperty(fc.jsonValue({ maxDepth: 4 }), async (v) => {
-        const caps = JSON.parse(JSON.stringify(v)) as unknown
-        await b.updateCapabilities(g, caps)
-        assert.deepEqual(await a.getMemberCapabilities(g, b.memberId), caps)
-      }), { numRuns: runs })
+      await fc.assert(
+        fc.asyncProperty(fc.jsonValue({ maxDepth: 4 }), async (v) => {
+          const caps = JSON.parse(JSON.stringify(v)) as unknown
+          await b.updateCapabilities(g, caps)
+          assert.deepEqual(await a.getMemberCapabilities(g, b.memberId), caps)
+        }),
+        { numRuns: runs },
+      )
     })
   }
 })

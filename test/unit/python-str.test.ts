@@ -12,17 +12,29 @@ import { hashObject } from '../../src/coordination/partitioner.js'
 import { pythonStr } from '../../src/coordination/python-str.js'
 
 /** Code points every Python 3 since Unicode 14 classes as this runtime does (long-assigned blocks, controls, format, private use). */
-const SAFE_RANGES: [number, number][] = [[0x00, 0x2ff], [0x370, 0x52f], [0x2000, 0x206f], [0x4e00, 0x9fa5], [0xe000, 0xe0ff], [0xfeff, 0xfeff], [0x1f600, 0x1f64f]]
+const SAFE_RANGES: [number, number][] = [[0x00, 0x2ff], [0x370, 0x52f], [0x2000, 0x206f], [0x4e00, 0x9fa5], [0xe000, 0xe0ff], [0xfeff, 0xfeff], [
+  0x1f600,
+  0x1f64f,
+]]
 const safeChar = fc.oneof(...SAFE_RANGES.map(([a, b]) => fc.integer({ min: a, max: b }).map((cp) => String.fromCodePoint(cp))))
 const reprString = fc.string({ unit: safeChar, maxLength: 12 })
 
 const number = fc.oneof(
-  fc.integer(), fc.maxSafeInteger(), fc.double(), fc.double({ min: -1e30, max: 1e30 }), fc.double({ min: -1e-3, max: 1e-3 }),
+  fc.integer(),
+  fc.maxSafeInteger(),
+  fc.double(),
+  fc.double({ min: -1e30, max: 1e30 }),
+  fc.double({ min: -1e-3, max: 1e-3 }),
   fc.constantFrom(1e16, 1e15, 1e-4, 1e-5, 0.1, 1e21, 1e22, 5e-324, -0, 2 ** 53, 2 ** 53 + 2, 123456789012345680000, 1.5e300, NaN, Infinity, -Infinity),
 )
 const leaf = fc.oneof(reprString, fc.boolean(), fc.constant(null), number, fc.bigInt({ min: -(2n ** 80n), max: 2n ** 80n }), fc.uint8Array({ maxLength: 12 }))
 const { value } = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, fc.array(tie('value'), { maxLength: 4 }), fc.dictionary(reprString, tie('value'), { maxKeys: 3 })),
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    leaf,
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(reprString, tie('value'), { maxKeys: 3 }),
+  ),
 }))
 const topLevel = fc.oneof(value, fc.string({ unit: 'binary', maxLength: 12 }), fc.string({ unit: 'grapheme', maxLength: 6 }))
 

@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
-import { connect, defineDriver, registerDriver, ConnectionError, type Coordinator, type CoordinationDriver, type DriverEvents, type HeartbeatResult } from '../../src/index.js'
+import { connect, defineDriver, registerDriver, ConnectionError, type Coordinator, type CoordinationDriver, type DriverEvents,
+  type HeartbeatResult } from '../../src/index.js'
 import memory from '../../src/coordination/drivers/memory.js'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
 
@@ -27,16 +28,19 @@ registerDriver('faulty', async () => ({
       const f = faults.get(ctx.memberId)!
       f.events = ctx.events
       // While "down", every backend call fails, as it would during a real outage.
-      const down = <T extends object>(obj: T, extra: Record<string, unknown> = {}): T => new Proxy(obj, {
-        get(target, prop, receiver) {
-          if (prop in extra) return extra[prop as string]
-          const value = Reflect.get(target, prop, receiver) as unknown
-          if (typeof value !== 'function') return value
-          if (prop === 'stop') return value.bind(target)
-          if (prop === 'createLock' || prop === 'leaderLock') return (name: string) => down((value as (n: string) => object).call(target, name))
-          return (...args: unknown[]) => (f.failBeats ? Promise.reject(new ConnectionError('injected outage')) : (value as (...a: unknown[]) => unknown).apply(target, args))
-        },
-      })
+      const down = <T extends object>(obj: T, extra: Record<string, unknown> = {}): T =>
+        new Proxy(obj, {
+          get(target, prop, receiver) {
+            if (prop in extra) return extra[prop as string]
+            const value = Reflect.get(target, prop, receiver) as unknown
+            if (typeof value !== 'function') return value
+            if (prop === 'stop') return value.bind(target)
+            if (prop === 'createLock' || prop === 'leaderLock') return (name: string) => down((value as (n: string) => object).call(target, name))
+            return (
+              ...args: unknown[]
+            ) => (f.failBeats ? Promise.reject(new ConnectionError('injected outage')) : (value as (...a: unknown[]) => unknown).apply(target, args))
+          },
+        })
       return down(inner, {
         heartbeat: async (): Promise<HeartbeatResult> => {
           if (f.failBeats) throw new ConnectionError('injected outage')

@@ -6,7 +6,8 @@ import { HashRing, InvalidArgumentError, UnknownNodeError, type HashRingNode } f
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s)
 /** tooz's non-UTF-8 bytes node b'Z\xe2\xfa\x90\x17EC\xac\xae\x88\xa7[\xa1}:E'. */
 const BYTES_NODE = Uint8Array.from([0x5a, 0xe2, 0xfa, 0x90, 0x17, 0x45, 0x43, 0xac, 0xae, 0x88, 0xa7, 0x5b, 0xa1, 0x7d, 0x3a, 0x45])
-const keys = (ring: HashRing<HashRingNode>): Set<string> => new Set([...ring.nodes.keys()].map((n) => (typeof n === 'string' ? n : `b:${Buffer.from(n).toString('hex')}`)))
+const keys = (ring: HashRing<HashRingNode>): Set<string> =>
+  new Set([...ring.nodes.keys()].map((n) => (typeof n === 'string' ? n : `b:${Buffer.from(n).toString('hex')}`)))
 const key = (n: HashRingNode): string => (typeof n === 'string' ? n : `b:${Buffer.from(n).toString('hex')}`)
 
 describe('unit: tooz HashRingTestCase', () => {

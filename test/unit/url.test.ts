@@ -5,7 +5,7 @@ import fc from 'fast-check'
 import { InvalidUrlError, parseBackendUrl, redactUrl } from '../../src/index.js'
 
 describe('unit: url', () => {
-  it('url: the Nova specification\'s URLs and tooz\'s forms parse', () => {
+  it("url: the Nova specification's URLs and tooz's forms parse", () => {
     const kazoo = parseBackendUrl('kazoo://127.0.0.1:2181?timeout=5')
     assert.equal(kazoo.scheme, 'kazoo')
     assert.deepEqual(kazoo.hosts, [{ host: '127.0.0.1', port: 2181 }])
@@ -55,16 +55,19 @@ describe('unit: url', () => {
   })
 
   it('url: property: parsing never throws anything but InvalidUrlError, and never echoes a password', () => {
-    fc.assert(fc.property(fc.string(), fc.string({ minLength: 4 }).filter((p) => /^[A-Za-z0-9]+$/.test(p)), (junk, pw) => {
-      const input = `redis://user:${pw}@${junk}`
-      try {
-        const u = parseBackendUrl(input)
-        assert.ok(!u.redacted.includes(`:${pw}@`))
-      } catch (err) {
-        assert.ok(err instanceof InvalidUrlError, String(err))
-        assert.ok(!(err as Error).message.includes(`:${pw}@`), (err as Error).message)
-      }
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(fc.string(), fc.string({ minLength: 4 }).filter((p) => /^[A-Za-z0-9]+$/.test(p)), (junk, pw) => {
+        const input = `redis://user:${pw}@${junk}`
+        try {
+          const u = parseBackendUrl(input)
+          assert.ok(!u.redacted.includes(`:${pw}@`))
+        } catch (err) {
+          assert.ok(err instanceof InvalidUrlError, String(err))
+          assert.ok(!(err as Error).message.includes(`:${pw}@`), (err as Error).message)
+        }
+      }),
+      { numRuns: 2000 },
+    )
   })
 })
 

@@ -72,7 +72,21 @@ describe('web: api', () => {
     const mine = r.json.services.filter((s: { topic: string }) => s.topic.startsWith(topic))
     assert.deepEqual(mine.map((s: { host: string }) => s.host), ['node-a', 'node-b', 'node-c'])
     const a = mine[0]
-    assert.deepEqual(Object.keys(a).sort(), ['binary', 'created_at', 'disabled_reason', 'forced_down', 'host', 'id', 'last_report_at', 'state', 'status', 'topic', 'updated_at', 'version', 'zone'])
+    assert.deepEqual(Object.keys(a).sort(), [
+      'binary',
+      'created_at',
+      'disabled_reason',
+      'forced_down',
+      'host',
+      'id',
+      'last_report_at',
+      'state',
+      'status',
+      'topic',
+      'updated_at',
+      'version',
+      'zone',
+    ])
     assert.equal(a.id, svc.a!.id)
     assert.equal(a.binary, 'rollcall-api')
     assert.equal(a.zone, 'az1')
@@ -212,7 +226,11 @@ describe('web: api', () => {
   })
 
   it('web: api: groups with members, capabilities and leader; unknown group 404', async () => {
-    await waitFor('the leader to be elected', async () => (await call(base, 'GET', `/v1/groups/${group}`)).json?.group?.leader === 'member-1', WEB_TIMING.liveMs)
+    await waitFor(
+      'the leader to be elected',
+      async () => (await call(base, 'GET', `/v1/groups/${group}`)).json?.group?.leader === 'member-1',
+      WEB_TIMING.liveMs,
+    )
     const list = await call(base, 'GET', '/v1/groups')
     assert.equal(list.status, 200)
     const g = list.json.groups.find((x: { group: string }) => x.group === group)
@@ -282,7 +300,7 @@ describe('web: api', () => {
     }
   })
 
-  it('web: api: /metrics is Prometheus text from the server\'s own registry', async () => {
+  it("web: api: /metrics is Prometheus text from the server's own registry", async () => {
     await call(base, 'GET', '/v1/services')
     const r = await call(base, 'GET', '/metrics')
     assert.equal(r.status, 200)

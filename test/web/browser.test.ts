@@ -18,7 +18,16 @@ import { cli, startService, tempDir, writeConfig, WEB_TIMING, type CliProcess } 
 declare const document: any, window: any, getComputedStyle: any
 
 const CHROMIUM = '/usr/bin/chromium'
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
 const SCREENSHOT = 'docs/status-page.png'
 
 const SERVICES = [
@@ -52,7 +61,11 @@ describe('web: browser', () => {
     let context: BrowserContext | undefined
     try {
       context = await chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
-        executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1100, height: 820 }, timeout: 30_000,
+        executablePath: CHROMIUM,
+        headless: true,
+        args: ARGS,
+        viewport: { width: 1100, height: 820 },
+        timeout: 30_000,
       })
       const page = context.pages()[0] ?? await context.newPage()
       const consoleErrors: string[] = []
@@ -65,10 +78,15 @@ describe('web: browser', () => {
       await page.waitForFunction(() => document.getElementById('live')?.textContent === 'live', undefined, { timeout: WEB_TIMING.liveMs })
 
       // Every service shows, up, in its topic's table.
-      await waitFor('every service up on the page', async () => {
-        for (const s of SERVICES) if ((await stateOf(page, s.topic, s.host)) !== 'up') return false
-        return true
-      }, WEB_TIMING.liveMs, 100)
+      await waitFor(
+        'every service up on the page',
+        async () => {
+          for (const s of SERVICES) if ((await stateOf(page, s.topic, s.host)) !== 'up') return false
+          return true
+        },
+        WEB_TIMING.liveMs,
+        100,
+      )
       const topics = await page.$$eval('#topics section.topic', (els: any[]) => els.map((e) => (e as any).dataset.topic))
       assert.deepEqual(topics, ['api', 'worker'])
       const groups = await page.$$eval('#group-list article.group', (els: any[]) => els.map((e) => (e as any).dataset.group))
@@ -76,16 +94,24 @@ describe('web: browser', () => {
       assert.match(await page.textContent('#summary') ?? '', /5 services: 5 up, 0 down/)
 
       // Kill one service process: its row turns down without a reload.
-      await page.evaluate(() => { window.notReloaded = true })
+      await page.evaluate(() => {
+        window.notReloaded = true
+      })
       const killed = procs.get('worker/node-2')!
       const killedAt = Date.now()
       killed.child.kill('SIGKILL')
-      await page.waitForFunction(() => {
-        for (const tr of document.querySelectorAll('#topics tr[data-id]')) {
-          if (tr.dataset.topic === 'worker' && tr.querySelector('.c-host')?.textContent === 'node-2') return tr.querySelector('.c-state')?.textContent === 'down'
-        }
-        return false
-      }, undefined, { timeout: 15_000, polling: 100 })
+      await page.waitForFunction(
+        () => {
+          for (const tr of document.querySelectorAll('#topics tr[data-id]')) {
+            if (tr.dataset.topic === 'worker' && tr.querySelector('.c-host')?.textContent === 'node-2') {
+              return tr.querySelector('.c-state')?.textContent === 'down'
+            }
+          }
+          return false
+        },
+        undefined,
+        { timeout: 15_000, polling: 100 },
+      )
       const killedDownMs = Date.now() - killedAt
       assert.equal(await page.evaluate(() => window.notReloaded), true, 'the page was not reloaded')
       assert.equal(await page.getAttribute('#topics tr[data-state="down"]', 'data-topic'), 'worker')
@@ -107,11 +133,17 @@ describe('web: browser', () => {
 
       // Filters: state=down leaves only the down rows, and goes into the address.
       await page.selectOption('#f-state', 'down')
-      const visible = await page.$$eval('#topics tr[data-id]:not([hidden])', (rows: any[]) => rows.map((r) => `${(r as any).dataset.topic}/${r.querySelector('.c-host')?.textContent}`))
+      const visible = await page.$$eval(
+        '#topics tr[data-id]:not([hidden])',
+        (rows: any[]) => rows.map((r) => `${(r as any).dataset.topic}/${r.querySelector('.c-host')?.textContent}`),
+      )
       assert.deepEqual(visible.sort(), ['api/node-2', 'worker/node-2'])
       assert.match(page.url(), /[?&]state=down/)
       await page.selectOption('#f-topic', 'api')
-      assert.deepEqual(await page.$$eval('#topics section.topic:not([hidden])', (els: any[]) => els.map((e) => (e as any).dataset.topic)), ['api'])
+      assert.deepEqual(
+        await page.$$eval('#topics section.topic:not([hidden])', (els: any[]) => els.map((e) => (e as any).dataset.topic)),
+        ['api'],
+      )
       await page.selectOption('#f-state', '')
       await page.selectOption('#f-topic', '')
 
@@ -133,48 +165,62 @@ describe('web: browser', () => {
     }
   })
 
-  it('web: browser: Updated At and Last report follow each report of a tooz service, and the CSP allows styles by nonce only', { timeout: 120_000 }, async (t) => {
-    const dir = tempDir(t)
-    const config = writeConfig(dir, { timeoutSeconds: 5, reportIntervalSeconds: 1 })
-    await startService(t, config, { binary: 'rollcall-api', host: 'node-1', topic: 'api' })
-    const serve = cli(t, ['serve', '--config', config, '--listen', '127.0.0.1:0', '--refresh', '0.5'])
-    const url = await serve.url()
-    let context: BrowserContext | undefined
-    try {
-      const csp = (await fetch(url)).headers.get('content-security-policy') ?? ''
-      assert.match(csp, /style-src 'nonce-[^']+'/)
-      assert.doesNotMatch(csp, /unsafe-inline/)
-      context = await chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
-        executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1100, height: 820 }, timeout: 30_000,
-      })
-      const page = context.pages()[0] ?? await context.newPage()
-      const consoleErrors: string[] = []
-      page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
-      await page.goto(url, { waitUntil: 'domcontentloaded', timeout: WEB_TIMING.requestMs })
-      await page.waitForSelector('body[data-synced="true"]', { timeout: WEB_TIMING.liveMs })
-      // The nonce'd stylesheet applied: the header is laid out by it, not by the browser's defaults.
-      assert.notEqual(await page.evaluate(() => getComputedStyle(document.querySelector('header')).display), 'block')
-      const cell = (): Promise<string[]> => page.evaluate(() => {
-        const tr = document.querySelector('#topics tr[data-id]')
-        return [tr?.querySelector('.c-updated')?.textContent ?? '', tr?.querySelector('.c-age')?.textContent ?? '']
-      })
-      // The service reports every second; the driver's own view re-reads report times every 30 s.
-      const seen = new Set<string>()
-      const started = Date.now()
-      await waitFor('Updated At to change with the reports, without a reload', async () => {
-        const [updated] = await cell()
-        if (updated && updated !== '\u2014') seen.add(updated)
-        return seen.size >= 3
-      }, 20_000, 100)
-      t.diagnostic(`3 distinct Updated At values within ${Date.now() - started} ms`)
-      const [, age = ''] = await cell()
-      const ageSeconds = Number(/(\d+)/.exec(age)?.[1] ?? NaN)
-      assert.ok(ageSeconds <= 5, `Last report shows ${age} for a service reporting every second`)
-      assert.deepEqual(consoleErrors, [], 'no CSP violation or script error')
-    } finally {
-      await context?.close()
-      serve.child.kill('SIGTERM')
-      await serve.exited
-    }
-  })
+  it(
+    'web: browser: Updated At and Last report follow each report of a tooz service, and the CSP allows styles by nonce only',
+    { timeout: 120_000 },
+    async (t) => {
+      const dir = tempDir(t)
+      const config = writeConfig(dir, { timeoutSeconds: 5, reportIntervalSeconds: 1 })
+      await startService(t, config, { binary: 'rollcall-api', host: 'node-1', topic: 'api' })
+      const serve = cli(t, ['serve', '--config', config, '--listen', '127.0.0.1:0', '--refresh', '0.5'])
+      const url = await serve.url()
+      let context: BrowserContext | undefined
+      try {
+        const csp = (await fetch(url)).headers.get('content-security-policy') ?? ''
+        assert.match(csp, /style-src 'nonce-[^']+'/)
+        assert.doesNotMatch(csp, /unsafe-inline/)
+        context = await chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
+          executablePath: CHROMIUM,
+          headless: true,
+          args: ARGS,
+          viewport: { width: 1100, height: 820 },
+          timeout: 30_000,
+        })
+        const page = context.pages()[0] ?? await context.newPage()
+        const consoleErrors: string[] = []
+        page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
+        await page.goto(url, { waitUntil: 'domcontentloaded', timeout: WEB_TIMING.requestMs })
+        await page.waitForSelector('body[data-synced="true"]', { timeout: WEB_TIMING.liveMs })
+        // The nonce'd stylesheet applied: the header is laid out by it, not by the browser's defaults.
+        assert.notEqual(await page.evaluate(() => getComputedStyle(document.querySelector('header')).display), 'block')
+        const cell = (): Promise<string[]> =>
+          page.evaluate(() => {
+            const tr = document.querySelector('#topics tr[data-id]')
+            return [tr?.querySelector('.c-updated')?.textContent ?? '', tr?.querySelector('.c-age')?.textContent ?? '']
+          })
+        // The service reports every second; the driver's own view re-reads report times every 30 s.
+        const seen = new Set<string>()
+        const started = Date.now()
+        await waitFor(
+          'Updated At to change with the reports, without a reload',
+          async () => {
+            const [updated] = await cell()
+            if (updated && updated !== '\u2014') seen.add(updated)
+            return seen.size >= 3
+          },
+          20_000,
+          100,
+        )
+        t.diagnostic(`3 distinct Updated At values within ${Date.now() - started} ms`)
+        const [, age = ''] = await cell()
+        const ageSeconds = Number(/(\d+)/.exec(age)?.[1] ?? NaN)
+        assert.ok(ageSeconds <= 5, `Last report shows ${age} for a service reporting every second`)
+        assert.deepEqual(consoleErrors, [], 'no CSP violation or script error')
+      } finally {
+        await context?.close()
+        serve.child.kill('SIGTERM')
+        await serve.exited
+      }
+    },
+  )
 })

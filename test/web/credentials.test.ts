@@ -72,7 +72,19 @@ describe('web: credentials', () => {
 
   async function everything(): Promise<string[]> {
     const id = serviceId
-    const paths = ['/', `/?topic=${topic}`, '/v1/services', `/v1/services/${id}`, '/v1/services/424242', '/v1/groups', `/v1/groups/${group}`, '/v1/groups/nope-x', '/metrics', '/healthz', '/nowhere']
+    const paths = [
+      '/',
+      `/?topic=${topic}`,
+      '/v1/services',
+      `/v1/services/${id}`,
+      '/v1/services/424242',
+      '/v1/groups',
+      `/v1/groups/${group}`,
+      '/v1/groups/nope-x',
+      '/metrics',
+      '/healthz',
+      '/nowhere',
+    ]
     const bodies = await Promise.all(paths.map(async (p) => (await call(server.url, 'GET', p)).text))
     const stream = await openEvents(server.url)
     try {

@@ -54,7 +54,9 @@ describe('web: demo', { concurrency: 2 }, () => {
     assert.equal(exit.code, 0, demo.stderr())
     const log = events(demo.stdout())
     const kinds = log.map((e) => e.event)
-    for (const k of ['setup', 'started', 'listening', 'ready', 'killed', 'terminated', 'state', 'stopping']) assert.ok(kinds.includes(k), `no ${k} event in ${kinds.join(',')}`)
+    for (const k of ['setup', 'started', 'listening', 'ready', 'killed', 'terminated', 'state', 'stopping']) {
+      assert.ok(kinds.includes(k), `no ${k} event in ${kinds.join(',')}`)
+    }
     const killed = log.find((e) => e.event === 'killed')!
     const termed = log.find((e) => e.event === 'terminated')!
     const downAfterKill = log.find((e) => e.event === 'state' && e.topic === 'worker' && e.host === 'node-2' && e.state === 'down')!
@@ -69,7 +71,16 @@ describe('web: demo', { concurrency: 2 }, () => {
 
   it('web: demo: --url runs the same against a real Redis, and ends by itself after --duration', { timeout: 90_000 }, async (t) => {
     // A namespace of its own: /v1/groups lists every group under it, and the shared one holds those of every other test.
-    const demo = cli(t, ['demo', '--url', `${serverUrl('redis')}?namespace=demo_${Math.random().toString(36).slice(2, 10)}`, '--listen', '127.0.0.1:0', '--duration', '30', '--json'])
+    const demo = cli(t, [
+      'demo',
+      '--url',
+      `${serverUrl('redis')}?namespace=demo_${Math.random().toString(36).slice(2, 10)}`,
+      '--listen',
+      '127.0.0.1:0',
+      '--duration',
+      '30',
+      '--json',
+    ])
     const url = await demo.url()
     const rows = await waitFor('the five demo services up', () => servicesUp(url), 30_000, 250)
     assert.ok(rows.every((r) => /^(api|worker)-demo-[a-z0-9]+$/.test(r.topic)), 'topics get a random suffix on a shared backend')

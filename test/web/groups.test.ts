@@ -29,11 +29,16 @@ describe('web: groups', () => {
     t.after(() => observer.stop())
     const server = await startStatusServer({ coordinator: observer, port: 0, refreshMs: 200 })
     t.after(() => server.close())
-    const body = await waitFor('both groups listed', async () => {
-      const res = await fetch(`${server.url}v1/groups`)
-      const json = (await res.json()) as { groups?: { group: string; members: unknown[]; error?: { code: string } }[] }
-      return json.groups?.length === 2 ? json.groups : undefined
-    }, 10_000, 100)
+    const body = await waitFor(
+      'both groups listed',
+      async () => {
+        const res = await fetch(`${server.url}v1/groups`)
+        const json = (await res.json()) as { groups?: { group: string; members: unknown[]; error?: { code: string } }[] }
+        return json.groups?.length === 2 ? json.groups : undefined
+      },
+      10_000,
+      100,
+    )
     const byName = new Map(body.map((g) => [g.group, g]))
     assert.equal(byName.get(good)!.members.length, 1)
     assert.equal(byName.get(good)!.error, undefined)

@@ -32,10 +32,15 @@ describe('web: health', () => {
     assert.equal(ok.status, 200)
     assert.deepEqual(Object.keys(ok.json.checks), ['coordination'])
     redis.kill()
-    const down = await waitFor('/healthz to be 503', async () => {
-      const r = await call(server.url, 'GET', '/healthz')
-      return r.status === 503 ? r : undefined
-    }, 15_000, 100)
+    const down = await waitFor(
+      '/healthz to be 503',
+      async () => {
+        const r = await call(server.url, 'GET', '/healthz')
+        return r.status === 503 ? r : undefined
+      },
+      15_000,
+      100,
+    )
     assert.equal(down.json.status, 'unavailable')
     assert.equal(down.json.checks.coordination.ok, false)
     assert.ok(down.json.checks.coordination.error.length > 0)

@@ -21,10 +21,15 @@ describe('web: serve', { concurrency: 4 }, () => {
     assert.match(serve.stderr(), /read-only \(no \[api\] token or ROLLCALL_API_TOKEN is set/)
     assert.match(serve.stderr(), /services from the tooz driver/)
     assert.match(serve.stderr(), /groups from file:\/\//)
-    const rows = await waitFor('the service up', async () => {
-      const r = await call(url, 'GET', '/v1/services?state=up')
-      return r.json.services.length === 1 ? r.json.services : undefined
-    }, WEB_TIMING.liveMs, 100)
+    const rows = await waitFor(
+      'the service up',
+      async () => {
+        const r = await call(url, 'GET', '/v1/services?state=up')
+        return r.json.services.length === 1 ? r.json.services : undefined
+      },
+      WEB_TIMING.liveMs,
+      100,
+    )
     const put = await send(url, 'PUT', `/v1/services/${rows[0].id}`, { status: 'disabled' }, 'anything')
     assert.equal(put.status, 403)
     const stream = await openEvents(url)
@@ -68,10 +73,15 @@ describe('web: serve', { concurrency: 4 }, () => {
     const serve = cli(t, ['serve', '--url', backend, '--listen', '127.0.0.1:0'])
     const url = await serve.url()
     assert.doesNotMatch(serve.stderr(), /services from/)
-    const g = await waitFor('the group with its member', async () => {
-      const r = await call(url, 'GET', '/v1/groups/workers')
-      return r.status === 200 && r.json.group.members.length === 1 ? r.json.group : undefined
-    }, WEB_TIMING.liveMs, 100)
+    const g = await waitFor(
+      'the group with its member',
+      async () => {
+        const r = await call(url, 'GET', '/v1/groups/workers')
+        return r.status === 200 && r.json.group.members.length === 1 ? r.json.group : undefined
+      },
+      WEB_TIMING.liveMs,
+      100,
+    )
     assert.deepEqual(g.members[0], { member_id: 'w-1', capabilities: { zone: 'az1' } })
     assert.equal(g.leader, null)
     assert.equal((await call(url, 'GET', '/v1/services')).status, 404)
@@ -114,7 +124,9 @@ describe('web: serve', { concurrency: 4 }, () => {
     serve.child.kill('SIGTERM')
     assert.equal((await serve.exited).code, 0)
     // The environment variable, with --url alone (no configuration file).
-    const byEnv = cli(t, ['serve', '--url', `file://${join(dir, 'coordination')}`, '--listen', '127.0.0.1:0'], { ROLLCALL_API_ALLOWED_HOSTS: 'fleet.example.net' })
+    const byEnv = cli(t, ['serve', '--url', `file://${join(dir, 'coordination')}`, '--listen', '127.0.0.1:0'], {
+      ROLLCALL_API_ALLOWED_HOSTS: 'fleet.example.net',
+    })
     const envUrl = await byEnv.url()
     assert.equal((await call(envUrl, 'GET', '/v1/groups', { headers: { host: 'fleet.example.net' } })).status, 200)
     assert.equal((await call(envUrl, 'GET', '/v1/groups', { headers: { host: 'status.example.com' } })).status, 421)

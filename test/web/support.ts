@@ -32,7 +32,7 @@ process.once('exit', () => {
 
 function own(t: object, child: ChildProcess): void {
   let set = owned.get(t)
-  if (!set) owned.set(t, (set = new Set()))
+  if (!set) owned.set(t, set = new Set())
   set.add(child)
   live.add(child)
   child.once('exit', () => {
@@ -150,10 +150,12 @@ export interface CliProcess {
   url(ms?: number): Promise<string>
 }
 
-
 /** Runs `rollcall ARGS` from dist/; SIGKILLed by PID when the test ends if still running. */
 export function cli(t: TestContext, args: string[], env: Record<string, string | undefined> = {}, nodeFlags: string[] = []): CliProcess {
-  const child = spawn(process.execPath, [...nodeFlags, BIN, ...args], { env: { ...process.env, ROLLCALL_URL: undefined, ROLLCALL_CONFIG: undefined, ROLLCALL_API_TOKEN: undefined, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...nodeFlags, BIN, ...args], {
+    env: { ...process.env, ROLLCALL_URL: undefined, ROLLCALL_CONFIG: undefined, ROLLCALL_API_TOKEN: undefined, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   own(t, child)
   let out = ''
   let err = ''
@@ -161,10 +163,16 @@ export function cli(t: TestContext, args: string[], env: Record<string, string |
   child.stderr!.on('data', (d) => (err += d))
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
   let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> | undefined
-  const bounded = (): Promise<{ code: number | null; signal: NodeJS.Signals | null }> => (exited ??= Promise.race([exit, new Promise<never>((_r, reject) => {
-    const timer = setTimeout(() => reject(new Error(`rollcall ${args.join(' ')} did not exit within ${WEB_TIMING.exitMs} ms; stderr: ${err.slice(-1000)}`)), WEB_TIMING.exitMs)
-    void exit.then(() => clearTimeout(timer))
-  })]))
+  const bounded = (): Promise<{ code: number | null; signal: NodeJS.Signals | null }> => (exited ??= Promise.race([
+    exit,
+    new Promise<never>((_r, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`rollcall ${args.join(' ')} did not exit within ${WEB_TIMING.exitMs} ms; stderr: ${err.slice(-1000)}`)),
+        WEB_TIMING.exitMs,
+      )
+      void exit.then(() => clearTimeout(timer))
+    }),
+  ]))
   t.after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   })
@@ -175,10 +183,16 @@ export function cli(t: TestContext, args: string[], env: Record<string, string |
     },
     stdout: () => out,
     stderr: () => err,
-    url: (ms = WEB_TIMING.startMs) => waitFor(`a URL from rollcall ${args[0]} (stderr so far: ${err.slice(-500)})`, () => {
-      if (child.exitCode !== null) throw new Error(`rollcall ${args.join(' ')} exited with ${child.exitCode}: ${err}`)
-      return /http:\/\/[^\s]+\//.exec(out)?.[0]
-    }, ms, 50),
+    url: (ms = WEB_TIMING.startMs) =>
+      waitFor(
+        `a URL from rollcall ${args[0]} (stderr so far: ${err.slice(-500)})`,
+        () => {
+          if (child.exitCode !== null) throw new Error(`rollcall ${args.join(' ')} exited with ${child.exitCode}: ${err}`)
+          return /http:\/\/[^\s]+\//.exec(out)?.[0]
+        },
+        ms,
+        50,
+      ),
   }
 }
 
@@ -186,26 +200,34 @@ export function cli(t: TestContext, args: string[], env: Record<string, string |
 export function writeConfig(dir: string, options: { timeoutSeconds?: number; reportIntervalSeconds?: number; token?: string } = {}): string {
   const timeout = options.timeoutSeconds ?? 3
   const file = join(dir, 'rollcall.conf')
-  writeFileSync(file, [
-    '[DEFAULT]',
-    'servicegroup_driver = tooz',
-    `report_interval = ${options.reportIntervalSeconds ?? 1}`,
-    `service_down_time = ${timeout + 1}`,
-    `servicegroup_tooz_url = file://${join(dir, 'coordination')}?timeout=${timeout}&watch_interval=0.2`,
-    '[database]',
-    'connection = sqlite:///rollcall.sqlite',
-    ...(options.token ? ['[api]', `token = ${options.token}`] : []),
-    '',
-  ].join('\n'))
+  writeFileSync(
+    file,
+    [
+      '[DEFAULT]',
+      'servicegroup_driver = tooz',
+      `report_interval = ${options.reportIntervalSeconds ?? 1}`,
+      `service_down_time = ${timeout + 1}`,
+      `servicegroup_tooz_url = file://${join(dir, 'coordination')}?timeout=${timeout}&watch_interval=0.2`,
+      '[database]',
+      'connection = sqlite:///rollcall.sqlite',
+      ...(options.token ? ['[api]', `token = ${options.token}`] : []),
+      '',
+    ].join('\n'),
+  )
   return file
 }
 
 /** `rollcall service run` as a child; resolves once it says it joined. */
 export async function startService(t: TestContext, config: string, s: { binary: string; host: string; topic: string; zone?: string }): Promise<CliProcess> {
   const p = cli(t, ['service', 'run', '--config', config, '--binary', s.binary, '--host', s.host, '--topic', s.topic, ...(s.zone ? ['--zone', s.zone] : [])])
-  await waitFor(`${s.host}/${s.binary} to join`, () => {
-    if (p.child.exitCode !== null) throw new Error(`service run exited with ${p.child.exitCode}: ${p.stderr()}`)
-    return /joined/.test(p.stderr())
-  }, WEB_TIMING.startMs, 50)
+  await waitFor(
+    `${s.host}/${s.binary} to join`,
+    () => {
+      if (p.child.exitCode !== null) throw new Error(`service run exited with ${p.child.exitCode}: ${p.stderr()}`)
+      return /joined/.test(p.stderr())
+    },
+    WEB_TIMING.startMs,
+    50,
+  )
   return p
 }

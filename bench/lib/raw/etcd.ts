@@ -28,7 +28,11 @@ export class EtcdRaw implements RawBackend {
   call(path: string, body: unknown): Promise<any> {
     const payload = JSON.stringify(body)
     return new Promise((resolve, reject) => {
-      const req = http.request(`${this.#base}/${path}`, { method: 'POST', agent: this.#agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
+      const req = http.request(`${this.#base}/${path}`, {
+        method: 'POST',
+        agent: this.#agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+      }, (res) => {
         const chunks: Buffer[] = []
         res.on('data', (c: Buffer) => chunks.push(c))
         res.on('end', () => {
@@ -56,7 +60,11 @@ export class EtcdRaw implements RawBackend {
     const chunks: RawMember[][] = []
     for (let i = 0; i < members.length; i += 128) chunks.push(members.slice(i, i + 128))
     for (let i = 0; i < chunks.length; i += 8) {
-      await Promise.all(chunks.slice(i, i + 8).map((c) => this.call('kv/txn', { success: c.map((m) => ({ request_put: { key: b64(gk + m.id), value: b64(m.caps), lease: this.#lease } })) })))
+      await Promise.all(
+        chunks.slice(i, i + 8).map((c) =>
+          this.call('kv/txn', { success: c.map((m) => ({ request_put: { key: b64(gk + m.id), value: b64(m.caps), lease: this.#lease } })) })
+        ),
+      )
     }
     for (const m of members) this.#leases.set(m.id, this.#lease)
   }
@@ -75,7 +83,9 @@ export class EtcdRaw implements RawBackend {
   }
   async readWithCaps(group: string): Promise<Map<string, Uint8Array>> {
     const plen = `tooz/groups/${group}/`.length
-    return new Map((await this.#range(group, false)).map((kv) => [Buffer.from(kv.key, 'base64').subarray(plen).toString(), Buffer.from(kv.value ?? '', 'base64')]))
+    return new Map(
+      (await this.#range(group, false)).map((kv) => [Buffer.from(kv.key, 'base64').subarray(plen).toString(), Buffer.from(kv.value ?? '', 'base64')]),
+    )
   }
   async beat(id: string): Promise<void> {
     // A client that did not populate the members beats a lease of its own (one per member client).
@@ -98,7 +108,10 @@ export class EtcdRaw implements RawBackend {
   }
   async lockCycle(name: string): Promise<void> {
     const key = b64(`/tooz/locks${name}`)
-    const r = await this.call('kv/txn', { compare: [{ key, target: 'CREATE', result: 'EQUAL', create_revision: '0' }], success: [{ request_put: { key, value: b64('raw') } }] })
+    const r = await this.call('kv/txn', {
+      compare: [{ key, target: 'CREATE', result: 'EQUAL', create_revision: '0' }],
+      success: [{ request_put: { key, value: b64('raw') } }],
+    })
     if (!r.succeeded) throw new Error('raw etcd lock busy')
     await this.call('kv/deleterange', { key })
   }

@@ -33,16 +33,18 @@ export class FileRaw implements RawBackend {
     const limit = Date.now() - timeoutMs
     const out = new Map<string, Uint8Array>()
     for (let i = 0; i < names.length; i += 256) {
-      await Promise.all(names.slice(i, i + 256).map(async (n) => {
-        try {
-          const s = await stat(join(dir, n))
-          if (s.mtimeMs < limit) return
-          out.set(n, withData ? await readFile(join(dir, n)) : new Uint8Array())
-        } catch (err) {
-          // rollcall deletes other members' stale files as it lists them: gone is not live.
-          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-        }
-      }))
+      await Promise.all(
+        names.slice(i, i + 256).map(async (n) => {
+          try {
+            const s = await stat(join(dir, n))
+            if (s.mtimeMs < limit) return
+            out.set(n, withData ? await readFile(join(dir, n)) : new Uint8Array())
+          } catch (err) {
+            // rollcall deletes other members' stale files as it lists them: gone is not live.
+            if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+          }
+        }),
+      )
     }
     return out
   }

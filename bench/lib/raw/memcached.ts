@@ -1,7 +1,8 @@
 /** The raw floor on memcached: tooz's keys and flags, over a minimal text-protocol client. */
 import { connect as tcpConnect, type Socket } from 'node:net'
 import { parseBackendUrl } from '../../../src/index.js'
-import { encodeGroup, memberEntry, KEYS as MC_KEYS, decodeGroup, FLAG_BYTES, FLAG_MSGPACK } from '../../../src/coordination/drivers/memcached/memcached-layout.js'
+import { encodeGroup, memberEntry, KEYS as MC_KEYS, decodeGroup, FLAG_BYTES,
+  FLAG_MSGPACK } from '../../../src/coordination/drivers/memcached/memcached-layout.js'
 import type { RawBackend, RawMember } from '../raw.js'
 
 interface McPending {
@@ -41,7 +42,8 @@ export class McConn {
   line(cmd: Buffer | string): Promise<string> {
     return new Promise((resolve, reject) => {
       const entry: McPending = {
-        resolve, reject,
+        resolve,
+        reject,
         parse: (buf) => {
           const i = buf.indexOf('\r\n')
           if (i < 0) return -1
@@ -59,7 +61,9 @@ export class McConn {
     return new Promise((resolve, reject) => {
       const items = new Map<string, { flags: number; value: Buffer; cas?: string }>()
       const entry: McPending = {
-        resolve, reject, result: items,
+        resolve,
+        reject,
+        result: items,
         parse: (buf) => {
           let pos = 0
           for (;;) {

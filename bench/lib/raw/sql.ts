@@ -19,9 +19,16 @@ export class PostgresRaw implements RawBackend {
     await this.#pool.query('INSERT INTO rollcall_groups (group_id, created_at) VALUES ($1, now()) ON CONFLICT DO NOTHING', [group])
     for (let i = 0; i < members.length; i += 5000) {
       const chunk = members.slice(i, i + 5000)
-      await this.#pool.query(`INSERT INTO rollcall_members (group_id, member_id, capabilities, created_at, updated_at, expires_at)
+      await this.#pool.query(
+        `INSERT INTO rollcall_members (group_id, member_id, capabilities, created_at, updated_at, expires_at)
         SELECT $1, m, c, now(), now(), now() + $4 * interval '1 second' FROM unnest($2::text[], $3::bytea[]) AS t(m, c)`,
-      [group, chunk.map((m) => m.id), chunk.map((m) => Buffer.from(m.caps)), ttl])
+        [
+          group,
+          chunk.map((m) => m.id),
+          chunk.map((m) => Buffer.from(m.caps)),
+          ttl,
+        ],
+      )
     }
   }
   async readIds(group: string): Promise<string[]> {
@@ -35,8 +42,11 @@ export class PostgresRaw implements RawBackend {
     await this.#pool.query("UPDATE rollcall_members SET expires_at = now() + $2 * interval '1 second' WHERE member_id = $1 AND expires_at > now()", [id, ttl])
   }
   async join(group: string, m: RawMember, ttl: number): Promise<void> {
-    await this.#pool.query(`INSERT INTO rollcall_members (group_id, member_id, capabilities, created_at, updated_at, expires_at)
-      VALUES ($1, $2, $3, now(), now(), now() + $4 * interval '1 second')`, [group, m.id, Buffer.from(m.caps), ttl])
+    await this.#pool.query(
+      `INSERT INTO rollcall_members (group_id, member_id, capabilities, created_at, updated_at, expires_at)
+      VALUES ($1, $2, $3, now(), now(), now() + $4 * interval '1 second')`,
+      [group, m.id, Buffer.from(m.caps), ttl],
+    )
   }
   async lockCycle(name: string): Promise<void> {
     const c = await this.#pool.connect()
@@ -66,9 +76,13 @@ export class MysqlRaw implements RawBackend {
     await this.#pool.query('INSERT IGNORE INTO rollcall_groups (group_id, created_at) VALUES (?, UTC_TIMESTAMP(6))', [group])
     for (let i = 0; i < members.length; i += 2000) {
       const rows = members.slice(i, i + 2000).map((m) => [group, m.id, Buffer.from(m.caps)])
-      await this.#pool.query(`INSERT INTO rollcall_members (group_id, member_id, capabilities, created_at, updated_at, expires_at)
-        SELECT v.g, v.m, v.c, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), TIMESTAMPADD(SECOND, ?, UTC_TIMESTAMP(6)) FROM (${rows.map(() => 'SELECT ? AS g, ? AS m, ? AS c').join(' UNION ALL ')}) v`,
-      [ttl, ...rows.flat()])
+      await this.#pool.query(
+        `INSERT INTO rollcall_members (group_id, member_id, capabilities, created_at, updated_at, expires_at)
+        SELECT v.g, v.m, v.c, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), TIMESTAMPADD(SECOND, ?, UTC_TIMESTAMP(6)) FROM (${
+          rows.map(() => 'SELECT ? AS g, ? AS m, ? AS c').join(' UNION ALL ')
+        }) v`,
+        [ttl, ...rows.flat()],
+      )
     }
   }
   async readIds(group: string): Promise<string[]> {
@@ -80,11 +94,17 @@ export class MysqlRaw implements RawBackend {
     return new Map((rows as any[]).map((r) => [String(r.member_id), r.capabilities as Uint8Array]))
   }
   async beat(id: string, ttl: number): Promise<void> {
-    await this.#pool.query('UPDATE rollcall_members SET expires_at = TIMESTAMPADD(SECOND, ?, UTC_TIMESTAMP(6)) WHERE member_id = ? AND expires_at > UTC_TIMESTAMP(6)', [ttl, id])
+    await this.#pool.query(
+      'UPDATE rollcall_members SET expires_at = TIMESTAMPADD(SECOND, ?, UTC_TIMESTAMP(6)) WHERE member_id = ? AND expires_at > UTC_TIMESTAMP(6)',
+      [ttl, id],
+    )
   }
   async join(group: string, m: RawMember, ttl: number): Promise<void> {
-    await this.#pool.query(`INSERT INTO rollcall_members (group_id, member_id, capabilities, created_at, updated_at, expires_at)
-      VALUES (?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), TIMESTAMPADD(SECOND, ?, UTC_TIMESTAMP(6)))`, [group, m.id, Buffer.from(m.caps), ttl])
+    await this.#pool.query(
+      `INSERT INTO rollcall_members (group_id, member_id, capabilities, created_at, updated_at, expires_at)
+      VALUES (?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), TIMESTAMPADD(SECOND, ?, UTC_TIMESTAMP(6)))`,
+      [group, m.id, Buffer.from(m.caps), ttl],
+    )
   }
   async lockCycle(name: string): Promise<void> {
     const c = await this.#pool.getConnection()

@@ -14,9 +14,16 @@ export class ZookeeperRaw implements RawBackend {
   constructor(url: string, sessionTimeoutMs = 30_000) {
     const u = parseBackendUrl(url)
     this.#c = new ZkConnection({
-      servers: u.hosts.map((h) => ({ host: h.host, port: h.port ?? 2181 })), randomizeHosts: false, sessionTimeoutMs,
-      connectTimeoutMs: sessionTimeoutMs, opTimeoutMs: sessionTimeoutMs, digestAuth: undefined, acl: OPEN_ACL, shownAs: 'raw zookeeper',
-      onState: () => {}, onNewSession: async () => {},
+      servers: u.hosts.map((h) => ({ host: h.host, port: h.port ?? 2181 })),
+      randomizeHosts: false,
+      sessionTimeoutMs,
+      connectTimeoutMs: sessionTimeoutMs,
+      opTimeoutMs: sessionTimeoutMs,
+      digestAuth: undefined,
+      acl: OPEN_ACL,
+      shownAs: 'raw zookeeper',
+      onState: () => {},
+      onNewSession: async () => {},
     })
     this.ready = this.#c.start()
   }

@@ -40,7 +40,6 @@ export const DEMO_TIMING = {
 
 const BIN = fileURLToPath(new URL('../bin.js', import.meta.url))
 
-
 /** Resolves after `ms`, or at once when `signal` aborts; leaves no listener behind. */
 function sleep(signal: AbortSignal, ms: number): Promise<void> {
   return new Promise((resolve) => {
@@ -67,22 +66,24 @@ interface DemoService {
   stderr: string
 }
 
-
 /** The demo's configuration file: tooz driver over `url`, SQLite catalog beside it. */
 function writeConfig(dir: string, url: string): string {
   const file = join(dir, 'rollcall.conf')
-  writeFileSync(file, [
-    '# Written by rollcall demo; removed when it stops.',
-    '[DEFAULT]',
-    'servicegroup_driver = tooz',
-    `report_interval = ${DEMO_TIMING.reportIntervalSeconds}`,
-    `service_down_time = ${DEMO_TIMING.serviceDownTimeSeconds}`,
-    `servicegroup_tooz_url = ${url}`,
-    '',
-    '[database]',
-    'connection = sqlite:///rollcall.sqlite',
-    '',
-  ].join('\n'))
+  writeFileSync(
+    file,
+    [
+      '# Written by rollcall demo; removed when it stops.',
+      '[DEFAULT]',
+      'servicegroup_driver = tooz',
+      `report_interval = ${DEMO_TIMING.reportIntervalSeconds}`,
+      `service_down_time = ${DEMO_TIMING.serviceDownTimeSeconds}`,
+      `servicegroup_tooz_url = ${url}`,
+      '',
+      '[database]',
+      'connection = sqlite:///rollcall.sqlite',
+      '',
+    ].join('\n'),
+  )
   return file
 }
 
@@ -132,10 +133,11 @@ async function runDemo(ctx: CommandContext): Promise<void> {
   const json = Boolean(ctx.values.json)
   const progress = new ProgressLine(ctx.out)
   const at = (): string => ((Date.now() - started) / 1000).toFixed(1)
-  const log = (text: string, fields: Record<string, unknown>): void => progress.log(() => {
-    if (json) ctx.out.json({ t: Number(at()), ...fields })
-    else ctx.out.line(`[${at().padStart(5)} s] ${text}`)
-  })
+  const log = (text: string, fields: Record<string, unknown>): void =>
+    progress.log(() => {
+      if (json) ctx.out.json({ t: Number(at()), ...fields })
+      else ctx.out.line(`[${at().padStart(5)} s] ${text}`)
+    })
   const logger: Logger = { ...stderrLogger(ctx.out), warn: (m) => log(`warning: ${redactUrl(m)}`, { event: 'warning', message: redactUrl(m) }) }
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-demo-'))
   const given = (ctx.values.url as string | undefined) ?? (ctx.env.ROLLCALL_URL || undefined)
@@ -152,16 +154,44 @@ async function runDemo(ctx: CommandContext): Promise<void> {
     const spawnService = (s: DemoService): void => {
       s.stopping = false
       s.stderr = ''
-      const child = spawn(process.execPath, [BIN, 'service', 'run', '--config', file, '--binary', s.binary, '--host', s.host, '--topic', s.topic, '--zone', s.zone], {
-        stdio: ['ignore', 'ignore', 'pipe'], env: { ...childEnv, ROLLCALL_CONFIG: file },
+      const child = spawn(process.execPath, [
+        BIN,
+        'service',
+        'run',
+        '--config',
+        file,
+        '--binary',
+        s.binary,
+        '--host',
+        s.host,
+        '--topic',
+        s.topic,
+        '--zone',
+        s.zone,
+      ], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...childEnv, ROLLCALL_CONFIG: file },
       })
       s.child = child
       child.stderr!.setEncoding('utf8').on('data', (d: string) => (s.stderr = (s.stderr + d).slice(-2000)))
       child.once('exit', (code, signal) => {
         if (s.child === child) s.child = undefined
-        if (!s.stopping && !stop.aborted) log(`${s.topic} ${s.host}: rollcall service run exited unexpectedly (${signal ?? `status ${code}`}): ${s.stderr.trim().split('\n').slice(-3).join(' | ')}`, { event: 'exited', topic: s.topic, host: s.host, code, signal })
+        if (!s.stopping && !stop.aborted) {
+          log(
+            `${s.topic} ${s.host}: rollcall service run exited unexpectedly (${signal ?? `status ${code}`}): ${
+              s.stderr.trim().split('\n').slice(-3).join(' | ')
+            }`,
+            { event: 'exited', topic: s.topic, host: s.host, code, signal },
+          )
+        }
       })
-      log(`started ${s.binary} on ${s.host} in topic ${s.topic} (pid ${child.pid})`, { event: 'started', topic: s.topic, host: s.host, binary: s.binary, pid: child.pid })
+      log(`started ${s.binary} on ${s.host} in topic ${s.topic} (pid ${child.pid})`, {
+        event: 'started',
+        topic: s.topic,
+        host: s.host,
+        binary: s.binary,
+        pid: child.pid,
+      })
     }
     progress.set(`starting ${services.length} services`)
     for (const s of services) spawnService(s)
@@ -186,7 +216,14 @@ async function runDemo(ctx: CommandContext): Promise<void> {
       if (ready && before !== undefined && before !== row.state) {
         const mark = marks.get(`${row.topic}\u0000${row.host}`)
         const after = mark ? ` (${((Date.now() - mark.at) / 1000).toFixed(1)} s after ${mark.how})` : ''
-        log(`${row.topic} ${row.host}: ${before} → ${row.state}${after}`, { event: 'state', topic: row.topic, host: row.host, id: row.id, state: row.state, previous: before })
+        log(`${row.topic} ${row.host}: ${before} → ${row.state}${after}`, {
+          event: 'state',
+          topic: row.topic,
+          host: row.host,
+          id: row.id,
+          state: row.state,
+          previous: before,
+        })
       }
       summarize()
     })
@@ -205,7 +242,14 @@ async function runDemo(ctx: CommandContext): Promise<void> {
         marks.set(`${s.topic}\u0000${s.host}`, { at: Date.now(), how })
         s.stopping = true
         s.child?.kill(signal)
-        log(`${signal} ${s.binary} on ${s.host} (topic ${s.topic}): ${signal === 'SIGKILL' ? `a crash; down once the backend's ${DEMO_TIMING.backendTimeoutSeconds} s timeout passes` : 'a graceful stop; it leaves, down at once'}`, { event: signal === 'SIGKILL' ? 'killed' : 'terminated', topic: s.topic, host: s.host, signal })
+        log(
+          `${signal} ${s.binary} on ${s.host} (topic ${s.topic}): ${
+            signal === 'SIGKILL'
+              ? `a crash; down once the backend's ${DEMO_TIMING.backendTimeoutSeconds} s timeout passes`
+              : 'a graceful stop; it leaves, down at once'
+          }`,
+          { event: signal === 'SIGKILL' ? 'killed' : 'terminated', topic: s.topic, host: s.host, signal },
+        )
       }, (s) => marks.set(`${s.topic}\u0000${s.host}`, { at: Date.now(), how: 'restart' }))
       nextStep = ''
       summarize()
@@ -231,9 +275,15 @@ async function runDemo(ctx: CommandContext): Promise<void> {
 async function openDemoServer(ctx: CommandContext, config: ServiceGroupConfig, progress: ProgressLine): Promise<RunningStatus> {
   const flag = ctx.values.listen as string | undefined
   const listen = flag === undefined ? { host: '127.0.0.1', port: 7979 } : parseListen(flag)
-  const open = (port: number): Promise<RunningStatus> => openStatus({
-    config, coordinationUrl: config.toozUrl, listen: { ...listen, port }, refreshMs: 500, title: 'rollcall demo', logger: stderrLogger(ctx.out),
-  })
+  const open = (port: number): Promise<RunningStatus> =>
+    openStatus({
+      config,
+      coordinationUrl: config.toozUrl,
+      listen: { ...listen, port },
+      refreshMs: 500,
+      title: 'rollcall demo',
+      logger: stderrLogger(ctx.out),
+    })
   try {
     return await open(listen.port)
   } catch (err) {
@@ -245,8 +295,12 @@ async function openDemoServer(ctx: CommandContext, config: ServiceGroupConfig, p
 
 /** The script: SIGKILL one worker, SIGTERM one api server, restart the worker. */
 async function scenario(
-  services: DemoService[], stop: AbortSignal, start: (s: DemoService) => void, next: (text: string) => void,
-  kill: (s: DemoService, how: string, signal: NodeJS.Signals) => void, restarted: (s: DemoService) => void,
+  services: DemoService[],
+  stop: AbortSignal,
+  start: (s: DemoService) => void,
+  next: (text: string) => void,
+  kill: (s: DemoService, how: string, signal: NodeJS.Signals) => void,
+  restarted: (s: DemoService) => void,
 ): Promise<void> {
   const t0 = Date.now()
   const until = async (seconds: number, text: string): Promise<boolean> => {
@@ -270,23 +324,26 @@ async function scenario(
 /** SIGTERM to every child (they leave), then SIGKILL to any still alive after 5 s. */
 async function stopChildren(services: DemoService[]): Promise<void> {
   const alive = services.filter((s) => s.child && s.child.exitCode === null && s.child.signalCode === null)
-  await Promise.all(alive.map((s) => new Promise<void>((resolve) => {
-    const child = s.child!
-    s.stopping = true
-    const force = setTimeout(() => child.kill('SIGKILL'), 5000)
-    child.once('exit', () => {
-      clearTimeout(force)
-      resolve()
+  await Promise.all(alive.map((s) =>
+    new Promise<void>((resolve) => {
+      const child = s.child!
+      s.stopping = true
+      const force = setTimeout(() => child.kill('SIGKILL'), 5000)
+      child.once('exit', () => {
+        clearTimeout(force)
+        resolve()
+      })
+      child.kill('SIGTERM')
     })
-    child.kill('SIGTERM')
-  })))
+  ))
 }
 
 /** The demo command. */
 export const demoCommands: Command[] = [
   {
     name: 'demo',
-    summary: 'Run a few real services and the live status page in a temporary directory (SQLite + file:// by default; --url for a real backend); one crashes, one stops, one restarts. npm start runs it.',
+    summary:
+      'Run a few real services and the live status page in a temporary directory (SQLite + file:// by default; --url for a real backend); one crashes, one stops, one restarts. npm start runs it.',
     usage: '[--url URL] [--listen HOST:PORT] [--duration SECONDS] [--json]',
     options: { url: CONNECTION_OPTIONS.url!, listen: { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } },
     run: async (ctx) => {

@@ -35,11 +35,12 @@ export const groupCommands: Command[] = [
     summary: 'List the groups.',
     usage: '[--json] [--url URL]',
     options: { ...CONNECTION_OPTIONS, json: { type: 'boolean' } },
-    run: (ctx) => withCoordinator(ctx, async (c) => {
-      const groups = await c.getGroups()
-      if (ctx.values.json) ctx.out.json(groups)
-      else for (const g of groups) ctx.out.line(g)
-    }),
+    run: (ctx) =>
+      withCoordinator(ctx, async (c) => {
+        const groups = await c.getGroups()
+        if (ctx.values.json) ctx.out.json(groups)
+        else for (const g of groups) ctx.out.line(g)
+      }),
   },
   {
     name: 'group join',
@@ -68,7 +69,9 @@ export const groupCommands: Command[] = [
     positionals: ['GROUP'],
     options: CONNECTION_OPTIONS,
     run: (ctx) => {
-      if (!ctx.values.member && !ctx.env.ROLLCALL_MEMBER) throw new InvalidArgumentError('group leave needs --member ID (or ROLLCALL_MEMBER): the member to remove')
+      if (!ctx.values.member && !ctx.env.ROLLCALL_MEMBER) {
+        throw new InvalidArgumentError('group leave needs --member ID (or ROLLCALL_MEMBER): the member to remove')
+      }
       return withCoordinator(ctx, (c) => c.leaveGroup(ctx.positionals[0]!))
     },
   },
@@ -78,11 +81,12 @@ export const groupCommands: Command[] = [
     usage: 'GROUP [--json] [--url URL]',
     positionals: ['GROUP'],
     options: { ...CONNECTION_OPTIONS, json: { type: 'boolean' } },
-    run: (ctx) => withCoordinator(ctx, async (c) => {
-      const members = await c.getMembersWithCapabilities(ctx.positionals[0]!)
-      const rows = [...members].map(([member, capabilities]) => ({ member, capabilities }))
-      if (ctx.values.json) ctx.out.json(rows)
-      else ctx.out.line(table(['MEMBER', 'CAPABILITIES'], rows.map((r) => [r.member, JSON.stringify(r.capabilities, jsonReplacer) ?? 'null'])))
-    }),
+    run: (ctx) =>
+      withCoordinator(ctx, async (c) => {
+        const members = await c.getMembersWithCapabilities(ctx.positionals[0]!)
+        const rows = [...members].map(([member, capabilities]) => ({ member, capabilities }))
+        if (ctx.values.json) ctx.out.json(rows)
+        else ctx.out.line(table(['MEMBER', 'CAPABILITIES'], rows.map((r) => [r.member, JSON.stringify(r.capabilities, jsonReplacer) ?? 'null'])))
+      }),
   },
 ]

@@ -22,14 +22,22 @@ export const migrateCommands: Command[] = [
       const progress = new ProgressLine(ctx.out)
       progress.set('reading the catalog and both drivers')
       const report = await checkMigration(config, {
-        from: (ctx.values.from as string | undefined) ?? '', to: (ctx.values.to as string | undefined) ?? 'tooz', topic: ctx.values.topic as string | undefined, logger,
+        from: (ctx.values.from as string | undefined) ?? '',
+        to: (ctx.values.to as string | undefined) ?? 'tooz',
+        topic: ctx.values.topic as string | undefined,
+        logger,
         onProgress: (p) => progress.set(`checked ${p.checked} of ${p.total} services (topic ${p.topic})`),
       }).finally(() => progress.done())
       if (ctx.values.json) {
         ctx.out.json(report)
       } else {
         if (report.disagreements.length) {
-          ctx.out.line(table(['ID', 'Binary', 'Host', 'Topic', report.from, report.to], report.disagreements.map((d) => [String(d.id), d.binary, d.host, d.topic, d.from, d.to])))
+          ctx.out.line(
+            table(
+              ['ID', 'Binary', 'Host', 'Topic', report.from, report.to],
+              report.disagreements.map((d) => [String(d.id), d.binary, d.host, d.topic, d.from, d.to]),
+            ),
+          )
         }
         ctx.out.line(`${report.checked} services checked; ${report.disagreements.length} disagree between ${report.from} and ${report.to}`)
       }

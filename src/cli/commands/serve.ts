@@ -73,12 +73,22 @@ export async function openStatus(o: OpenStatusOptions): Promise<RunningStatus> {
       coordinator = await connect(o.coordinationUrl, { memberId: o.memberId ?? `rollcall-serve-${hostname()}-${process.pid}`, logger: o.logger })
     }
     const server = await startStatusServer({
-      serviceGroup, coordinator, token: o.token, host: o.listen.host, port: o.listen.port, refreshMs: o.refreshMs, title: o.title, logger: o.logger, allowedHosts: o.allowedHosts,
+      serviceGroup,
+      coordinator,
+      token: o.token,
+      host: o.listen.host,
+      port: o.listen.port,
+      refreshMs: o.refreshMs,
+      title: o.title,
+      logger: o.logger,
+      allowedHosts: o.allowedHosts,
       groupsAreServiceTopics: o.config?.driver === 'tooz' && o.coordinationUrl !== undefined && o.coordinationUrl === o.config.toozUrl,
     })
     let closing: Promise<void> | undefined
     return {
-      server, serviceGroup, coordinator,
+      server,
+      serviceGroup,
+      coordinator,
       close: () => (closing ??= (async () => {
         await server.close()
         await Promise.allSettled([serviceGroup?.close(), coordinator?.stop()])
@@ -95,9 +105,12 @@ export function announce(ctx: CommandContext, running: RunningStatus, token: str
   const { serviceGroup: sg, coordinator: c } = running
   if (sg) ctx.out.status(`rollcall serve: services from the ${sg.driverName} driver, catalog ${redactUrl(sg.catalog.shownAs)}`, true)
   if (c) ctx.out.status(`rollcall serve: groups from ${redactUrl(c.url)} (${c.driverName})`, true)
-  ctx.out.status(token === undefined
-    ? 'rollcall serve: read-only (no [api] token or ROLLCALL_API_TOKEN is set: PUT and DELETE answer 403)'
-    : 'rollcall serve: writes enabled for requests with Authorization: Bearer <[api] token>', true)
+  ctx.out.status(
+    token === undefined
+      ? 'rollcall serve: read-only (no [api] token or ROLLCALL_API_TOKEN is set: PUT and DELETE answer 403)'
+      : 'rollcall serve: writes enabled for requests with Authorization: Bearer <[api] token>',
+    true,
+  )
 }
 
 /** The serve command. */
@@ -106,7 +119,14 @@ export const serveCommands: Command[] = [
     name: 'serve',
     summary: 'Serve the status page (live), the JSON API (/v1/services, /v1/groups), /metrics and /healthz until interrupted.',
     usage: '[--config FILE] [--set KEY=VALUE]... [--url URL] [--listen HOST:PORT] [--refresh SECONDS] [--title TEXT] [--verbose]',
-    options: { url: CONNECTION_OPTIONS.url!, member: CONNECTION_OPTIONS.member!, ...CONFIG_OPTIONS, listen: { type: 'string' }, refresh: { type: 'string' }, title: { type: 'string' } },
+    options: {
+      url: CONNECTION_OPTIONS.url!,
+      member: CONNECTION_OPTIONS.member!,
+      ...CONFIG_OPTIONS,
+      listen: { type: 'string' },
+      refresh: { type: 'string' },
+      title: { type: 'string' },
+    },
     run: async (ctx) => {
       const { config, logger } = await commandConfig(ctx)
       const file = config.file
@@ -116,9 +136,15 @@ export const serveCommands: Command[] = [
       const refreshSeconds = secondsOption(ctx.values.refresh, 'refresh')
       if (refreshSeconds !== undefined && refreshSeconds < 0.1) throw new InvalidArgumentError('--refresh takes at least 0.1 seconds')
       const running = await openStatus({
-        config: showServices ? config : undefined, coordinationUrl, listen: listenAddress(ctx.values.listen as string | undefined, config),
-        token: config.api.token, refreshMs: refreshSeconds === undefined ? undefined : refreshSeconds * 1000,
-        title: ctx.values.title as string | undefined, memberId: ctx.values.member as string | undefined, logger, allowedHosts: config.api.allowedHosts,
+        config: showServices ? config : undefined,
+        coordinationUrl,
+        listen: listenAddress(ctx.values.listen as string | undefined, config),
+        token: config.api.token,
+        refreshMs: refreshSeconds === undefined ? undefined : refreshSeconds * 1000,
+        title: ctx.values.title as string | undefined,
+        memberId: ctx.values.member as string | undefined,
+        logger,
+        allowedHosts: config.api.allowedHosts,
       })
       try {
         announce(ctx, running, config.api.token)

@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { resolve } from 'node:path'
 import { InvalidArgumentError, InvalidConfigError, redactUrl, type Logger } from '../../index.js'
-import { DEFAULT_SQLITE_FILE, ServiceNotFoundError, loadConfig, openServiceGroup, type ServiceGroup, type ServiceGroupConfig, type ServiceRecord, type ServiceStatus } from '../../servicegroup/index.js'
+import { DEFAULT_SQLITE_FILE, ServiceNotFoundError, loadConfig, openServiceGroup, type ServiceGroup, type ServiceGroupConfig, type ServiceRecord,
+  type ServiceStatus } from '../../servicegroup/index.js'
 import { oneOf } from '../../internal/coerce.js'
 import { startCommand } from '../child.js'
 import { flagValue, table, type Command, type CommandContext, type OptionsConfig, type Output } from '../command.js'
@@ -44,15 +45,24 @@ export async function commandConfig(ctx: CommandContext): Promise<{ config: Serv
   const overrides: Record<string, string> = {}
   for (const pair of (ctx.values.set as string[] | undefined) ?? []) {
     const eq = pair.indexOf('=')
-    if (eq <= 0) throw new InvalidArgumentError(`--set takes KEY=VALUE (e.g. report_interval=5 or database.connection=sqlite:///x.db), not ${JSON.stringify(pair)}`)
+    if (eq <= 0) {
+      throw new InvalidArgumentError(`--set takes KEY=VALUE (e.g. report_interval=5 or database.connection=sqlite:///x.db), not ${JSON.stringify(pair)}`)
+    }
     overrides[pair.slice(0, eq).trim()] = pair.slice(eq + 1)
   }
   const once = (ctx.values.config as string[] | undefined) ?? []
   if (once.length > 1) {
-    throw new InvalidArgumentError(`--config was given ${once.length} times, and only one file is read with it; to layer files, repeat --config-file (later files override earlier ones, as in oslo.config)`)
+    throw new InvalidArgumentError(
+      `--config was given ${once.length} times, and only one file is read with it; to layer files, repeat --config-file (later files override earlier ones, as in oslo.config)`,
+    )
   }
   const files = [...once, ...((ctx.values['config-file'] as string[] | undefined) ?? [])]
-  const { config, warnings } = await loadConfig({ files: files.length ? files : undefined, dir: ctx.values['config-dir'] as string | undefined, env: ctx.env, overrides })
+  const { config, warnings } = await loadConfig({
+    files: files.length ? files : undefined,
+    dir: ctx.values['config-dir'] as string | undefined,
+    env: ctx.env,
+    overrides,
+  })
   for (const w of warnings) logger.warn(w.message)
   return { config, logger }
 }
@@ -75,7 +85,10 @@ async function withServiceGroup<T>(ctx: CommandContext, fn: (sg: ServiceGroup) =
   const { config, logger } = await commandConfig(ctx)
   const implicit = implicitCatalog(ctx, config)
   if (implicit !== undefined && !existsSync(implicit)) {
-    throw new InvalidConfigError('--config', `No configuration found (no --config, ROLLCALL_CONFIG or [database] connection), and there is no ${implicit} to read: pass --config /etc/rollcall/rollcall.conf (or your nova.conf), or set ROLLCALL_CONFIG`)
+    throw new InvalidConfigError(
+      '--config',
+      `No configuration found (no --config, ROLLCALL_CONFIG or [database] connection), and there is no ${implicit} to read: pass --config /etc/rollcall/rollcall.conf (or your nova.conf), or set ROLLCALL_CONFIG`,
+    )
   }
   const sg = await openServiceGroup(config, { logger })
   try {
@@ -89,7 +102,9 @@ async function withServiceGroup<T>(ctx: CommandContext, fn: (sg: ServiceGroup) =
 async function findService(sg: ServiceGroup, which: string): Promise<ServiceRecord> {
   if (/^\d+$/.test(which)) return sg.catalog.get(Number(which))
   const slash = which.lastIndexOf('/')
-  if (slash <= 0 || slash === which.length - 1) throw new InvalidArgumentError(`SERVICE is an id or HOST/BINARY (e.g. 12 or node-1/rollcall-worker), not ${JSON.stringify(which)}`)
+  if (slash <= 0 || slash === which.length - 1) {
+    throw new InvalidArgumentError(`SERVICE is an id or HOST/BINARY (e.g. 12 or node-1/rollcall-worker), not ${JSON.stringify(which)}`)
+  }
   const record = await sg.catalog.find(which.slice(0, slash), which.slice(slash + 1))
   if (!record) throw new ServiceNotFoundError(`${which.slice(slash + 1)} on host ${which.slice(0, slash)}`)
   return record
@@ -101,9 +116,20 @@ const time = (d: Date | null): string => (d ? d.toISOString() : '-')
 function serviceJson(s: ServiceStatus): Record<string, unknown> {
   const r = s.record
   return {
-    id: r.id, binary: r.binary, host: r.host, zone: r.availabilityZone, status: s.status, state: s.state, updated_at: s.updatedAt?.toISOString() ?? null,
-    disabled_reason: r.disabledReason, forced_down: r.forcedDown, topic: r.topic, version: r.version, report_count: r.reportCount,
-    last_seen_up: r.lastSeenUp?.toISOString() ?? null, created_at: r.createdAt.toISOString(),
+    id: r.id,
+    binary: r.binary,
+    host: r.host,
+    zone: r.availabilityZone,
+    status: s.status,
+    state: s.state,
+    updated_at: s.updatedAt?.toISOString() ?? null,
+    disabled_reason: r.disabledReason,
+    forced_down: r.forcedDown,
+    topic: r.topic,
+    version: r.version,
+    report_count: r.reportCount,
+    last_seen_up: r.lastSeenUp?.toISOString() ?? null,
+    created_at: r.createdAt.toISOString(),
   }
 }
 
@@ -117,15 +143,24 @@ const SERVICE_ARG = ['SERVICE']
 
 /** The columns of `service list`: heading and snake_case key; the last two only with --long (or -c). */
 const LIST_COLUMNS: readonly (readonly [string, string])[] = [
-  ['ID', 'id'], ['Binary', 'binary'], ['Host', 'host'], ['Zone', 'zone'], ['Status', 'status'], ['State', 'state'], ['Updated At', 'updated_at'],
-  ['Disabled Reason', 'disabled_reason'], ['Forced Down', 'forced_down'],
+  ['ID', 'id'],
+  ['Binary', 'binary'],
+  ['Host', 'host'],
+  ['Zone', 'zone'],
+  ['Status', 'status'],
+  ['State', 'state'],
+  ['Updated At', 'updated_at'],
+  ['Disabled Reason', 'disabled_reason'],
+  ['Forced Down', 'forced_down'],
 ]
 const FORMATS = ['table', 'json', 'csv', 'value'] as const
 type ListFormat = (typeof FORMATS)[number]
 
 function listFormat(ctx: CommandContext): ListFormat {
   const f = flagValue(ctx.values.format ?? 'table', '-f/--format', (v) => oneOf(v, FORMATS))!
-  if (ctx.values.json && ctx.values.format !== undefined) throw new InvalidArgumentError('--json and -f/--format do not go together: --json prints the API\'s records, -f json the listed columns')
+  if (ctx.values.json && ctx.values.format !== undefined) {
+    throw new InvalidArgumentError("--json and -f/--format do not go together: --json prints the API's records, -f json the listed columns")
+  }
   return f
 }
 
@@ -154,17 +189,27 @@ function printRows(ctx: CommandContext, format: ListFormat, columns: number[], r
 }
 
 /** Changes one record's admin fields, then shows it with --json. */
-function adminCommand(name: string, summary: string, usage: string, options: OptionsConfig, changes: (ctx: CommandContext) => Parameters<ServiceGroup['catalog']['update']>[1]): Command {
+function adminCommand(
+  name: string,
+  summary: string,
+  usage: string,
+  options: OptionsConfig,
+  changes: (ctx: CommandContext) => Parameters<ServiceGroup['catalog']['update']>[1],
+): Command {
   return {
-    name, summary, usage: `SERVICE ${usage}${usage ? ' ' : ''}[--json] ${CONFIG_USAGE}`, positionals: SERVICE_ARG,
+    name,
+    summary,
+    usage: `SERVICE ${usage}${usage ? ' ' : ''}[--json] ${CONFIG_USAGE}`,
+    positionals: SERVICE_ARG,
     options: { ...CONFIG_OPTIONS, ...options, json: { type: 'boolean' } },
-    run: (ctx) => withServiceGroup(ctx, async (sg) => {
-      const record = await findService(sg, ctx.positionals[0]!)
-      const updated = await sg.catalog.update(record.id, changes(ctx))
-      const [status] = await sg.statuses([updated])
-      if (ctx.values.json) printShow(ctx, status!)
-      else ctx.out.status(`${updated.binary} on ${updated.host}: ${status!.status}, ${status!.state}${updated.forcedDown ? ' (forced down)' : ''}`, true)
-    }),
+    run: (ctx) =>
+      withServiceGroup(ctx, async (sg) => {
+        const record = await findService(sg, ctx.positionals[0]!)
+        const updated = await sg.catalog.update(record.id, changes(ctx))
+        const [status] = await sg.statuses([updated])
+        if (ctx.values.json) printShow(ctx, status!)
+        else ctx.out.status(`${updated.binary} on ${updated.host}: ${status!.status}, ${status!.state}${updated.forcedDown ? ' (forced down)' : ''}`, true)
+      }),
   }
 }
 
@@ -175,26 +220,53 @@ export const serviceCommands: Command[] = [
     summary: 'List services: ID, Binary, Host, Zone, Status (enabled/disabled), State (up/down), Updated At.',
     usage: `[--long] [--json | -f table|json|csv|value] [-c COLUMN]... [--topic T] [--host H] [--binary B] ${CONFIG_USAGE}`,
     options: {
-      ...CONFIG_OPTIONS, long: { type: 'boolean' }, json: { type: 'boolean' }, format: { type: 'string', short: 'f' }, column: { type: 'string', short: 'c', multiple: true },
-      topic: { type: 'string' }, host: { type: 'string' }, binary: { type: 'string' },
+      ...CONFIG_OPTIONS,
+      long: { type: 'boolean' },
+      json: { type: 'boolean' },
+      format: { type: 'string', short: 'f' },
+      column: { type: 'string', short: 'c', multiple: true },
+      topic: { type: 'string' },
+      host: { type: 'string' },
+      binary: { type: 'string' },
     },
     optionHelp: {
       long: 'add Disabled Reason and Forced Down',
-      json: 'print the os-services API\'s records (snake_case keys, every field)',
+      json: "print the os-services API's records (snake_case keys, every field)",
       format: 'table (default), json (rows keyed by column heading), csv or value, as openstack compute service list',
       column: 'show only this column (a heading such as "Updated At", or its snake_case key); repeatable',
-      topic: 'only this topic', host: 'only this host', binary: 'only this binary',
+      topic: 'only this topic',
+      host: 'only this host',
+      binary: 'only this binary',
     },
     run: async (ctx) => {
       const format = listFormat(ctx)
       const columns = listColumns(ctx)
       return withServiceGroup(ctx, async (sg) => {
-        const statuses = await sg.list({ topic: ctx.values.topic as string | undefined, host: ctx.values.host as string | undefined, binary: ctx.values.binary as string | undefined })
+        const statuses = await sg.list({
+          topic: ctx.values.topic as string | undefined,
+          host: ctx.values.host as string | undefined,
+          binary: ctx.values.binary as string | undefined,
+        })
         if (ctx.values.json) return ctx.out.json(statuses.map(serviceJson))
-        printRows(ctx, format, columns, statuses.map((s) => {
-          const r = s.record
-          return [String(r.id), r.binary, r.host, r.availabilityZone ?? '-', s.status, s.state, time(s.updatedAt), r.disabledReason ?? '-', String(r.forcedDown)]
-        }))
+        printRows(
+          ctx,
+          format,
+          columns,
+          statuses.map((s) => {
+            const r = s.record
+            return [
+              String(r.id),
+              r.binary,
+              r.host,
+              r.availabilityZone ?? '-',
+              s.status,
+              s.state,
+              time(s.updatedAt),
+              r.disabledReason ?? '-',
+              String(r.forcedDown),
+            ]
+          }),
+        )
       })
     },
   },
@@ -204,28 +276,40 @@ export const serviceCommands: Command[] = [
     usage: `SERVICE [--json] ${CONFIG_USAGE}`,
     positionals: SERVICE_ARG,
     options: { ...CONFIG_OPTIONS, json: { type: 'boolean' } },
-    run: (ctx) => withServiceGroup(ctx, async (sg) => {
-      const [status] = await sg.statuses([await findService(sg, ctx.positionals[0]!)])
-      printShow(ctx, status!)
-    }),
+    run: (ctx) =>
+      withServiceGroup(ctx, async (sg) => {
+        const [status] = await sg.statuses([await findService(sg, ctx.positionals[0]!)])
+        printShow(ctx, status!)
+      }),
   },
   adminCommand('service enable', 'Enable a service (Status enabled; State is unaffected).', '', {}, () => ({ disabled: false, disabledReason: null })),
-  adminCommand('service disable', 'Disable a service, optionally saying why (State is unaffected).', '[--reason TEXT]', { reason: { type: 'string' } },
-    (ctx) => ({ disabled: true, disabledReason: (ctx.values.reason as string | undefined) ?? null })),
-  adminCommand('service force-down', 'Force a service down whatever its driver says (fencing); --unset lifts it.', '[--unset]', { unset: { type: 'boolean' } },
-    (ctx) => ({ forcedDown: !ctx.values.unset })),
+  adminCommand(
+    'service disable',
+    'Disable a service, optionally saying why (State is unaffected).',
+    '[--reason TEXT]',
+    { reason: { type: 'string' } },
+    (ctx) => ({ disabled: true, disabledReason: (ctx.values.reason as string | undefined) ?? null }),
+  ),
+  adminCommand(
+    'service force-down',
+    'Force a service down whatever its driver says (fencing); --unset lifts it.',
+    '[--unset]',
+    { unset: { type: 'boolean' } },
+    (ctx) => ({ forcedDown: !ctx.values.unset }),
+  ),
   {
     name: 'service delete',
     summary: 'Delete a service: its driver forgets it (leave), then its record is deleted.',
     usage: `SERVICE ${CONFIG_USAGE}`,
     positionals: SERVICE_ARG,
     options: CONFIG_OPTIONS,
-    run: (ctx) => withServiceGroup(ctx, async (sg) => {
-      const record = await findService(sg, ctx.positionals[0]!)
-      await sg.leave(record.host, record.topic)
-      await sg.catalog.delete(record.id)
-      ctx.out.status(`deleted ${record.binary} on ${record.host} (id ${record.id})`, true)
-    }),
+    run: (ctx) =>
+      withServiceGroup(ctx, async (sg) => {
+        const record = await findService(sg, ctx.positionals[0]!)
+        await sg.leave(record.host, record.topic)
+        await sg.catalog.delete(record.id)
+        ctx.out.status(`deleted ${record.binary} on ${record.host} (id ${record.id})`, true)
+      }),
   },
   {
     name: 'service run',
@@ -239,7 +323,7 @@ export const serviceCommands: Command[] = [
 
 async function runService(ctx: CommandContext): Promise<number> {
   const binary = ctx.values.binary as string | undefined
-  if (!binary) throw new InvalidArgumentError('service run needs --binary B (the service\'s name, e.g. rollcall-worker)')
+  if (!binary) throw new InvalidArgumentError("service run needs --binary B (the service's name, e.g. rollcall-worker)")
   const host = (ctx.values.host as string | undefined) ?? hostname()
   const topic = (ctx.values.topic as string | undefined) ?? binary
   const { config, logger } = await commandConfig(ctx)

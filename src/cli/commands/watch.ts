@@ -10,16 +10,17 @@ export const watchCommands: Command[] = [
     usage: 'GROUP [--url URL]',
     positionals: ['GROUP'],
     options: DIAL_OPTIONS,
-    run: (ctx) => withCoordinator(ctx, async (c) => {
-      const group = ctx.positionals[0]!
-      const at = (): string => new Date().toISOString()
-      c.on('memberJoined', (e) => e.group === group && ctx.out.json({ event: 'joined', group, member: e.member, at: at() }))
-      c.on('memberLeft', (e) => e.group === group && ctx.out.json({ event: 'left', group, member: e.member, at: at() }))
-      c.on('connectionStateChanged', (e) => ctx.out.status(`connection ${e.state}`, true))
-      const stop = await c.watchGroup(group)
-      for (const member of await c.getMembers(group)) ctx.out.json({ event: 'present', group, member, at: at() })
-      await waitUntil(ctx.signal)
-      await stop()
-    }, { bounded: false }),
+    run: (ctx) =>
+      withCoordinator(ctx, async (c) => {
+        const group = ctx.positionals[0]!
+        const at = (): string => new Date().toISOString()
+        c.on('memberJoined', (e) => e.group === group && ctx.out.json({ event: 'joined', group, member: e.member, at: at() }))
+        c.on('memberLeft', (e) => e.group === group && ctx.out.json({ event: 'left', group, member: e.member, at: at() }))
+        c.on('connectionStateChanged', (e) => ctx.out.status(`connection ${e.state}`, true))
+        const stop = await c.watchGroup(group)
+        for (const member of await c.getMembers(group)) ctx.out.json({ event: 'present', group, member, at: at() })
+        await waitUntil(ctx.signal)
+        await stop()
+      }, { bounded: false }),
   },
 ]

@@ -16,11 +16,27 @@
 import { isIP, connect as netConnect, type Socket } from 'node:net'
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls'
 import {
-  CRLF, MemcachedServerError, ReplyReader, checkKey, exptime, parseKeys, parseMeta, parseTtls, parseStats, parseValues, parseVersion, simple,
-  type MemcachedItem, type MetaReply, type Parser, type ServerStats, type StoreResult,
+  CRLF,
+  MemcachedServerError,
+  ReplyReader,
+  checkKey,
+  exptime,
+  parseKeys,
+  parseMeta,
+  parseTtls,
+  parseStats,
+  parseValues,
+  parseVersion,
+  simple,
+  type MemcachedItem,
+  type MetaReply,
+  type Parser,
+  type ServerStats,
+  type StoreResult,
 } from './memcached-protocol.js'
 
-export { MAX_KEY_BYTES, MemcachedKeyError, MemcachedServerError, exptime, keyProblem, type MemcachedItem, type MetaReply, type StoreResult } from './memcached-protocol.js'
+export { MAX_KEY_BYTES, MemcachedKeyError, MemcachedServerError, exptime, keyProblem, type MemcachedItem, type MetaReply,
+  type StoreResult } from './memcached-protocol.js'
 
 /** The server the client is connected to. */
 export interface MemcachedServer extends ServerStats {
@@ -95,7 +111,10 @@ interface Conn {
 const STORE_REPLIES = { STORED: 'stored', NOT_STORED: 'notStored', EXISTS: 'exists', NOT_FOUND: 'notFound' } as const
 // One-line and meta replies carry no state between requests: one parser per command serves all.
 const STORE_PARSERS = {
-  set: simple('set', STORE_REPLIES), add: simple('add', STORE_REPLIES), replace: simple('replace', STORE_REPLIES), cas: simple('cas', STORE_REPLIES),
+  set: simple('set', STORE_REPLIES),
+  add: simple('add', STORE_REPLIES),
+  replace: simple('replace', STORE_REPLIES),
+  cas: simple('cas', STORE_REPLIES),
 }
 const DELETE_PARSER = simple('delete', { DELETED: true, NOT_FOUND: false })
 const TOUCH_PARSER = simple('touch', { TOUCHED: true, NOT_FOUND: false })
@@ -137,10 +156,12 @@ export class MemcachedClient {
   async close(): Promise<void> {
     this.#closed = true
     this.#conn = undefined
-    await Promise.all([...this.#sockets].map((socket) => new Promise<void>((resolve) => {
-      socket.once('close', () => resolve())
-      socket.destroy()
-    })))
+    await Promise.all([...this.#sockets].map((socket) =>
+      new Promise<void>((resolve) => {
+        socket.once('close', () => resolve())
+        socket.destroy()
+      })
+    ))
   }
 
   /** Multi-get: one `get` (or `gets`, with `cas`) naming every key; missing keys are absent from the map. */
@@ -341,7 +362,10 @@ export class MemcachedClient {
           reject(err)
         } else resolve(socket)
       }
-      const timer = setTimeout(() => done(new MemcachedTimeoutError(`no connection within ${this.#options.connectTimeoutMs} ms`)), this.#options.connectTimeoutMs)
+      const timer = setTimeout(
+        () => done(new MemcachedTimeoutError(`no connection within ${this.#options.connectTimeoutMs} ms`)),
+        this.#options.connectTimeoutMs,
+      )
       timer.unref()
       socket.once(tls ? 'secureConnect' : 'connect', () => done())
       socket.once('error', done)
@@ -375,4 +399,3 @@ function settle(conn: Conn, entry: PendingCommand, err?: Error, value?: unknown)
   if (err) entry.reject(err)
   else entry.resolve(value)
 }
-

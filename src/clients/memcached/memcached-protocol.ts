@@ -279,5 +279,7 @@ export const parseStats: Parser<ServerStats> = (r) => {
   const num = (k: string): number | undefined => (stats.has(k) && Number.isFinite(Number(stats.get(k))) ? Number(stats.get(k)) : undefined)
   const time = num('time')
   const uptime = num('uptime')
-  return { value: { version: stats.get('version') ?? 'unknown', pid: num('pid'), bootedAt: time !== undefined && uptime !== undefined ? time - uptime : undefined } }
+  return {
+    value: { version: stats.get('version') ?? 'unknown', pid: num('pid'), bootedAt: time !== undefined && uptime !== undefined ? time - uptime : undefined },
+  }
 }

@@ -31,8 +31,8 @@ export type { ZkConnectionOptions, ZkSessionState } from './zookeeper-settings.j
 /** True for failures after which the same call may work once the connection is back. */
 export function isConnectionProblem(err: unknown): boolean {
   const code = zkCode(err)
-  return err instanceof ConnectionError || err instanceof OperationTimeoutError ||
-    code === ZK_CODES.CONNECTION_LOSS || code === ZK_CODES.SESSION_EXPIRED || code === ZK_CODES.OPERATION_TIMEOUT
+  return err instanceof ConnectionError || err instanceof OperationTimeoutError
+    || code === ZK_CODES.CONNECTION_LOSS || code === ZK_CODES.SESSION_EXPIRED || code === ZK_CODES.OPERATION_TIMEOUT
 }
 
 const SESSION_ID_NONE = '0000000000000000'
@@ -121,7 +121,9 @@ export class ZkConnection {
         timer = setTimeout(() => {
           const seconds = this.#options.connectTimeoutMs / 1000
           const last = s.lastSocketError ? `; last error: ${s.lastSocketError}` : ''
-          reject(new ConnectionError(`Cannot connect to ZooKeeper at ${this.#hostList()}: no server answered within ${seconds} s (${this.#options.shownAs})${last}`))
+          reject(
+            new ConnectionError(`Cannot connect to ZooKeeper at ${this.#hostList()}: no server answered within ${seconds} s (${this.#options.shownAs})${last}`),
+          )
         }, this.#options.connectTimeoutMs)
       })
     } catch (err) {
@@ -192,9 +194,14 @@ export class ZkConnection {
 
   /** The node's data and stat; a watcher fires once when it changes or is deleted. */
   getData(path: string, watcher?: ZkWatcher): Promise<{ data: Buffer; stat: ZkStat }> {
-    return this.#op('getData', `read ${path}`, { op: 'getData', path, watch: !!watcher }, watcher && ((s, err) => {
-      if (!err) s.watch('data', path, watcher)
-    }))
+    return this.#op(
+      'getData',
+      `read ${path}`,
+      { op: 'getData', path, watch: !!watcher },
+      watcher && ((s, err) => {
+        if (!err) s.watch('data', path, watcher)
+      }),
+    )
   }
 
   setData(path: string, data: Uint8Array, version = -1): Promise<ZkStat> {
@@ -203,18 +210,28 @@ export class ZkConnection {
 
   /** The node's children (getChildren2); a watcher fires once when they change or the node is deleted. */
   async getChildren(path: string, watcher?: ZkWatcher): Promise<string[]> {
-    const r = await this.#op('getChildren', `list ${path}`, { op: 'getChildren', path, watch: !!watcher }, watcher && ((s, err) => {
-      if (!err) s.watch('child', path, watcher)
-    }))
+    const r = await this.#op(
+      'getChildren',
+      `list ${path}`,
+      { op: 'getChildren', path, watch: !!watcher },
+      watcher && ((s, err) => {
+        if (!err) s.watch('child', path, watcher)
+      }),
+    )
     return r.children
   }
 
   /** The node's stat, or null when it does not exist (a watcher then waits for its creation). */
   exists(path: string, watcher?: ZkWatcher): Promise<ZkStat | null> {
-    return this.#op('exists', `check ${path}`, { op: 'exists', path, watch: !!watcher }, watcher && ((s, err) => {
-      if (!err) s.watch('data', path, watcher)
-      else if (zkCode(err) === ZK_CODES.NO_NODE) s.watch('exist', path, watcher)
-    })).catch((err: unknown) => {
+    return this.#op(
+      'exists',
+      `check ${path}`,
+      { op: 'exists', path, watch: !!watcher },
+      watcher && ((s, err) => {
+        if (!err) s.watch('data', path, watcher)
+        else if (zkCode(err) === ZK_CODES.NO_NODE) s.watch('exist', path, watcher)
+      }),
+    ).catch((err: unknown) => {
       if (zkCode(err) === ZK_CODES.NO_NODE) return null
       throw err
     })
@@ -243,7 +260,9 @@ export class ZkConnection {
     const s = this.#session()
     if (s.multiRead && paths.length > 1) {
       try {
-        return multiReadData(await this.#op('multiRead', `read ${paths.length} nodes`, { op: 'multiRead', ops: paths.map((p) => ({ op: 'getData' as const, path: p })) }))
+        return multiReadData(
+          await this.#op('multiRead', `read ${paths.length} nodes`, { op: 'multiRead', ops: paths.map((p) => ({ op: 'getData' as const, path: p })) }),
+        )
       } catch (err) {
         // An older server: it does not know the OpCode (UNIMPLEMENTED, or it drops the connection).
         const code = zkCode(err)
@@ -252,10 +271,12 @@ export class ZkConnection {
         } else throw err
       }
     }
-    return Promise.all(paths.map((p) => this.getData(p).then((r) => r.data, (err: unknown) => {
-      if (zkCode(err) === ZK_CODES.NO_NODE) return undefined
-      throw err
-    })))
+    return Promise.all(paths.map((p) =>
+      this.getData(p).then((r) => r.data, (err: unknown) => {
+        if (zkCode(err) === ZK_CODES.NO_NODE) return undefined
+        throw err
+      })
+    ))
   }
 
   /** Creates `path` and its missing ancestors (persistent, with the ACL), as kazoo's ensure_path. */
@@ -281,7 +302,12 @@ export class ZkConnection {
   }
 
   /** Sends one request on the current session, with the operation timeout. */
-  #op<K extends ZkRequest['op']>(kind: K, what: string, req: Extract<ZkRequest, { op: K }>, onReply?: (s: ZkSession, err: Error | undefined) => void): Promise<ZkResponses[K]> {
+  #op<K extends ZkRequest['op']>(
+    kind: K,
+    what: string,
+    req: Extract<ZkRequest, { op: K }>,
+    onReply?: (s: ZkSession, err: Error | undefined) => void,
+  ): Promise<ZkResponses[K]> {
     if (this.#stopped) return Promise.reject(new ConnectionError(`Cannot ${what}: the ZooKeeper connection to ${this.#options.shownAs} is closed`))
     const s = this.#session()
     void kind
@@ -291,7 +317,11 @@ export class ZkConnection {
   #open(generation: number): ZkSession {
     const { servers, randomizeHosts, sessionTimeoutMs, digestAuth, tls, chroot } = this.#options
     const auth = digestAuth === undefined ? [] : [{ scheme: 'digest', auth: Buffer.from(digestAuth, 'utf8') }]
-    const s = new ZkSession({ servers, randomizeHosts, sessionTimeoutMs, auth, tls, chroot: chroot ?? '' }, generation, (session, event) => this.#onEvent(session, event))
+    const s = new ZkSession(
+      { servers, randomizeHosts, sessionTimeoutMs, auth, tls, chroot: chroot ?? '' },
+      generation,
+      (session, event) => this.#onEvent(session, event),
+    )
     this.#current = s
     return s
   }
@@ -340,11 +370,12 @@ export class ZkConnection {
     const s = this.#current
     if (!s || this.#stopped) return
     // Judged after this turn's I/O, as in #onTick().
-    this.#expiry = setTimeout(() => setImmediate(() => {
-      if (s !== this.#current || this.#stopped) return
-      if (s.id !== undefined && now() > s.deadline) return this.#presumeExpired(s)
-      this.#armExpiry()
-    }), Math.max(1, s.deadline - now() + 1))
+    this.#expiry = setTimeout(() =>
+      setImmediate(() => {
+        if (s !== this.#current || this.#stopped) return
+        if (s.id !== undefined && now() > s.deadline) return this.#presumeExpired(s)
+        this.#armExpiry()
+      }), Math.max(1, s.deadline - now() + 1))
     this.#expiry.unref()
   }
 
@@ -352,7 +383,12 @@ export class ZkConnection {
     // A connection still up but silent is dropped first: the owner hears `suspended`, then `lost`.
     s.disconnect(new ConnectionError('no answer within the session timeout'))
     const margin = expiryMarginMs(s.timeoutMs)
-    this.#lose(s, new ConnectionError(`No ZooKeeper server answered within the ${s.timeoutMs} ms session timeout (less a ${margin} ms margin) of the last answered request; session 0x${s.id} is presumed expired`))
+    this.#lose(
+      s,
+      new ConnectionError(
+        `No ZooKeeper server answered within the ${s.timeoutMs} ms session timeout (less a ${margin} ms margin) of the last answered request; session 0x${s.id} is presumed expired`,
+      ),
+    )
   }
 
   /** The session is gone: report it, abandon its client and open a new one. */
@@ -373,9 +409,13 @@ export class ZkConnection {
     for (const o of due) {
       try {
         const children = await this.getChildren(o.parent)
-        await Promise.all(children.filter(o.match).map((c) => this.remove(`${o.parent}/${c}`).catch((err: unknown) => {
-          if (zkCode(err) !== ZK_CODES.NO_NODE) throw err
-        })))
+        await Promise.all(
+          children.filter(o.match).map((c) =>
+            this.remove(`${o.parent}/${c}`).catch((err: unknown) => {
+              if (zkCode(err) !== ZK_CODES.NO_NODE) throw err
+            })
+          ),
+        )
       } catch (err) {
         if (zkCode(err) === ZK_CODES.NO_NODE) continue
         // Try again at the next reconnect (or the nodes die with the session).
@@ -386,4 +426,3 @@ export class ZkConnection {
 }
 
 const EMPTY = new Uint8Array(0)
-

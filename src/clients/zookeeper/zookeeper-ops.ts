@@ -47,9 +47,12 @@ export type ZkTxResult = { op: 'create'; path: string } | { op: 'delete' } | { o
 /** The request's OpCode. */
 export function opCode(req: ZkRequest): number {
   switch (req.op) {
-    case 'create': return req.withStat ? OP.create2 : OP.create
-    case 'getChildren': return OP.getChildren2
-    default: return OP[req.op]
+    case 'create':
+      return req.withStat ? OP.create2 : OP.create
+    case 'getChildren':
+      return OP.getChildren2
+    default:
+      return OP[req.op]
   }
 }
 
@@ -173,7 +176,7 @@ function readMultiHeader(r: JuteReader): { type: number; done: boolean; err: num
 function decodeMulti(ops: readonly ZkTxOp[], r: JuteReader): ZkTxResult[] {
   const out: ZkTxResult[] = []
   let failure: { index: number; code: number } | undefined
-  for (let i = 0; ; i++) {
+  for (let i = 0;; i++) {
     const h = readMultiHeader(r)
     if (h.done) break
     if (i >= ops.length) throw new ZkFrameError(`a ZooKeeper multi reply has more results than the ${ops.length} operations sent`)

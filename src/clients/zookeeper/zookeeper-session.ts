@@ -128,7 +128,10 @@ export class ZkSession {
    * after `timeoutMs` (a request still queued is then dropped), or with the session's end.
    */
   request<K extends ZkRequest['op']>(
-    req: Extract<ZkRequest, { op: K }>, timeoutMs: number, what: string, onReply?: (err: Error | undefined, value: unknown) => void,
+    req: Extract<ZkRequest, { op: K }>,
+    timeoutMs: number,
+    what: string,
+    onReply?: (err: Error | undefined, value: unknown) => void,
   ): Promise<ZkResponses[K]> {
     if (this.abandoned) return Promise.reject(this.controller.signal.reason)
     return new Promise((resolve, reject) => {
@@ -193,7 +196,9 @@ export class ZkSession {
     if (!chroot) return req
     const r = req as ZkRequest
     if ('path' in r) return { ...r, path: r.path === '/' ? chroot : `${chroot}${r.path}` } as R
-    if (r.op === 'multi' || r.op === 'multiRead') return { ...r, ops: r.ops.map((o) => ({ ...o, path: o.path === '/' ? chroot : `${chroot}${o.path}` })) } as unknown as R
+    if (r.op === 'multi' || r.op === 'multiRead') {
+      return { ...r, ops: r.ops.map((o) => ({ ...o, path: o.path === '/' ? chroot : `${chroot}${o.path}` })) } as unknown as R
+    }
     return req
   }
 
@@ -228,8 +233,19 @@ export class ZkSession {
     const connectTimeoutMs = Math.round(Math.max(500, this.#options.sessionTimeoutMs / this.#servers.length))
     const watches = this.watches.size > 0 && this.#sessionId !== 0n ? { zxid: this.#lastZxid, paths: this.watches.paths() } : undefined
     ZkWire.open({
-      host: server.host, port: server.port, tls: this.#options.tls, connectTimeoutMs, auth: this.#options.auth, watches,
-      handshake: { lastZxidSeen: this.#lastZxid, timeoutMs: this.#options.sessionTimeoutMs, sessionId: this.#sessionId, password: this.#password, readOnly: false },
+      host: server.host,
+      port: server.port,
+      tls: this.#options.tls,
+      connectTimeoutMs,
+      auth: this.#options.auth,
+      watches,
+      handshake: {
+        lastZxidSeen: this.#lastZxid,
+        timeoutMs: this.#options.sessionTimeoutMs,
+        sessionId: this.#sessionId,
+        password: this.#password,
+        readOnly: false,
+      },
       onNotification: (ev) => this.watches.fire(ev, this.#unrooted(ev.path)),
       onClose: (err) => this.#onWireClosed(err),
     }).then((wire) => this.#onOpen(wire), (err: WireOpenError) => {

@@ -39,7 +39,7 @@ export class WatchRegistry {
   add(kind: WatchKind, path: string, watcher: ZkWatcher): void {
     const m = this.#by[kind]
     let set = m.get(path)
-    if (!set) m.set(path, (set = new Set()))
+    if (!set) m.set(path, set = new Set())
     set.add(watcher)
   }
 
@@ -57,8 +57,11 @@ export class WatchRegistry {
   fire(event: WatchEvent, path: string): void {
     const name = NAMES[event.type]
     if (!name) return
-    const kinds: WatchKind[] = event.type === EVENT.nodeChildrenChanged ? ['child']
-      : event.type === EVENT.nodeDeleted ? ['data', 'exist', 'child'] : ['data', 'exist']
+    const kinds: WatchKind[] = event.type === EVENT.nodeChildrenChanged
+      ? ['child']
+      : event.type === EVENT.nodeDeleted
+      ? ['data', 'exist', 'child']
+      : ['data', 'exist']
     const due = new Set<ZkWatcher>()
     for (const k of kinds) {
       const set = this.#by[k].get(path)

@@ -18,8 +18,19 @@ import { performance } from 'node:perf_hooks'
 import { ConnectionError } from '../../errors.js'
 import { ZkError, ZkFrameError, ZK_CODES } from './zookeeper-errors.js'
 import {
-  decodeConnect, decodeReply, decodeWatchEvent, encodeAuth, encodeBare, encodeConnect, encodeSetWatches, FrameSplitter,
-  OP, XID, type ConnectRequest, type ConnectResponse, type WatchEvent,
+  decodeConnect,
+  decodeReply,
+  decodeWatchEvent,
+  encodeAuth,
+  encodeBare,
+  encodeConnect,
+  encodeSetWatches,
+  FrameSplitter,
+  OP,
+  XID,
+  type ConnectRequest,
+  type ConnectResponse,
+  type WatchEvent,
 } from './zookeeper-frames.js'
 import { decodeResponse, encodeRequest, type ZkRequest } from './zookeeper-ops.js'
 
@@ -120,7 +131,10 @@ export class ZkWire {
         socket.destroy()
         reject(new WireOpenError(failure, message, cause))
       }
-      const timer = setTimeout(() => fail('network', `ZooKeeper at ${where} did not complete the handshake within ${o.connectTimeoutMs} ms`), o.connectTimeoutMs)
+      const timer = setTimeout(
+        () => fail('network', `ZooKeeper at ${where} did not complete the handshake within ${o.connectTimeoutMs} ms`),
+        o.connectTimeoutMs,
+      )
       timer.unref()
       socket.on('error', (err: NodeJS.ErrnoException) => fail('network', `ZooKeeper at ${where}: ${tlsProblem(err) ?? err.code ?? err.message}`, err))
       socket.on('close', () => fail('network', `ZooKeeper at ${where} closed the connection during the handshake`))
@@ -200,7 +214,13 @@ export class ZkWire {
     if (this.#closed) return
     const t = now()
     if (t - this.#lastHeardAt > readTimeoutMs) {
-      return this.close(new ConnectionError(`ZooKeeper at ${this.#options.host}:${this.#options.port} sent nothing for ${Math.round(t - this.#lastHeardAt)} ms (read timeout ${Math.round(readTimeoutMs)} ms)`))
+      return this.close(
+        new ConnectionError(
+          `ZooKeeper at ${this.#options.host}:${this.#options.port} sent nothing for ${Math.round(t - this.#lastHeardAt)} ms (read timeout ${
+            Math.round(readTimeoutMs)
+          } ms)`,
+        ),
+      )
     }
     if (t - this.#lastSentAt >= pingAfterMs) this.ping()
   }
@@ -239,10 +259,12 @@ export class ZkWire {
   }
 
   async #authenticate(): Promise<void> {
-    await Promise.all(this.#options.auth.map((a) => new Promise<void>((resolve, reject) => {
-      this.#auths.push({ sentAt: now(), done: (err) => (err ? reject(err) : resolve()) })
-      this.#write(encodeAuth(a.scheme, a.auth))
-    })))
+    await Promise.all(this.#options.auth.map((a) =>
+      new Promise<void>((resolve, reject) => {
+        this.#auths.push({ sentAt: now(), done: (err) => (err ? reject(err) : resolve()) })
+        this.#write(encodeAuth(a.scheme, a.auth))
+      })
+    ))
   }
 
   #restoreWatches(): void {

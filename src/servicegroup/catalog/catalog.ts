@@ -98,9 +98,11 @@ export async function openCatalog(connection: string, options: CatalogOptions = 
   const problem = tablePrefixProblem(prefix)
   if (problem) throw new InvalidConfigError('[database] table_prefix', `Invalid [database] table_prefix = "${prefix}": ${problem}`)
   const t = parseCatalogUrl(connection, options.baseDir)
-  const conn = t.dialect === 'sqlite' ? await openSqlite(t.target, t.shownAs)
-    : t.dialect === 'postgresql' ? await openPostgresql(t.target, t.shownAs)
-      : await openMysql(t.target, t.shownAs)
+  const conn = t.dialect === 'sqlite'
+    ? await openSqlite(t.target, t.shownAs)
+    : t.dialect === 'postgresql'
+    ? await openPostgresql(t.target, t.shownAs)
+    : await openMysql(t.target, t.shownAs)
   const catalog = new Catalog(conn, prefix)
   if (options.migrate ?? true) {
     try {
@@ -120,8 +122,22 @@ export interface ListFilter {
   binary?: string
 }
 
-const COLUMNS = ['id', 'host', 'binary', 'topic', 'availability_zone', 'disabled', 'disabled_reason', 'forced_down', 'version',
-  'report_count', 'last_seen_up', 'created_at', 'updated_at', 'deleted_at'] as const
+const COLUMNS = [
+  'id',
+  'host',
+  'binary',
+  'topic',
+  'availability_zone',
+  'disabled',
+  'disabled_reason',
+  'forced_down',
+  'version',
+  'report_count',
+  'last_seen_up',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+] as const
 
 /** The services table of one database. Build it with {@link openCatalog}. */
 export class Catalog {
@@ -165,7 +181,10 @@ export class Catalog {
       const rows = (await this.#q(`SELECT version FROM ${table}`)).rows
       const current = rows.length ? Number(rows[0]!.version) : 0
       if (current > SCHEMA_VERSION) {
-        throw new InvalidConfigError(SETTING, `The services table in ${this.shownAs} has schema version ${current}, newer than this rollcall knows (${SCHEMA_VERSION}): upgrade rollcall`)
+        throw new InvalidConfigError(
+          SETTING,
+          `The services table in ${this.shownAs} has schema version ${current}, newer than this rollcall knows (${SCHEMA_VERSION}): upgrade rollcall`,
+        )
       }
       if (rows.length === 0) await this.#q(`INSERT INTO ${table} (version) VALUES (0)`)
       for (const m of MIGRATIONS.filter((x) => x.version > current)) {
@@ -188,13 +207,21 @@ export class Catalog {
     const insert = `INSERT INTO ${t} (host, ${q('binary')}, topic, availability_zone, version, created_at) VALUES (?, ?, ?, ?, ?, ${now})`
     if (this.dialect === 'mysql') {
       // LAST_INSERT_ID(id) makes insertId the existing row's id when the unique key matched.
-      const r = await this.#q(`${insert} ON DUPLICATE KEY UPDATE topic = VALUES(topic), availability_zone = COALESCE(VALUES(availability_zone), availability_zone),
-        version = GREATEST(version, VALUES(version)), updated_at = ${now}, id = LAST_INSERT_ID(id)`, values)
+      const r = await this.#q(
+        `${insert} ON DUPLICATE KEY UPDATE topic = VALUES(topic), availability_zone = COALESCE(VALUES(availability_zone), availability_zone),
+        version = GREATEST(version, VALUES(version)), updated_at = ${now}, id = LAST_INSERT_ID(id)`,
+        values,
+      )
       return this.get(r.insertId!)
     }
-    const r = await this.#q(`${insert} ON CONFLICT (host, ${q('binary')}) WHERE deleted_at IS NULL DO UPDATE SET topic = excluded.topic,
-      availability_zone = COALESCE(excluded.availability_zone, ${t}.availability_zone), version = ${this.dialect === 'sqlite' ? 'MAX' : 'GREATEST'}(${t}.version, excluded.version),
-      updated_at = ${now} RETURNING ${this.#cols}`, values)
+    const r = await this.#q(
+      `${insert} ON CONFLICT (host, ${q('binary')}) WHERE deleted_at IS NULL DO UPDATE SET topic = excluded.topic,
+      availability_zone = COALESCE(excluded.availability_zone, ${t}.availability_zone), version = ${
+        this.dialect === 'sqlite' ? 'MAX' : 'GREATEST'
+      }(${t}.version, excluded.version),
+      updated_at = ${now} RETURNING ${this.#cols}`,
+      values,
+    )
     return toRecord(r.rows[0]!)
   }
 
@@ -207,7 +234,9 @@ export class Catalog {
 
   /** The live record of this host and binary, or undefined. */
   async find(host: string, binary: string): Promise<ServiceRecord | undefined> {
-    const rows = (await this.#q(`SELECT ${this.#cols} FROM ${this.#table} WHERE host = ? AND ${this.#dialect.q('binary')} = ? AND deleted_at IS NULL`, [host, binary])).rows
+    const rows =
+      (await this.#q(`SELECT ${this.#cols} FROM ${this.#table} WHERE host = ? AND ${this.#dialect.q('binary')} = ? AND deleted_at IS NULL`, [host, binary]))
+        .rows
     return rows.length ? toRecord(rows[0]!) : undefined
   }
 
@@ -239,8 +268,12 @@ export class Catalog {
       params.push(changes.reportCount, changes.reportCount)
     }
     const plain: [string, unknown][] = [
-      ['disabled', changes.disabled], ['disabled_reason', changes.disabledReason], ['forced_down', changes.forcedDown],
-      ['version', changes.version], ['availability_zone', changes.availabilityZone], ['topic', changes.topic],
+      ['disabled', changes.disabled],
+      ['disabled_reason', changes.disabledReason],
+      ['forced_down', changes.forcedDown],
+      ['version', changes.version],
+      ['availability_zone', changes.availabilityZone],
+      ['topic', changes.topic],
     ]
     for (const [column, value] of plain) {
       if (value === undefined) continue
@@ -264,7 +297,10 @@ export class Catalog {
    * last_seen_up with the Unix epoch (the db driver's leave()). The next report brings them back.
    */
   async markDown(host: string, topic: string): Promise<number> {
-    const r = await this.#q(`UPDATE ${this.#table} SET last_seen_up = ${this.#dialect.epoch} WHERE host = ? AND topic = ? AND deleted_at IS NULL`, [host, topic])
+    const r = await this.#q(`UPDATE ${this.#table} SET last_seen_up = ${this.#dialect.epoch} WHERE host = ? AND topic = ? AND deleted_at IS NULL`, [
+      host,
+      topic,
+    ])
     return r.affected
   }
 

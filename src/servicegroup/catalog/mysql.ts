@@ -12,7 +12,6 @@ import { isMysqlConnectionFailure } from '../../internal/network-errors.js'
 /** Bounds on connecting and on waiting for the schema lock. */
 export const MYSQL_TIMEOUTS = { connectMs: 5_000, schemaLockSeconds: 30 } as const
 
-
 interface MysqlConn {
   query(sql: string, values?: unknown[]): Promise<[unknown, unknown]>
   release(): void
@@ -32,7 +31,15 @@ export async function openMysql(uri: string, shownAs: string): Promise<SqlConnec
   } catch (err) {
     throw new DriverUnavailableError('MySQL catalog', 'mysql2', { cause: err })
   }
-  const pool = lib.createPool({ uri, timezone: 'Z', connectionLimit: 4, maxIdle: 4, idleTimeout: 10_000, connectTimeout: MYSQL_TIMEOUTS.connectMs, supportBigNumbers: true })
+  const pool = lib.createPool({
+    uri,
+    timezone: 'Z',
+    connectionLimit: 4,
+    maxIdle: 4,
+    idleTimeout: 10_000,
+    connectTimeout: MYSQL_TIMEOUTS.connectMs,
+    supportBigNumbers: true,
+  })
   return new CatalogMysqlConnection(pool, shownAs)
 }
 
@@ -64,7 +71,9 @@ class CatalogMysqlConnection implements SqlConnection {
       const [rows] = await conn.query('SELECT GET_LOCK(?, ?) AS got', [name, MYSQL_TIMEOUTS.schemaLockSeconds])
       if ((rows as { got: number | null }[])[0]?.got !== 1) {
         conn.release()
-        throw new ConnectionError(`Timed out after ${MYSQL_TIMEOUTS.schemaLockSeconds} s waiting for another process to finish upgrading the services schema in ${this.shownAs}`)
+        throw new ConnectionError(
+          `Timed out after ${MYSQL_TIMEOUTS.schemaLockSeconds} s waiting for another process to finish upgrading the services schema in ${this.shownAs}`,
+        )
       }
     } catch (err) {
       throw err instanceof ConnectionError ? err : this.#translate(err)
@@ -82,7 +91,11 @@ class CatalogMysqlConnection implements SqlConnection {
   }
 
   #translate(err: unknown): RollcallError {
-    if (isAuthFailure(err)) return new AuthenticationError(`The services database ${this.shownAs} refused the credentials (wrong user name or password, or an unknown user)`, { cause: err })
+    if (isAuthFailure(err)) {
+      return new AuthenticationError(`The services database ${this.shownAs} refused the credentials (wrong user name or password, or an unknown user)`, {
+        cause: err,
+      })
+    }
     const e = err as { message?: unknown }
     const message = `The services database ${this.shownAs} failed: ${typeof e?.message === 'string' ? e.message : String(err)}`
     return isMysqlConnectionFailure(err) ? new ConnectionError(message, { cause: err }) : new BackendError(message, { cause: err })

@@ -13,7 +13,6 @@ import { isPgConnectionFailure } from '../../internal/network-errors.js'
 /** Bounds on connecting and on any one statement. */
 export const PG_TIMEOUTS = { connectMs: 5_000, queryMs: 10_000 } as const
 
-
 interface CatalogPgPool {
   query(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }>
   connect(): Promise<{ query(text: string, values?: unknown[]): Promise<unknown>; release(err?: boolean): void }>
@@ -23,15 +22,19 @@ interface CatalogPgPool {
 
 /** Opens a pool for `connectionString` (nothing is sent until the first query). */
 export async function openPostgresql(connectionString: string, shownAs: string): Promise<SqlConnection> {
-  let lib: { Pool: new (config: object) => CatalogPgPool }
+  let lib: { Pool: new(config: object) => CatalogPgPool }
   try {
     lib = (await import('pg')).default as unknown as typeof lib
   } catch (err) {
     throw new DriverUnavailableError('PostgreSQL catalog', 'pg', { cause: err })
   }
   const pool = new lib.Pool({
-    connectionString, max: 4, idleTimeoutMillis: 10_000, allowExitOnIdle: true,
-    connectionTimeoutMillis: PG_TIMEOUTS.connectMs, query_timeout: PG_TIMEOUTS.queryMs,
+    connectionString,
+    max: 4,
+    idleTimeoutMillis: 10_000,
+    allowExitOnIdle: true,
+    connectionTimeoutMillis: PG_TIMEOUTS.connectMs,
+    query_timeout: PG_TIMEOUTS.queryMs,
   })
   // An idle pooled connection failed: the next query opens a new one (and reports the outage).
   pool.on('error', () => undefined)
@@ -57,7 +60,7 @@ class PgConnection implements SqlConnection {
 
   async query(sql: string, params: readonly unknown[] = []): Promise<CatalogSqlResult> {
     let text = this.#sql.get(sql)
-    if (text === undefined) this.#sql.set(sql, (text = numbered(sql)))
+    if (text === undefined) this.#sql.set(sql, text = numbered(sql))
     try {
       const r = await this.#pool.query(text, [...params])
       return { rows: r.rows, affected: r.rowCount ?? 0 }
@@ -87,7 +90,11 @@ class PgConnection implements SqlConnection {
   }
 
   #translate(err: unknown): RollcallError {
-    if (isAuthFailure(err)) return new AuthenticationError(`The services database ${this.shownAs} refused the credentials (wrong user name or password, or an unknown user)`, { cause: err })
+    if (isAuthFailure(err)) {
+      return new AuthenticationError(`The services database ${this.shownAs} refused the credentials (wrong user name or password, or an unknown user)`, {
+        cause: err,
+      })
+    }
     const message = `The services database ${this.shownAs} failed: ${(err as Error)?.message ?? String(err)}`
     if (isPgConnectionFailure(err)) return new ConnectionError(message, { cause: err })
     return new BackendError(message, { cause: err })

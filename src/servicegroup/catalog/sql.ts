@@ -67,7 +67,9 @@ export const MAX_TABLE_PREFIX_LENGTH = 40
 /** Why `prefix` cannot prefix table names, or undefined when it can. */
 export function tablePrefixProblem(prefix: string): string | undefined {
   if (prefix === '') return undefined
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(prefix)) return 'it must start with a letter or "_" and hold only letters, digits and "_" (it is pasted into table names)'
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(prefix)) {
+    return 'it must start with a letter or "_" and hold only letters, digits and "_" (it is pasted into table names)'
+  }
   if (prefix.length > MAX_TABLE_PREFIX_LENGTH) return `it must be at most ${MAX_TABLE_PREFIX_LENGTH} characters`
   return undefined
 }

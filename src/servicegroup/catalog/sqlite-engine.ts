@@ -35,7 +35,7 @@ export interface SqliteEngine {
 /** What the message of a missing engine says: the package, and the other way out. */
 const WHAT = 'SQLite catalog (the default [database] connection; Node 22.13+ has node:sqlite built in)'
 
-type BetterCtor = new (path: string, options?: { timeout?: number }) => {
+type BetterCtor = new(path: string, options?: { timeout?: number }) => {
   prepare(sql: string): SqliteStatement
   exec(sql: string): void
   close(): void
@@ -53,11 +53,17 @@ interface NodeDatabase {
   close(): void
   readonly isOpen?: boolean
 }
-type NodeCtor = new (path: string, options?: { timeout?: number }) => NodeDatabase
+type NodeCtor = new(path: string, options?: { timeout?: number }) => NodeDatabase
 
 /** SQLite's primary result codes, for engines that report numbers (node:sqlite's `errcode`). */
 const PRIMARY_CODES: Record<number, string> = {
-  5: 'SQLITE_BUSY', 6: 'SQLITE_LOCKED', 8: 'SQLITE_READONLY', 10: 'SQLITE_IOERR', 13: 'SQLITE_FULL', 14: 'SQLITE_CANTOPEN', 15: 'SQLITE_PROTOCOL',
+  5: 'SQLITE_BUSY',
+  6: 'SQLITE_LOCKED',
+  8: 'SQLITE_READONLY',
+  10: 'SQLITE_IOERR',
+  13: 'SQLITE_FULL',
+  14: 'SQLITE_CANTOPEN',
+  15: 'SQLITE_PROTOCOL',
 }
 
 /** Statements that return rows, for engines that cannot say (node:sqlite before columns()). */

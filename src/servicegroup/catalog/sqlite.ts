@@ -52,7 +52,7 @@ class SqliteConnection implements SqlConnection {
   async query(sql: string, params: readonly unknown[] = []): Promise<CatalogSqlResult> {
     try {
       let st = this.#statements.get(sql)
-      if (!st) this.#statements.set(sql, (st = this.#db.prepare(sql)))
+      if (!st) this.#statements.set(sql, st = this.#db.prepare(sql))
       // Neither engine binds booleans.
       const values = params.map((p) => (typeof p === 'boolean' ? Number(p) : p))
       if (st.reader) return { rows: st.all(...values), affected: 0 }

@@ -67,7 +67,7 @@ export class HostIndex {
     this.#members.set(member, info)
     let ids = this.#hosts.get(info.host)
     const wasUp = ids !== undefined
-    if (!ids) this.#hosts.set(info.host, (ids = new Set()))
+    if (!ids) this.#hosts.set(info.host, ids = new Set())
     ids.add(member)
     if (!wasUp && notify) this.#emit(info.host, true)
   }

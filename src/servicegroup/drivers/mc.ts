@@ -57,7 +57,11 @@ export class McDriver implements ServiceGroupDriver {
     if (options.servers.length === 0) throw new InvalidArgumentError('The mc driver needs [memcache] servers')
     warnDeprecated('mc')
     this.#options = options
-    this.#client = new MemcachedClient({ hosts: options.servers.map(parseServer), connectTimeoutMs: MC_TIMEOUTS.connectMs, requestTimeoutMs: MC_TIMEOUTS.requestMs })
+    this.#client = new MemcachedClient({
+      hosts: options.servers.map(parseServer),
+      connectTimeoutMs: MC_TIMEOUTS.connectMs,
+      requestTimeoutMs: MC_TIMEOUTS.requestMs,
+    })
   }
 
   /** The memcached client (for tests that look at the keys). */

@@ -26,7 +26,8 @@
  * report time in capabilities is as fresh as the last full read of the view (at most
  * RESYNC_MS old), so Updated At is approximate by that much.
  */
-import { InvalidArgumentError, ServiceGroupUnavailableError, connect, defaultMemberId, redactUrl, type Coordinator, type Logger, type RollcallError } from '../../index.js'
+import { InvalidArgumentError, ServiceGroupUnavailableError, connect, defaultMemberId, redactUrl, type Coordinator, type Logger,
+  type RollcallError } from '../../index.js'
 import type { DriverStats, LiveView, LivenessChange, ServiceGroupDriver } from '../driver.js'
 import type { ServiceRecord, ServiceRef } from '../types.js'
 import { ToozTopicView, memberInfo, type ServiceCapabilities } from './tooz-view.js'
@@ -82,11 +83,18 @@ export class ToozDriver implements ServiceGroupDriver {
     const c = this.coordinator
     const joinedAs = this.#joined.get(service.topic)
     if (joinedAs !== undefined && joinedAs !== service.host) {
-      throw new InvalidArgumentError(`This process already reports ${joinedAs} in topic ${service.topic}; one process is one member: use one ServiceGroup per reported service`)
+      throw new InvalidArgumentError(
+        `This process already reports ${joinedAs} in topic ${service.topic}; one process is one member: use one ServiceGroup per reported service`,
+      )
     }
     const caps: ServiceCapabilities = {
-      host: service.host, binary: service.binary, topic: service.topic, availability_zone: service.availabilityZone,
-      version: service.version, pid: process.pid, reported_at: new Date().toISOString(),
+      host: service.host,
+      binary: service.binary,
+      topic: service.topic,
+      availability_zone: service.availabilityZone,
+      version: service.version,
+      pid: process.pid,
+      reported_at: new Date().toISOString(),
     }
     this.stats.writes += 1
     try {
@@ -175,7 +183,7 @@ export class ToozDriver implements ServiceGroupDriver {
   async #fresh(topic: string): Promise<ToozTopicView> {
     let view = this.#views.get(topic)
     if (view?.fresh) return view
-    if (!view) this.#views.set(topic, (view = new ToozTopicView(this.coordinator, topic, this.#options.resyncMs ?? RESYNC_MS)))
+    if (!view) this.#views.set(topic, view = new ToozTopicView(this.coordinator, topic, this.#options.resyncMs ?? RESYNC_MS))
     this.stats.reads += 1
     try {
       await view.refresh()

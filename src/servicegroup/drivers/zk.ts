@@ -61,13 +61,17 @@ export class ZkDriver implements ServiceGroupDriver {
       return { host: s.trim().slice(0, at).replace(/^\[|\]$/g, ''), port: Number(s.trim().slice(at + 1)) }
     })
     const conn = new ZkConnection({
-      servers, randomizeHosts: true,
-      sessionTimeoutMs: this.#options.recvTimeoutMs, connectTimeoutMs: Math.max(this.#options.recvTimeoutMs, 2_000), opTimeoutMs: Math.max(this.#options.recvTimeoutMs, 2_000),
-      digestAuth: undefined, acl: OPEN_ACL,
+      servers,
+      randomizeHosts: true,
+      sessionTimeoutMs: this.#options.recvTimeoutMs,
+      connectTimeoutMs: Math.max(this.#options.recvTimeoutMs, 2_000),
+      opTimeoutMs: Math.max(this.#options.recvTimeoutMs, 2_000),
+      digestAuth: undefined,
+      acl: OPEN_ACL,
       shownAs: `zookeeper://${this.#options.address}${this.#options.sgPrefix}`,
       onState: (state) => {
         for (const v of this.#views.values()) v.markStale()
-        if (state !== 'suspended') for (const v of this.#views.values()) if (v.index.listeners.size) void v.refresh().catch(() => undefined)
+        if (state !== 'suspended') { for (const v of this.#views.values()) if (v.index.listeners.size) void v.refresh().catch(() => undefined) }
       },
       // The old session's ephemerals are gone with it: put ours back before saying we are back.
       onNewSession: async () => {
@@ -116,9 +120,11 @@ export class ZkDriver implements ServiceGroupDriver {
       this.stats.reads += 1
       const pids = await this.#connection().getChildren(parent)
       this.stats.writes += pids.length
-      await Promise.all(pids.map((pid) => this.#connection().remove(`${parent}/${pid}`).catch((err: unknown) => {
-        if (zkCode(err) !== ZK_CODES.NO_NODE) throw err
-      })))
+      await Promise.all(pids.map((pid) =>
+        this.#connection().remove(`${parent}/${pid}`).catch((err: unknown) => {
+          if (zkCode(err) !== ZK_CODES.NO_NODE) throw err
+        })
+      ))
     } catch (err) {
       if (zkCode(err) === ZK_CODES.NO_NODE) return
       throw new ServiceGroupUnavailableError('zk', `leaving ${topic}/${host} failed: ${(err as Error).message}`, { cause: err })
@@ -145,7 +151,9 @@ export class ZkDriver implements ServiceGroupDriver {
 
   #nodePath(topic: string, host: string): string {
     for (const [what, v] of [['topic', topic], ['host', host]] as const) {
-      if (v === '' || v.includes('/') || v === '.' || v === '..') throw new InvalidArgumentError(`A ${what} stored by the zk driver cannot be empty, ".", ".." or contain "/": ${JSON.stringify(v)}`)
+      if (v === '' || v.includes('/') || v === '.' || v === '..') {
+        throw new InvalidArgumentError(`A ${what} stored by the zk driver cannot be empty, ".", ".." or contain "/": ${JSON.stringify(v)}`)
+      }
     }
     return `${this.#options.sgPrefix}/${topic}/${host}/${this.#options.pid ?? process.pid}`
   }
@@ -171,7 +179,7 @@ export class ZkDriver implements ServiceGroupDriver {
   async #fresh(topic: string): Promise<ZkTopicView> {
     let view = this.#views.get(topic)
     if (view?.fresh) return view
-    if (!view) this.#views.set(topic, (view = new ZkTopicView(() => this.#connection(), this.#options.sgPrefix, topic, () => void (this.stats.reads += 1))))
+    if (!view) this.#views.set(topic, view = new ZkTopicView(() => this.#connection(), this.#options.sgPrefix, topic, () => void (this.stats.reads += 1)))
     try {
       await view.refresh()
     } catch (err) {
@@ -184,7 +192,10 @@ export class ZkDriver implements ServiceGroupDriver {
     if (err instanceof InvalidArgumentError) return err
     const message = `ZooKeeper report of ${path} failed: ${(err as Error)?.message ?? String(err)}`
     if (zkCode(err) === ZK_CODES.NODE_EXISTS) {
-      return new ConnectionError(`${path} is held by another live session (a process with the same pid on this host, or one whose session has not expired yet); retrying at the next report`, { cause: err, driver: 'zk' })
+      return new ConnectionError(
+        `${path} is held by another live session (a process with the same pid on this host, or one whose session has not expired yet); retrying at the next report`,
+        { cause: err, driver: 'zk' },
+      )
     }
     if (isConnectionProblem(err)) return new ConnectionError(message, { cause: err, driver: 'zk' })
     return new BackendError(message, { cause: err, driver: 'zk' })

@@ -96,25 +96,29 @@ export function groupViewCases(h: Harness): void {
     assert.equal(view.version, 1)
   })
 
-  h.gated('groups', 'group view: the watcher\'s events and the view come from one read (a refresh that sees a member gone has fired its memberLeft)', async (t) => {
-    const a = await h.open(t)
-    const b = await h.open(t)
-    const g = rid('g')
-    await a.joinGroupCreate(g)
-    await b.joinGroup(g)
-    const view = await a.viewGroup(g)
-    t.after(() => view.close())
-    const lefts: MemberEvent[] = []
-    a.on('memberLeft', (e) => e.group === g && lefts.push(e))
-    await b.leaveGroup(g)
-    await view.refresh()
-    assert.deepEqual([...view.members.keys()], [a.memberId])
-    assert.deepEqual(lefts, [{ group: g, member: b.memberId }])
-    // Back at once: the watcher's cache said "gone" with the view, so the rejoin is news to both.
-    const back = nextChange(view, (c) => c.joined.includes(b.memberId), TIMING.eventMs)
-    await b.joinGroup(g)
-    await back
-  })
+  h.gated(
+    'groups',
+    "group view: the watcher's events and the view come from one read (a refresh that sees a member gone has fired its memberLeft)",
+    async (t) => {
+      const a = await h.open(t)
+      const b = await h.open(t)
+      const g = rid('g')
+      await a.joinGroupCreate(g)
+      await b.joinGroup(g)
+      const view = await a.viewGroup(g)
+      t.after(() => view.close())
+      const lefts: MemberEvent[] = []
+      a.on('memberLeft', (e) => e.group === g && lefts.push(e))
+      await b.leaveGroup(g)
+      await view.refresh()
+      assert.deepEqual([...view.members.keys()], [a.memberId])
+      assert.deepEqual(lefts, [{ group: g, member: b.memberId }])
+      // Back at once: the watcher's cache said "gone" with the view, so the rejoin is news to both.
+      const back = nextChange(view, (c) => c.joined.includes(b.memberId), TIMING.eventMs)
+      await b.joinGroup(g)
+      await back
+    },
+  )
 
   h.gated('groups', 'group view: a deleted group empties the view and refresh() says GroupNotFoundError', async (t) => {
     const a = await h.open(t)
@@ -144,10 +148,15 @@ export function groupViewCases(h: Harness): void {
     assert.equal(view.version, 2)
     assert.ok(view.members.has(b.memberId))
     await c.joinGroup(g)
-    await waitFor('runWatchers() to bring the join', async () => {
-      await a.runWatchers()
-      return view.members.has(c.memberId)
-    }, TIMING.eventMs, 50)
+    await waitFor(
+      'runWatchers() to bring the join',
+      async () => {
+        await a.runWatchers()
+        return view.members.has(c.memberId)
+      },
+      TIMING.eventMs,
+      50,
+    )
     assert.equal(view.version, 3)
   })
 

@@ -1,8 +1,16 @@
 /** Lifecycle, groups, membership and capabilities: tooz test_coordination.py's core, plus more exact checks. */
 import assert from 'node:assert/strict'
 import {
-  CoordinatorStoppedError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidArgumentError, MemberExistsError,
-  MemberNotJoinedError, NotSupportedError, loadDriver, type RollcallError,
+  CoordinatorStoppedError,
+  GroupExistsError,
+  GroupNotEmptyError,
+  GroupNotFoundError,
+  InvalidArgumentError,
+  MemberExistsError,
+  MemberNotJoinedError,
+  NotSupportedError,
+  loadDriver,
+  type RollcallError,
 } from '../../../src/index.js'
 import { rid, waitFor } from '../../support/wait.js'
 import { TIMING } from '../../support/timing.js'
@@ -65,7 +73,7 @@ export function groupCases(h: Harness): void {
     const g = rid('g')
     const scheme = h.config.url.slice(0, h.config.url.indexOf(':'))
     const name = (await loadDriver(scheme)).name
-    const named = (cls: new (...args: never[]) => Error) => (err: unknown) => err instanceof cls && (err as RollcallError).driver === name
+    const named = (cls: new(...args: never[]) => Error) => (err: unknown) => err instanceof cls && (err as RollcallError).driver === name
     await assert.rejects(c.deleteGroup(g), named(GroupNotFoundError))
     await assert.rejects(c.joinGroup(g), named(GroupNotFoundError))
     await c.createGroup(g)
@@ -132,7 +140,16 @@ export function groupCases(h: Harness): void {
     const a = await h.open(t)
     const b = await h.open(t)
     const g = rid('g')
-    const caps = { host: 'compute-1', zone: 'az1', ports: [80, 443], nested: { ok: true, none: null, f: 1.5 }, blob: new Uint8Array([0, 1, 255]), text: 'чупакабра ✓', big: 2 ** 40, neg: -12345 }
+    const caps = {
+      host: 'compute-1',
+      zone: 'az1',
+      ports: [80, 443],
+      nested: { ok: true, none: null, f: 1.5 },
+      blob: new Uint8Array([0, 1, 255]),
+      text: 'чупакабра ✓',
+      big: 2 ** 40,
+      neg: -12345,
+    }
     await a.joinGroupCreate(g, caps)
     await b.joinGroup(g, 'just a string')
     assert.deepEqual(await b.getMemberCapabilities(g, a.memberId), caps)

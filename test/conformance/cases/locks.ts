@@ -63,14 +63,25 @@ export function lockCases(h: Harness): void {
       took.push(ms)
       excess.push(ms - Math.max(TIMING.shortWaitMs, await timer))
     }
-    t.diagnostic(`timed waits of ${TIMING.shortWaitMs} ms took ${took.map((ms) => ms.toFixed(0)).join(', ')} ms; beyond a plain timer: ${excess.map((ms) => ms.toFixed(0)).join(', ')} ms`)
+    t.diagnostic(
+      `timed waits of ${TIMING.shortWaitMs} ms took ${took.map((ms) => ms.toFixed(0)).join(', ')} ms; beyond a plain timer: ${
+        excess.map((ms) => ms.toFixed(0)).join(', ')
+      } ms`,
+    )
     assert.ok(took.every((ms) => ms >= TIMING.shortWaitMs - 2), `a wait ended early: ${took.join(', ')}`)
     const median = [...excess].sort((x, y) => x - y)[1]!
     assert.ok(median < 50, `the waits ended ${excess.map((ms) => ms.toFixed(0)).join(', ')} ms after a plain ${TIMING.shortWaitMs} ms timer`)
   })
 
   h.gated('locks', 'locks: a pending timed acquire keeps its process alive until it settles (exit 0, never 13)', async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/support/timed-acquire-process.ts', h.config.url, rid('l'), String(TIMING.shortWaitMs)], { timeout: 30_000 })
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      '--import',
+      'tsx',
+      'test/support/timed-acquire-process.ts',
+      h.config.url,
+      rid('l'),
+      String(TIMING.shortWaitMs),
+    ], { timeout: 30_000 })
     assert.equal(stdout.trim(), 'false')
   })
 
@@ -161,7 +172,11 @@ export function lockCases(h: Harness): void {
     const lost = nextEvent<{ name: string }>(a, 'lockLost', (e) => e.name === name, TIMING.expirySeconds * 1000 + 2 * TIMING.expirySlackMs)
     proxy.cut()
     const taken = b.getLock(name)
-    assert.equal(await taken.acquire({ timeoutMs: TIMING.expirySeconds * 1000 + TIMING.expirySlackMs }), true, 'the other member takes the lock once the cut-off hold lapses')
+    assert.equal(
+      await taken.acquire({ timeoutMs: TIMING.expirySeconds * 1000 + TIMING.expirySlackMs }),
+      true,
+      'the other member takes the lock once the cut-off hold lapses',
+    )
     proxy.restore()
     // Within one beat of the link coming back, if the client had not already given the lock up.
     const reconnected = Date.now()

@@ -99,20 +99,24 @@ export function sharedLockCases(h: Harness): void {
     assert.deepEqual(violations, [])
   })
 
-  h.gated(['sharedLocks', 'fencing'], 'shared locks: a shared hold has no fencing token; the next exclusive one has a larger token than the last', async (t) => {
-    const a = await h.open(t)
-    const b = await h.open(t)
-    const name = rid('l')
-    const first = a.getLock(name)
-    await first.acquire()
-    const before = first.fencingToken!
-    await first.release()
-    const reader = b.getLock(name)
-    await reader.acquire({ shared: true })
-    assert.equal(reader.fencingToken, undefined)
-    await reader.release()
-    const after = a.getLock(name)
-    await after.acquire()
-    assert.ok(after.fencingToken! > before, `${after.fencingToken} > ${before}`)
-  })
+  h.gated(
+    ['sharedLocks', 'fencing'],
+    'shared locks: a shared hold has no fencing token; the next exclusive one has a larger token than the last',
+    async (t) => {
+      const a = await h.open(t)
+      const b = await h.open(t)
+      const name = rid('l')
+      const first = a.getLock(name)
+      await first.acquire()
+      const before = first.fencingToken!
+      await first.release()
+      const reader = b.getLock(name)
+      await reader.acquire({ shared: true })
+      assert.equal(reader.fencingToken, undefined)
+      await reader.release()
+      const after = a.getLock(name)
+      await after.acquire()
+      assert.ok(after.fencingToken! > before, `${after.fencingToken} > ${before}`)
+    },
+  )
 }

@@ -34,24 +34,31 @@ export function watcherCases(h: Harness): void {
     await waitFor('the leave callback', () => leaves.length === 1, TIMING.eventMs)
   })
 
-  h.gated('groups', 'watchers: runWatchers() returns the callbacks\' results (tooz parity, autoWatch off)', async (t) => {
+  h.gated('groups', "watchers: runWatchers() returns the callbacks' results (tooz parity, autoWatch off)", async (t) => {
     const a = await h.open(t, { autoWatch: false })
     const b = await h.open(t)
     const g = rid('g')
     await a.joinGroupCreate(g)
     await a.watchJoinGroup(g, (e) => `hello ${e.member}`)
     await b.joinGroup(g)
-    const results = await waitFor('runWatchers() results', async () => {
-      const r = await a.runWatchers()
-      return r.length ? r : undefined
-    }, TIMING.eventMs, 50)
+    const results = await waitFor(
+      'runWatchers() results',
+      async () => {
+        const r = await a.runWatchers()
+        return r.length ? r : undefined
+      },
+      TIMING.eventMs,
+      50,
+    )
     assert.deepEqual(results, [`hello ${b.memberId}`])
     const cb = (): void => {}
     await assert.rejects(a.unwatchLeaveGroup(g, cb), WatchCallbackNotFoundError)
   })
 
   h.gated('groups', 'watchers: a pending watch keeps its process alive until its event comes', async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/support/watch-process.ts', h.config.url, rid('g')], { timeout: 30_000 })
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/support/watch-process.ts', h.config.url, rid('g')], {
+      timeout: 30_000,
+    })
     assert.match(stdout, /^joined joiner-\d+$/m)
   })
 

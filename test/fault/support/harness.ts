@@ -47,9 +47,12 @@ export class Scope {
 /** Rejects with `what timed out` when `p` has not settled within `ms`. */
 export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
-  return Promise.race([p, new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms)
-  })]).finally(() => clearTimeout(timer))
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms)
+    }),
+  ]).finally(() => clearTimeout(timer))
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
@@ -111,11 +114,22 @@ export async function repeat(t: TestContext, spec: ScenarioSpec, run: (scope: Sc
   }
   const notes = Object.entries(counts).map(([k, v]) => `${k}: ${v}`)
   spec.writer.add({
-    scenario: spec.scenario, title: spec.title, backend: spec.backend, runs, failures: errors.length,
-    measure: spec.measure, worstMs: worst, notes, errors: errors.map((e) => e.split('\n')[0]!.slice(0, 300)),
+    scenario: spec.scenario,
+    title: spec.title,
+    backend: spec.backend,
+    runs,
+    failures: errors.length,
+    measure: spec.measure,
+    worstMs: worst,
+    notes,
+    errors: errors.map((e) => e.split('\n')[0]!.slice(0, 300)),
     ...(spec.knownBug ? { knownBug: spec.knownBug } : {}),
   })
-  t.diagnostic(`${spec.backend} ${spec.scenario}: ${runs - errors.length}/${runs} passed; worst ${spec.measure}: ${worst ?? '-'} ms${notes.length ? `; ${notes.join(', ')}` : ''}`)
+  t.diagnostic(
+    `${spec.backend} ${spec.scenario}: ${runs - errors.length}/${runs} passed; worst ${spec.measure}: ${worst ?? '-'} ms${
+      notes.length ? `; ${notes.join(', ')}` : ''
+    }`,
+  )
   assert.equal(errors.length, 0, `${errors.length} of ${runs} runs failed:\n${errors.join('\n')}`)
 }
 
@@ -239,28 +253,52 @@ export async function spawnMember(scope: Scope, spec: MemberSpec): Promise<Membe
       }
       const at = Number(msg.at)
       switch (msg.ev) {
-        case 'ready': ready(); break
-        case 'state': events.push({ what: `state:${String(msg.state)}`, at }); break
-        case 'membershipLost': events.push({ what: `membershipLost:${String(msg.group)}`, at }); break
-        case 'rejoined': events.push({ what: `rejoined:${String(msg.group)}`, at }); break
-        case 'lockLost': events.push({ what: `lockLost:${String(msg.name)}`, at }); break
-        case 'heartbeatFailed': events.push({ what: `heartbeatFailed:${String(msg.reason)}`, at }); break
-        case 'status': for (const w of waiting) w(msg); waiting.clear(); break
+        case 'ready':
+          ready()
+          break
+        case 'state':
+          events.push({ what: `state:${String(msg.state)}`, at })
+          break
+        case 'membershipLost':
+          events.push({ what: `membershipLost:${String(msg.group)}`, at })
+          break
+        case 'rejoined':
+          events.push({ what: `rejoined:${String(msg.group)}`, at })
+          break
+        case 'lockLost':
+          events.push({ what: `lockLost:${String(msg.name)}`, at })
+          break
+        case 'heartbeatFailed':
+          events.push({ what: `heartbeatFailed:${String(msg.reason)}`, at })
+          break
+        case 'status':
+          for (const w of waiting) w(msg)
+          waiting.clear()
+          break
       }
     }
   })
-  const exit = new Promise<never>((_, reject) => child.once('exit', (code, sig) => reject(new Error(`member process exited (${sig ?? code}) before it was ready: ${stderr.trim()}`))))
+  const exit = new Promise<never>((_, reject) =>
+    child.once('exit', (code, sig) => reject(new Error(`member process exited (${sig ?? code}) before it was ready: ${stderr.trim()}`)))
+  )
   exit.catch(() => {})
   await withTimeout(Promise.race([readyP, exit]), 60_000, `member ${spec.memberId} starting`)
   return {
     pid: child.pid!,
     memberId: spec.memberId,
     events,
-    exited: () => (child.exitCode !== null || child.signalCode !== null ? `${child.signalCode ?? child.exitCode}: ${stderr.trim().split('\n').slice(-3).join(' | ')}` : undefined),
-    status: () => withTimeout(new Promise((resolve) => {
-      waiting.add(resolve)
-      child.stdin!.write('status\n')
-    }), 15_000, `status of member ${spec.memberId}`),
+    exited: () => (child.exitCode !== null || child.signalCode !== null
+      ? `${child.signalCode ?? child.exitCode}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`
+      : undefined),
+    status: () =>
+      withTimeout(
+        new Promise((resolve) => {
+          waiting.add(resolve)
+          child.stdin!.write('status\n')
+        }),
+        15_000,
+        `status of member ${spec.memberId}`,
+      ),
     signal: (sig) => void child.kill(sig),
   }
 }
@@ -272,10 +310,14 @@ export async function spawnContender(spec: ContenderSpec): Promise<ChildProcess>
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-2_000)))
   child.stdout!.setEncoding('utf8')
   try {
-    await withTimeout(new Promise<void>((resolve, reject) => {
-      child.stdout!.on('data', (d: string) => d.includes('ready') && resolve())
-      child.once('exit', (code, sig) => reject(new Error(`contender exited (${sig ?? code}) before it was ready: ${stderr.trim()}`)))
-    }), 60_000, `contender ${spec.memberId} starting`)
+    await withTimeout(
+      new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', (d: string) => d.includes('ready') && resolve())
+        child.once('exit', (code, sig) => reject(new Error(`contender exited (${sig ?? code}) before it was ready: ${stderr.trim()}`)))
+      }),
+      60_000,
+      `contender ${spec.memberId} starting`,
+    )
   } catch (err) {
     await killChild(child)
     throw err

@@ -107,11 +107,16 @@ async function startSql(recipe: Recipe): Promise<PrivateServer> {
     p.once('exit', () => live.delete(p))
     child = p
     try {
-      await until(`${recipe.kind} on port ${port}`, async () => {
-        if (p.exitCode !== null) throw new Error(`${recipe.kind} exited with ${p.exitCode}: ${stderr}`)
-        await recipe.ready(port)
-        return true
-      }, 60_000, 200)
+      await until(
+        `${recipe.kind} on port ${port}`,
+        async () => {
+          if (p.exitCode !== null) throw new Error(`${recipe.kind} exited with ${p.exitCode}: ${stderr}`)
+          await recipe.ready(port)
+          return true
+        },
+        60_000,
+        200,
+      )
     } catch (err) {
       killGroup(p, 'SIGKILL')
       throw err
@@ -126,14 +131,20 @@ async function startSql(recipe: Recipe): Promise<PrivateServer> {
     killGroup(p, 'SIGKILL')
     await gone
     // Every server process must be gone before the data directory is used again.
-    await until(`every ${recipe.kind} process to exit`, () => rest.every((pid) => {
-      try {
-        process.kill(pid, 0)
-        return false
-      } catch {
-        return true
-      }
-    }), 10_000, 50)
+    await until(
+      `every ${recipe.kind} process to exit`,
+      () =>
+        rest.every((pid) => {
+          try {
+            process.kill(pid, 0)
+            return false
+          } catch {
+            return true
+          }
+        }),
+      10_000,
+      50,
+    )
   }
   await launch()
   return {
@@ -171,7 +182,22 @@ export function startPostgresql(): Promise<PrivateServer> {
     },
     command: (dir, port) => ({
       cmd: 'setpriv',
-      args: [...asPostgres, pgBin('postgres'), '-D', join(dir, 'data'), '-p', String(port), '-k', dir, '-h', '127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=200'],
+      args: [
+        ...asPostgres,
+        pgBin('postgres'),
+        '-D',
+        join(dir, 'data'),
+        '-p',
+        String(port),
+        '-k',
+        dir,
+        '-h',
+        '127.0.0.1',
+        '-c',
+        'fsync=off',
+        '-c',
+        'max_connections=200',
+      ],
     }),
     async ready(port) {
       const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres', connectionTimeoutMillis: 2_000 })
@@ -193,12 +219,29 @@ export function startMysql(): Promise<PrivateServer> {
   return startSql({
     kind: 'mysql',
     async init(dir) {
-      await run('mariadb-install-db', ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'])
+      await run('mariadb-install-db', [
+        '--no-defaults',
+        `--datadir=${join(dir, 'data')}`,
+        '--user=root',
+        '--auth-root-authentication-method=normal',
+        '--skip-test-db',
+      ])
     },
     command: (dir, port) => ({
       cmd: 'mariadbd',
-      args: ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--user=root', `--port=${port}`, '--bind-address=127.0.0.1', `--socket=${join(dir, 'sock')}`,
-        `--pid-file=${join(dir, 'pid')}`, '--innodb-buffer-pool-size=16M', '--skip-log-bin', '--innodb-flush-log-at-trx-commit=2', '--max-connections=200'],
+      args: [
+        '--no-defaults',
+        `--datadir=${join(dir, 'data')}`,
+        '--user=root',
+        `--port=${port}`,
+        '--bind-address=127.0.0.1',
+        `--socket=${join(dir, 'sock')}`,
+        `--pid-file=${join(dir, 'pid')}`,
+        '--innodb-buffer-pool-size=16M',
+        '--skip-log-bin',
+        '--innodb-flush-log-at-trx-commit=2',
+        '--max-connections=200',
+      ],
     }),
     async ready(port) {
       const conn = await mysql.createConnection({ host: '127.0.0.1', port, user: 'root', connectTimeout: 2_000 })

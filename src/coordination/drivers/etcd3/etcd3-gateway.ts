@@ -242,7 +242,12 @@ export class EtcdGateway {
 
   /** @internal */
   streamError(e: Json, endpoint: Endpoint): EtcdApiError {
-    return new EtcdApiError(endpoint.label, Number(e.http_code ?? 500), e.grpc_code === undefined ? undefined : Number(e.grpc_code), String(e.message ?? 'stream error'))
+    return new EtcdApiError(
+      endpoint.label,
+      Number(e.http_code ?? 500),
+      e.grpc_code === undefined ? undefined : Number(e.grpc_code),
+      String(e.message ?? 'stream error'),
+    )
   }
 
   #streamError(e: Json): EtcdApiError {

@@ -190,7 +190,9 @@ export class Etcd3Lock implements DriverLock {
 
   /** The txn tooz sends: create the key on `lease` if it does not exist. */
   #create(lease: Lease): Promise<TxnResult> {
-    return this.#host.gw.txn([{ key: this.#key, target: 'CREATE', result: 'EQUAL', operand: 0n }], [{ put: { key: this.#key, value: this.#value, lease: lease.id } }])
+    return this.#host.gw.txn([{ key: this.#key, target: 'CREATE', result: 'EQUAL', operand: 0n }], [{
+      put: { key: this.#key, value: this.#value, lease: lease.id },
+    }])
   }
 
   /** The txn failed in transit: it may have been applied, and revoking the lease deletes the key too. */

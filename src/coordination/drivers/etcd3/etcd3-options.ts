@@ -4,13 +4,21 @@ import { opt, type ResolvedOptions } from '../../options.js'
 /** The etcd3 driver's options, as tooz's etcd3gw driver spells them. */
 export const OPTIONS = {
   timeoutMs: opt.seconds('timeout', { default: 30, doc: 'Bound on every HTTP request (and on start()); the default of membership_timeout and lock_timeout.' }),
-  membershipTimeoutMs: opt.seconds('membership_timeout', { defaultFrom: 'timeoutMs', doc: 'TTL of the membership lease: a member that stops heartbeating is removed by etcd after this long (whole seconds, rounded up).' }),
-  lockTimeoutMs: opt.seconds('lock_timeout', { defaultFrom: 'timeoutMs', doc: 'TTL of each lock\'s lease: a lock whose holder stops heartbeating is freed after this long (whole seconds, rounded up).' }),
-  apiVersion: opt.enum('api_version', ['v3alpha', 'v3beta', 'v3'], { doc: 'Gateway API prefix. Default: discovered from GET /version (etcd ≥3.4 → v3, 3.3 → v3beta, older → v3alpha).' }),
+  membershipTimeoutMs: opt.seconds('membership_timeout', {
+    defaultFrom: 'timeoutMs',
+    doc: 'TTL of the membership lease: a member that stops heartbeating is removed by etcd after this long (whole seconds, rounded up).',
+  }),
+  lockTimeoutMs: opt.seconds('lock_timeout', {
+    defaultFrom: 'timeoutMs',
+    doc: "TTL of each lock's lease: a lock whose holder stops heartbeating is freed after this long (whole seconds, rounded up).",
+  }),
+  apiVersion: opt.enum('api_version', ['v3alpha', 'v3beta', 'v3'], {
+    doc: 'Gateway API prefix. Default: discovered from GET /version (etcd ≥3.4 → v3, 3.3 → v3beta, older → v3alpha).',
+  }),
   caCert: opt.string('ca_cert', { doc: 'PEM file of the CA that signed the etcd server certificate (etcd3+https).' }),
   certKey: opt.string('cert_key', { doc: 'PEM file of the client key, for client-certificate authentication (with cert_cert).' }),
   certCert: opt.string('cert_cert', { doc: 'PEM file of the client certificate (with cert_key).' }),
-  executor: opt.string('executor', { ignored: true, doc: 'tooz\'s choice of thread pool for its blocking client; this driver has none.' }),
+  executor: opt.string('executor', { ignored: true, doc: "tooz's choice of thread pool for its blocking client; this driver has none." }),
 }
 
 /** Resolved etcd3 options. */

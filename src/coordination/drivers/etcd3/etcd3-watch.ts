@@ -97,7 +97,10 @@ export class Watch {
       const { req, endpoint } = this.#gw.openStream({ create_request: this.#createRequest() })
       this.#req = req
       const stream: Stream = { endpoint, created: false, done: false, broken: () => {}, onCreated: () => {} }
-      const timer = setTimeout(() => req.destroy(new EtcdTransportError(endpoint.label, `the watch was not confirmed within ${this.#gw.timeoutMs} ms`, false)), this.#gw.timeoutMs)
+      const timer = setTimeout(
+        () => req.destroy(new EtcdTransportError(endpoint.label, `the watch was not confirmed within ${this.#gw.timeoutMs} ms`, false)),
+        this.#gw.timeoutMs,
+      )
       stream.broken = (err: Error): void => {
         if (stream.done) return
         stream.done = true
@@ -122,7 +125,11 @@ export class Watch {
         this.#next ??= big(revision) + 1n
         resolve()
       }
-      req.on('error', (err: NodeJS.ErrnoException) => stream.broken(err instanceof EtcdTransportError ? err : new EtcdTransportError(endpoint.label, err.code ?? err.message, true, { cause: err })))
+      req.on(
+        'error',
+        (err: NodeJS.ErrnoException) =>
+          stream.broken(err instanceof EtcdTransportError ? err : new EtcdTransportError(endpoint.label, err.code ?? err.message, true, { cause: err })),
+      )
       req.on('close', () => stream.broken(new EtcdTransportError(endpoint.label, 'the watch stream closed', true)))
       req.on('response', (res) => this.#read(res, stream))
     })

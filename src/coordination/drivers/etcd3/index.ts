@@ -23,8 +23,16 @@
  */
 import { randomBytes } from 'node:crypto'
 import {
-  BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidOptionError, MemberExistsError,
-  MemberNotJoinedError, OperationTimeoutError, SerializationError,
+  BackendError,
+  ConnectionError,
+  GroupExistsError,
+  GroupNotEmptyError,
+  GroupNotFoundError,
+  InvalidOptionError,
+  MemberExistsError,
+  MemberNotJoinedError,
+  OperationTimeoutError,
+  SerializationError,
 } from '../../../errors.js'
 import { dumps, loads } from '../../codec.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
@@ -39,7 +47,6 @@ import { readTlsFile } from '../kit/tls-files.js'
 const GROUP_PREFIX = 'tooz/groups/'
 const DEFAULT_PORT = 2379
 const utf8 = new TextDecoder('utf-8', { fatal: true })
-
 
 const key = (text: string): Buffer => Buffer.from(text, 'utf8')
 const groupKey = (group: string): Buffer => key(`${GROUP_PREFIX}${group}/`)
@@ -100,7 +107,9 @@ class Etcd3Driver implements CoordinationDriver {
       this.#lease = granted.id
       this.#leaseTtlSeconds = granted.ttlSeconds
     } catch (err) {
-      if (err instanceof EtcdTransportError) throw new ConnectionError(`Cannot connect to etcd at ${gw.endpoints} (${url.redacted}): ${err.message}`, { cause: err })
+      if (err instanceof EtcdTransportError) {
+        throw new ConnectionError(`Cannot connect to etcd at ${gw.endpoints} (${url.redacted}): ${err.message}`, { cause: err })
+      }
       throw err
     }
     this.#started = true
@@ -164,7 +173,9 @@ class Etcd3Driver implements CoordinationDriver {
   async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
     const g = groupKey(group)
     const m = memberKey(group, this.#ctx.memberId)
-    const r = await this.#withLease((lease) => this.#client.txn([exists(g), absent(m)], [{ put: { key: m, value: capabilities, lease } }], [{ range: { key: g, keysOnly: true } }]))
+    const r = await this.#withLease((lease) =>
+      this.#client.txn([exists(g), absent(m)], [{ put: { key: m, value: capabilities, lease } }], [{ range: { key: g, keysOnly: true } }])
+    )
     if (!r.succeeded && !r.responses[0]?.length) throw new GroupNotFoundError(group)
     // Joined now, or already (a rejoin counts that as success).
     if (!r.succeeded) throw new MemberExistsError(group, this.#ctx.memberId)
@@ -223,7 +234,11 @@ class Etcd3Driver implements CoordinationDriver {
     } catch {
       // Not ours: a plain tooz lock of that name (16 random bytes) holds the key.
     }
-    this.#ctx.events.warning(new SerializationError(`The leader lock of group ${JSON.stringify(group)} is held by a lock that does not name a member (a plain tooz lock named "leader_of_${group}"?)`))
+    this.#ctx.events.warning(
+      new SerializationError(
+        `The leader lock of group ${JSON.stringify(group)} is held by a lock that does not name a member (a plain tooz lock named "leader_of_${group}"?)`,
+      ),
+    )
     return null
   }
 
@@ -349,9 +364,15 @@ async function readTls(options: Etcd3Options): Promise<{ ca?: Buffer; cert?: Buf
 
 export default defineDriver({
   name: 'etcd3',
-  summary: 'etcd v3 through its JSON gateway (no client library), laid out exactly as tooz\'s etcd3gw driver lays it out; membership by lease, pushed watches, locks with fencing and a native wait.',
-  urlForms: ['etcd3+http://127.0.0.1:2379', 'etcd3+https://etcd1:2379,etcd2:2379?ca_cert=/etc/ssl/etcd-ca.pem', 'etcd3://user:password@127.0.0.1:2379?membership_timeout=10'],
-  consistency: 'Linearizable reads and writes; every check-and-act is one etcd txn. A member lives as long as its lease: etcd deletes the keys of a member that stops heartbeating after membership_timeout and the watch pushes that deletion. Lock fencing tokens are the key\'s create revision, which grows with every holder.',
+  summary:
+    "etcd v3 through its JSON gateway (no client library), laid out exactly as tooz's etcd3gw driver lays it out; membership by lease, pushed watches, locks with fencing and a native wait.",
+  urlForms: [
+    'etcd3+http://127.0.0.1:2379',
+    'etcd3+https://etcd1:2379,etcd2:2379?ca_cert=/etc/ssl/etcd-ca.pem',
+    'etcd3://user:password@127.0.0.1:2379?membership_timeout=10',
+  ],
+  consistency:
+    "Linearizable reads and writes; every check-and-act is one etcd txn. A member lives as long as its lease: etcd deletes the keys of a member that stops heartbeating after membership_timeout and the watch pushes that deletion. Lock fencing tokens are the key's create revision, which grows with every holder.",
   hazards: [
     'A process paused longer than membership_timeout loses its lease, its memberships and its locks; the next heartbeat reports it (lost), takes a new lease and rejoins (reconnected).',
     'Leases are timed by the etcd leader: while the etcd cluster itself is stalled nothing expires.',
@@ -359,12 +380,26 @@ export default defineDriver({
     'A user lock named "leader_of_<group>" is the leader lock of that group.',
     'Python tooz 3.1 leaves its locks to expire after stop() (up to lock_timeout); rollcall revokes its leases.',
   ],
-  capabilities: ['groups', 'updateCapabilities', 'sessionExpiry', 'pushWatch', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  capabilities: [
+    'groups',
+    'updateCapabilities',
+    'sessionExpiry',
+    'pushWatch',
+    'leaderElection',
+    'getLeader',
+    'locks',
+    'lockWaitQueue',
+    'fencing',
+    'acrossProcesses',
+    'acrossHosts',
+  ],
   options: OPTIONS,
   validateId(kind, id) {
     const text = utf8IdProblem(id)
     if (text !== undefined) return text
-    if (kind === 'group' && id.includes('/')) return 'group ids cannot contain "/": tooz\'s etcd layout (tooz/groups/<group>/<member>) would make it ambiguous; use another separator such as ":" or "."'
+    if (kind === 'group' && id.includes('/')) {
+      return 'group ids cannot contain "/": tooz\'s etcd layout (tooz/groups/<group>/<member>) would make it ambiguous; use another separator such as ":" or "."'
+    }
     return undefined
   },
   translateError(err) {

@@ -67,10 +67,14 @@ export function decodeGroupMetadata(bytes: Uint8Array): string {
 export function encodeMemberRecord(memberId: string, capabilities: Uint8Array, joinedOn: Date | Uint8Array): Uint8Array {
   const parts = [
     Uint8Array.of(0x84),
-    dumps('capabilities'), capabilities,
-    dumps('joined_on'), joinedOn instanceof Date ? encodeNaiveLocal(joinedOn) : joinedOn,
-    dumps('member_id'), dumps(utf8.encode(memberId)),
-    dumps('encoded'), dumps(false),
+    dumps('capabilities'),
+    capabilities,
+    dumps('joined_on'),
+    joinedOn instanceof Date ? encodeNaiveLocal(joinedOn) : joinedOn,
+    dumps('member_id'),
+    dumps(utf8.encode(memberId)),
+    dumps('encoded'),
+    dumps(false),
   ]
   return Buffer.concat(parts)
 }
@@ -83,7 +87,9 @@ export function decodeMemberRecord(bytes: Uint8Array): MemberRecord {
     throw new CorruptRecordError(error ? `not a member record (${error.message})` : 'the member record has no member_id', undefined, error)
   }
   const memberId = decodeId(rawId, 'member_id')
-  if (error) throw new CorruptRecordError(`the record of member ${JSON.stringify(memberId)} is malformed after its member_id (${error.message})`, memberId, error)
+  if (error) {
+    throw new CorruptRecordError(`the record of member ${JSON.stringify(memberId)} is malformed after its member_id (${error.message})`, memberId, error)
+  }
   const joinedOnRaw = fields.get('joined_on')
   return { memberId, capabilities: fields.get('capabilities') ?? NIL, joinedOn: joinedOnRaw && readNaiveLocal(joinedOnRaw), joinedOnRaw }
 }
@@ -91,8 +97,13 @@ export function decodeMemberRecord(bytes: Uint8Array): MemberRecord {
 /** oslo's datetime ext with the local wall-clock fields of `d` (Python's naive `datetime.now()`). */
 function encodeNaiveLocal(d: Date): Uint8Array {
   const fields = {
-    day: d.getDate(), month: d.getMonth() + 1, year: d.getFullYear(),
-    hour: d.getHours(), minute: d.getMinutes(), second: d.getSeconds(), microsecond: d.getMilliseconds() * 1000,
+    day: d.getDate(),
+    month: d.getMonth() + 1,
+    year: d.getFullYear(),
+    hour: d.getHours(),
+    minute: d.getMinutes(),
+    second: d.getSeconds(),
+    microsecond: d.getMilliseconds() * 1000,
   }
   return dumps(new ExtData(EXT_DATETIME, dumps(fields)))
 }

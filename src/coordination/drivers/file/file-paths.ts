@@ -33,7 +33,9 @@ export function validateId(kind: IdKind, id: string): string | undefined {
   if (id.startsWith('/')) return 'a lock name is a path relative to the directory of the URL, not an absolute path; drop the leading "/"'
   const path = normalizeLockName(id)
   if (path === '.' || path === '') return 'it names the directory itself; a lock needs a file name'
-  if (path === '..' || path.startsWith('../')) return 'it leads outside the directory of the URL (tooz refuses such paths too); use a name without ".." segments'
+  if (path === '..' || path.startsWith('../')) {
+    return 'it leads outside the directory of the URL (tooz refuses such paths too); use a name without ".." segments'
+  }
   const first = path.split('/')[0]!
   if (RESERVED_LOCK_SEGMENTS.has(first)) {
     return `"${first}" is reserved for the driver's own files (${[...RESERVED_LOCK_SEGMENTS].join(', ')}); choose another name`
@@ -53,7 +55,9 @@ export function directoryOf(url: BackendUrl): string {
   const { hosts, path, redacted } = url
   const host = hosts.map((h) => h.host).join(',')
   if (hosts.length > 1 || (host !== '' && host !== 'localhost') || hosts.some((h) => h.port !== undefined)) {
-    throw new InvalidUrlError(`${redacted} names a host ("${host}"), but the file driver works on a local directory: write file:///absolute/path (three slashes); relative paths are not allowed`)
+    throw new InvalidUrlError(
+      `${redacted} names a host ("${host}"), but the file driver works on a local directory: write file:///absolute/path (three slashes); relative paths are not allowed`,
+    )
   }
   if (!path.startsWith('/')) {
     throw new InvalidUrlError(`${redacted} has no directory: write file:///absolute/path, e.g. file:///var/lib/rollcall`)

@@ -232,7 +232,10 @@ export class MemberRecords {
     if (!this.isAlive(s.mtimeMs, nowMs)) throw new MemberNotJoinedError(group, member)
     cached?.set(name, record)
     if (record.read instanceof CorruptRecordError) {
-      throw new SerializationError(`The record of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} (${path}) is unreadable: ${record.read.message}`, { cause: record.read })
+      throw new SerializationError(
+        `The record of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} (${path}) is unreadable: ${record.read.message}`,
+        { cause: record.read },
+      )
     }
     return { record: record.read, birthtimeMs: s.birthtimeMs, mtimeMs: s.mtimeMs }
   }

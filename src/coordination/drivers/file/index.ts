@@ -34,8 +34,14 @@ import { writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import {
-  BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, MemberExistsError,
-  MemberNotJoinedError, SerializationError,
+  BackendError,
+  ConnectionError,
+  GroupExistsError,
+  GroupNotEmptyError,
+  GroupNotFoundError,
+  MemberExistsError,
+  MemberNotJoinedError,
+  SerializationError,
 } from '../../../errors.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
 import { opt, type ResolvedOptions } from '../../options.js'
@@ -46,7 +52,11 @@ import { nativeLocks, RecordLock, withFileLock } from './file-lock.js'
 import { exists, isMissing, MemberRecords, statIfExists, type CachedRecord, type LiveFile, type MemberEntry } from './file-records.js'
 
 const OPTIONS = {
-  timeoutMs: opt.seconds('timeout', { default: 10, doc: 'Liveness window: a member whose .raw file was not touched for this long is gone. Also the interval the heartbeat returns (the coordinator beats at half of it).' }),
+  timeoutMs: opt.seconds('timeout', {
+    default: 10,
+    doc:
+      'Liveness window: a member whose .raw file was not touched for this long is gone. Also the interval the heartbeat returns (the coordinator beats at half of it).',
+  }),
   executor: opt.string('executor', { ignored: true, doc: "tooz's executor choice (threaded or sync)." }),
 }
 
@@ -135,7 +145,13 @@ class FileDriver implements CoordinationDriver {
         left.push(entry)
       }
       if (left.some((e) => e.endsWith('.raw'))) throw new GroupNotEmptyError(group)
-      if (left.length > 0) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: unexpected ${left.map((e) => JSON.stringify(e)).join(', ')} in ${dir}, which should hold only .metadata and member files`)
+      if (left.length > 0) {
+        throw new BackendError(
+          `Cannot delete group ${JSON.stringify(group)}: unexpected ${
+            left.map((e) => JSON.stringify(e)).join(', ')
+          } in ${dir}, which should hold only .metadata and member files`,
+        )
+      }
       rmSync(dir, { recursive: true, force: true })
       this.#records.forget(dir)
     })
@@ -201,8 +217,9 @@ class FileDriver implements CoordinationDriver {
     for (const { path, record } of await this.#liveFiles(group)) {
       const read = record.read
       if (!(read instanceof CorruptRecordError)) members.set(read.memberId, read.capabilities)
-      else if (read.memberId !== undefined) members.set(read.memberId, new SerializationError(`Member record ${path} is unreadable (${read.message})`, { cause: read }))
-      else this.#warnUnnamed(path, record, read)
+      else if (read.memberId !== undefined) {
+        members.set(read.memberId, new SerializationError(`Member record ${path} is unreadable (${read.message})`, { cause: read }))
+      } else this.#warnUnnamed(path, record, read)
     }
     return members
   }
@@ -370,20 +387,33 @@ class FileDriver implements CoordinationDriver {
 
 export default defineDriver({
   name: 'file',
-  summary: 'A local directory, laid out as Python tooz\'s file driver lays it out: groups, members with capabilities, and locks shared by the processes of one host, Python tooz ones included.',
+  summary:
+    "A local directory, laid out as Python tooz's file driver lays it out: groups, members with capabilities, and locks shared by the processes of one host, Python tooz ones included.",
   urlForms: ['file:///var/lib/rollcall', 'file:///var/lib/rollcall?timeout=10'],
-  consistency: 'One host. Every membership read and write happens under DIR/.driver_lock, so reads are consistent. A member is alive while its .raw file was touched within `timeout` seconds; expiry is noticed by polling. Locks are kernel record locks, released when their holder exits.',
+  consistency:
+    'One host. Every membership read and write happens under DIR/.driver_lock, so reads are consistent. A member is alive while its .raw file was touched within `timeout` seconds; expiry is noticed by polling. Locks are kernel record locks, released when their holder exits.',
   hazards: [
     'Local directories only: on a network file system, record locks and mtimes are only as reliable as the server.',
-    'Locks exclude Python tooz\'s locks on Linux only (F_OFD_SETLK record locks conflict with fcntl.lockf); on macOS fs-native-extensions falls back to flock, which Python\'s locks ignore.',
+    "Locks exclude Python tooz's locks on Linux only (F_OFD_SETLK record locks conflict with fcntl.lockf); on macOS fs-native-extensions falls back to flock, which Python's locks ignore.",
     'Stale .raw files of other members (older than timeout) are deleted by listings and deleteGroup(), unlike tooz: a tooz process paused for longer than timeout leaves its groups for good.',
     'break() unlinks the lock file; a tooz process already waiting on the old file may take it while a new holder holds the new one.',
-    'Ids are written as bytes (encoded: False), as tooz documents them; a tooz program using str ids reads rollcall\'s ids back as bytes.',
+    "Ids are written as bytes (encoded: False), as tooz documents them; a tooz program using str ids reads rollcall's ids back as bytes.",
     'Listings cache decoded member records (keyed by inode, size and birth time): a tool that rewrites a member file in place, followed by a rollcall heartbeat before the next listing, goes unseen until the file is replaced (tooz and rollcall always replace files, never rewrite them).',
     'Calls inside the driver lock use synchronous file-system calls (they are short and the lock is held anyway): on a hung network mount they would block the event loop.',
   ],
   clientPackage: 'fs-native-extensions',
-  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'sharedLocks', 'acrossProcesses'],
+  capabilities: [
+    'groups',
+    'updateCapabilities',
+    'memberInfo',
+    'memberExpiry',
+    'expiryWake',
+    'leaderElection',
+    'getLeader',
+    'locks',
+    'sharedLocks',
+    'acrossProcesses',
+  ],
   options: OPTIONS,
   validateId,
   translateError(err) {

@@ -33,18 +33,43 @@
  */
 import type { ConnectionOptions } from 'node:tls'
 import {
-  BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidIdError, InvalidOptionError,
-  MemberExistsError, MemberNotJoinedError, OperationTimeoutError, SerializationError,
+  BackendError,
+  ConnectionError,
+  GroupExistsError,
+  GroupNotEmptyError,
+  GroupNotFoundError,
+  InvalidIdError,
+  InvalidOptionError,
+  MemberExistsError,
+  MemberNotJoinedError,
+  OperationTimeoutError,
+  SerializationError,
 } from '../../../errors.js'
 import { sleep } from '../../../internal/sleep.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult, type IdKind } from '../../driver.js'
 import { opt, type ResolvedOptions } from '../../options.js'
 import {
-  MAX_KEY_BYTES, MemcachedClient, MemcachedConnectionError, MemcachedKeyError, MemcachedServerError, MemcachedTimeoutError, type MemcachedServer,
+  MAX_KEY_BYTES,
+  MemcachedClient,
+  MemcachedConnectionError,
+  MemcachedKeyError,
+  MemcachedServerError,
+  MemcachedTimeoutError,
+  type MemcachedServer,
 } from '../../../clients/memcached/memcached-client.js'
 import {
-  FLAG_MSGPACK, KEYS, LONGEST_PREFIX_BYTES, capabilitiesOf, decodeGroup, decodeGroupList, decodeOwner,
-  encodeGroup, encodeGroupList, groupListId, memberEntry, type GroupEntry,
+  FLAG_MSGPACK,
+  KEYS,
+  LONGEST_PREFIX_BYTES,
+  capabilitiesOf,
+  decodeGroup,
+  decodeGroupList,
+  decodeOwner,
+  encodeGroup,
+  encodeGroupList,
+  groupListId,
+  memberEntry,
+  type GroupEntry,
 } from './memcached-layout.js'
 import { FirstExpiries } from '../../expiries.js'
 import { recheckInMs } from './memcached-expiries.js'
@@ -57,19 +82,37 @@ const DEFAULT_PORT = 11211
 
 /** Every option of tooz's memcached driver, with tooz's spelling and units. */
 export const MEMCACHED_OPTIONS = {
-  timeoutMs: opt.seconds('timeout', { default: 30, doc: 'Connect and reply timeout, and the default of membership_timeout, lock_timeout and leader_timeout (tooz: 30).' }),
-  membershipTimeoutMs: opt.seconds('membership_timeout', { defaultFrom: 'timeoutMs', doc: 'Expiry of the member key `_TOOZ_MEMBER_<id>`: a member that stops heartbeating is gone after this long.' }),
-  lockTimeoutMs: opt.seconds('lock_timeout', { defaultFrom: 'timeoutMs', doc: 'Expiry of a lock key; the heartbeat extends held locks, so a crashed holder frees its locks after this long.' }),
-  leaderTimeoutMs: opt.seconds('leader_timeout', { defaultFrom: 'timeoutMs', doc: 'Expiry of a group\'s leader key; a crashed leader is replaced after this long.' }),
-  maxPoolSize: opt.integer('max_pool_size', { min: 1, ignored: true, doc: 'tooz\'s connection pool size; rollcall pipelines every request over one connection.' }),
+  timeoutMs: opt.seconds('timeout', {
+    default: 30,
+    doc: 'Connect and reply timeout, and the default of membership_timeout, lock_timeout and leader_timeout (tooz: 30).',
+  }),
+  membershipTimeoutMs: opt.seconds('membership_timeout', {
+    defaultFrom: 'timeoutMs',
+    doc: 'Expiry of the member key `_TOOZ_MEMBER_<id>`: a member that stops heartbeating is gone after this long.',
+  }),
+  lockTimeoutMs: opt.seconds('lock_timeout', {
+    defaultFrom: 'timeoutMs',
+    doc: 'Expiry of a lock key; the heartbeat extends held locks, so a crashed holder frees its locks after this long.',
+  }),
+  leaderTimeoutMs: opt.seconds('leader_timeout', {
+    defaultFrom: 'timeoutMs',
+    doc: "Expiry of a group's leader key; a crashed leader is replaced after this long.",
+  }),
+  maxPoolSize: opt.integer('max_pool_size', {
+    min: 1,
+    ignored: true,
+    doc: "tooz's connection pool size; rollcall pipelines every request over one connection.",
+  }),
   useSsl: opt.boolean('use_ssl', { default: false, doc: 'Connect over TLS.' }),
-  caCert: opt.string('ca_cert', { doc: 'PEM file of the CA that signed the server certificate (default: the system CAs). The certificate is always verified.' }),
+  caCert: opt.string('ca_cert', {
+    doc: 'PEM file of the CA that signed the server certificate (default: the system CAs). The certificate is always verified.',
+  }),
   sslCert: opt.string('ssl_cert', { doc: 'PEM file of a client certificate.' }),
-  sslKey: opt.string('ssl_key', { doc: 'PEM file of the client certificate\'s key.' }),
+  sslKey: opt.string('ssl_key', { doc: "PEM file of the client certificate's key." }),
   sslKeyPassword: opt.string('ssl_key_password', { doc: 'Passphrase of ssl_key.' }),
   sslCiphers: opt.string('ssl_ciphers', { doc: 'OpenSSL cipher list.' }),
   sslCheckHostname: opt.boolean('ssl_check_hostname', { default: false, doc: 'Also check that the certificate names the host (tooz default: false).' }),
-  executor: opt.string('executor', { ignored: true, doc: 'tooz\'s executor choice (threaded or sync); rollcall has no executor threads.' }),
+  executor: opt.string('executor', { ignored: true, doc: "tooz's executor choice (threaded or sync); rollcall has no executor threads." }),
 }
 
 /** Resolved options of the memcached driver. */
@@ -77,7 +120,6 @@ export type MemcachedOptions = ResolvedOptions<typeof MEMCACHED_OPTIONS>
 
 /** Returned by a CAS step that lost the race and must run again. */
 const RETRY = Symbol('retry')
-
 
 class MemcachedDriver implements CoordinationDriver {
   readonly #ctx: DriverContext<MemcachedOptions>
@@ -108,7 +150,9 @@ class MemcachedDriver implements CoordinationDriver {
 
   async start(): Promise<void> {
     const { url, options } = this.#ctx
-    const hosts = url.hosts.length ? url.hosts.map((h) => ({ host: h.host || 'localhost', port: h.port ?? DEFAULT_PORT })) : [{ host: 'localhost', port: DEFAULT_PORT }]
+    const hosts = url.hosts.length
+      ? url.hosts.map((h) => ({ host: h.host || 'localhost', port: h.port ?? DEFAULT_PORT }))
+      : [{ host: 'localhost', port: DEFAULT_PORT }]
     this.#client = new MemcachedClient({
       hosts,
       connectTimeoutMs: options.timeoutMs,
@@ -123,10 +167,16 @@ class MemcachedDriver implements CoordinationDriver {
       throw new ConnectionError(`Cannot connect to ${url.redacted}: ${(err as Error).message}`, { cause: err })
     }
     if (url.username !== undefined || url.password !== undefined) {
-      this.#ctx.events.warning(new InvalidOptionError('memcached\'s text protocol has no authentication: the user name and password in the URL are ignored (as tooz ignores them)'))
+      this.#ctx.events.warning(
+        new InvalidOptionError("memcached's text protocol has no authentication: the user name and password in the URL are ignored (as tooz ignores them)"),
+      )
     }
     if (!this.#meta) {
-      this.#ctx.events.warning(new BackendError(`memcached ${this.#server?.version} has no meta commands (they need 1.6.10 or later): locks are released with tooz's non-atomic get-compare-delete`))
+      this.#ctx.events.warning(
+        new BackendError(
+          `memcached ${this.#server?.version} has no meta commands (they need 1.6.10 or later): locks are released with tooz's non-atomic get-compare-delete`,
+        ),
+      )
     }
   }
 
@@ -147,10 +197,13 @@ class MemcachedDriver implements CoordinationDriver {
     if ((await this.#connected.store('add', KEYS.group(group), encodeGroup([]), FLAG_MSGPACK, 0)) !== 'stored') throw new GroupExistsError(group)
     await this.#casLoop(`adding ${group} to the group list`, async () => {
       const item = await this.#connected.gets(KEYS.groupList)
-      if (item === undefined) return (await this.#connected.store('add', KEYS.groupList, encodeGroupList([Buffer.from(group)]), FLAG_MSGPACK, 0)) === 'stored' || RETRY
+      if (item === undefined) {
+        return (await this.#connected.store('add', KEYS.groupList, encodeGroupList([Buffer.from(group)]), FLAG_MSGPACK, 0)) === 'stored' || RETRY
+      }
       const list = decodeGroupList(item)
       if (list.some((e) => groupListId(e) === group)) return true
-      return (await this.#connected.store('cas', KEYS.groupList, encodeGroupList([...list, Buffer.from(group)]), FLAG_MSGPACK, 0, item.cas)) === 'stored' || RETRY
+      return (await this.#connected.store('cas', KEYS.groupList, encodeGroupList([...list, Buffer.from(group)]), FLAG_MSGPACK, 0, item.cas)) === 'stored'
+        || RETRY
     })
   }
 
@@ -182,8 +235,9 @@ class MemcachedDriver implements CoordinationDriver {
     const ids = new Set<string>()
     for (const entry of decodeGroupList(await this.#connected.get([KEYS.groupList]).then((m) => m.get(KEYS.groupList)))) {
       const id = groupListId(entry)
-      if (id === undefined) this.#ctx.events.warning(new SerializationError(`The group list (${KEYS.groupList}) holds an entry that is not a UTF-8 group id; it is skipped`))
-      else ids.add(id)
+      if (id === undefined) {
+        this.#ctx.events.warning(new SerializationError(`The group list (${KEYS.groupList}) holds an entry that is not a UTF-8 group id; it is skipped`))
+      } else ids.add(id)
     }
     return [...ids]
   }
@@ -259,7 +313,11 @@ class MemcachedDriver implements CoordinationDriver {
     const entries = decodeGroup(item, group)
     if (entries === undefined) throw new GroupNotFoundError(group)
     for (const e of entries) {
-      if (e.id === undefined) this.#ctx.events.warning(new SerializationError(`Group ${JSON.stringify(group)} holds a member whose id is not UTF-8 text; it is left in place but not listed`))
+      if (e.id === undefined) {
+        this.#ctx.events.warning(
+          new SerializationError(`Group ${JSON.stringify(group)} holds a member whose id is not UTF-8 text; it is left in place but not listed`),
+        )
+      }
     }
     return entries
   }
@@ -319,7 +377,7 @@ class MemcachedDriver implements CoordinationDriver {
   /** Runs `step` until it stops answering RETRY, with short jittered backoff, for at most `timeout`. */
   async #casLoop(what: string, step: () => Promise<true | typeof RETRY>): Promise<void> {
     const started = Date.now()
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 1;; attempt++) {
       if ((await step()) !== RETRY) return
       if (Date.now() - started > this.#ctx.options.timeoutMs) {
         throw new OperationTimeoutError(`Gave up ${what} after ${attempt} compare-and-swap conflicts in ${Date.now() - started} ms (timeout)`)
@@ -335,10 +393,12 @@ class MemcachedDriver implements CoordinationDriver {
     const [major = 0, minor = 0, patch = 0] = server.version.split('.').map((n) => Number.parseInt(n, 10) || 0)
     this.#meta = major > 1 || (major === 1 && (minor > 6 || (minor === 6 && patch >= 10)))
     if (!reconnect || !previous) return
-    const same = previous.host === server.host && previous.port === server.port && previous.pid === server.pid &&
-      (previous.bootedAt === undefined || server.bootedAt === undefined || Math.abs(previous.bootedAt - server.bootedAt) <= 1)
+    const same = previous.host === server.host && previous.port === server.port && previous.pid === server.pid
+      && (previous.bootedAt === undefined || server.bootedAt === undefined || Math.abs(previous.bootedAt - server.bootedAt) <= 1)
     if (same) this.#ctx.events.connectionState('reconnected')
-    else this.#ctx.events.sessionReplaced(`memcached at ${server.host}:${server.port} is not the server this member used before (restarted, or a fail-over host): every key is gone`)
+    else {this.#ctx.events.sessionReplaced(
+        `memcached at ${server.host}:${server.port} is not the server this member used before (restarted, or a fail-over host): every key is gone`,
+      )}
   }
 }
 
@@ -357,15 +417,17 @@ async function tlsOptions(o: MemcachedOptions): Promise<ConnectionOptions> {
 
 export default defineDriver({
   name: 'memcached',
-  summary: 'tooz\'s memcached layout: groups as CAS-updated msgpack values, members alive while their expiring key exists, locks and leaders as added keys. Shares groups, locks and leaders with Python tooz processes.',
+  summary:
+    "tooz's memcached layout: groups as CAS-updated msgpack values, members alive while their expiring key exists, locks and leaders as added keys. Shares groups, locks and leaders with Python tooz processes.",
   urlForms: ['memcached://127.0.0.1:11211', 'memcached://mc1:11211,mc2:11211?timeout=10', 'memcached://mc1:11211?use_ssl=true&ca_cert=/etc/ssl/mc-ca.pem'],
-  consistency: 'Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists (membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend another holder\'s lock. Watchers poll, and re-read a watched group every 0.1 s through the last two seconds of its first member key\'s TTL (memcached ≥ 1.6.10; its whole-second clock can skip a second).',
+  consistency:
+    "Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists (membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend another holder's lock. Watchers poll, and re-read a watched group every 0.1 s through the last two seconds of its first member key's TTL (memcached ≥ 1.6.10; its whole-second clock can skip a second).",
   hazards: [
     'memcached is a cache: LRU eviction can drop a group, a member key or a lock at any moment, whatever its expiry. Dropped memberships are reported (membershipLost) and rejoined; a dropped lock can be taken by another process before the holder notices (lockLost).',
     'A restarted memcached forgets everything; the driver reports the connection as lost on reconnect, so locks and leadership are dropped and groups rejoined.',
     'No fencing: an evicted or restarted server can give one lock to two holders in turn.',
     'Extra hosts in the URL are a fail-over list, not shards; keys live on whichever server answers first, and a fail-over starts from empty.',
-    'Expiry has one-second resolution and memcached\'s clock can skip a second, so a key may lapse up to 2 s early: heartbeats run at half of (shortest timeout − 2 s), and timeouts under 3 s are not useful.',
+    "Expiry has one-second resolution and memcached's clock can skip a second, so a key may lapse up to 2 s early: heartbeats run at half of (shortest timeout − 2 s), and timeouts under 3 s are not useful.",
   ],
   capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses', 'acrossHosts'],
   options: MEMCACHED_OPTIONS,
@@ -374,7 +436,9 @@ export default defineDriver({
     const prefix = LONGEST_PREFIX_BYTES[kind]
     const bytes = Buffer.byteLength(id)
     if (prefix + bytes > MAX_KEY_BYTES) {
-      return `it is ${bytes} bytes long, and with the ${prefix}-byte key prefix tooz puts before a ${kind} id it exceeds memcached's ${MAX_KEY_BYTES}-byte key limit; use at most ${MAX_KEY_BYTES - prefix} bytes`
+      return `it is ${bytes} bytes long, and with the ${prefix}-byte key prefix tooz puts before a ${kind} id it exceeds memcached's ${MAX_KEY_BYTES}-byte key limit; use at most ${
+        MAX_KEY_BYTES - prefix
+      } bytes`
     }
     return undefined
   },
@@ -383,7 +447,7 @@ export default defineDriver({
     if (err instanceof MemcachedTimeoutError) return new OperationTimeoutError(`${err.message} (option timeout)`, { cause: err })
     if (err instanceof MemcachedKeyError) return new InvalidIdError(err.message)
     if (err instanceof MemcachedServerError) {
-      const hint = /too large/i.test(err.message) ? '; the value exceeds memcached\'s item size limit (raise it with memcached -I)' : ''
+      const hint = /too large/i.test(err.message) ? "; the value exceeds memcached's item size limit (raise it with memcached -I)" : ''
       return new BackendError(`${err.message}${hint}`, { cause: err, retryable: err.kind === 'SERVER_ERROR' && /memory/i.test(err.message) })
     }
     return undefined

@@ -61,7 +61,9 @@ const CAPABILITIES = Buffer.from('capabilities')
 /** Decodes a value's flags as tooz does: the payload when they are `expected`, else a SerializationError. */
 function payload(item: MemcachedItem, what: string): Uint8Array {
   if (item.flags === FLAG_MSGPACK || item.flags === FLAG_BYTES) return item.value
-  throw new SerializationError(`The ${what} has unknown client flags ${item.flags} (tooz writes 1 for bytes and 2 for msgpack): Unknown serialization format '${item.flags}'`)
+  throw new SerializationError(
+    `The ${what} has unknown client flags ${item.flags} (tooz writes 1 for bytes and 2 for msgpack): Unknown serialization format '${item.flags}'`,
+  )
 }
 
 /**
@@ -82,7 +84,11 @@ export function decodeGroup(item: MemcachedItem | undefined, group: string): Gro
 /** A group value made of these entries, byte for byte. */
 export function encodeGroup(entries: readonly GroupEntry[]): Buffer {
   const n = entries.length
-  const head = n <= 15 ? Buffer.from([0x80 | n]) : n <= 0xffff ? Buffer.from([0xde, n >> 8, n & 0xff]) : Buffer.from([0xdf, n >>> 24, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff])
+  const head = n <= 15
+    ? Buffer.from([0x80 | n])
+    : n <= 0xffff
+    ? Buffer.from([0xde, n >> 8, n & 0xff])
+    : Buffer.from([0xdf, n >>> 24, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff])
   return Buffer.concat([head, ...entries.flatMap((e) => [e.key, e.value])])
 }
 
@@ -100,7 +106,9 @@ export function capabilitiesOf(entry: GroupEntry, group: string): Uint8Array | S
   const caps = entries.find((e) => isCapabilitiesKey(e.key))?.value
   if (caps !== undefined) return new Uint8Array(caps.buffer, caps.byteOffset, caps.length)
   const reason = error?.message ?? 'it has no "capabilities" key'
-  return new SerializationError(`The entry of member ${JSON.stringify(entry.id)} in group ${JSON.stringify(group)} is not {b'capabilities': ...}: ${reason}`, { cause: error })
+  return new SerializationError(`The entry of member ${JSON.stringify(entry.id)} in group ${JSON.stringify(group)} is not {b'capabilities': ...}: ${reason}`, {
+    cause: error,
+  })
 }
 
 /** The group list's entries (bin or str ids, as stored), or [] when the key is absent. */

@@ -88,7 +88,17 @@ export interface MysqlTlsOptions {
 }
 
 /** pymysql's spellings of ssl_verify_mode; `optional` verifies nothing more than `none` does in Node. */
-const VERIFY_MODES: Record<string, boolean> = { none: false, '0': false, false: false, no: false, optional: false, required: true, '1': true, true: true, yes: true }
+const VERIFY_MODES: Record<string, boolean> = {
+  none: false,
+  '0': false,
+  false: false,
+  no: false,
+  optional: false,
+  required: true,
+  '1': true,
+  true: true,
+  yes: true,
+}
 
 /** mysql2's `ssl` settings for tooz's ssl_* options; undefined (no TLS) when none is set. @internal */
 export async function tlsConfig(o: MysqlTlsOptions): Promise<SslConfig | undefined> {
@@ -145,7 +155,10 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     this.#timeoutMs = timeoutMs
     this.#names = names
     const statements = mysqlStatements(names)
-    this.#statements = Object.fromEntries(Object.entries(statements).map(([k, sql]) => [k, { ...toPositional(sql), multiple: sql.includes(';') }])) as Record<StatementName, Prepared>
+    this.#statements = Object.fromEntries(Object.entries(statements).map(([k, sql]) => [k, { ...toPositional(sql), multiple: sql.includes(';') }])) as Record<
+      StatementName,
+      Prepared
+    >
     this.fencing = fencing
     this.lockSql = fencing ? mysqlLockSql(names.fence) : MYSQL_LOCK_SQL_UNFENCED
     this.sessions = new LockSessions<MysqlConnection>({
@@ -254,8 +267,13 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
 export default defineDriver({
   name: 'mysql',
   summary: 'MySQL or MariaDB: tooz-compatible GET_LOCK locks, plus groups, membership with expiry and leader election on small tables.',
-  urlForms: ['mysql://USER:PASSWORD@HOST[:PORT]/DBNAME', 'mysql://USER@localhost/DBNAME?unix_socket=/run/mysqld/mysqld.sock', 'mysql://USER@HOST/DBNAME?ssl_ca=/etc/ssl/ca.pem'],
-  consistency: 'Statements are atomic on the server (InnoDB). Members live while expires_at > UTC_TIMESTAMP(6) by the server clock (membership_timeout after their last heartbeat); watchers poll. A lock lasts exactly as long as its session.',
+  urlForms: [
+    'mysql://USER:PASSWORD@HOST[:PORT]/DBNAME',
+    'mysql://USER@localhost/DBNAME?unix_socket=/run/mysqld/mysqld.sock',
+    'mysql://USER@HOST/DBNAME?ssl_ca=/etc/ssl/ca.pem',
+  ],
+  consistency:
+    'Statements are atomic on the server (InnoDB). Members live while expires_at > UTC_TIMESTAMP(6) by the server clock (membership_timeout after their last heartbeat); watchers poll. A lock lasts exactly as long as its session.',
   hazards: [
     'Lock names are at most 64 characters, so group ids (whose leader lock is leader_of_<group>) at most 54.',
     'Lock names may compare case-insensitively (MySQL 5.7+; MariaDB 10.11 compared them exactly here): do not rely on names differing only in case.',
@@ -264,7 +282,20 @@ export default defineDriver({
     'break() KILLs the holding connection, which needs the right to.',
   ],
   clientPackage: 'mysql2',
-  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  capabilities: [
+    'groups',
+    'updateCapabilities',
+    'memberInfo',
+    'memberExpiry',
+    'expiryWake',
+    'leaderElection',
+    'getLeader',
+    'locks',
+    'lockWaitQueue',
+    'fencing',
+    'acrossProcesses',
+    'acrossHosts',
+  ],
   options: {
     ...sqlCommonOptions('MySQL', 'table'),
     unixSocket: opt.string('unix_socket', { doc: 'tooz: connect through this Unix socket instead of TCP.' }),
@@ -273,11 +304,14 @@ export default defineDriver({
     sslCert: opt.string('ssl_cert', { doc: 'tooz: client certificate file.' }),
     sslKey: opt.string('ssl_key', { doc: 'tooz: client key file.' }),
     sslCipher: opt.string('ssl_cipher', { doc: 'tooz: allowed TLS ciphers (OpenSSL list).' }),
-    sslVerifyMode: opt.string('ssl_verify_mode', { doc: 'tooz/pymysql: none, optional (treated as none) or required; default required with a CA, none without.' }),
-    sslCheckHostname: opt.boolean('ssl_check_hostname', { doc: 'tooz: check the server certificate\'s host name (default true when a CA is given).' }),
+    sslVerifyMode: opt.string('ssl_verify_mode', {
+      doc: 'tooz/pymysql: none, optional (treated as none) or required; default required with a CA, none without.',
+    }),
+    sslCheckHostname: opt.boolean('ssl_check_hostname', { doc: "tooz: check the server certificate's host name (default true when a CA is given)." }),
     fencing: opt.boolean('fencing', {
       default: true,
-      doc: 'Issue a fencing token with every lock (an InnoDB counter row bumped in the acquire\'s round trip: one redo-log flush per acquire, and acquirers of every lock queue on that row). false: GET_LOCK alone, as tooz; acquires are cheaper and fencingToken is undefined, so a resource cannot refuse a stale holder (one that lost its session but still runs).',
+      doc:
+        "Issue a fencing token with every lock (an InnoDB counter row bumped in the acquire's round trip: one redo-log flush per acquire, and acquirers of every lock queue on that row). false: GET_LOCK alone, as tooz; acquires are cheaper and fencingToken is undefined, so a resource cannot refuse a stale holder (one that lost its session but still runs).",
     }),
   },
   validateId: (kind, id) => sqlIdProblem(kind, id, MAX_LOCK_NAME_CHARS),
@@ -296,24 +330,38 @@ export default defineDriver({
     if (url.hosts.length > 1) throw new InvalidUrlError(`${url.redacted} names several hosts; the mysql driver connects to one`)
     const database = url.path.replace(/^\/+/, '')
     if (!database) {
-      throw new InvalidUrlError(`${url.redacted} names no database; rollcall keeps its tables in one: write it in the path, e.g. mysql://root@127.0.0.1:3306/rollcall`)
+      throw new InvalidUrlError(
+        `${url.redacted} names no database; rollcall keeps its tables in one: write it in the path, e.g. mysql://root@127.0.0.1:3306/rollcall`,
+      )
     }
     const host = url.hosts[0]?.host || 'localhost'
     const port = url.hosts[0]?.port ?? 3306
     const config: MysqlConfig = {
-      host, port, user: url.username, password: url.password, database,
+      host,
+      port,
+      user: url.username,
+      password: url.password,
+      database,
       ...(options.unixSocket ? { socketPath: options.unixSocket } : {}),
-      connectTimeout: options.timeoutMs, enableKeepAlive: true,
+      connectTimeout: options.timeoutMs,
+      enableKeepAlive: true,
       // A join and a lock acquire are two statements each, sent in one round trip. Every value is
       // still a bound parameter (escaped by mysql2), and table names are checked identifiers.
       multipleStatements: true,
       // DATETIME columns hold UTC (UTC_TIMESTAMP); read them as such. Fencing counters are BIGINT.
-      timezone: 'Z', supportBigNumbers: true, bigNumberStrings: true,
+      timezone: 'Z',
+      supportBigNumbers: true,
+      bigNumberStrings: true,
     }
     const where = `${options.unixSocket ? `socket ${options.unixSocket}` : formatHosts([{ host, port }])} (database ${database})`
     const tls: MysqlTlsOptions = {
-      sslCa: options.sslCa, sslCapath: options.sslCapath, sslCert: options.sslCert, sslKey: options.sslKey,
-      sslCipher: options.sslCipher, sslVerifyMode: options.sslVerifyMode, sslCheckHostname: options.sslCheckHostname,
+      sslCa: options.sslCa,
+      sslCapath: options.sslCapath,
+      sslCert: options.sslCert,
+      sslKey: options.sslKey,
+      sslCipher: options.sslCipher,
+      sslVerifyMode: options.sslVerifyMode,
+      sslCheckHostname: options.sslCheckHostname,
     }
     const dialect = new MysqlDialect(config, tls, where, options.timeoutMs, sqlNames(options.namespace), options.fencing)
     return new SqlDriver(dialect, { memberId, membershipTimeoutMs: options.membershipTimeoutMs, events })

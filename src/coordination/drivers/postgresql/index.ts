@@ -227,8 +227,14 @@ function clientConfig(url: BackendUrl, o: { host?: string; port?: number; dbname
   const port = o.port ?? url.hosts[0]?.port ?? 5432
   const database = o.dbname || url.path.replace(/^\/+/, '') || undefined
   const config: PgConfig = {
-    host, port, database, user: url.username, password: url.password,
-    connectionTimeoutMillis: o.timeoutMs, keepAlive: true, application_name: 'rollcall',
+    host,
+    port,
+    database,
+    user: url.username,
+    password: url.password,
+    connectionTimeoutMillis: o.timeoutMs,
+    keepAlive: true,
+    application_name: 'rollcall',
   }
   const at = host?.startsWith('/') ? `socket ${host}/.s.PGSQL.${port}` : formatHosts([{ host: host ?? 'localhost', port }])
   return { config, where: `${at} (database ${database ?? '(the user name)'})` }
@@ -236,17 +242,37 @@ function clientConfig(url: BackendUrl, o: { host?: string; port?: number; dbname
 
 export default defineDriver({
   name: 'postgresql',
-  summary: 'PostgreSQL: tooz-compatible advisory locks, plus groups, membership with expiry, leader election and pushed join/leave notifications on small tables.',
-  urlForms: ['postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME', 'postgresql://USER@/DBNAME?host=/var/run/postgresql', 'postgresql://USER@HOST/DBNAME?membership_timeout=10&namespace=myapp_'],
-  consistency: 'Statements are atomic on the server. Members live while expires_at > now() by the server clock (membership_timeout after their last heartbeat); joins, leaves and updates are NOTIFYed at once, expiry is found by polling. A lock lasts exactly as long as its session.',
+  summary:
+    'PostgreSQL: tooz-compatible advisory locks, plus groups, membership with expiry, leader election and pushed join/leave notifications on small tables.',
+  urlForms: [
+    'postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME',
+    'postgresql://USER@/DBNAME?host=/var/run/postgresql',
+    'postgresql://USER@HOST/DBNAME?membership_timeout=10&namespace=myapp_',
+  ],
+  consistency:
+    'Statements are atomic on the server. Members live while expires_at > now() by the server clock (membership_timeout after their last heartbeat); joins, leaves and updates are NOTIFYed at once, expiry is found by polling. A lock lasts exactly as long as its session.',
   hazards: [
-    'Lock keys are tooz\'s 16 bits of md5(name): only 65,536 distinct locks, so unrelated names (leader locks included) can falsely contend.',
+    "Lock keys are tooz's 16 bits of md5(name): only 65,536 distinct locks, so unrelated names (leader locks included) can falsely contend.",
     'Advisory locks are per database: Python tooz and rollcall must connect to the same database to exclude each other.',
     'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to 2 unused lock sessions kept for 10 s after a release, plus 1 (LISTEN) while a group is watched.',
     'break() terminates the holding backend (PostgreSQL 14 or later), which needs the right to signal it.',
   ],
   clientPackage: 'pg',
-  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'sharedLocks', 'lockWaitQueue', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  capabilities: [
+    'groups',
+    'updateCapabilities',
+    'memberInfo',
+    'memberExpiry',
+    'expiryWake',
+    'leaderElection',
+    'getLeader',
+    'locks',
+    'sharedLocks',
+    'lockWaitQueue',
+    'fencing',
+    'acrossProcesses',
+    'acrossHosts',
+  ],
   options: {
     ...sqlCommonOptions('PostgreSQL', 'table, sequence and NOTIFY channel'),
     host: opt.string('host', { doc: 'tooz: overrides the URL host; a path names a Unix socket directory.' }),

@@ -40,7 +40,7 @@ export class PgNotifier {
   /** Calls `onChange` on every notification for `group`; resolves once LISTEN is in place. */
   async subscribe(group: string, onChange: () => void): Promise<() => Promise<void>> {
     let set = this.#subscribers.get(group)
-    if (!set) this.#subscribers.set(group, (set = new Set()))
+    if (!set) this.#subscribers.set(group, set = new Set())
     set.add(onChange)
     try {
       await this.#listen()

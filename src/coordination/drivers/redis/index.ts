@@ -19,7 +19,8 @@
  * Hazards (data loss on restart, locks as leases, lock key styles, getLeader on tooz 3.1, no
  * Redis Cluster) are declared in defineDriver below, from which docs/drivers.md is made.
  */
-import { BackendError, DriverUnavailableError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, ConnectionError, MemberExistsError, MemberNotJoinedError, SerializationError } from '../../../errors.js'
+import { BackendError, DriverUnavailableError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, ConnectionError, MemberExistsError,
+  MemberNotJoinedError, SerializationError } from '../../../errors.js'
 import type { Redis } from 'ioredis'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
 import { FirstExpiries } from '../../expiries.js'
@@ -123,7 +124,9 @@ class RedisDriver implements CoordinationDriver {
     const r = await this.#run('rollcallDeleteGroup', [this.#keys.group(group), this.#keys.groups], [group, this.#keys.beat(), this.#ctx.memberId])
     if (r === -1 || r === -2) throw new GroupNotFoundError(group)
     if (r === -3) throw new GroupNotEmptyError(group)
-    if (r !== 1) throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: removing it from ${this.#keys.groups} failed (script answered ${String(r)})`)
+    if (r !== 1) {
+      throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: removing it from ${this.#keys.groups} failed (script answered ${String(r)})`)
+    }
   }
 
   async listGroups(): Promise<string[]> {
@@ -230,13 +233,17 @@ class RedisDriver implements CoordinationDriver {
   }
 
   #lock(key: string): RedisLock {
-    return new RedisLock({
-      client: () => this.#redis(),
-      run: (name, keys, args) => this.#run(name, keys, args),
-      lockTimeoutMs: this.#options.lockTimeoutMs,
-      memberId: this.#ctx.memberId,
-      held: (lock, isHeld) => (isHeld ? this.#heldLocks.add(lock) : this.#heldLocks.delete(lock)),
-    }, key, this.#keys.fence(key))
+    return new RedisLock(
+      {
+        client: () => this.#redis(),
+        run: (name, keys, args) => this.#run(name, keys, args),
+        lockTimeoutMs: this.#options.lockTimeoutMs,
+        memberId: this.#ctx.memberId,
+        held: (lock, isHeld) => (isHeld ? this.#heldLocks.add(lock) : this.#heldLocks.delete(lock)),
+      },
+      key,
+      this.#keys.fence(key),
+    )
   }
 
   /** Sets the beat key and returns the joined groups that no longer list this member. */
@@ -254,10 +261,11 @@ class RedisDriver implements CoordinationDriver {
       const detail = err instanceof DeadlineError
         ? `${err.message}${this.#lastError ? ` (last error: ${this.#lastError.message})` : ''}`
         : (this.#lastError ?? (err as Error)).message
-      throw new ConnectionError(`Cannot connect to Redis at ${describeTarget(this.#target)} (${this.#ctx.url.redacted}): ${detail}`, { cause: this.#lastError ?? err })
+      throw new ConnectionError(`Cannot connect to Redis at ${describeTarget(this.#target)} (${this.#ctx.url.redacted}): ${detail}`, {
+        cause: this.#lastError ?? err,
+      })
     }
   }
-
 
   /** The transport broke: report `suspended` once; members and locks may still be valid on the server. */
   #onDown(): void {
@@ -277,7 +285,9 @@ class RedisDriver implements CoordinationDriver {
     this.#suspended = false
     this.#ctx.events.connectionState('reconnected')
     this.#beat([...this.#joined]).then((lost) => {
-      if (lost.length > 0) this.#ctx.events.membershipLost(lost, 'the Redis server no longer lists this member (it restarted empty, failed over, or the entry was deleted)')
+      if (lost.length > 0) {
+        this.#ctx.events.membershipLost(lost, 'the Redis server no longer lists this member (it restarted empty, failed over, or the entry was deleted)')
+      }
     }, (err: unknown) => this.#ctx.log.debug('beat after reconnect failed', { error: String(err) }))
     for (const lock of this.#heldLocks) {
       lock.refresh().then((ours) => {
@@ -290,7 +300,9 @@ class RedisDriver implements CoordinationDriver {
 
   #decodeOrWarn(bytes: Buffer, what: string): string | undefined {
     const id = decodeId(bytes)
-    if (id === undefined) this.#ctx.events.warning(new SerializationError(`Skipped ${what}: its id is not UTF-8 (hex ${bytes.toString('hex')}), so rollcall cannot name it`))
+    if (id === undefined) {
+      this.#ctx.events.warning(new SerializationError(`Skipped ${what}: its id is not UTF-8 (hex ${bytes.toString('hex')}), so rollcall cannot name it`))
+    }
     return id
   }
 
@@ -307,27 +319,42 @@ class RedisDriver implements CoordinationDriver {
 
 export default defineDriver({
   name: 'redis',
-  summary: 'Redis (or a Redis Sentinel master): groups, member expiry, leader election and locks with fencing tokens, wire-compatible with Python tooz\'s redis driver.',
+  summary:
+    "Redis (or a Redis Sentinel master): groups, member expiry, leader election and locks with fencing tokens, wire-compatible with Python tooz's redis driver.",
   urlForms: [
     'redis://[user:pass@]host[:port][?options]',
     'rediss://[user:pass@]host[:port][?options]',
     'redis:///path/to/redis.sock[?options]',
     'redis://SENTINEL_HOST:PORT?sentinel=MASTER&sentinel_fallback=HOST:PORT',
   ],
-  consistency: 'Every check-and-act is one atomic Lua script on a single server. A member is alive while its beat key (TTL membership_timeout) exists; dead members are collected lazily by readers and never reported. Watchers poll. Locks are leases (SET NX PX lock_timeout) extended by the heartbeat, with fencing tokens.',
+  consistency:
+    'Every check-and-act is one atomic Lua script on a single server. A member is alive while its beat key (TTL membership_timeout) exists; dead members are collected lazily by readers and never reported. Watchers poll. Locks are leases (SET NX PX lock_timeout) extended by the heartbeat, with fencing tokens.',
   hazards: [
-    'Data lives in Redis memory: a restart without persistence or a failover to a lagging replica loses groups, members and locks. Members rejoin by themselves, but a lock may be held twice until the old holder\'s next refresh tells it the lock is gone.',
+    "Data lives in Redis memory: a restart without persistence or a failover to a lagging replica loses groups, members and locks. Members rejoin by themselves, but a lock may be held twice until the old holder's next refresh tells it the lock is gone.",
     'Locks are leases: a holder paused longer than lock_timeout loses its lock while still running. Fencing tokens (an INCR counter beside each lock key) guard against that, but are only as durable as Redis persistence and replication; counters are never deleted.',
     'tooz changed its lock keys in 9.0: processes using different lock_key_style values (e.g. tooz 3.1 and tooz 9) do not exclude each other.',
     'Not Redis Cluster-safe, like tooz: the scripts touch keys in different hash slots.',
   ],
   clientPackage: 'ioredis',
-  capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  capabilities: [
+    'groups',
+    'updateCapabilities',
+    'memberExpiry',
+    'expiryWake',
+    'leaderElection',
+    'getLeader',
+    'locks',
+    'fencing',
+    'acrossProcesses',
+    'acrossHosts',
+  ],
   options: REDIS_OPTIONS,
   validateId(kind, id) {
     const text = utf8IdProblem(id)
     if (text !== undefined) return text
-    if (kind === 'member' && id === GROUP_EXISTS_FIELD) return `"${GROUP_EXISTS_FIELD}" is the hash field tooz uses to mark that a group exists; choose another member id`
+    if (kind === 'member' && id === GROUP_EXISTS_FIELD) {
+      return `"${GROUP_EXISTS_FIELD}" is the hash field tooz uses to mark that a group exists; choose another member id`
+    }
     return undefined
   },
   translateError: translateRedisError,

@@ -45,12 +45,16 @@ export type RetryPolicy = (attempt: number) => number | null
  */
 export function redisTarget(url: BackendUrl, o: RedisOptions, warn: (message: string) => void = () => {}): RedisTarget {
   if (url.hosts.length > 1) {
-    throw new InvalidUrlError(`${url.redacted} names ${url.hosts.length} hosts; a redis URL names one server (or one sentinel, with more in sentinel_fallback=host:port)`)
+    throw new InvalidUrlError(
+      `${url.redacted} names ${url.hosts.length} hosts; a redis URL names one server (or one sentinel, with more in sentinel_fallback=host:port)`,
+    )
   }
   const tls = url.scheme === 'rediss' || o.ssl
   const first = url.hosts[0]
   if (first === undefined) {
-    if (url.path === '' || url.path === '/') throw new InvalidUrlError(`${url.redacted} names neither a host nor a socket path; write redis://host:6379 or redis:///path/to/redis.sock`)
+    if (url.path === '' || url.path === '/') {
+      throw new InvalidUrlError(`${url.redacted} names neither a host nor a socket path; write redis://host:6379 or redis:///path/to/redis.sock`)
+    }
     if (o.sentinel !== undefined) throw new InvalidUrlError(`${url.redacted}: sentinel= needs the sentinel's host:port, not a socket path`)
     return { kind: 'socket', path: url.path }
   }
@@ -59,7 +63,9 @@ export function redisTarget(url: BackendUrl, o: RedisOptions, warn: (message: st
     // a tooz URL such as redis://host:6379/f00 works unchanged. A number there is refused: it
     // reads as redis-py's database index, and ignoring it would put data in database 0 unasked.
     if (/^\/\d+\/?$/.test(url.path)) {
-      throw new InvalidUrlError(`${url.redacted} has the path "${url.path}", which reads as a database number, but tooz ignores URL paths (and would use database ${o.db}); select the database with ?db=N instead`)
+      throw new InvalidUrlError(
+        `${url.redacted} has the path "${url.path}", which reads as a database number, but tooz ignores URL paths (and would use database ${o.db}); select the database with ?db=N instead`,
+      )
     }
     warnIgnoredPath(url, warn, `the database is chosen with ?db=N (now ${o.db})`)
   }
@@ -80,7 +86,11 @@ export function redisTarget(url: BackendUrl, o: RedisOptions, warn: (message: st
 
 /** Reads the ssl_* files named by the options; InvalidOptionError naming the option when one cannot be read. */
 export async function readTlsMaterial(o: RedisOptions): Promise<TlsMaterial> {
-  const [cert, key, ca] = await Promise.all([readTlsFile('redis', 'ssl_certfile', o.sslCertfile), readTlsFile('redis', 'ssl_keyfile', o.sslKeyfile), readTlsFile('redis', 'ssl_ca_certs', o.sslCaCerts)])
+  const [cert, key, ca] = await Promise.all([
+    readTlsFile('redis', 'ssl_certfile', o.sslCertfile),
+    readTlsFile('redis', 'ssl_keyfile', o.sslKeyfile),
+    readTlsFile('redis', 'ssl_ca_certs', o.sslCaCerts),
+  ])
   const out: TlsMaterial = {}
   if (cert) out.cert = cert
   if (key) out.key = key
@@ -97,7 +107,14 @@ export async function readTlsMaterial(o: RedisOptions): Promise<TlsMaterial> {
  *   the next attempt only;
  * - RESP2 and no CLIENT SETINFO, so that old servers (tooz needs ≥ 2.6) work too.
  */
-export function ioredisOptions(url: BackendUrl, target: RedisTarget, o: RedisOptions, tls: TlsMaterial, retry: { redis: RetryPolicy; sentinel: RetryPolicy }, memberId: string): IoRedisOptions {
+export function ioredisOptions(
+  url: BackendUrl,
+  target: RedisTarget,
+  o: RedisOptions,
+  tls: TlsMaterial,
+  retry: { redis: RetryPolicy; sentinel: RetryPolicy },
+  memberId: string,
+): IoRedisOptions {
   const common: IoRedisOptions = {
     lazyConnect: true,
     // CLIENT SETNAME, so that an operator can tell members apart in CLIENT LIST (no spaces allowed).
@@ -158,8 +175,13 @@ export function describeTarget(target: RedisTarget): string {
 }
 
 const CONNECTION_MESSAGES = [
-  'Connection is closed', "Stream isn't writeable", 'Command timed out', 'Socket timeout', 'All sentinels are unreachable',
-  'Reached the max retries per request limit', 'Failed to refresh slots cache',
+  'Connection is closed',
+  "Stream isn't writeable",
+  'Command timed out',
+  'Socket timeout',
+  'All sentinels are unreachable',
+  'Reached the max retries per request limit',
+  'Failed to refresh slots cache',
 ]
 
 /** Maps an ioredis error to a rollcall error; undefined leaves it to the generic wrapper. */

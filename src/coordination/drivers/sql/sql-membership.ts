@@ -17,7 +17,13 @@
  * acquire instead of opening a connection per acquire.
  */
 import {
-  GroupExistsError, GroupNotEmptyError, GroupNotFoundError, MemberExistsError, MemberNotJoinedError, SerializationError, asRollcallError,
+  GroupExistsError,
+  GroupNotEmptyError,
+  GroupNotFoundError,
+  MemberExistsError,
+  MemberNotJoinedError,
+  SerializationError,
+  asRollcallError,
 } from '../../../errors.js'
 import type { CoordinationDriver, DriverEvents, DriverLock, DriverMemberInfo, HeartbeatResult, IdKind } from '../../driver.js'
 import { FirstExpiries } from '../../expiries.js'
@@ -88,7 +94,11 @@ export function sqlIdProblem(kind: IdKind, id: string, maxLockChars?: number): s
     const chars = [...id].length
     if (kind === 'lock' && chars > maxLockChars) return `lock names are at most ${maxLockChars} characters on this server (GET_LOCK); use a shorter name`
     const room = maxLockChars - leaderLockName('').length
-    if (kind === 'group' && chars > room) return `group ids are at most ${room} characters here, because the group's leader lock GET_LOCK('${leaderLockName('<group>')}') is limited to ${maxLockChars}; use a shorter id`
+    if (kind === 'group' && chars > room) {
+      return `group ids are at most ${room} characters here, because the group's leader lock GET_LOCK('${
+        leaderLockName('<group>')
+      }') is limited to ${maxLockChars}; use a shorter id`
+    }
   }
   return undefined
 }
@@ -253,8 +263,13 @@ export class SqlDriver implements CoordinationDriver {
   }
 
   leaderLock(group: string): DriverLock {
-    const lock: LeaderLock = new LeaderLock(group, this.#settings.memberId, (s, p) => this.#run(s, p),
-      (onLost) => this.#dialect.sessionLock(leaderLockName(group), onLost), (reason) => this.#settings.events.lockLost(lock, reason))
+    const lock: LeaderLock = new LeaderLock(
+      group,
+      this.#settings.memberId,
+      (s, p) => this.#run(s, p),
+      (onLost) => this.#dialect.sessionLock(leaderLockName(group), onLost),
+      (reason) => this.#settings.events.lockLost(lock, reason),
+    )
     return lock
   }
 
@@ -342,8 +357,13 @@ class LeaderLock implements DriverLock {
   readonly #inner: SessionLock
   #session: number | undefined
 
-  constructor(group: string, member: string, run: (s: StatementName, p: readonly unknown[]) => Promise<SqlResult>,
-    makeLock: (onLost: (reason: string) => void) => SessionLock, onLost: (reason: string) => void) {
+  constructor(
+    group: string,
+    member: string,
+    run: (s: StatementName, p: readonly unknown[]) => Promise<SqlResult>,
+    makeLock: (onLost: (reason: string) => void) => SessionLock,
+    onLost: (reason: string) => void,
+  ) {
     this.#group = group
     this.#member = member
     this.#run = run

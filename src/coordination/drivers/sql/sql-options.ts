@@ -4,8 +4,18 @@ import { opt } from '../../options.js'
 /** `timeout`, `membership_timeout` and `namespace`; `server` names the dialect in the docs, `namedObjects` what the prefix names. */
 export function sqlCommonOptions(server: string, namedObjects: string) {
   return {
-    timeoutMs: opt.seconds('timeout', { default: 30, doc: `Connect timeout, and the default of membership_timeout. (tooz's ${server} driver has no timeout option.)` }),
-    membershipTimeoutMs: opt.seconds('membership_timeout', { defaultFrom: 'timeoutMs', doc: 'A member whose last heartbeat is older than this (by the server clock) is no longer listed.' }),
-    namespace: opt.string('namespace', { default: 'rollcall_', nonEmpty: true, doc: `Prefix of the ${namedObjects} names (letters, digits, "_"; lower-cased).` }),
+    timeoutMs: opt.seconds('timeout', {
+      default: 30,
+      doc: `Connect timeout, and the default of membership_timeout. (tooz's ${server} driver has no timeout option.)`,
+    }),
+    membershipTimeoutMs: opt.seconds('membership_timeout', {
+      defaultFrom: 'timeoutMs',
+      doc: 'A member whose last heartbeat is older than this (by the server clock) is no longer listed.',
+    }),
+    namespace: opt.string('namespace', {
+      default: 'rollcall_',
+      nonEmpty: true,
+      doc: `Prefix of the ${namedObjects} names (letters, digits, "_"; lower-cased).`,
+    }),
   }
 }

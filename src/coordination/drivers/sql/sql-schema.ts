@@ -42,7 +42,9 @@ export const MAX_NAMESPACE_LENGTH = 40
  * into SQL unquoted, hence the strict rule.
  */
 export function namespaceProblem(namespace: string): string | undefined {
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(namespace)) return 'it must start with a letter or "_" and contain only letters, digits and "_" (it prefixes table names)'
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(namespace)) {
+    return 'it must start with a letter or "_" and contain only letters, digits and "_" (it prefixes table names)'
+  }
   if (namespace.length > MAX_NAMESPACE_LENGTH) return `it must be at most ${MAX_NAMESPACE_LENGTH} characters (table and constraint names are limited to 63)`
   return undefined
 }
@@ -51,16 +53,33 @@ export function namespaceProblem(namespace: string): string | undefined {
 export function sqlNames(namespace: string): SqlNames {
   const n = namespace.toLowerCase()
   return {
-    groups: `${n}groups`, members: `${n}members`, leaders: `${n}leaders`, fence: `${n}fence`,
-    memberGroupFk: `${n}members_group_fk`, channel: `${n}changes`,
+    groups: `${n}groups`,
+    members: `${n}members`,
+    leaders: `${n}leaders`,
+    fence: `${n}fence`,
+    memberGroupFk: `${n}members_group_fk`,
+    channel: `${n}changes`,
   }
 }
 
 /** Names of the statements the shared membership code runs (see {@link SqlStatements}). */
 export type StatementName =
-  | 'probe' | 'createGroup' | 'deleteExpired' | 'deleteGroup' | 'listGroups' | 'groupExists'
-  | 'joinMember' | 'deleteMember' | 'listMembers' | 'listMemberIds' | 'collectExpired'
-  | 'updateCapabilities' | 'memberInfo' | 'setLeader' | 'clearLeader' | 'getLeader'
+  | 'probe'
+  | 'createGroup'
+  | 'deleteExpired'
+  | 'deleteGroup'
+  | 'listGroups'
+  | 'groupExists'
+  | 'joinMember'
+  | 'deleteMember'
+  | 'listMembers'
+  | 'listMemberIds'
+  | 'collectExpired'
+  | 'updateCapabilities'
+  | 'memberInfo'
+  | 'setLeader'
+  | 'clearLeader'
+  | 'getLeader'
 
 /**
  * Every statement, per dialect. Parameters by statement (canonical order):

@@ -23,13 +23,22 @@
  */
 import { performance } from 'node:perf_hooks'
 import {
-  BackendError, ConnectionError, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidArgumentError,
-  InvalidOptionError, MemberExistsError, MemberNotJoinedError, type RollcallError,
+  BackendError,
+  ConnectionError,
+  GroupExistsError,
+  GroupNotEmptyError,
+  GroupNotFoundError,
+  InvalidArgumentError,
+  InvalidOptionError,
+  MemberExistsError,
+  MemberNotJoinedError,
+  type RollcallError,
 } from '../../../errors.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
 import { isConnectionProblem, OPEN_ACL, PERM, ZK_CODES, zkCode, ZkConnection } from '../../../clients/zookeeper/zookeeper-client.js'
 import { readHolder, ZkLock } from './zookeeper-lock.js'
-import { checkPath, digestCredential, idProblem, LEADER_NODE, LOCKS_NODE, MAX_NODE_BYTES, ZOOKEEPER_OPTIONS, serversOf, tlsOptionsOf, type ZookeeperOptions } from './zookeeper-options.js'
+import { checkPath, digestCredential, idProblem, LEADER_NODE, LOCKS_NODE, MAX_NODE_BYTES, ZOOKEEPER_OPTIONS, serversOf, tlsOptionsOf,
+  type ZookeeperOptions } from './zookeeper-options.js'
 
 /** The ZooKeeper driver of one Coordinator. */
 class ZookeeperDriver implements CoordinationDriver {
@@ -120,7 +129,7 @@ class ZookeeperDriver implements CoordinationDriver {
 
   async createGroup(group: string): Promise<void> {
     const conn = this.#connection()
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0;; attempt++) {
       try {
         await conn.create(this.#group(group), undefined, 'PERSISTENT')
         return
@@ -167,7 +176,7 @@ class ZookeeperDriver implements CoordinationDriver {
     checkSize(capabilities)
     const conn = this.#connection()
     const path = this.#member(group)
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0;; attempt++) {
       try {
         await conn.create(path, capabilities, 'EPHEMERAL')
         return
@@ -303,7 +312,9 @@ class ZookeeperDriver implements CoordinationDriver {
       } catch (err) {
         if (!w.active) return
         if (!isConnectionProblem(err)) {
-          this.#ctx.events.warning(new BackendError(`Cannot watch group ${JSON.stringify(w.group)} in ZooKeeper: ${(err as Error).message}`, { cause: err, driver: 'zookeeper' }))
+          this.#ctx.events.warning(
+            new BackendError(`Cannot watch group ${JSON.stringify(w.group)} in ZooKeeper: ${(err as Error).message}`, { cause: err, driver: 'zookeeper' }),
+          )
           return
         }
         await conn.whenConnected(this.#ctx.signal).catch(() => {})
@@ -316,7 +327,9 @@ class ZookeeperDriver implements CoordinationDriver {
   /** A replacement session: restore the namespace, re-arm every watch and have the watchers re-read. */
   async #onNewSession(): Promise<void> {
     const conn = this.#connection()
-    await conn.ensurePath(this.#base).catch((err: unknown) => this.#ctx.events.warning(asBackendError(err, 'Restoring the namespace after a new ZooKeeper session')))
+    await conn.ensurePath(this.#base).catch((err: unknown) =>
+      this.#ctx.events.warning(asBackendError(err, 'Restoring the namespace after a new ZooKeeper session'))
+    )
     await Promise.all([...this.#watches].map(async (w) => {
       await this.#arm(w)
       if (w.active) w.onChange()
@@ -334,7 +347,9 @@ interface ZkGroupWatch {
 /** ZooKeeper refuses packets over jute.maxbuffer (1 MiB by default); say so before anything is sent. */
 function checkSize(capabilities: Uint8Array): void {
   if (capabilities.byteLength > MAX_NODE_BYTES) {
-    throw new InvalidArgumentError(`Capabilities take ${capabilities.byteLength} bytes encoded; a ZooKeeper node holds at most ${MAX_NODE_BYTES} (jute.maxbuffer)`)
+    throw new InvalidArgumentError(
+      `Capabilities take ${capabilities.byteLength} bytes encoded; a ZooKeeper node holds at most ${MAX_NODE_BYTES} (jute.maxbuffer)`,
+    )
   }
 }
 
@@ -344,7 +359,8 @@ function asBackendError(err: unknown, what: string): RollcallError {
 
 export default defineDriver({
   name: 'zookeeper',
-  summary: "Apache ZooKeeper, laid out as tooz's kazoo driver lays it out: members are ephemeral nodes that vanish with their session, membership changes are pushed by watches, and locks and elections use kazoo's lock recipe, so Python tooz processes share groups, locks and leaders.",
+  summary:
+    "Apache ZooKeeper, laid out as tooz's kazoo driver lays it out: members are ephemeral nodes that vanish with their session, membership changes are pushed by watches, and locks and elections use kazoo's lock recipe, so Python tooz processes share groups, locks and leaders.",
   urlForms: [
     'zookeeper://127.0.0.1:2181',
     'kazoo://127.0.0.1:2181?timeout=5',
@@ -354,9 +370,10 @@ export default defineDriver({
     'zookeeper://[::1]:2181',
     'zookeeper://zk1:2281?use_ssl=true&ca=/etc/zk/ca.pem&certfile=/etc/zk/client.pem&keyfile=/etc/zk/client.key',
   ],
-  consistency: 'Writes are linearizable (ordered by the ZooKeeper leader); reads are sequentially consistent per session and may briefly lag writes made through other servers. A member is alive while its session is: a crashed or partitioned member disappears after the session timeout (`timeout`, 10 s), removed by the server. Membership changes reach watchers by push (child watches); lock waiters queue in ZooKeeper and are woken by watches. Lock tokens are node sequence numbers; a shared hold has none.',
+  consistency:
+    'Writes are linearizable (ordered by the ZooKeeper leader); reads are sequentially consistent per session and may briefly lag writes made through other servers. A member is alive while its session is: a crashed or partitioned member disappears after the session timeout (`timeout`, 10 s), removed by the server. Membership changes reach watchers by push (child watches); lock waiters queue in ZooKeeper and are woken by watches. Lock tokens are node sequence numbers; a shared hold has none.',
   hazards: [
-    "tooz lists `locks` as a group and `leader` as a member once locks or elections were used; rollcall hides them when reading and refuses them as group and member ids.",
+    'tooz lists `locks` as a group and `leader` as a member once locks or elections were used; rollcall hides them when reading and refuses them as group and member ids.',
     'tooz ignores the URL path; rollcall uses it as a chroot. A Python peer reaches the same nodes with `namespace=<chroot>/<namespace>` and no path.',
     'Ids must be ASCII without `/`, control characters, `.` or `..` (tooz encodes ids as ASCII; ZooKeeper refuses the rest).',
     'A password in the URL is %-decoded by rollcall but not by tooz: with %-escapes, Python and Node would use different credentials.',
@@ -365,7 +382,21 @@ export default defineDriver({
     "Shared locks are kazoo's ReadLock (`__rlock__` nodes) and exclusive locks its WriteLock, so kazoo's ReadLock and WriteLock interoperate with them. tooz's own exclusive lock is kazoo's plain Lock, which ignores `__rlock__` nodes: **a Python tooz lock is granted while rollcall readers hold the lock** (it does exclude readers that queue after it, and rollcall writers). Do not mix rollcall readers with Python tooz lock holders on one name.",
     "kazoo 2.8's ReadLock (Debian bookworm's) waits on every WriteLock node, even one queued after its own: a Python reader and a rollcall writer that queue at the same moment can each wait for the other until one gives up (a non-blocking Python reader just fails).",
   ],
-  capabilities: ['groups', 'updateCapabilities', 'memberInfo', 'sessionExpiry', 'pushWatch', 'leaderElection', 'getLeader', 'locks', 'lockWaitQueue', 'sharedLocks', 'fencing', 'acrossProcesses', 'acrossHosts'],
+  capabilities: [
+    'groups',
+    'updateCapabilities',
+    'memberInfo',
+    'sessionExpiry',
+    'pushWatch',
+    'leaderElection',
+    'getLeader',
+    'locks',
+    'lockWaitQueue',
+    'sharedLocks',
+    'fencing',
+    'acrossProcesses',
+    'acrossHosts',
+  ],
   options: ZOOKEEPER_OPTIONS,
   validateId: idProblem,
   translateError(err) {
@@ -376,7 +407,10 @@ export default defineDriver({
       return new ConnectionError(`ZooKeeper ${name}: the connection or session broke during the operation`, { cause: err, driver: 'zookeeper' })
     }
     if (code === ZK_CODES.NO_AUTH || code === ZK_CODES.AUTH_FAILED || code === ZK_CODES.INVALID_ACL) {
-      return new BackendError(`ZooKeeper refused the operation (${name}): the nodes are protected by an ACL; use the credentials they were created with (zookeeper://user:password@host)`, { cause: err, driver: 'zookeeper' })
+      return new BackendError(
+        `ZooKeeper refused the operation (${name}): the nodes are protected by an ACL; use the credentials they were created with (zookeeper://user:password@host)`,
+        { cause: err, driver: 'zookeeper' },
+      )
     }
     return new BackendError(`ZooKeeper error ${name} (${code})`, { cause: err, driver: 'zookeeper' })
   },

@@ -246,15 +246,17 @@ export class ZkLock implements DriverLock {
       if (zkCode(err) === ZK_CODES.NO_NODE) return false
       throw err
     }
-    const removed = await Promise.all(holdersOf(sortContenders(children)).map(async (holder) => {
-      try {
-        await this.#conn.remove(`${this.#parent}/${holder.name}`)
-        return true
-      } catch (err) {
-        if (zkCode(err) === ZK_CODES.NO_NODE) return false
-        throw err
-      }
-    }))
+    const removed = await Promise.all(
+      holdersOf(sortContenders(children)).map(async (holder) => {
+        try {
+          await this.#conn.remove(`${this.#parent}/${holder.name}`)
+          return true
+        } catch (err) {
+          if (zkCode(err) === ZK_CODES.NO_NODE) return false
+          throw err
+        }
+      }),
+    )
     return removed.includes(true)
   }
 

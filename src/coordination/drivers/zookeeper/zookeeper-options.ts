@@ -22,17 +22,33 @@ export const LEADER_NODE = 'leader'
 
 /** tooz's kazoo options, declared once. */
 export const ZOOKEEPER_OPTIONS = {
-  sessionTimeoutMs: opt.seconds('timeout', { default: 10, doc: 'ZooKeeper session timeout: how long after a crash or partition a member disappears. Also the connect timeout of start(), the timeout of each operation, and what heartbeat() returns (tooz: the kazoo `timeout`). The server clamps it to 2–20 tickTime.' }),
+  sessionTimeoutMs: opt.seconds('timeout', {
+    default: 10,
+    doc:
+      'ZooKeeper session timeout: how long after a crash or partition a member disappears. Also the connect timeout of start(), the timeout of each operation, and what heartbeat() returns (tooz: the kazoo `timeout`). The server clamps it to 2–20 tickTime.',
+  }),
   namespace: opt.string('namespace', { default: 'tooz', nonEmpty: true, doc: 'Node under which everything is stored (`/<namespace>`); may contain `/`.' }),
-  hosts: opt.list('hosts', { default: [], doc: 'More servers, `host[:port]`, repeatable (`hosts=h2:2181&hosts=h3:2181`); added to the URL\'s hosts.' }),
-  randomizeHosts: opt.boolean('randomize_hosts', { default: true, doc: 'Try the servers in random order (tooz and kazoo default); false tries them in the order given.' }),
+  hosts: opt.list('hosts', { default: [], doc: "More servers, `host[:port]`, repeatable (`hosts=h2:2181&hosts=h3:2181`); added to the URL's hosts." }),
+  randomizeHosts: opt.boolean('randomize_hosts', {
+    default: true,
+    doc: 'Try the servers in random order (tooz and kazoo default); false tries them in the order given.',
+  }),
   handler: opt.enum('handler', ['threading', 'eventlet'], { ignored: true, doc: "kazoo's thread handler." }),
-  connectionRetry: opt.string('connection_retry', { ignored: true, doc: "kazoo's connection retry policy; here the client reconnects by itself, trying every server." }),
-  commandRetry: opt.string('command_retry', { ignored: true, doc: "kazoo's command retry policy; here an operation fails after `timeout` and the Coordinator retries what needs retrying." }),
+  connectionRetry: opt.string('connection_retry', {
+    ignored: true,
+    doc: "kazoo's connection retry policy; here the client reconnects by itself, trying every server.",
+  }),
+  commandRetry: opt.string('command_retry', {
+    ignored: true,
+    doc: "kazoo's command retry policy; here an operation fails after `timeout` and the Coordinator retries what needs retrying.",
+  }),
   useSsl: opt.boolean('use_ssl', { default: false, doc: "TLS to the servers (their secureClientPort), as kazoo's `use_ssl`." }),
-  verifyCerts: opt.boolean('verify_certs', { default: true, doc: "With TLS: check the server's certificate against `ca` (or the system's CAs) and its name. false accepts any certificate." }),
-  ca: opt.string('ca', { doc: 'With TLS: a PEM file of the CA certificates that sign the servers\' certificates (default: the system\'s).' }),
-  certfile: opt.string('certfile', { doc: 'With TLS: a PEM file with this client\'s certificate, for servers that require one (ssl.clientAuth).' }),
+  verifyCerts: opt.boolean('verify_certs', {
+    default: true,
+    doc: "With TLS: check the server's certificate against `ca` (or the system's CAs) and its name. false accepts any certificate.",
+  }),
+  ca: opt.string('ca', { doc: "With TLS: a PEM file of the CA certificates that sign the servers' certificates (default: the system's)." }),
+  certfile: opt.string('certfile', { doc: "With TLS: a PEM file with this client's certificate, for servers that require one (ssl.clientAuth)." }),
   keyfile: opt.string('keyfile', { doc: 'With TLS: a PEM file with the private key of `certfile`.' }),
   keyfilePassword: opt.string('keyfile_password', { doc: 'With TLS: the password of an encrypted `keyfile`.' }),
 }
@@ -98,11 +114,17 @@ export function tlsOptionsOf(options: ZookeeperOptions, shownAs: string): TlsOpt
     try {
       return readFileSync(file)
     } catch (err) {
-      throw new InvalidOptionError(`${name}=${file} in ${shownAs}: cannot read this TLS file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); give a readable PEM file`)
+      throw new InvalidOptionError(
+        `${name}=${file} in ${shownAs}: cannot read this TLS file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); give a readable PEM file`,
+      )
     }
   }
   if ((options.certfile === undefined) !== (options.keyfile === undefined)) {
-    throw new InvalidOptionError(`${options.certfile === undefined ? 'keyfile' : 'certfile'} without ${options.certfile === undefined ? 'certfile' : 'keyfile'} in ${shownAs}: a client certificate needs both`)
+    throw new InvalidOptionError(
+      `${options.certfile === undefined ? 'keyfile' : 'certfile'} without ${
+        options.certfile === undefined ? 'certfile' : 'keyfile'
+      } in ${shownAs}: a client certificate needs both`,
+    )
   }
   return {
     ca: read('ca', options.ca),

@@ -1,8 +1,15 @@
 /** tooz's TestAPI (tooz/tests/test_coordination.py), groups and members, ported case by case. */
 import assert from 'node:assert/strict'
 import {
-  ConnectionError, createCoordinator, GroupExistsError, GroupNotEmptyError, GroupNotFoundError, InvalidStateError,
-  MemberExistsError, MemberNotJoinedError, parseBackendUrl,
+  ConnectionError,
+  createCoordinator,
+  GroupExistsError,
+  GroupNotEmptyError,
+  GroupNotFoundError,
+  InvalidStateError,
+  MemberExistsError,
+  MemberNotJoinedError,
+  parseBackendUrl,
 } from '../../../../src/index.js'
 import { TIMING } from '../../../support/timing.js'
 import { rid } from '../../../support/wait.js'

@@ -149,7 +149,8 @@ export function toozLockCases(h: Harness): void {
     const c = await tz(t)
     const name = rid('l')
     await using _lock1 = await c.acquireLock(name)
-    const got = variant === 'process' ? await tryLockInProcess(h.config.url, name)
+    const got = variant === 'process'
+      ? await tryLockInProcess(h.config.url, name)
       : await (variant === 'thread2' ? c : await tz(t)).getLock(name).acquire({ blocking: false })
     assert.equal(got, false)
   }
@@ -228,7 +229,10 @@ export function toozLockCases(h: Harness): void {
     assert.equal(await lock.release(), true)
   })
 
-  h.skip('TestAPI.test_lock_context_manager_acquire_argument', 'asserts the arguments a mock of Lock.acquire was called with; acquireLock(name, options) passes its options to acquire() by type')
+  h.skip(
+    'TestAPI.test_lock_context_manager_acquire_argument',
+    'asserts the arguments a mock of Lock.acquire was called with; acquireLock(name, options) passes its options to acquire() by type',
+  )
 
   h.gated('locks', 'TestAPI.test_lock_context_manager_acquire_argument_timeout', async (t) => {
     const c = await tz(t)

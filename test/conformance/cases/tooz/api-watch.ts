@@ -56,7 +56,10 @@ export function toozWatchCases(h: Harness): void {
     assert.deepEqual(events, [])
   })
 
-  h.skip('TestAPI.test_watch_join_group_disappear', 'needs tooz\'s private _destroy_group (deleting a group that still has members), which rollcall has no API for')
+  h.skip(
+    'TestAPI.test_watch_join_group_disappear',
+    "needs tooz's private _destroy_group (deleting a group that still has members), which rollcall has no API for",
+  )
 
   h.gated('groups', 'TestAPI.test_watch_join_group_non_existent', async (t) => {
     const c = await tz(t)

@@ -8,12 +8,15 @@ import { toozCoordinator } from './support.js'
 
 export function toozPartitionerCases(h: Harness): void {
   /** A test's coordinator plus tooz's _add_members/_remove_members. */
-  const setup = async (t: TestContext): Promise<{ c: Coordinator; g: string; add(n: number, weight?: number): Promise<Partitioner[]>; remove(n: number): Promise<void> }> => {
+  const setup = async (
+    t: TestContext,
+  ): Promise<{ c: Coordinator; g: string; add(n: number, weight?: number): Promise<Partitioner[]>; remove(n: number): Promise<void> }> => {
     const c = await toozCoordinator(h, t)
     const g = rid('g')
     const extra: Coordinator[] = []
     return {
-      c, g,
+      c,
+      g,
       async add(n, weight = 1) {
         const out: Partitioner[] = []
         for (let i = 0; i < n; i++) {

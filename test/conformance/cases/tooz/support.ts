@@ -34,6 +34,10 @@ export async function runWatchersUntilSomething(c: Coordinator, ms: number): Pro
 
 /** tooz's try_to_lock_job in another process: true when it got the lock without waiting. */
 export async function tryLockInProcess(url: string, name: string, shared = false): Promise<boolean> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/support/lock-process.ts', url, name, ...(shared ? ['shared'] : [])], { timeout: 30_000 })
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', 'test/support/lock-process.ts', url, name, ...(shared ? ['shared'] : [])],
+    { timeout: 30_000 },
+  )
   return stdout.trim() === 'true'
 }
