@@ -7,6 +7,7 @@
  * here they configure ioredis to the same effect, as far as ioredis has the knob (each doc says
  * where it does not).
  */
+import { Unfit } from '../../../internal/coerce.js'
 import { opt, type OptionSpec, type ResolvedOptions } from '../../options.js'
 
 /** Spellings of UTF-8 that Python's codec registry accepts (normalised: lower case, `-` → `_`). */
@@ -21,7 +22,7 @@ function utf8Encoding(): OptionSpec<string> {
   })
   const check = (value: string): string => {
     if (!UTF8_NAMES.has(value.trim().toLowerCase().replace(/-/g, '_'))) {
-      throw new Error(
+      throw new Unfit(
         `is "${value}", but rollcall stores ids as UTF-8 only; use encoding=utf8 (a tooz fleet using another encoding cannot share this backend with rollcall)`,
       )
     }
