@@ -4,8 +4,8 @@
  * returns the value or throws {@link Unfit}, a phrase about the value that never names the
  * setting; each layer wraps it in its own typed error and wording: coordination/options.ts
  * (InvalidOptionError), servicegroup/config.ts and settings.ts (InvalidConfigError), cli/command.ts
- * (InvalidArgumentError). Two number grammars, kept as they were: URL values are strict decimals
- * ({@link decimal}: no `0x10`), settings and flags are what `Number()` reads ({@link secondsText}).
+ * (InvalidArgumentError). One number grammar everywhere, the strict decimal of {@link decimal}: no
+ * `0x10`, `0b1` or `Infinity`, which neither tooz's URL parsing nor oslo.config's numbers accept.
  * @internal
  */
 import { shorten } from '../coordination/redact.js'
@@ -70,12 +70,12 @@ export function timerMs(ms: number): number {
 export const SECONDS_ALLOWED = `a number of seconds from 0 to ${MAX_TIMER_MS / 1000} (the longest a Node timer can wait)`
 
 /**
- * Seconds as a setting or a flag writes them: any number `Number()` reads, from 0 to the timer
+ * Seconds as a setting or a flag writes them: a decimal (fractions allowed), from 0 to the timer
  * limit. Unfit: {@link SECONDS_ALLOWED}.
  */
 export function secondsText(text: string): number {
-  const n = Number(text)
-  if (text.trim() === '' || !Number.isFinite(n) || n < 0 || n * 1000 > MAX_TIMER_MS) throw new Unfit(SECONDS_ALLOWED)
+  const n = coerce(() => decimal(text), () => new Unfit(SECONDS_ALLOWED))
+  if (n < 0 || n * 1000 > MAX_TIMER_MS) throw new Unfit(SECONDS_ALLOWED)
   return n
 }
 

@@ -15,9 +15,10 @@ describe('unit: coerce', () => {
     assert.equal(oneOf('zk', ['', 'mc', 'zk']), 'zk')
     assert.throws(() => oneOf('db', ['', 'mc', 'zk']), (e: Error) => e instanceof Unfit && e.message === 'one of mc, zk, or nothing')
     assert.throws(() => wholeMsText('4e3', 100), Unfit)
-    // Two grammars, as before the kit: URL values are strict decimals, settings and flags Number().
+    // One grammar: URL values, settings and flags are all strict decimals.
     assert.throws(() => decimal('0x10'), /"0x10" is not a number/)
-    assert.equal(secondsText('0x10'), 16)
+    for (const text of ['0x10', '0b1', 'Infinity', '', ' ', '1e400', '-1']) assert.throws(() => secondsText(text), Unfit, text)
+    assert.equal(secondsText(' 2.5e1 '), 25)
     assert.throws(
       () =>
         coerce(() => {
