@@ -207,7 +207,9 @@ async function captureOurs(): Promise<Frame[]> {
 function emit(name: string, list: Frame[]): string {
   const by = new Map<string, Frame[]>()
   for (const f of list) by.set(f.step, [...(by.get(f.step) ?? []), f])
-  const lines = [...by].map(([k, fs]) => `  ${k}: [\n${fs.map((f) => `    ['${f.dir}', '${f.hex}'],`).join('\n')}\n  ],`)
+  // Hex in lines of 128 digits, within the house line width.
+  const hex = (h: string): string => (h.match(/.{1,128}/g) ?? []).join(`' +\n      '`)
+  const lines = [...by].map(([k, fs]) => `  ${k}: [\n${fs.map((f) => `    ['${f.dir}', '${hex(f.hex)}'],`).join('\n')}\n  ],`)
   return `export const ${name}: Record<string, readonly (readonly [Dir, string])[]> = {\n${lines.join('\n')}\n}\n`
 }
 
