@@ -213,7 +213,8 @@ export class FrameSplitter {
     const out: Buffer[] = []
     while (buf.length >= 4) {
       const n = buf.readInt32BE(0)
-      if (n < 0 || n > MAX_FRAME_BYTES) throw new ZkFrameError(`a ZooKeeper server sent a frame of ${n} bytes (at most ${MAX_FRAME_BYTES} are accepted)`)
+      if (n < 0) throw new ZkFrameError(`a ZooKeeper server sent a negative frame length (${n})`)
+      if (n > MAX_FRAME_BYTES) throw new ZkFrameError(`a ZooKeeper server sent a frame of ${n} bytes (at most ${MAX_FRAME_BYTES} are accepted)`)
       if (buf.length < 4 + n) break
       out.push(buf.subarray(4, 4 + n))
       buf = buf.subarray(4 + n)
@@ -225,5 +226,13 @@ export class FrameSplitter {
   /** Bytes of a frame not complete yet. */
   get pendingBytes(): number {
     return this.#pending.length
+  }
+
+  /** What a connection that ends now cuts short, for its message (` in the middle of a frame (…)`), or '' between frames. */
+  cutShort(): string {
+    const have = this.#pending.length
+    if (have === 0) return ''
+    if (have < 4) return ` in the middle of a frame's length (${have} of 4 bytes received)`
+    return ` in the middle of a frame (${have - 4} of ${this.#pending.readInt32BE(0)} bytes received)`
   }
 }

@@ -137,7 +137,7 @@ export class ZkWire {
       )
       timer.unref()
       socket.on('error', (err: NodeJS.ErrnoException) => fail('network', `ZooKeeper at ${where}: ${tlsProblem(err) ?? err.code ?? err.message}`, err))
-      socket.on('close', () => fail('network', `ZooKeeper at ${where} closed the connection during the handshake`))
+      socket.on('close', () => fail('network', `ZooKeeper at ${where} closed the connection during the handshake${splitter.cutShort()}`))
       socket.once(o.tls ? 'secureConnect' : 'connect', () => {
         sentAt = now()
         socket.write(encodeConnect(o.handshake))
@@ -156,6 +156,10 @@ export class ZkWire {
         } catch (err) {
           return fail('network', `ZooKeeper at ${where} sent a handshake reply that does not parse: ${(err as Error).message}`, err)
         }
+        if (res.timeoutMs <= 0 && o.handshake.sessionId === 0n) {
+          // No session to have expired: a server that grants none is broken (try another, after the usual pause).
+          return fail('network', `ZooKeeper at ${where} granted a new session a timeout of ${res.timeoutMs} ms; a server must grant a positive one`)
+        }
         if (res.timeoutMs <= 0) return fail('expired', `ZooKeeper at ${where} says session 0x${o.handshake.sessionId.toString(16)} has expired`)
         if (res.readOnly) return fail('readOnly', `ZooKeeper at ${where} is in read-only mode (cut off from its quorum); trying another server`)
         socket.removeListener('data', onData)
@@ -163,7 +167,7 @@ export class ZkWire {
         socket.removeAllListeners('close')
         const wire = new ZkWire(socket, o, res, sentAt, splitter)
         socket.on('error', (err: NodeJS.ErrnoException) => wire.close(new ConnectionError(`ZooKeeper at ${where}: ${err.code ?? err.message}`, { cause: err })))
-        socket.on('close', () => wire.close(new ConnectionError(`ZooKeeper at ${where} closed the connection`)))
+        socket.on('close', () => wire.close(new ConnectionError(`ZooKeeper at ${where} closed the connection${splitter.cutShort()}`)))
         for (const frame of frames.slice(1)) wire.#onFrame(frame)
         void wire.#authenticate().then(() => {
           if (wire.#closed) throw wire.#closed
@@ -330,9 +334,13 @@ export class ZkWire {
       let value: unknown
       try {
         value = decodeResponse(p.req, reply.body)
+        const left = reply.body.remaining
+        if (left > 0) throw new ZkFrameError(`a ZooKeeper reply to ${p.req.op} has ${left} bytes left over (a reply of another shape?)`)
       } catch (err) {
-        // A rolled-back transaction names its failing operation; anything else is a bad frame.
+        // A rolled-back transaction names its failing operation; anything else is a bad frame,
+        // which fails this request with the others in flight (close() below).
         if (err instanceof ZkError) return p.done(err)
+        this.#pending.set(reply.xid, p)
         throw err
       }
       p.done(undefined, value)

@@ -1,0 +1,474 @@
+/**
+ * The ZooKeeper client against a hostile fake server on loopback: truncated, oversized, negative,
+ * garbage, misaddressed and misshapen frames, a frame split byte by byte, a handshake granting no
+ * timeout, and seeded random bytes. Every case must end in a typed error whose message names the
+ * problem (or, for the byte-by-byte frame, in the right answer): no hang (each wait is bounded),
+ * no unhandled rejection or exception, no socket left open.
+ */
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { createServer, type Server, type Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { after, afterEach, describe, it } from 'node:test'
+import { ConnectionError } from '../../src/errors.js'
+import { OPEN_ACL, ZK_CODES, ZkConnection, ZkError } from '../../src/clients/zookeeper/zookeeper-client.js'
+import { JuteWriter } from '../../src/clients/zookeeper/jute.js'
+import { ZkFrameError } from '../../src/clients/zookeeper/zookeeper-errors.js'
+import { framed, MAX_FRAME_BYTES, OP, XID } from '../../src/clients/zookeeper/zookeeper-frames.js'
+import { WireOpenError, ZkWire } from '../../src/clients/zookeeper/zookeeper-wire.js'
+
+const SESSION_ID = 0x1234_5678_9abc_def0n
+
+/** Anything unhandled while these tests run fails them. */
+const unhandled: unknown[] = []
+const onUnhandled = (err: unknown): void => void unhandled.push(err)
+process.on('unhandledRejection', onUnhandled)
+process.on('uncaughtException', onUnhandled)
+after(() => {
+  process.off('unhandledRejection', onUnhandled)
+  process.off('uncaughtException', onUnhandled)
+})
+afterEach(async () => {
+  await sleep(5) // a rejection left unhandled is reported after the turn that made it
+  assert.deepEqual(unhandled.splice(0), [], 'no unhandled rejection or exception')
+})
+
+/** A ConnectResponse frame. */
+function connectResponse(timeoutMs = 4000): Buffer {
+  return framed(new JuteWriter().int(0).int(0).int(timeoutMs).long(SESSION_ID).buffer(Buffer.alloc(16, 7)).bool(false))
+}
+
+/** A reply frame: header and body. */
+function reply(xid: number, err: number, body: (w: JuteWriter) => void = () => {}): Buffer {
+  const w = new JuteWriter().int(0).int(xid).long(5n).int(err)
+  body(w)
+  return framed(w)
+}
+
+/** A Stat of 68 bytes. */
+function stat(w: JuteWriter, dataLength = 0): void {
+  w.long(1n).long(2n).long(1_700_000_000_000n).long(1_700_000_000_000n).int(0).int(0).int(0).long(0n).int(dataLength).int(0).long(1n)
+}
+
+/** One connection to the fake: its index (0 first), the socket, and what the client asked. */
+interface FakeConn {
+  index: number
+  sock: Socket
+}
+
+/** How the fake behaves; by default it shakes hands, answers pings and closeSession, and is silent otherwise. */
+interface Script {
+  handshake?(c: FakeConn): void | Promise<void>
+  request?(c: FakeConn, xid: number, type: number): void | Promise<void>
+}
+
+/** A fake ZooKeeper on 127.0.0.1:0 following `script`. */
+class FakeZk {
+  readonly #server: Server
+  readonly sockets = new Set<Socket>()
+  connections = 0
+
+  private constructor(server: Server) {
+    this.#server = server
+  }
+
+  get port(): number {
+    return (this.#server.address() as { port: number }).port
+  }
+
+  static async start(script: Script): Promise<FakeZk> {
+    let fake!: FakeZk
+    const server = createServer((sock) => fake.#accept(sock, script))
+    fake = new FakeZk(server)
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    return fake
+  }
+
+  #accept(sock: Socket, script: Script): void {
+    const c: FakeConn = { index: this.connections++, sock }
+    this.sockets.add(sock)
+    sock.setNoDelay(true)
+    sock.on('close', () => this.sockets.delete(sock))
+    sock.on('error', () => {})
+    let buf = Buffer.alloc(0)
+    let shook = false
+    sock.on('data', (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk])
+      while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
+        const frame = buf.subarray(4, 4 + buf.readInt32BE(0))
+        buf = buf.subarray(4 + frame.length)
+        if (!shook) {
+          shook = true
+          void (script.handshake ?? ((c) => void c.sock.write(connectResponse())))(c)
+          continue
+        }
+        const xid = frame.readInt32BE(0)
+        const type = frame.readInt32BE(4)
+        if (type === OP.ping || type === OP.closeSession) sock.write(reply(xid, 0))
+        else void script.request?.(c, xid, type)
+      }
+    })
+  }
+
+  /** Closes the server; resolves once every connection is closed, rejects if one stays open. */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()))
+    const bound = sleep(2_000).then(() => {
+      for (const s of this.sockets) s.destroy()
+      throw new Error(`the client left ${this.sockets.size} connection(s) open`)
+    })
+    await Promise.race([closed, bound])
+  }
+}
+
+/** A ZkConnection to the fake (short timeouts: a case that hangs shows up as a timeout). */
+function client(port: number): ZkConnection {
+  return new ZkConnection({
+    servers: [{ host: '127.0.0.1', port }],
+    randomizeHosts: false,
+    sessionTimeoutMs: 4_000,
+    connectTimeoutMs: 1_500,
+    opTimeoutMs: 3_000,
+    digestAuth: undefined,
+    acl: OPEN_ACL,
+    shownAs: 'zookeeper://fake',
+    onState: () => {},
+    onNewSession: async () => {},
+  })
+}
+
+/** Runs `fn` with a started client on a fake following `script`, then stops both and checks that nothing is left open. */
+async function withFake<T>(script: Script, fn: (c: ZkConnection, fake: FakeZk) => Promise<T>): Promise<T> {
+  const fake = await FakeZk.start(script)
+  const c = client(fake.port)
+  try {
+    await c.start()
+    return await fn(c, fake)
+  } finally {
+    await c.stop()
+    await fake.close()
+  }
+}
+
+/** The rejection of `p` within `boundMs`, failing if it resolves or takes longer. */
+async function rejection(p: Promise<unknown>, boundMs: number): Promise<Error> {
+  const t0 = performance.now()
+  const outcome = await Promise.race([
+    p.then((v) => ({ ok: true as const, v }), (err: unknown) => ({ ok: false as const, err })),
+    sleep(boundMs).then(() => undefined),
+  ])
+  assert.ok(outcome, `no answer within ${boundMs} ms`)
+  assert.ok(!outcome.ok, `resolved with ${String(outcome.ok && outcome.v)}`)
+  assert.ok(performance.now() - t0 < boundMs)
+  return outcome.err as Error
+}
+
+/** A request's failure: CONNECTION_LOSS caused by a ConnectionError whose message matches `problem`. */
+function assertLost(err: Error, problem: RegExp, frameError = true): void {
+  assert.ok(err instanceof ZkError, `a ZkError, not ${err.name}: ${err.message}`)
+  assert.equal(err.code, ZK_CODES.CONNECTION_LOSS)
+  assert.ok(err.cause instanceof ConnectionError, 'caused by a ConnectionError')
+  if (frameError) assert.ok(err.cause instanceof ZkFrameError, `caused by a ZkFrameError, not ${(err.cause as Error).name}`)
+  assert.match(err.message, problem)
+}
+
+/** A fake that answers the first connection's first request with `bytes` (then closes it if `end`). */
+const answering = (bytes: (xid: number) => Buffer | Buffer[], end = false): Script => ({
+  async request(c, xid) {
+    if (c.index !== 0) return
+    for (const b of [bytes(xid)].flat()) c.sock.write(b)
+    if (end) c.sock.end()
+  },
+})
+
+describe('ZooKeeper client against a hostile server: framing', () => {
+  it('a truncated frame, then close: CONNECTION_LOSS naming the frame cut short', async () => {
+    await withFake(answering((xid) => reply(xid, 0, (w) => w.buffer(Buffer.alloc(50))).subarray(0, 30), true), async (c) => {
+      assertLost(await rejection(c.getData('/a'), 1_000), /closed the connection in the middle of a frame \(26 of 70 bytes received\)/, false)
+    })
+  })
+
+  it(`a length prefix over the client's maximum (${MAX_FRAME_BYTES} bytes): refused at once, nothing buffered`, async () => {
+    const prefix = Buffer.alloc(4)
+    prefix.writeInt32BE(MAX_FRAME_BYTES + 1)
+    await withFake(answering(() => prefix), async (c) => {
+      assertLost(await rejection(c.getData('/a'), 1_000), new RegExp(`a frame of ${MAX_FRAME_BYTES + 1} bytes \\(at most ${MAX_FRAME_BYTES}`))
+    })
+  })
+
+  it('a negative length prefix', async () => {
+    await withFake(answering(() => Buffer.from('fffffff6', 'hex')), async (c) => {
+      assertLost(await rejection(c.getData('/a'), 1_000), /a negative frame length \(-10\)/)
+    })
+  })
+
+  it('garbage bytes (an HTTP answer)', async () => {
+    await withFake(answering(() => Buffer.from('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n')), async (c) => {
+      assertLost(await rejection(c.getData('/a'), 1_000), /a frame of 1213486160 bytes/)
+    })
+  })
+
+  it('a reply with an xid nobody asked for', async () => {
+    await withFake(answering((xid) => reply(xid + 1000, 0)), async (c) => {
+      assertLost(await rejection(c.getData('/a'), 1_000), /answered xid \d+, which is not in flight/)
+    })
+  })
+
+  it('an empty frame (no reply header)', async () => {
+    await withFake(answering(() => Buffer.alloc(4)), async (c) => {
+      assertLost(await rejection(c.getData('/a'), 1_000), /ended inside reply\.xid/)
+    })
+  })
+
+  it('a ping answer to no ping, and an auth answer to no auth', async () => {
+    await withFake(answering(() => reply(XID.ping, 0)), async (c) => {
+      assertLost(await rejection(c.getData('/a'), 1_000), /answered a ping that was never sent/)
+    })
+    await withFake(answering(() => reply(XID.auth, 0)), async (c) => {
+      assertLost(await rejection(c.getData('/a'), 1_000), /answered an auth that was never sent/)
+    })
+  })
+})
+
+describe('ZooKeeper client against a hostile server: replies of the wrong shape', () => {
+  it('getData answered with a stat only (an exists reply): the frame ends inside the stat', async () => {
+    await withFake(answering((xid) => reply(xid, 0, (w) => stat(w))), async (c) => {
+      assertLost(await rejection(c.getData('/a'), 1_000), /ended inside stat\./)
+    })
+  })
+
+  it('exists answered with data and a stat (a getData reply): bytes left over are refused', async () => {
+    await withFake(answering((xid) => reply(xid, 0, (w) => (w.buffer(Buffer.from('data')), stat(w, 4)))), async (c) => {
+      assertLost(await rejection(c.exists('/a'), 1_000), /reply to exists has 8 bytes left over/)
+    })
+  })
+
+  it('getChildren answered with a child count larger than the frame', async () => {
+    await withFake(answering((xid) => reply(xid, 0, (w) => w.int(1_000_000).string('x'))), async (c) => {
+      assertLost(await rejection(c.getChildren('/a'), 1_000), /impossible length \(1000000\)/)
+    })
+  })
+
+  it('a multi answered with more results than operations, and one of unknown type', async () => {
+    const result = (type: number) => (w: JuteWriter) => w.int(type).bool(false).int(-1)
+    await withFake(
+      answering((xid) => reply(xid, 0, (w) => (result(OP.delete)(w), result(OP.delete)(w), result(OP.delete)(w), w.int(-1).bool(true).int(-1)))),
+      async (c) => {
+        assertLost(await rejection(c.removeAll(['/a', '/b']), 1_000), /more results than the 2 operations sent/)
+      },
+    )
+    await withFake(answering((xid) => reply(xid, 0, (w) => (result(77)(w), w.int(-1).bool(true).int(-1)))), async (c) => {
+      assertLost(await rejection(c.removeAll(['/a']), 1_000), /result of unknown type 77/)
+    })
+  })
+})
+
+describe('ZooKeeper client against a hostile server: slow and odd but valid', () => {
+  it('a handshake and a reply split byte by byte across TCP writes still decode', async () => {
+    const dribble = async (sock: Socket, frame: Buffer): Promise<void> => {
+      for (const byte of frame) {
+        if (sock.destroyed) return
+        sock.write(Buffer.from([byte]))
+        await sleep(1)
+      }
+    }
+    const script: Script = {
+      handshake: (c) => dribble(c.sock, connectResponse()),
+      request: (c, xid) => dribble(c.sock, reply(xid, 0, (w) => (w.buffer(Buffer.from('hello')), stat(w, 5)))),
+    }
+    await withFake(script, async (c) => {
+      const r = await c.getData('/a')
+      assert.equal(r.data.toString(), 'hello')
+      assert.equal(r.stat.dataLength, 5)
+    })
+  })
+})
+
+describe('ZooKeeper client against a hostile server: the handshake', () => {
+  /** Opens one connection to a fake whose handshake is `handshake`; returns the rejection. */
+  async function openFails(handshake: Script['handshake'], sessionId = 0n): Promise<WireOpenError> {
+    const fake = await FakeZk.start({ handshake })
+    try {
+      const err = await rejection(
+        ZkWire.open({
+          host: '127.0.0.1',
+          port: fake.port,
+          tls: undefined,
+          handshake: { lastZxidSeen: 0n, timeoutMs: 4000, sessionId, password: Buffer.alloc(16), readOnly: false },
+          connectTimeoutMs: 1_000,
+          auth: [],
+          watches: undefined,
+          onNotification: () => {},
+          onClose: () => {},
+        }),
+        1_500,
+      )
+      assert.ok(err instanceof WireOpenError, `a WireOpenError, not ${err.name}`)
+      assert.ok(err instanceof ConnectionError)
+      return err
+    } finally {
+      await fake.close()
+    }
+  }
+
+  it('a new session granted a zero or negative timeout is a broken server, not an expired session', async () => {
+    for (const timeoutMs of [0, -1]) {
+      const err = await openFails((c) => void c.sock.write(connectResponse(timeoutMs)))
+      assert.equal(err.failure, 'network')
+      assert.match(err.message, new RegExp(`granted a new session a timeout of ${timeoutMs} ms`))
+    }
+  })
+
+  it('a resumed session answered with a zero timeout has expired', async () => {
+    const err = await openFails((c) => void c.sock.write(connectResponse(0)), SESSION_ID)
+    assert.equal(err.failure, 'expired')
+  })
+
+  it('start() against a server granting no timeout fails with a ConnectionError naming it, and reports no session lost', async () => {
+    const fake = await FakeZk.start({ handshake: (c) => void c.sock.write(connectResponse(0)) })
+    const states: string[] = []
+    const c = new ZkConnection({
+      servers: [{ host: '127.0.0.1', port: fake.port }],
+      randomizeHosts: false,
+      sessionTimeoutMs: 4_000,
+      connectTimeoutMs: 1_000,
+      opTimeoutMs: 3_000,
+      digestAuth: undefined,
+      acl: OPEN_ACL,
+      shownAs: 'zookeeper://fake',
+      onState: (s) => void states.push(s),
+      onNewSession: async () => {},
+    })
+    try {
+      const err = await rejection(c.start(), 2_000)
+      assert.ok(err instanceof ConnectionError)
+      assert.match(err.message, /no server answered within 1 s .*granted a new session a timeout of 0 ms/)
+      assert.deepEqual(states, [])
+      assert.ok(fake.connections < 30, `${fake.connections} connection attempts in 1 s: the retries pause`)
+    } finally {
+      await c.stop()
+      await fake.close()
+    }
+  })
+
+  it('a handshake reply truncated, then close', async () => {
+    const err = await openFails((c) => void c.sock.end(connectResponse().subarray(0, 20)))
+    assert.match(err.message, /closed the connection during the handshake/)
+  })
+})
+
+/** mulberry32: a small seeded PRNG, so that a failing case can be replayed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** Random bytes, sometimes behind a plausible length prefix and reply header so that the decoders, not only the splitter, see them. */
+function randomBytes(rand: () => number, xid: number): Buffer {
+  const n = Math.floor(rand() * 120)
+  const junk = Buffer.from(Array.from({ length: n }, () => Math.floor(rand() * 256)))
+  const shape = rand()
+  if (shape < 0.3) return junk
+  const prefix = Buffer.alloc(4)
+  const header = Buffer.alloc(16)
+  header.writeInt32BE(shape < 0.6 ? xid : [XID.notification, XID.ping, XID.auth, XID.setWatches][Math.floor(rand() * 4)]!, 0)
+  // A server's own error code, but not CONNECTION_LOSS (-4), which the checks below reserve for a dropped connection.
+  const code = -1 - Math.floor(rand() * 130)
+  header.writeInt32BE(rand() < 0.8 ? 0 : code === -4 ? -101 : code, 12)
+  const payload = shape < 0.9 ? Buffer.concat([header, junk]) : junk
+  prefix.writeInt32BE(rand() < 0.8 ? payload.length : Math.floor(rand() * 200) - 20)
+  return Buffer.concat([prefix, payload])
+}
+
+describe('ZooKeeper client against a hostile server: seeded random bytes', () => {
+  const SEED = 20240601
+  const CASES = 300
+
+  it(
+    `${CASES} random replies to getData, getChildren or a multi: each ends in an answer or a typed error, in bounded time`,
+    { timeout: 120_000 },
+    async (t) => {
+      const rand = prng(SEED)
+      const outcomes = new Map<string, number>()
+      let script: ((xid: number) => Buffer) | undefined
+      // The first request of each case gets the random bytes; the reconnect after it a quiet server.
+      const fake = await FakeZk.start({
+        request(c, xid) {
+          if (script) c.sock.end(script(xid))
+          script = undefined
+        },
+      })
+      try {
+        for (let i = 0; i < CASES; i++) {
+          const bytes = randomBytes(rand, 0)
+          script = (xid) => (bytes.length >= 8 && bytes.readInt32BE(4) === 0 ? (bytes.writeInt32BE(xid, 4), bytes) : bytes)
+          const c = client(fake.port)
+          const kind = i % 3
+          try {
+            await c.start()
+            const p = kind === 0 ? c.getData('/a') : kind === 1 ? c.getChildren('/a') : c.removeAll(['/a', '/b'])
+            const outcome = await Promise.race([
+              p.then(() => 'answered', (err: unknown) => {
+                assert.ok(err instanceof ZkError || err instanceof ConnectionError, `case ${i} (seed ${SEED}): ${String(err)}`)
+                if (err instanceof ZkError && err.code === ZK_CODES.CONNECTION_LOSS) assert.ok(err.cause instanceof ConnectionError, `case ${i}`)
+                return err instanceof ZkError ? err.name : err.constructor.name
+              }),
+              sleep(2_000).then(() => 'hang'),
+            ])
+            assert.notEqual(outcome, 'hang', `case ${i} (seed ${SEED}, bytes ${bytes.toString('hex')}) did not settle`)
+            outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1)
+          } finally {
+            await c.stop()
+          }
+        }
+      } finally {
+        await fake.close()
+      }
+      t.diagnostic(`outcomes: ${JSON.stringify(Object.fromEntries(outcomes))}`)
+      assert.ok((outcomes.get('CONNECTION_LOSS') ?? 0) > CASES / 2, JSON.stringify([...outcomes]))
+    },
+  )
+
+  it(`${CASES} random handshake replies: each open() rejects with a WireOpenError (or succeeds), in bounded time`, { timeout: 120_000 }, async (t) => {
+    const rand = prng(SEED + 1)
+    const outcomes = new Map<string, number>()
+    let bytes: Buffer = Buffer.alloc(0)
+    const fake = await FakeZk.start({ handshake: (c) => void c.sock.end(bytes) })
+    try {
+      for (let i = 0; i < CASES; i++) {
+        bytes = rand() < 0.5
+          ? randomBytes(rand, 0)
+          : Buffer.concat([connectResponse(Math.floor(rand() * 10_000) - 100).subarray(0, Math.floor(rand() * 42)), randomBytes(rand, 0)])
+        const outcome = await Promise.race([
+          ZkWire.open({
+            host: '127.0.0.1',
+            port: fake.port,
+            tls: undefined,
+            handshake: { lastZxidSeen: 0n, timeoutMs: 4000, sessionId: 0n, password: Buffer.alloc(16), readOnly: false },
+            connectTimeoutMs: 1_000,
+            auth: [],
+            watches: undefined,
+            onNotification: () => {},
+            onClose: () => {},
+          }).then((w) => (w.close(new Error('done')), 'opened'), (err: unknown) => {
+            assert.ok(err instanceof WireOpenError, `case ${i} (seed ${SEED + 1}): ${String(err)}`)
+            return err.failure
+          }),
+          sleep(2_000).then(() => 'hang'),
+        ])
+        assert.notEqual(outcome, 'hang', `case ${i} (seed ${SEED + 1}, bytes ${bytes.toString('hex')}) did not settle`)
+        outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1)
+      }
+      t.diagnostic(`outcomes: ${JSON.stringify(Object.fromEntries(outcomes))}`)
+    } finally {
+      await fake.close()
+    }
+  })
+})
