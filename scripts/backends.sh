@@ -127,6 +127,12 @@ EOF
 
 start_zookeeper_tls() { # TLS on 127.0.0.1 and plain on :: (IPv6 and IPv4), one server
   zookeeper_tls_ok >/dev/null 2>&1 && zookeeper_ipv6_ok >/dev/null 2>&1 && return 0
+  # One this script started that does not answer on both ports (or not to these files) is replaced.
+  local pid; pid=$(cat "$STATE/zookeeper-tls.pid" 2>/dev/null || true)
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    log "zookeeper-tls (pid $pid) does not answer on both ports: stopping it"
+    kill "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+  fi
   log "starting zookeeper-tls: TLS on $ZOOKEEPER_TLS_PORT, plain on [::]:$ZOOKEEPER_IPV6_PORT"
   rm -rf "$ZK_TLS_DIR"
   local classpath
