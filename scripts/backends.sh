@@ -10,22 +10,35 @@
 # Idempotent: a server already answering on its port (this machine starts PostgreSQL, MariaDB and
 # Redis before work begins) is used as it is. Fails, naming the server, when one cannot be started:
 # the tests never skip a backend that is missing.
+#
+# Besides the plain ZooKeeper there is a second one, "zookeeper-tls": TLS on 127.0.0.1:2281 with
+# client certificates required (a CA and certificates made at its start by scripts/zookeeper-tls.mjs,
+# which the tests' private TLS servers use too), and a plain port 2182 bound to :: so that IPv6
+# clients ([::1]:2182) and IPv4 ones reach it. urls.json gets its URLs and the client's PEM files:
+# zookeeper-tls, zookeeper-tls-ca, -certfile, -keyfile, -other-ca (a CA that signed nothing), and
+# zookeeper-ipv6.
+#
+# ROLLCALL_BACKENDS_DIR (default .backends) and the *_PORT variables below may be set, to try the
+# script beside running servers; the tests read .backends/urls.json only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STATE="$PWD/.backends"
+STATE="${ROLLCALL_BACKENDS_DIR:-$PWD/.backends}"
 mkdir -p "$STATE"
+STATE=$(cd "$STATE" && pwd -P) # the files urls.json names stay valid wherever it is read from
 
-REDIS_PORT=6379
-MEMCACHED_PORT=11211
-ZOOKEEPER_PORT=2181
-ETCD_PORT=2379
-ETCD_PEER_PORT=2380
-PG_PORT=5432
-MYSQL_PORT=3306
+REDIS_PORT=${REDIS_PORT:-6379}
+MEMCACHED_PORT=${MEMCACHED_PORT:-11211}
+ZOOKEEPER_PORT=${ZOOKEEPER_PORT:-2181}
+ZOOKEEPER_TLS_PORT=${ZOOKEEPER_TLS_PORT:-2281}
+ZOOKEEPER_IPV6_PORT=${ZOOKEEPER_IPV6_PORT:-2182}
+ETCD_PORT=${ETCD_PORT:-2379}
+ETCD_PEER_PORT=${ETCD_PEER_PORT:-2380}
+PG_PORT=${PG_PORT:-5432}
+MYSQL_PORT=${MYSQL_PORT:-3306}
 
 PACKAGES=(redis-server memcached zookeeper etcd-server etcd-client postgresql mariadb-server
   python3-tooz python3-pymemcache python3-kazoo python3-etcd3gw python3-psycopg2 python3-pymysql
-  python3-redis python3-msgpack chromium librsvg2-bin)
+  python3-redis python3-msgpack chromium librsvg2-bin openssl libnetty-java)
 
 log() { printf 'backends: %s\n' "$*" >&2; }
 
@@ -59,6 +72,13 @@ wait_for() { # name, check-command...
 redis_ok() { [ "$(redis-cli -h 127.0.0.1 -p $REDIS_PORT ping 2>/dev/null)" = PONG ]; }
 memcached_ok() { exec 3<>"/dev/tcp/127.0.0.1/$MEMCACHED_PORT" && printf 'version\r\n' >&3 && timeout 2 head -1 <&3 | grep -q VERSION; }
 zookeeper_ok() { exec 3<>"/dev/tcp/127.0.0.1/$ZOOKEEPER_PORT" && printf 'srvr' >&3 && timeout 2 cat <&3 | grep -q 'Mode:'; }
+ZK_TLS_DIR="$STATE/zookeeper-tls"
+# Answers srvr over TLS, to the client certificate and CA in urls.json (so they match the server).
+zookeeper_tls_ok() {
+  printf 'srvr' | timeout 5 openssl s_client -quiet -verify_return_error -connect "127.0.0.1:$ZOOKEEPER_TLS_PORT" \
+    -CAfile "$ZK_TLS_DIR/ca.pem" -cert "$ZK_TLS_DIR/client.pem" -key "$ZK_TLS_DIR/client.key" 2>/dev/null | grep -q 'Mode:'
+}
+zookeeper_ipv6_ok() { exec 3<>"/dev/tcp/::1/$ZOOKEEPER_IPV6_PORT" && printf 'srvr' >&3 && timeout 2 cat <&3 | grep -q 'Mode:'; }
 etcd_ok() { curl -fsS "http://127.0.0.1:$ETCD_PORT/version" | grep -q etcdserver; }
 pg_ok() { pg_isready -q -h 127.0.0.1 -p $PG_PORT; }
 mysql_ok() { mariadb -h 127.0.0.1 -P $MYSQL_PORT -u root -e 'select 1'; }
@@ -105,6 +125,26 @@ EOF
   wait_for zookeeper zookeeper_ok
 }
 
+start_zookeeper_tls() { # TLS on 127.0.0.1 and plain on :: (IPv6 and IPv4), one server
+  zookeeper_tls_ok >/dev/null 2>&1 && zookeeper_ipv6_ok >/dev/null 2>&1 && return 0
+  # One this script started that does not answer on both ports (or not to these files) is replaced.
+  local pid; pid=$(cat "$STATE/zookeeper-tls.pid" 2>/dev/null || true)
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    log "zookeeper-tls (pid $pid) does not answer on both ports: stopping it"
+    kill "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+  fi
+  log "starting zookeeper-tls: TLS on $ZOOKEEPER_TLS_PORT, plain on [::]:$ZOOKEEPER_IPV6_PORT"
+  rm -rf "$ZK_TLS_DIR"
+  local classpath
+  classpath=$(node scripts/zookeeper-tls.mjs "$ZK_TLS_DIR" "$ZOOKEEPER_TLS_PORT" need "$ZOOKEEPER_IPV6_PORT" '::')
+  nohup java -Xmx256m -Dzookeeper.admin.enableServer=false -Dzookeeper.4lw.commands.whitelist='*' \
+    -cp "$classpath" org.apache.zookeeper.server.ZooKeeperServerMain "$ZK_TLS_DIR/zoo.cfg" \
+    > "$STATE/zookeeper-tls.log" 2>&1 &
+  echo $! > "$STATE/zookeeper-tls.pid"
+  wait_for zookeeper-tls zookeeper_tls_ok
+  wait_for zookeeper-tls zookeeper_ipv6_ok
+}
+
 start_etcd() {
   etcd_ok >/dev/null 2>&1 && return 0
   log "starting etcd on $ETCD_PORT"
@@ -137,21 +177,34 @@ start_mysql() {
   mariadb -h 127.0.0.1 -P $MYSQL_PORT -u root -e 'create database if not exists rollcall'
 }
 
+# Rewrites the keys this script knows and keeps any other; tests may be reading the file, so it
+# is replaced by one rename.
 write_urls() {
-  cat > "$STATE/urls.json" <<EOF
-{
-  "redis": "redis://127.0.0.1:$REDIS_PORT",
-  "memcached": "memcached://127.0.0.1:$MEMCACHED_PORT",
-  "zookeeper": "zookeeper://127.0.0.1:$ZOOKEEPER_PORT",
-  "etcd3": "etcd3+http://127.0.0.1:$ETCD_PORT",
-  "postgresql": "postgresql://postgres@127.0.0.1:$PG_PORT/rollcall",
-  "mysql": "mysql://root@127.0.0.1:$MYSQL_PORT/rollcall"
-}
-EOF
+  node -e '
+    const fs = require("node:fs")
+    const [file, ...pairs] = process.argv.slice(1)
+    let urls = {}
+    try { urls = JSON.parse(fs.readFileSync(file, "utf8")) } catch {}
+    for (let i = 0; i < pairs.length; i += 2) urls[pairs[i]] = pairs[i + 1]
+    fs.writeFileSync(`${file}.tmp`, `${JSON.stringify(urls, null, 2)}\n`)
+    fs.renameSync(`${file}.tmp`, file)
+  ' "$STATE/urls.json" \
+    redis "redis://127.0.0.1:$REDIS_PORT" \
+    memcached "memcached://127.0.0.1:$MEMCACHED_PORT" \
+    zookeeper "zookeeper://127.0.0.1:$ZOOKEEPER_PORT" \
+    zookeeper-tls "zookeeper://127.0.0.1:$ZOOKEEPER_TLS_PORT" \
+    zookeeper-tls-ca "$ZK_TLS_DIR/ca.pem" \
+    zookeeper-tls-certfile "$ZK_TLS_DIR/client.pem" \
+    zookeeper-tls-keyfile "$ZK_TLS_DIR/client.key" \
+    zookeeper-tls-other-ca "$ZK_TLS_DIR/other-ca.pem" \
+    zookeeper-ipv6 "zookeeper://[::1]:$ZOOKEEPER_IPV6_PORT" \
+    etcd3 "etcd3+http://127.0.0.1:$ETCD_PORT" \
+    postgresql "postgresql://postgres@127.0.0.1:$PG_PORT/rollcall" \
+    mysql "mysql://root@127.0.0.1:$MYSQL_PORT/rollcall"
 }
 
 stop_started() {
-  for name in redis memcached zookeeper etcd; do
+  for name in redis memcached zookeeper zookeeper-tls etcd; do
     local pidfile="$STATE/$name.pid"
     [ -f "$pidfile" ] || continue
     local pid; pid=$(cat "$pidfile")
@@ -163,13 +216,13 @@ stop_started() {
 case "${1:-up}" in
   up)
     install_missing
-    start_redis; start_memcached; start_zookeeper; start_etcd; start_postgresql; start_mysql
+    start_redis; start_memcached; start_zookeeper; start_zookeeper_tls; start_etcd; start_postgresql; start_mysql
     write_urls
-    log "all servers answer; URLs in .backends/urls.json"
+    log "all servers answer; URLs in $STATE/urls.json"
     ;;
   down) stop_started ;;
   status)
-    for s in redis memcached zookeeper etcd pg mysql; do
+    for s in redis memcached zookeeper zookeeper_tls zookeeper_ipv6 etcd pg mysql; do
       if ${s}_ok >/dev/null 2>&1; then echo "$s: up"; else echo "$s: down"; fi
     done
     ;;

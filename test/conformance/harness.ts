@@ -68,11 +68,13 @@ export async function harness(name: Backend): Promise<Harness> {
       it(title(area), { skip: reason }, () => {})
     },
     async openProxied(t, options = {}) {
-      const at = /(\/\/|@)(127\.0\.0\.1|localhost):(\d+)/.exec(config.fastUrl)
+      const at = /(\/\/|@)(127\.0\.0\.1|localhost|\[::1\]):(\d+)/.exec(config.fastUrl)
       if (!at) throw new Error(`${name}: no loopback host:port in ${config.fastUrl} to put a proxy in front of`)
-      const proxy = await TcpProxy.start(Number(at[3]))
+      // An IPv6 server is reached over IPv6 through the proxy too.
+      const host = at[2] === '[::1]' ? '[::1]' : '127.0.0.1'
+      const proxy = await TcpProxy.start(Number(at[3]), host === '[::1]' ? '::1' : '127.0.0.1')
       t.after(() => proxy.close())
-      const url = config.fastUrl.replace(at[0], `${at[1]}127.0.0.1:${proxy.port}`)
+      const url = config.fastUrl.replace(at[0], `${at[1]}${host}:${proxy.port}`)
       const coordinator = await connect(url, { memberId: rid('m'), watchIntervalMs: TIMING.watchIntervalMs, ...options })
       t.after(() => coordinator.stop())
       return { coordinator, proxy }

@@ -1,13 +1,14 @@
 /**
  * ZooKeeper over TLS (issue 13): kazoo's options (use_ssl, ca, certfile, keyfile, verify_certs)
  * against a real ZooKeeper whose port speaks only TLS, with and without client certificates, and
- * the failures a misconfigured client must get quickly and in words.
+ * the failures a misconfigured client must get quickly and in words. The server that needs client
+ * certificates is the shared one of scripts/backends.sh; one that asks for none is private.
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it, type TestContext } from 'node:test'
 import { ConnectionError, connect, type Coordinator } from '../../src/index.js'
 import { rid } from '../support/wait.js'
-import { startZookeeperTls, type TlsZookeeper } from '../support/zookeeper-tls.js'
+import { sharedZookeeperTls, startZookeeperTls, type TlsServer, type TlsZookeeper } from '../support/zookeeper-tls.js'
 import { assertGroupAndLockShared } from './zookeeper-support.js'
 
 /**
@@ -15,9 +16,9 @@ import { assertGroupAndLockShared } from './zookeeper-support.js'
  * here). A 15 s session by default: a TLS handshake with a cold JVM on a loaded machine has taken
  * more than the 5 s the refusal cases allow themselves.
  */
-function tlsUrl(z: TlsZookeeper, options: Record<string, string>): string {
+function tlsUrl(z: TlsServer, options: Record<string, string>): string {
   const query = Object.entries({ use_ssl: 'true', timeout: '15', ...options }).map(([k, v]) => `${k}=${v}`).join('&')
-  return `zookeeper://localhost:${z.server.port}?${query}`
+  return `${z.url}?${query}`
 }
 
 async function open(t: TestContext, url: string): Promise<Coordinator> {
@@ -27,15 +28,12 @@ async function open(t: TestContext, url: string): Promise<Coordinator> {
 }
 
 describe('zookeeper over TLS', { concurrency: 2 }, () => {
-  let needsCert: TlsZookeeper
+  const needsCert = sharedZookeeperTls()
   let anyClient: TlsZookeeper
   before(async () => {
-    ;[needsCert, anyClient] = await Promise.all([startZookeeperTls('need'), startZookeeperTls('none')])
+    anyClient = await startZookeeperTls('none')
   })
-  after(() => {
-    needsCert?.server.kill()
-    anyClient?.server.kill()
-  })
+  after(() => anyClient?.server.stop())
 
   it('zookeeper-tls: with a client certificate, members share a group with capabilities, and a lock, over TLS', async (t) => {
     const url = tlsUrl(needsCert, { verify_certs: 'true', ca: needsCert.files.ca, certfile: needsCert.files.certfile, keyfile: needsCert.files.keyfile })

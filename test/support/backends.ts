@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { TIMING } from './timing.js'
 
-/** Every backend the conformance suite runs against. */
-export type Backend = 'memory' | 'file' | 'redis' | 'memcached' | 'zookeeper' | 'etcd3' | 'postgresql' | 'mysql'
+/** Every backend the conformance suite runs against (zookeeper-ipv6: ZooKeeper reached at [::1]). */
+export type Backend = 'memory' | 'file' | 'redis' | 'memcached' | 'zookeeper' | 'zookeeper-ipv6' | 'etcd3' | 'postgresql' | 'mysql'
 
 /** How one backend is reached in tests. */
 export interface BackendConfig {
@@ -59,6 +59,7 @@ const CONFIGS: Record<Backend, () => BackendConfig> = {
   // liveness is 3 s (a 2 s lock could lapse between two beats).
   memcached: () => ({ url: serverUrl('memcached'), fastUrl: withQuery(serverUrl('memcached'), `timeout=${TIMING.expirySeconds + 1}`) }),
   zookeeper: () => ({ url: serverUrl('zookeeper'), fastUrl: withQuery(serverUrl('zookeeper'), fast) }),
+  'zookeeper-ipv6': () => ({ url: serverUrl('zookeeper-ipv6'), fastUrl: withQuery(serverUrl('zookeeper-ipv6'), fast) }),
   etcd3: () => ({ url: serverUrl('etcd3'), fastUrl: withQuery(serverUrl('etcd3'), fast) }),
   postgresql: () => ({ url: serverUrl('postgresql'), fastUrl: withQuery(serverUrl('postgresql'), fast) }),
   mysql: () => ({ url: serverUrl('mysql'), fastUrl: withQuery(serverUrl('mysql'), fast) }),

@@ -30,13 +30,13 @@ export class TcpProxy {
     this.port = port
   }
 
-  /** Starts a proxy on a free loopback port forwarding to 127.0.0.1:targetPort. */
-  static start(targetPort: number): Promise<TcpProxy> {
+  /** Starts a proxy on a free port of loopback address `host` forwarding to host:targetPort. */
+  static start(targetPort: number, host: '127.0.0.1' | '::1' = '127.0.0.1'): Promise<TcpProxy> {
     return new Promise((resolve, reject) => {
       let proxy: TcpProxy
-      const server = createServer((client) => proxy.#accept(client, targetPort))
+      const server = createServer((client) => proxy.#accept(client, targetPort, host))
       server.on('error', reject)
-      server.listen(0, '127.0.0.1', () => {
+      server.listen(0, host, () => {
         proxy = new TcpProxy(server, (server.address() as { port: number }).port)
         resolve(proxy)
       })
@@ -91,12 +91,12 @@ export class TcpProxy {
     await new Promise<void>((resolve) => this.#server.close(() => resolve()))
   }
 
-  #accept(client: Socket, targetPort: number): void {
+  #accept(client: Socket, targetPort: number, host: string): void {
     if (this.#cut) {
       reset(client)
       return
     }
-    const upstream = connect(targetPort, '127.0.0.1')
+    const upstream = connect(targetPort, host)
     const pair: [Socket, Socket] = [client, upstream]
     this.#pairs.add(pair)
     const end = (): void => {

@@ -28,6 +28,27 @@ def install_etcd3gw_shim():
     client_mod.client = client
 
 
+def install_kazoo_tls(coord, url):
+    # tooz 3.1 ignores use_ssl and passes no TLS settings to kazoo (its _make_client knows none), so
+    # for a URL with use_ssl=true the kazoo client tooz made (not started yet) is replaced by one
+    # built from the same hosts, timeout and digest auth plus kazoo's TLS arguments, named as the
+    # URL names them (rollcall's names are kazoo's). Everything else stays tooz's driver.
+    from urllib.parse import parse_qs, urlsplit
+    from kazoo.client import KazooClient
+    query = {k: v[-1] for k, v in parse_qs(urlsplit(url).query).items()}
+    if query.get('use_ssl', '').lower() not in ('1', 'true', 'yes'):
+        return
+    old = coord._coord
+    coord._coord = KazooClient(
+        hosts=','.join(('[%s]:%s' if ':' in h else '%s:%s') % (h, p) for h, p in old.hosts),
+        timeout=old._session_timeout / 1000.0,
+        auth_data=old.auth_data, default_acl=old.default_acl,
+        use_ssl=True, verify_certs=query.get('verify_certs', 'true').lower() in ('1', 'true', 'yes'),
+        ca=query.get('ca'), certfile=query.get('certfile'), keyfile=query.get('keyfile'),
+        keyfile_password=query.get('keyfile_password'))
+    coord._timeout_exception = coord._coord.handler.timeout_exception
+
+
 def to_json(value):
     if isinstance(value, bytes):
         return {'__bytes__': binascii.hexlify(value).decode()}
@@ -54,6 +75,8 @@ def main():
         install_etcd3gw_shim()
     from tooz import coordination
     coord = coordination.get_coordinator(url, member.encode())
+    if url.startswith(('kazoo', 'zookeeper')):
+        install_kazoo_tls(coord, url)
     coord.start(start_heart=True)
     locks = {}
     elected = []

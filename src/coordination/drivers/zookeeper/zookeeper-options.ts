@@ -42,7 +42,11 @@ export const ZOOKEEPER_OPTIONS = {
     ignored: true,
     doc: "kazoo's command retry policy; here an operation fails after `timeout` and the Coordinator retries what needs retrying.",
   }),
-  useSsl: opt.boolean('use_ssl', { default: false, doc: "TLS to the servers (their secureClientPort), as kazoo's `use_ssl`." }),
+  useSsl: opt.boolean('use_ssl', {
+    default: false,
+    doc: "TLS to the servers (their secureClientPort; tested with ZooKeeper 3.8's Netty TLS and client certificates), as kazoo's `use_ssl`. "
+      + 'Python tooz 3.1 passes no TLS option to kazoo: see docs/interop.md for a Python peer over TLS.',
+  }),
   verifyCerts: opt.boolean('verify_certs', {
     default: true,
     doc: "With TLS: check the server's certificate against `ca` (or the system's CAs) and its name. false accepts any certificate.",
