@@ -13,12 +13,13 @@
 #
 # Besides the plain ZooKeeper there is a second one, "zookeeper-tls": TLS on 127.0.0.1:2281 with
 # client certificates required (a CA and certificates made at its start by scripts/zookeeper-tls.mjs,
-# which the tests' private TLS servers use too), and a plain port 2182 bound to :: so that IPv6
+# which the tests' private TLS servers use too; kept in /tmp/rollcall-zookeeper-tls-2281, where every
+# checkout finds them), and a plain port 2182 bound to :: so that IPv6
 # clients ([::1]:2182) and IPv4 ones reach it. urls.json gets its URLs and the client's PEM files:
 # zookeeper-tls, zookeeper-tls-ca, -certfile, -keyfile, -other-ca (a CA that signed nothing), and
 # zookeeper-ipv6.
 #
-# ROLLCALL_BACKENDS_DIR (default .backends) and the *_PORT variables below may be set, to try the
+# ROLLCALL_BACKENDS_DIR (default .backends), ROLLCALL_ZK_TLS_DIR and the *_PORT variables below may be set, to try the
 # script beside running servers; the tests read .backends/urls.json only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,7 +73,10 @@ wait_for() { # name, check-command...
 redis_ok() { [ "$(redis-cli -h 127.0.0.1 -p $REDIS_PORT ping 2>/dev/null)" = PONG ]; }
 memcached_ok() { exec 3<>"/dev/tcp/127.0.0.1/$MEMCACHED_PORT" && printf 'version\r\n' >&3 && timeout 2 head -1 <&3 | grep -q VERSION; }
 zookeeper_ok() { exec 3<>"/dev/tcp/127.0.0.1/$ZOOKEEPER_PORT" && printf 'srvr' >&3 && timeout 2 cat <&3 | grep -q 'Mode:'; }
-ZK_TLS_DIR="$STATE/zookeeper-tls"
+# Its certificates live beside the machine's server, not in this checkout: the server on the fixed
+# port answers every checkout (a fresh clone must be able to check it and use it, as it uses the
+# plain servers), and only the files it was started with verify it.
+ZK_TLS_DIR="${ROLLCALL_ZK_TLS_DIR:-${TMPDIR:-/tmp}/rollcall-zookeeper-tls-$ZOOKEEPER_TLS_PORT}"
 # Answers srvr over TLS, to the client certificate and CA in urls.json (so they match the server).
 zookeeper_tls_ok() {
   printf 'srvr' | timeout 5 openssl s_client -quiet -verify_return_error -connect "127.0.0.1:$ZOOKEEPER_TLS_PORT" \
