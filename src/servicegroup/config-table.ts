@@ -85,7 +85,8 @@ export const SETTINGS: readonly SettingSpec[] = [
     'list',
     '',
     '',
-    "memcached servers of the mc driver, host:port, comma-separated (a fail-over list). When unset, Nova's names are read, in Nova's order: [DEFAULT] memcached_servers, then [cache] memcache_servers.",
+    "memcached servers of the mc driver, host:port, comma-separated (a fail-over list). When unset, Nova's names are read, in Nova's order: [DEFAULT] "
+      + 'memcached_servers, then [cache] memcache_servers.',
   ),
   s('DEFAULT', 'memcached_servers', 'list', '', '', "Nova's deprecated name of the mc driver's servers; used when [memcache] servers is unset."),
   s(

@@ -223,9 +223,8 @@ function apiSettings(text: SettingsText): ServiceGroupConfig['api'] {
   if (token.value !== '' && !/^[\x21-\x7e]+$/.test(token.value)) {
     throw new InvalidConfigError(
       name(token.spec),
-      `Invalid ${
-        name(token.spec)
-      }${token.from}: a token travels in an Authorization header, so it must be visible ASCII without spaces (the value is not shown); e.g. openssl rand -hex 16`,
+      `Invalid ${name(token.spec)}${token.from}: a token travels in an Authorization header, so it must be visible ASCII without spaces `
+        + '(the value is not shown); e.g. openssl rand -hex 16',
     )
   }
   const allowedHosts = text.read('allowed_hosts', 'api', hostNames, (phrase) => phrase)

@@ -115,7 +115,8 @@ export async function startZookeeperTls(clientAuth: 'need' | 'none'): Promise<Tl
       )
       writeFileSync(
         join(dir, 'log4j.properties'),
-        'log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n',
+        'log4j.rootLogger=WARN, '
+          + 'CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n',
       )
     },
     command: (_port, dir) => ({

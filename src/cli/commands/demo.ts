@@ -311,8 +311,8 @@ async function scenario(
 export const demoCommands: Command[] = [
   {
     name: 'demo',
-    summary:
-      'Run a few real services and the live status page in a temporary directory (SQLite + file:// by default; --url for a real backend); one crashes, one stops, one restarts. npm start runs it.',
+    summary: 'Run a few real services and the live status page in a temporary directory (SQLite + file:// by default; --url for a real backend); one crashes, '
+      + 'one stops, one restarts. npm start runs it.',
     usage: '[--url URL] [--listen HOST:PORT] [--duration SECONDS] [--json]',
     options: { url: CONNECTION_OPTIONS.url!, listen: { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } },
     run: async (ctx) => {

@@ -321,17 +321,20 @@ class Etcd3Driver implements CoordinationDriver {
 
 export default defineDriver({
   name: 'etcd3',
-  summary:
-    "etcd v3 through its JSON gateway (no client library), laid out exactly as tooz's etcd3gw driver lays it out; membership by lease, pushed watches, locks with fencing and a native wait.",
+  summary: "etcd v3 through its JSON gateway (no client library), laid out exactly as tooz's etcd3gw driver lays it out; membership by lease, pushed watches, "
+    + 'locks with fencing and a native wait.',
   urlForms: [
     'etcd3+http://127.0.0.1:2379',
     'etcd3+https://etcd1:2379,etcd2:2379?ca_cert=/etc/ssl/etcd-ca.pem',
     'etcd3://user:password@127.0.0.1:2379?membership_timeout=10',
   ],
   consistency:
-    "Linearizable reads and writes; every check-and-act is one etcd txn. A member lives as long as its lease: etcd deletes the keys of a member that stops heartbeating after membership_timeout and the watch pushes that deletion. Lock fencing tokens are the key's create revision, which grows with every holder.",
+    'Linearizable reads and writes; every check-and-act is one etcd txn. A member lives as long as its lease: etcd deletes the keys of a member that '
+    + "stops heartbeating after membership_timeout and the watch pushes that deletion. Lock fencing tokens are the key's create revision, which grows "
+    + 'with every holder.',
   hazards: [
-    'A process paused longer than membership_timeout loses its lease, its memberships and its locks; the next heartbeat reports it (lost), takes a new lease and rejoins (reconnected).',
+    'A process paused longer than membership_timeout loses its lease, its memberships and its locks; the next heartbeat reports it (lost), takes a new '
+    + 'lease and rejoins (reconnected).',
     'Leases are timed by the etcd leader: while the etcd cluster itself is stalled nothing expires.',
     'Group ids cannot contain "/" (tooz\'s layout would make them ambiguous).',
     'A user lock named "leader_of_<group>" is the leader lock of that group.',
@@ -355,7 +358,8 @@ export default defineDriver({
     const text = utf8IdProblem(id)
     if (text !== undefined) return text
     if (kind === 'group' && id.includes('/')) {
-      return 'group ids cannot contain "/": tooz\'s etcd layout (tooz/groups/<group>/<member>) would make it ambiguous; use another separator such as ":" or "."'
+      return 'group ids cannot contain "/": tooz\'s etcd layout (tooz/groups/<group>/<member>) would make it ambiguous; use another separator such as '
+        + '":" or "."'
     }
     return undefined
   },

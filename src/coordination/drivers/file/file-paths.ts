@@ -58,7 +58,8 @@ export function directoryOf(url: BackendUrl): string {
   const host = hosts.map((h) => h.host).join(',')
   if (hosts.length > 1 || (host !== '' && host !== 'localhost') || hosts.some((h) => h.port !== undefined)) {
     throw new InvalidUrlError(
-      `${redacted} names a host ("${host}"), but the file driver works on a local directory: write file:///absolute/path (three slashes); relative paths are not allowed`,
+      `${redacted} names a host ("${host}"), but the file driver works on a local directory: write file:///absolute/path (three slashes); relative paths `
+        + `are not allowed`,
     )
   }
   if (!path.startsWith('/')) {

@@ -53,8 +53,8 @@ import { exists, isMissing, MemberRecords, statIfExists, type CachedRecord, type
 const OPTIONS = {
   timeoutMs: opt.seconds('timeout', {
     default: 10,
-    doc:
-      'Liveness window: a member whose .raw file was not touched for this long is gone. Also the interval the heartbeat returns (the coordinator beats at half of it).',
+    doc: 'Liveness window: a member whose .raw file was not touched for this long is gone. Also the interval the heartbeat returns (the coordinator beats '
+      + 'at half of it).',
   }),
   executor: opt.string('executor', { ignored: true, doc: "tooz's executor choice (threaded or sync)." }),
 }
@@ -340,19 +340,23 @@ class FileDriver implements CoordinationDriver {
 
 export default defineDriver({
   name: 'file',
-  summary:
-    "A local directory, laid out as Python tooz's file driver lays it out: groups, members with capabilities, and locks shared by the processes of one host, Python tooz ones included.",
+  summary: "A local directory, laid out as Python tooz's file driver lays it out: groups, members with capabilities, and locks shared by the processes of one "
+    + 'host, Python tooz ones included.',
   urlForms: ['file:///var/lib/rollcall', 'file:///var/lib/rollcall?timeout=10'],
-  consistency:
-    'One host. Every membership read and write happens under DIR/.driver_lock, so reads are consistent. A member is alive while its .raw file was touched within `timeout` seconds; expiry is noticed by polling. Locks are kernel record locks, released when their holder exits.',
+  consistency: 'One host. Every membership read and write happens under DIR/.driver_lock, so reads are consistent. A member is alive while its .raw file was '
+    + 'touched within `timeout` seconds; expiry is noticed by polling. Locks are kernel record locks, released when their holder exits.',
   hazards: [
     'Local directories only: on a network file system, record locks and mtimes are only as reliable as the server.',
-    "Locks exclude Python tooz's locks on Linux only (F_OFD_SETLK record locks conflict with fcntl.lockf); on macOS fs-native-extensions falls back to flock, which Python's locks ignore.",
-    'Stale .raw files of other members (older than timeout) are deleted by listings and deleteGroup(), unlike tooz: a tooz process paused for longer than timeout leaves its groups for good.',
+    "Locks exclude Python tooz's locks on Linux only (F_OFD_SETLK record locks conflict with fcntl.lockf); on macOS fs-native-extensions falls back to "
+    + "flock, which Python's locks ignore.",
+    'Stale .raw files of other members (older than timeout) are deleted by listings and deleteGroup(), unlike tooz: a tooz process paused for longer '
+    + 'than timeout leaves its groups for good.',
     'break() unlinks the lock file; a tooz process already waiting on the old file may take it while a new holder holds the new one.',
     "Ids are written as bytes (encoded: False), as tooz documents them; a tooz program using str ids reads rollcall's ids back as bytes.",
-    'Listings cache decoded member records (keyed by inode, size and birth time): a tool that rewrites a member file in place, followed by a rollcall heartbeat before the next listing, goes unseen until the file is replaced (tooz and rollcall always replace files, never rewrite them).',
-    'Calls inside the driver lock use synchronous file-system calls (they are short and the lock is held anyway): on a hung network mount they would block the event loop.',
+    'Listings cache decoded member records (keyed by inode, size and birth time): a tool that rewrites a member file in place, followed by a rollcall '
+    + 'heartbeat before the next listing, goes unseen until the file is replaced (tooz and rollcall always replace files, never rewrite them).',
+    'Calls inside the driver lock use synchronous file-system calls (they are short and the lock is held anyway): on a hung network mount they would '
+    + 'block the event loop.',
   ],
   clientPackage: 'fs-native-extensions',
   capabilities: [

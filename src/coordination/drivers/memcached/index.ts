@@ -335,17 +335,24 @@ class MemcachedDriver implements CoordinationDriver {
 
 export default defineDriver({
   name: 'memcached',
-  summary:
-    "tooz's memcached layout: groups as CAS-updated msgpack values, members alive while their expiring key exists, locks and leaders as added keys. Shares groups, locks and leaders with Python tooz processes.",
+  summary: "tooz's memcached layout: groups as CAS-updated msgpack values, members alive while their expiring key exists, locks and leaders as added keys. "
+    + 'Shares groups, locks and leaders with Python tooz processes.',
   urlForms: ['memcached://127.0.0.1:11211', 'memcached://mc1:11211,mc2:11211?timeout=10', 'memcached://mc1:11211?use_ssl=true&ca_cert=/etc/ssl/mc-ca.pem'],
   consistency:
-    "Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists (membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend another holder's lock. Watchers poll, and re-read a watched group every 0.1 s through the last two seconds of its first member key's TTL (memcached ≥ 1.6.10; its whole-second clock can skip a second).",
+    'Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists '
+    + '(membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any '
+    + 'size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend '
+    + "another holder's lock. Watchers poll, and re-read a watched group every 0.1 s through the last two seconds of its first member key's TTL "
+    + '(memcached ≥ 1.6.10; its whole-second clock can skip a second).',
   hazards: [
-    'memcached is a cache: LRU eviction can drop a group, a member key or a lock at any moment, whatever its expiry. Dropped memberships are reported (membershipLost) and rejoined; a dropped lock can be taken by another process before the holder notices (lockLost).',
-    'A restarted memcached forgets everything; the driver reports the connection as lost on reconnect, so locks and leadership are dropped and groups rejoined.',
+    'memcached is a cache: LRU eviction can drop a group, a member key or a lock at any moment, whatever its expiry. Dropped memberships are reported '
+    + '(membershipLost) and rejoined; a dropped lock can be taken by another process before the holder notices (lockLost).',
+    'A restarted memcached forgets everything; the driver reports the connection as lost on reconnect, so locks and leadership are dropped and groups '
+    + 'rejoined.',
     'No fencing: an evicted or restarted server can give one lock to two holders in turn.',
     'Extra hosts in the URL are a fail-over list, not shards; keys live on whichever server answers first, and a fail-over starts from empty.',
-    "Expiry has one-second resolution and memcached's clock can skip a second, so a key may lapse up to 2 s early: heartbeats run at half of (shortest timeout − 2 s), and timeouts under 3 s are not useful.",
+    "Expiry has one-second resolution and memcached's clock can skip a second, so a key may lapse up to 2 s early: heartbeats run at half of (shortest "
+    + 'timeout − 2 s), and timeouts under 3 s are not useful.',
   ],
   capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses', 'acrossHosts'],
   options: MEMCACHED_OPTIONS,
@@ -354,9 +361,8 @@ export default defineDriver({
     const prefix = LONGEST_PREFIX_BYTES[kind]
     const bytes = Buffer.byteLength(id)
     if (prefix + bytes > MAX_KEY_BYTES) {
-      return `it is ${bytes} bytes long, and with the ${prefix}-byte key prefix tooz puts before a ${kind} id it exceeds memcached's ${MAX_KEY_BYTES}-byte key limit; use at most ${
-        MAX_KEY_BYTES - prefix
-      } bytes`
+      return `it is ${bytes} bytes long, and with the ${prefix}-byte key prefix tooz puts before a ${kind} id it exceeds `
+        + `memcached's ${MAX_KEY_BYTES}-byte key limit; use at most ${MAX_KEY_BYTES - prefix} bytes`
     }
     return undefined
   },
