@@ -12,48 +12,69 @@ export interface Cause {
 export const CAUSES: Cause[] = [
   {
     match: (t, b, f) => /at least as good/.test(t) && /^(detection|failover)/.test(f) && ['redis', 'memcached', 'file', 'postgresql', 'mysql'].includes(b),
-    text:
-      "detection / failover on polled backends: memcached keeps time in whole seconds (an item set with a 5 s TTL goes between 4 and 5 s later by the wall clock) and tells when a key expires only through a meta get per member (`mg <key> t`, again in whole seconds), so rollcall polls it every watch_interval = 1 s, as tooz polls, and their medians differ by where the kill fell in the poll cycle; 20 runs leave ±0.3 s of noise on the median (the tables give min and max). Redis, PostgreSQL, MySQL and file re-read a watched group when its first member expires (capability expiryWake, src/coordination/watchers.ts). Improvement: on memcached, read the member keys with `mg <key> t v` and re-read every 100 ms through the last second of the soonest TTL; for elections on every polled backend, retry when the leader key's TTL ends rather than on the next tick.",
+    text: 'detection / failover on polled backends: memcached keeps time in whole seconds (an item set with a 5 s TTL goes between 4 and 5 s later by the '
+      + 'wall clock) and tells when a key expires only through a meta get per member (`mg <key> t`, again in whole seconds), so rollcall polls it every '
+      + 'watch_interval = 1 s, as tooz polls, and their medians differ by where the kill fell in the poll cycle; 20 runs leave ±0.3 s of noise on the '
+      + 'median (the tables give min and max). Redis, PostgreSQL, MySQL and file re-read a watched group when its first member expires (capability '
+      + 'expiryWake, src/coordination/watchers.ts). Improvement: on memcached, read the member keys with `mg <key> t v` and re-read every 100 ms through '
+      + "the last second of the soonest TTL; for elections on every polled backend, retry when the leader key's TTL ends rather than on the next tick.",
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks \d+ processes/.test(f) && ['redis', 'memcached', 'file'].includes(b),
-    text:
-      "contended locks without a wait queue (Redis, memcached, file): a waiter polls tryAcquire with a jittered backoff from 20 ms up to 250 ms (src/coordination/lock.ts POLL_FIRST_MS/POLL_MAX_MS), while the holder, releasing and re-acquiring in a tight loop, usually re-takes the lock before any waiter polls. tooz behaves the same way, and its higher totals are mostly that barging: compare the fairness figures. On file, lowering the cap to 100 ms (as Python's fasteners polls) was tried and changed nothing beyond run-to-run noise (2 processes, longest wait 947 ms with it; 849 ms and 1,406 ms in two runs without): the holder's tight loop re-takes a released lock within microseconds, before any poll, while a Python holder leaves a gap between release and re-acquire. The real fix is a kernel wait queue (F_OFD_SETLKW in a worker thread), which needs a way to cancel a blocked wait. Improvement (lock.ts): cap the poll backoff near the backend round trip while the lock's holder keeps changing; for Redis, a release could PUBLISH on a per-lock channel that waiters SUBSCRIBE to (tooz does not, so it stays compatible).",
+    text: 'contended locks without a wait queue (Redis, memcached, file): a waiter polls tryAcquire with a jittered backoff from 20 ms up to 250 ms '
+      + '(src/coordination/lock.ts POLL_FIRST_MS/POLL_MAX_MS), while the holder, releasing and re-acquiring in a tight loop, usually re-takes the lock '
+      + 'before any waiter polls. tooz behaves the same way, and its higher totals are mostly that barging: compare the fairness figures. On file, '
+      + "lowering the cap to 100 ms (as Python's fasteners polls) was tried and changed nothing beyond run-to-run noise (2 processes, longest wait 947 "
+      + "ms with it; 849 ms and 1,406 ms in two runs without): the holder's tight loop re-takes a released lock within microseconds, before any poll, "
+      + 'while a Python holder leaves a gap between release and re-acquire. The real fix is a kernel wait queue (F_OFD_SETLKW in a worker thread), which '
+      + "needs a way to cancel a blocked wait. Improvement (lock.ts): cap the poll backoff near the backend round trip while the lock's holder keeps "
+      + 'changing; for Redis, a release could PUBLISH on a per-lock channel that waiters SUBSCRIBE to (tooz does not, so it stays compatible).',
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'redis',
-    text:
-      "Redis locks: rollcall's acquire is one script (SET NX PX + INCR of the fencing counter) and release one script, as tooz's SET NX PX + compare-and-delete: the same round trips, one more server write (the fencing counter); the rest is client cost and run-to-run noise (±10 % between runs here).",
+    text: "Redis locks: rollcall's acquire is one script (SET NX PX + INCR of the fencing counter) and release one script, as tooz's SET NX PX + "
+      + 'compare-and-delete: the same round trips, one more server write (the fencing counter); the rest is client cost and run-to-run noise (±10 % '
+      + 'between runs here).',
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'mysql',
-    text:
-      'MariaDB locks: the same two round trips as tooz (GET_LOCK with its fencing token in one statement on a kept session, then RELEASE_LOCK), but the fencing token is an InnoDB counter row bumped with LAST_INSERT_ID(value + 1): a committed write, so one redo-log flush per acquire (innodb_flush_log_at_trx_commit = 1), and with 8 processes they queue on that one row. tooz takes no token. A deployment that needs no fencing on MariaDB could skip the bump (not offered yet: the token is part of the lock contract on every backend that has `fencing`).',
+    text: 'MariaDB locks: the same two round trips as tooz (GET_LOCK with its fencing token in one statement on a kept session, then RELEASE_LOCK), but the '
+      + 'fencing token is an InnoDB counter row bumped with LAST_INSERT_ID(value + 1): a committed write, so one redo-log flush per acquire '
+      + '(innodb_flush_log_at_trx_commit = 1), and with 8 processes they queue on that one row. tooz takes no token. A deployment that needs no fencing '
+      + 'on MariaDB could skip the bump (not offered yet: the token is part of the lock contract on every backend that has `fencing`).',
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'zookeeper',
-    text:
-      'ZooKeeper locks: rollcall and kazoo make the same requests (sequential ephemeral create + getChildren to acquire, delete to release); the difference is per-request client cost in node-zookeeper-client against kazoo, within run-to-run noise at this load.',
+    text: 'ZooKeeper locks: rollcall and kazoo make the same requests (sequential ephemeral create + getChildren to acquire, delete to release); the '
+      + 'difference is per-request client cost in node-zookeeper-client against kazoo, within run-to-run noise at this load.',
   },
   {
     match: (t, b, f) => b === 'zookeeper' && /read \d+ caps/.test(f) && /at least as good|floor/.test(t),
-    text:
-      'ZooKeeper group read: ZooKeeper has no bulk read in node-zookeeper-client: rollcall, tooz and the floor all do getChildren + one getData per member, pipelined on one session, so all three are the same round trips and differ only in client CPU (here within 10 % of each other).',
+    text: 'ZooKeeper group read: ZooKeeper has no bulk read in node-zookeeper-client: rollcall, tooz and the floor all do getChildren + one getData per '
+      + 'member, pipelined on one session, so all three are the same round trips and differ only in client CPU (here within 10 % of each other).',
   },
   {
     match: (t, b) => /≥ 20×/.test(t) && b === 'zookeeper',
-    text:
-      "ZooKeeper caps read 20× target: cannot be met by the client alone. tooz's get_member_capabilities on ZooKeeper is one getData per member, all pipelined by kazoo: the same requests as the floor (getChildren + N pipelined getData). The way past it is ZooKeeper ≥ 3.6's multiRead (OpCode 22: many getData in one request, answers up to jute.maxbuffer), which node-zookeeper-client does not implement; batching 2,000 getData per multiRead would cut the packets 2,000-fold and the time by the client's per-request cost.",
+    text: "ZooKeeper caps read 20× target: cannot be met by the client alone. tooz's get_member_capabilities on ZooKeeper is one getData per member, all "
+      + "pipelined by kazoo: the same requests as the floor (getChildren + N pipelined getData). The way past it is ZooKeeper ≥ 3.6's multiRead (OpCode "
+      + '22: many getData in one request, answers up to jute.maxbuffer), which node-zookeeper-client does not implement; batching 2,000 getData per '
+      + "multiRead would cut the packets 2,000-fold and the time by the client's per-request cost.",
   },
   {
     match: (t, b, f) => b === 'postgresql' && /^join/.test(f),
-    text:
-      'PostgreSQL join: the join is one statement (an upsert that takes over only a lapsed row, plus pg_notify so that watchers hear of it at once), but in this scenario every member is a new coordinator whose server session runs its first statement: a fresh PostgreSQL backend loads the catalog entries of the members and groups tables, their indexes and foreign key, and plans the statement, which costs about 0.7 ms. The floor sends all its INSERTs on one warm session. Measured apart (60 members, load ~1): first join on a fresh session p50 1.34 ms; a second join on the same sessions 0.62 ms; the exact join statement on one warm raw session 0.37 ms (1.7×); a bare INSERT with and without pg_notify in a CTE, pgbench, one client: 0.26–0.29 ms either way, so the NOTIFY costs nothing measurable. A long-lived member pays the cold session once.',
+    text: 'PostgreSQL join: the join is one statement (an upsert that takes over only a lapsed row, plus pg_notify so that watchers hear of it at once), but '
+      + 'in this scenario every member is a new coordinator whose server session runs its first statement: a fresh PostgreSQL backend loads the catalog '
+      + 'entries of the members and groups tables, their indexes and foreign key, and plans the statement, which costs about 0.7 ms. The floor sends all '
+      + 'its INSERTs on one warm session. Measured apart (60 members, load ~1): first join on a fresh session p50 1.34 ms; a second join on the same '
+      + 'sessions 0.62 ms; the exact join statement on one warm raw session 0.37 ms (1.7×); a bare INSERT with and without pg_notify in a CTE, pgbench, '
+      + 'one client: 0.26–0.29 ms either way, so the NOTIFY costs nothing measurable. A long-lived member pays the cold session once.',
   },
   {
     match: (t, b, f) => /100000 members with caps < 1 s/.test(t) && b === 'etcd3',
-    text:
-      '100,000-member read on etcd: the read is one range request, but the JSON gateway base64-encodes every key and value inside JSON (15.6 MiB for 100,000 members here), which etcd spends most of the time producing and Node parsing; the raw floor, doing only that request and no decoding, is itself above 1 s on this 2-core machine (see the scale table). gRPC with protobuf would avoid the base64 JSON, at the cost of the gRPC dependency the driver was built to avoid.',
+    text: '100,000-member read on etcd: the read is one range request, but the JSON gateway base64-encodes every key and value inside JSON (15.6 MiB for '
+      + '100,000 members here), which etcd spends most of the time producing and Node parsing; the raw floor, doing only that request and no decoding, '
+      + 'is itself above 1 s on this 2-core machine (see the scale table). gRPC with protobuf would avoid the base64 JSON, at the cost of the gRPC '
+      + 'dependency the driver was built to avoid.',
   },
 ]
 

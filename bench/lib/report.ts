@@ -453,10 +453,12 @@ ${lines.join('\n')}
     }
     sections.push(`## Failure detection
 
-A member killed with SIGKILL, timeout ${R.detection.params.timeoutSeconds} s, ${R.detection.params.runs} runs per backend: the time from the kill until another member's
+A member killed with SIGKILL, timeout ${R.detection.params.timeoutSeconds} s, ${R.detection.params.runs} runs per backend: \
+the time from the kill until another member's
 memberLeft fires (rollcall: pushed by ZooKeeper and etcd; Redis, SQL and file re-read the group when its first
 member expires; memcached polled every second) or until tooz's
-run_watchers() reports it (polled every ${R.detection.params.pollMs} ms: tooz can only poll). The ${R.detection.params.runs} victims are separate processes killed
+run_watchers() reports it (polled every ${R.detection.params.pollMs} ms: tooz can only poll). \
+The ${R.detection.params.runs} victims are separate processes killed
 ${R.detection.params.staggerMs} ms apart in one session; what varies between runs is where in its heartbeat cycle each victim dies. "Backend
 expiry" is the backend's own verdict: a raw client listing the live members every 25 ms (Redis beat key
 gone, memcached member key gone, ZooKeeper ephemeral node deleted, etcd lease expired, SQL expires_at

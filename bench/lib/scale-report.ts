@@ -148,7 +148,8 @@ export function scaleDoc(R: Record<string, J>, provisionalLoad: number | undefin
 | backend operations per member per beat | ${d.heartbeat?.perMemberPerBeat?.ops} |
 | bytes in / out per member per beat | ${d.heartbeat?.perMemberPerBeat?.bytesIn} / ${d.heartbeat?.perMemberPerBeat?.bytesOut} |
 | rollcall CPU per beat | ${d.heartbeat?.cpuMsPerBeat} ms |
-| rollcall process memory per member | heap ${d.processMemory?.heapPerMemberKiB} KiB, RSS ${d.processMemory?.rssPerMemberKiB} KiB (each member is a full coordinator with its own connection) |
+| rollcall process memory per member | heap ${d.processMemory?.heapPerMemberKiB} KiB, RSS ${d.processMemory?.rssPerMemberKiB} KiB \
+(each member is a full coordinator with its own connection) |
 | read the group with capabilities | p50 ${f(d.read?.rollcall?.caps?.p50)} ms, p99 ${f(d.read?.rollcall?.caps?.p99)} ms (floor ${
         f(d.read?.raw?.caps?.p50)
       } ms); ${bytes(d.read?.rollcall?.bytesOutPerCapsRead)} sent by the server per read |
@@ -167,7 +168,8 @@ export function scaleDoc(R: Record<string, J>, provisionalLoad: number | undefin
 
 ${
     provisionalLoad !== undefined
-      ? `> **Provisional (load ${provisionalLoad} when the run began).** Taken while other work ran on the machine; rerun \`npm run bench\` on a quiet machine.\n`
+      ? `> **Provisional (load ${provisionalLoad} when the run began).** Taken while other work ran on the machine; rerun \`npm run bench\` on a quiet `
+        + `machine.\n`
       : ''
   }
 A fleet of ${FLEET.toLocaleString('en')} services, each one rollcall member in one group (Nova's \`tooz\` service-group

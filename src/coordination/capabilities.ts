@@ -14,7 +14,8 @@ export const CAPABILITY_DOCS = {
   sessionExpiry: 'A member is removed when its session or lease with the backend ends (crash, partition).',
   pushWatch: 'Membership changes are pushed by the backend (no polling): watchers fire within milliseconds.',
   expiryWake:
-    "Without push, a watched group is re-read the moment its first member expires: a crashed member is seen leaving within milliseconds of the backend's expiry, not at the next poll.",
+    "Without push, a watched group is re-read the moment its first member expires: a crashed member is seen leaving within milliseconds of the backend's "
+    + 'expiry, not at the next poll.',
   leaderElection: 'Leader election among the members of a group: watchElectedAsLeader(), standDownGroupLeader().',
   getLeader: 'getLeader(): who leads a group, readable by any member.',
   locks: 'Named locks that exclude other processes, including Python tooz processes using the same backend.',

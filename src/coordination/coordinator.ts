@@ -7,14 +7,13 @@ import { EventEmitter } from 'node:events'
 import {
   GroupExistsError,
   GroupNotFoundError,
-  InvalidArgumentError,
   LockAcquireFailedError,
   MemberNotJoinedError,
   WatchCallbackNotFoundError,
   asRollcallError,
 } from '../errors.js'
 import type { Capability } from './capabilities.js'
-import { dumps } from './codec.js'
+import { checkHoldOffMs, checkResyncIntervalMs, encodeCapabilities } from './coordinator-args.js'
 import type { ConnectionState } from './driver.js'
 import type { LeaderCallback, StandDownOptions } from './election.js'
 import type { CoordinatorEvents } from './events.js'
@@ -263,10 +262,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   async viewGroup(group: string, options: GroupViewOptions = {}): Promise<GroupView> {
     this.#rt.validateId('group', group)
     this.#rt.assertStarted('view a group')
-    const { resyncIntervalMs } = options
-    if (resyncIntervalMs !== undefined && !(Number.isFinite(resyncIntervalMs) && resyncIntervalMs > 0 && resyncIntervalMs <= MAX_TIMER_MS)) {
-      throw new InvalidArgumentError(`resyncIntervalMs must be a number of milliseconds above 0 and at most ${MAX_TIMER_MS}, not ${String(resyncIntervalMs)}`)
-    }
+    checkResyncIntervalMs(options.resyncIntervalMs)
     const w = this.#rt.watchers
     const view = new GroupView(group, options, {
       manual: this.#manual,
@@ -322,10 +318,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
    */
   async standDownGroupLeader(group: string, options: StandDownOptions = {}): Promise<boolean> {
     this.#rt.require('leaderElection', this.#rt.driver.leaderLock, 'standDownGroupLeader')
-    const { holdOffMs } = options
-    if (holdOffMs !== undefined && (!Number.isFinite(holdOffMs) || holdOffMs < 0)) {
-      throw new InvalidArgumentError(`holdOffMs must be a number of milliseconds >= 0, not ${String(holdOffMs)}`)
-    }
+    checkHoldOffMs(options.holdOffMs)
     return this.#rt.elections.standDown(group, options)
   }
 
@@ -389,16 +382,5 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     this.#rt.validateId('group', group)
     this.#rt.assertStarted('watch a group')
     await this.#rt.watchers.add(group, kind, cb)
-  }
-}
-
-/** The longest a Node timer can wait (2^31−1 ms). */
-const MAX_TIMER_MS = 2_147_483_647
-
-function encodeCapabilities(capabilities: unknown): Uint8Array {
-  try {
-    return dumps(capabilities)
-  } catch (err) {
-    throw new InvalidArgumentError(`Capabilities must be msgpack-able: ${(err as Error).message}`)
   }
 }

@@ -63,9 +63,8 @@ export function parseBackendUrl(input: string): BackendUrl {
   const atInPath = authorityEnd === 0 && scheme !== 'file' && rest.slice(0, queryStart >= 0 ? queryStart : rest.length).includes('@')
   if ((authorityEnd > 0 && rest.includes('@', authorityEnd)) || (queryStart >= 0 && rest.includes('@', queryStart)) || atInPath) {
     throw new InvalidUrlError(
-      `"${
-        displayUrl(input)
-      }" has an "@" after a "/", "?" or "#": percent-encode those characters in a user name, password, path or option value (/ as %2F, ? as %3F, # as %23, @ as %40)`,
+      `"${displayUrl(input)}" has an "@" after a "/", "?" or "#": percent-encode those characters in a user name, password, path or option value `
+        + '(/ as %2F, ? as %3F, # as %23, @ as %40)',
     )
   }
   const hashAt = rest.indexOf('#')

@@ -79,7 +79,10 @@ export function secondsText(text: string): number {
   return n
 }
 
-/** Whole milliseconds written in digits only (`4000`; not `4e3`, `4000.0`), from `minMs` to the timer limit. Unfit: `whole milliseconds from <minMs> to <max>`. */
+/**
+ * Whole milliseconds written in digits only (`4000`; not `4e3`, `4000.0`), from `minMs` to the
+ * timer limit. Unfit: `whole milliseconds from <minMs> to <max>`.
+ */
 export function wholeMsText(text: string, minMs: number): number {
   const n = Number(text)
   if (!/^\d+$/.test(text) || n < minMs || n > MAX_TIMER_MS) throw new Unfit(`whole milliseconds from ${minMs} to ${MAX_TIMER_MS}`)

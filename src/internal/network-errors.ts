@@ -27,8 +27,11 @@ export function isNetworkError(err: unknown): boolean {
 }
 
 const PG_CONNECTION_STATES = new Set(['57P01', '57P02', '57P03', '53300'])
-const PG_CONNECTION_MESSAGES =
-  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client was closed|Cannot use a pool after calling end|Client has encountered a connection error/i
+const PG_CONNECTION_MESSAGES = new RegExp(
+  'Connection terminated|connection timeout|timeout exceeded when trying to connect|Client was closed|Cannot use a pool after calling end|'
+    + 'Client has encountered a connection error',
+  'i',
+)
 
 /** True when a `pg` error means the connection (not the statement) failed: SQLSTATE class 08, shutdown, too many clients, or the network. */
 export function isPgConnectionFailure(err: unknown): boolean {

@@ -104,9 +104,8 @@ function miscasedSections(doc: IniDocument, file: string, settings: readonly { s
     const first = [...keys.values()][0]
     out.push({
       setting: `[${section}]`,
-      message: `${file}${
-        first ? `:${first.line}` : ''
-      }: section [${section}] is not [${meant}] (section names are case-sensitive, as in oslo.config): its ${keys.size} setting(s) are ignored; write [${meant}]`,
+      message: `${file}${first ? `:${first.line}` : ''}: section [${section}] is not [${meant}] (section names are case-sensitive, as in oslo.config): `
+        + `its ${keys.size} setting(s) are ignored; write [${meant}]`,
     })
   }
   return out

@@ -55,28 +55,28 @@ function livenessWarnings(config: DriverSettings, driver: string, w: number): Co
   if (r > 0 && w < 2 * r) {
     warnings.push({
       setting,
-      message: `${setting}: the ${driver} membership timeout (${w} s) is shorter than two report intervals (2 × report_interval = ${
-        2 * r
-      } s). Liveness under the tooz driver is kept by the coordination heartbeat (about every ${
-        w / 2
-      } s), not by reports, so services stay up; but a report is what refreshes a service's Updated At and rejoins it if the backend dropped it, so Updated At will lag behind liveness by up to ${r} s. Lower report_interval or raise the timeout to silence this.`,
+      message: `${setting}: the ${driver} membership timeout (${w} s) is shorter than two report intervals (2 × report_interval = ${2 * r} s). `
+        + `Liveness under the tooz driver is kept by the coordination heartbeat (about every ${w / 2} s), not by reports, so services stay up; `
+        + "but a report is what refreshes a service's Updated At and rejoins it if the backend dropped it, "
+        + `so Updated At will lag behind liveness by up to ${r} s. Lower report_interval or raise the timeout to silence this.`,
     })
   }
   if (w > sdt) {
     warnings.push({
       setting,
-      message:
-        `${setting}: the ${driver} membership timeout (${w} s) is longer than service_down_time (${sdt} s): under the tooz driver a service that dies stays up for up to ${w} s, longer than service_down_time promises${
-          config.reportToPreviousDriver ? `, and readers still on ${config.reportToPreviousDriver} will see it down ${w - sdt} s earlier than tooz readers` : ''
-        }. Use timeout=${sdt} or less in the URL.`,
+      message: `${setting}: the ${driver} membership timeout (${w} s) is longer than service_down_time (${sdt} s): `
+        + `under the tooz driver a service that dies stays up for up to ${w} s, longer than service_down_time promises`
+        + (config.reportToPreviousDriver
+          ? `, and readers still on ${config.reportToPreviousDriver} will see it down ${w - sdt} s earlier than tooz readers`
+          : '')
+        + `. Use timeout=${sdt} or less in the URL.`,
     })
   } else if (config.reportToPreviousDriver && w < sdt) {
     warnings.push({
       setting,
-      message:
-        `${setting}: the ${driver} membership timeout (${w} s) differs from service_down_time (${sdt} s): after a crash, tooz readers see the service down up to ${
-          sdt - w
-        } s before readers still on ${config.reportToPreviousDriver}; rollcall migrate check reports those services as disagreeing meanwhile.`,
+      message: `${setting}: the ${driver} membership timeout (${w} s) differs from service_down_time (${sdt} s): `
+        + `after a crash, tooz readers see the service down up to ${sdt - w} s before readers still on ${config.reportToPreviousDriver}; `
+        + 'rollcall migrate check reports those services as disagreeing meanwhile.',
     })
   }
   return warnings

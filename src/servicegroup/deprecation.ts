@@ -9,10 +9,10 @@
 export const DEPRECATION_CODES = { mc: 'ROLLCALL_DEP_MC', zk: 'ROLLCALL_DEP_ZK' } as const
 
 const MESSAGES: Record<keyof typeof DEPRECATION_CODES, string> = {
-  mc:
-    'The mc service-group driver is deprecated and will be removed: use servicegroup_driver = tooz with servicegroup_tooz_url = memcached://HOST:11211?timeout=5 (or redis://, kazoo://). See docs/migration.md.',
-  zk:
-    'The zk service-group driver is deprecated and will be removed: use servicegroup_driver = tooz with servicegroup_tooz_url = kazoo://HOST:2181?timeout=5. See docs/migration.md.',
+  mc: 'The mc service-group driver is deprecated and will be removed: use servicegroup_driver = tooz with servicegroup_tooz_url = '
+    + 'memcached://HOST:11211?timeout=5 (or redis://, kazoo://). See docs/migration.md.',
+  zk: 'The zk service-group driver is deprecated and will be removed: use servicegroup_driver = tooz with servicegroup_tooz_url = '
+    + 'kazoo://HOST:2181?timeout=5. See docs/migration.md.',
 }
 
 const emitted = new Set<string>()

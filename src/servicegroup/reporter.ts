@@ -147,7 +147,8 @@ export class Reporter {
     const fields = { driver: driver.name, host: service.host, binary: service.binary, error: err instanceof Error ? err.message : String(err) }
     if (err instanceof ServiceNotFoundError) {
       logger.error(
-        `The services table record for the ${service.binary} service on host ${service.host} is gone. You either need to stop this service if it should be deleted or restart it to recreate the record in the database.`,
+        `The services table record for the ${service.binary} service on host ${service.host} is gone. You either need to stop this service if it should `
+          + `be deleted or restart it to recreate the record in the database.`,
         fields,
       )
     } else if (isRetryable(err)) {

@@ -114,7 +114,8 @@ export function checkDriverSettings(s: DriverSettings): void {
       throw invalid(
         SETTING_NAMES.memcacheServers,
         '',
-        "the mc driver needs at least one memcached server: [memcache] servers = 127.0.0.1:11211, or Nova's [DEFAULT] memcached_servers, or [cache] memcache_servers with [cache] enabled = true",
+        "the mc driver needs at least one memcached server: [memcache] servers = 127.0.0.1:11211, or Nova's [DEFAULT] memcached_servers, or [cache] "
+          + 'memcache_servers with [cache] enabled = true',
       )
     }
     servers(SETTING_NAMES.memcacheServers, s.memcacheServers, s.memcacheServers.join(','))

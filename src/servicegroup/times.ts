@@ -74,7 +74,7 @@ export function effectiveDownTime(reportIntervalSeconds: number, serviceDownTime
   const corrected = Number.isInteger(reportIntervalSeconds) ? Math.floor(raw) : raw
   return {
     serviceDownTimeSeconds: corrected,
-    warning:
-      `Report interval must be less than service down time. Current config: service_down_time: ${serviceDownTimeSeconds}, report_interval: ${reportIntervalSeconds}. Setting service_down_time to: ${corrected}`,
+    warning: `Report interval must be less than service down time. Current config: service_down_time: ${serviceDownTimeSeconds}, report_interval: `
+      + `${reportIntervalSeconds}. Setting service_down_time to: ${corrected}`,
   }
 }

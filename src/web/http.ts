@@ -157,7 +157,8 @@ export function authorizeWrite(req: IncomingMessage, token: string | undefined):
     throw new HttpError(
       403,
       'READ_ONLY',
-      'This server is read-only: writes need a token; set [api] token in the configuration file or ROLLCALL_API_TOKEN, restart rollcall serve, and send Authorization: Bearer <token>',
+      'This server is read-only: writes need a token; set [api] token in the configuration file or ROLLCALL_API_TOKEN, restart rollcall serve, and send '
+        + 'Authorization: Bearer <token>',
     )
   }
   const header = req.headers.authorization

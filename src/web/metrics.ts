@@ -31,8 +31,8 @@ export class WebMetrics {
   })
   readonly #report = new Histogram({
     name: 'rollcall_report_latency_seconds',
-    help:
-      "Time from a service report landing on the backend to the status server seeing it (exact under the db driver, whose store stamps last_seen_up; approximate under tooz, whose report time is as fresh as the driver's last full read).",
+    help: 'Time from a service report landing on the backend to the status server seeing it (exact under the db driver, whose store stamps last_seen_up; '
+      + "approximate under tooz, whose report time is as fresh as the driver's last full read).",
     labelNames: ['topic'] as const,
     buckets: LAG_BUCKETS,
     registers: [this.registry],
@@ -57,8 +57,8 @@ export class WebMetrics {
   })
   readonly #watcherLag = new Histogram({
     name: 'rollcall_watcher_lag_seconds',
-    help:
-      "Time from a membership change on the backend to the status server's watcher seeing it, where the change carries its time (joins by rollcall's tooz service-group driver).",
+    help: "Time from a membership change on the backend to the status server's watcher seeing it, where the change carries its time (joins by rollcall's "
+      + 'tooz service-group driver).',
     labelNames: ['source'] as const,
     buckets: LAG_BUCKETS,
     registers: [this.registry],

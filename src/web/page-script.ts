@@ -7,7 +7,8 @@
 export const PAGE_SCRIPT = `
 (function () {
   'use strict';
-  var COLUMNS = [['ID', 'id'], ['Binary', 'binary'], ['Host', 'host'], ['Zone', 'zone'], ['Status', 'status'], ['State', 'state'], ['Updated At', 'updated'], ['Last report', 'age']];
+  var COLUMNS = [['ID', 'id'], ['Binary', 'binary'], ['Host', 'host'], ['Zone', 'zone'], ['Status', 'status'], ['State', 'state'],
+    ['Updated At', 'updated'], ['Last report', 'age']];
   var services = new Map();
   var groups = new Map();
   var $ = function (id) { return document.getElementById(id); };

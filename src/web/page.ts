@@ -59,7 +59,8 @@ export const COLUMNS = [['ID', 'id'], ['Binary', 'binary'], ['Host', 'host'], ['
 
 /** The Content-Security-Policy of the page: only its own nonce'd style and script, and its own origin. */
 export function pageCsp(nonce: string): string {
-  return `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`
+  return `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; connect-src 'self'; img-src data:; base-uri 'none'; form-action `
+    + `'self'; frame-ancestors 'none'`
 }
 
 /** The whole page. */
@@ -92,7 +93,8 @@ export function renderPage(d: PageData): string {
 ${d.info.services ? renderServices(d, topics, zones, up) : ''}
 ${d.info.coordination ? renderGroups(d) : ''}
 </main>
-<footer>JSON: <a href="/v1/services">/v1/services</a> · <a href="/v1/groups">/v1/groups</a> · <a href="/metrics">/metrics</a> · <a href="/healthz">/healthz</a></footer>
+<footer>JSON: <a href="/v1/services">/v1/services</a> · <a href="/v1/groups">/v1/groups</a> · \
+<a href="/metrics">/metrics</a> · <a href="/healthz">/healthz</a></footer>
 <script nonce="${escapeHtml(d.nonce)}">${PAGE_SCRIPT}</script>
 </body>
 </html>

@@ -342,7 +342,8 @@ function checkToken(token: string | undefined, warn: (message: string) => void):
   if (token === undefined) return
   if (typeof token !== 'string' || !/^[\x21-\x7e]+$/.test(token)) {
     throw new InvalidArgumentError(
-      'The API token (ROLLCALL_API_TOKEN or [api] token) must be visible ASCII without spaces: it travels in an Authorization header (the value is not shown); e.g. openssl rand -hex 16',
+      'The API token (ROLLCALL_API_TOKEN or [api] token) must be visible ASCII without spaces: it travels in an Authorization header (the value is not '
+        + 'shown); e.g. openssl rand -hex 16',
     )
   }
   if (token.length < MIN_TOKEN_CHARS) warn(`The API token has ${token.length} characters; use at least ${MIN_TOKEN_CHARS} random ones (openssl rand -hex 16)`)

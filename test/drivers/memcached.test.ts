@@ -220,28 +220,32 @@ describe('memcached driver', { concurrency: 4 }, () => {
     assert.equal(recheckInMs(30), 28_000)
   })
 
-  it("memcached: expiry: a watched group is re-read through the last two seconds of its first member key's TTL, so a member that stops beating is seen leaving right after memcached drops its key", async (t) => {
-    const url = `${sharedMemcached().url}?timeout=${TIMING.expirySeconds + 1}`
-    // Polls a minute apart: only the re-reads at the member's expiry can deliver memberLeft in time.
-    const a = await open(t, url, { watchIntervalMs: 60_000 })
-    const b = await open(t, url, { heartbeat: false })
-    const m = raw(t)
-    const g = rid('g')
-    await a.joinGroupCreate(g)
-    await b.joinGroup(g)
-    await a.watchGroup(g)
-    const left = nextEvent<{ member: string }>(a, 'memberLeft', (e) => e.member === b.memberId, (TIMING.expirySeconds + 1) * 1000 + TIMING.expirySlackMs)
-      .then(() => performance.now())
-    // memcached's own verdict: a raw client asking every 20 ms whether b's key is still there.
-    let goneAt: number | undefined
-    while (goneAt === undefined) {
-      if ((await m.get([KEYS.member(b.memberId)])).size === 0) goneAt = performance.now()
-      else await new Promise((r) => setTimeout(r, 20))
-    }
-    const lagMs = (await left) - goneAt
-    t.diagnostic(`memberLeft ${lagMs.toFixed(0)} ms after memcached dropped the member key (re-reads every 100 ms in its last two seconds; polls 60 s apart)`)
-    assert.ok(lagMs < 1_000, `memberLeft came ${lagMs.toFixed(0)} ms after the key lapsed; the re-reads are 100 ms apart`)
-  })
+  it(
+    "memcached: expiry: a watched group is re-read through the last two seconds of its first member key's TTL, so a member that stops beating is seen "
+      + 'leaving right after memcached drops its key',
+    async (t) => {
+      const url = `${sharedMemcached().url}?timeout=${TIMING.expirySeconds + 1}`
+      // Polls a minute apart: only the re-reads at the member's expiry can deliver memberLeft in time.
+      const a = await open(t, url, { watchIntervalMs: 60_000 })
+      const b = await open(t, url, { heartbeat: false })
+      const m = raw(t)
+      const g = rid('g')
+      await a.joinGroupCreate(g)
+      await b.joinGroup(g)
+      await a.watchGroup(g)
+      const left = nextEvent<{ member: string }>(a, 'memberLeft', (e) => e.member === b.memberId, (TIMING.expirySeconds + 1) * 1000 + TIMING.expirySlackMs)
+        .then(() => performance.now())
+      // memcached's own verdict: a raw client asking every 20 ms whether b's key is still there.
+      let goneAt: number | undefined
+      while (goneAt === undefined) {
+        if ((await m.get([KEYS.member(b.memberId)])).size === 0) goneAt = performance.now()
+        else await new Promise((r) => setTimeout(r, 20))
+      }
+      const lagMs = (await left) - goneAt
+      t.diagnostic(`memberLeft ${lagMs.toFixed(0)} ms after memcached dropped the member key (re-reads every 100 ms in its last two seconds; polls 60 s apart)`)
+      assert.ok(lagMs < 1_000, `memberLeft came ${lagMs.toFixed(0)} ms after the key lapsed; the re-reads are 100 ms apart`)
+    },
+  )
 
   it('memcached: members: dead members are pruned by the reader (never itself) and do not block deleteGroup', async (t) => {
     const c = await open(t, sharedMemcached().url)

@@ -394,7 +394,8 @@ describe('redis driver', { concurrency: 4 }, () => {
 
   it('redis: sentinel: options map as tooz maps them (master gets URL credentials, db and ssl; sentinels their own)', () => {
     const { parsed, o } = resolved(
-      'redis://u:pw@10.0.0.1:26380?sentinel=mymaster&sentinel_fallback=10.0.0.2:26381&sentinel_fallback=[::1]:26382&sentinel_fallback=h3&db=3&sentinel_username=su&sentinel_password=sp&socket_timeout=7&socket_connect_timeout=3',
+      'redis://u:pw@10.0.0.1:26380?sentinel=mymaster&sentinel_fallback=10.0.0.2:26381&sentinel_fallback=[::1]:26382&sentinel_fallback=h3&db=3'
+        + '&sentinel_username=su&sentinel_password=sp&socket_timeout=7&socket_connect_timeout=3',
     )
     const retry = { redis: () => null, sentinel: () => null }
     const target = redisTarget(parsed, o)

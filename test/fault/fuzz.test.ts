@@ -164,7 +164,8 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
       await property(
         t,
         'fuzz.urls',
-        'Fuzzed URLs (any text; any scheme, credentials, hosts, ports, path, known and unknown options with any values) given to createCoordinator(): a Coordinator, or a typed configuration error that never shows the password, and no I/O before start().',
+        'Fuzzed URLs (any text; any scheme, credentials, hosts, ports, path, known and unknown options with any values) given to createCoordinator(): a '
+          + 'Coordinator, or a typed configuration error that never shows the password, and no I/O before start().',
         'all drivers',
         RUNS * 3,
         fc.asyncProperty(urlArbitrary(options, fileRoot), async (url) => {
@@ -232,7 +233,8 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
     await property(
       t,
       'fuzz.userinfo',
-      'Fuzzed user names and passwords of every character class (controls, whitespace, / ? # @ : and other delimiters, good and bad %-escapes, non-ASCII, lone surrogates), in every URL shape and scheme: the error, coordinator.url and redactUrl() never show them.',
+      'Fuzzed user names and passwords of every character class (controls, whitespace, / ? # @ : and other delimiters, good and bad %-escapes, '
+        + 'non-ASCII, lone surrogates), in every URL shape and scheme: the error, coordinator.url and redactUrl() never show them.',
       'all drivers',
       RUNS * 3,
       fc.asyncProperty(scheme, shape, part, part, host, tail, async (s, sh, user, pw, h, tl) => {
@@ -297,7 +299,9 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
     await property(
       t,
       'fuzz.long-strings',
-      'Fuzzed very long strings (10 KB to 1 MB of letters, delimiters, escapes, NULs, URL starts) as URL host, path, option name, option value and password, member id, group and lock name, capability key and value, and every configuration setting: a typed error or success within 10 s, the message under 64 KB.',
+      'Fuzzed very long strings (10 KB to 1 MB of letters, delimiters, escapes, NULs, URL starts) as URL host, path, option name, option value and '
+        + 'password, member id, group and lock name, capability key and value, and every configuration setting: a typed error or success within 10 s, the '
+        + 'message under 64 KB.',
       'memory',
       Math.max(20, Math.ceil(RUNS / 20)),
       fc.asyncProperty(place, long, setting, async (where, text, key) => {
@@ -394,7 +398,9 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
     await property(
       t,
       'fuzz.numbers',
-      'Fuzzed non-finite and huge numbers (Infinity, NaN, 1e309, 2^31 ms and above, 2^53+1, any double) for every numeric option of every driver, in the URL and in code, and for every numeric setting: INVALID_OPTION / InvalidConfigError, one naming the timer limit for a duration past it; never a crash or a timer that fires at once.',
+      'Fuzzed non-finite and huge numbers (Infinity, NaN, 1e309, 2^31 ms and above, 2^53+1, any double) for every numeric option of every driver, in the '
+        + 'URL and in code, and for every numeric setting: INVALID_OPTION / InvalidConfigError, one naming the timer limit for a duration past it; never a '
+        + 'crash or a timer that fires at once.',
       'all drivers',
       RUNS,
       fc.asyncProperty(fc.constantFrom(...numeric), text, code, fc.constantFrom(...numericSettings), async (o, value, n, setting) => {
@@ -481,7 +487,9 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
     await property(
       t,
       'fuzz.config-files',
-      'Configuration files that are not regular files (/dev/zero, /dev/urandom, /dev/null, /dev/full, /dev/tty, a FIFO, a directory, a socket, symlinks to those, /proc entries) or over 1 MiB: InvalidConfigError within 5 s, never a hang; regular files of random bytes: a configuration or InvalidConfigError.',
+      'Configuration files that are not regular files (/dev/zero, /dev/urandom, /dev/null, /dev/full, /dev/tty, a FIFO, a directory, a socket, symlinks '
+        + 'to those, /proc entries) or over 1 MiB: InvalidConfigError within 5 s, never a hang; regular files of random bytes: a configuration or '
+        + 'InvalidConfigError.',
       'file',
       Math.max(50, Math.ceil(RUNS / 10)),
       fc.asyncProperty(fc.oneof(fc.constantFrom(...refused), regular), async (file) => {
@@ -514,7 +522,8 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
       await property(
         t,
         'fuzz.ids',
-        'Fuzzed member ids (connect) and lock names: InvalidIdError before anything is written, or the member is listed under exactly that id and the lock excludes a second holder.',
+        'Fuzzed member ids (connect) and lock names: InvalidIdError before anything is written, or the member is listed under exactly that id and the '
+          + 'lock excludes a second holder.',
         target.name,
         target.runs,
         fc.asyncProperty(id, id, async (member, lockName) => {
@@ -601,7 +610,8 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
       await property(
         t,
         'fuzz.capabilities',
-        'Fuzzed capabilities (binary, dates, maps, sets, bigints, NaN, -0, deep nesting, large strings, functions, symbols, cycles): read back by another member exactly as the codec round-trips them, or InvalidArgumentError with the stored value untouched.',
+        'Fuzzed capabilities (binary, dates, maps, sets, bigints, NaN, -0, deep nesting, large strings, functions, symbols, cycles): read back by '
+          + 'another member exactly as the codec round-trips them, or InvalidArgumentError with the stored value untouched.',
         target.name,
         target.runs,
         fc.asyncProperty(hostile, async (caps) => {
@@ -637,7 +647,8 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
       await property(
         t,
         'fuzz.strings',
-        'Fuzzed strings (any UTF-16, lone surrogates included) as capability keys and values: read back unchanged by another member, or refused with the stored value untouched; never silently altered.',
+        'Fuzzed strings (any UTF-16, lone surrogates included) as capability keys and values: read back unchanged by another member, or refused with the '
+          + 'stored value untouched; never silently altered.',
         target.name,
         target.runs,
         fc.asyncProperty(utf16, utf16, async (key, text) => {

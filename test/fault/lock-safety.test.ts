@@ -149,8 +149,8 @@ describe('fault: lock and leadership safety', { concurrency: 2 }, () => {
         backend: b.name,
         runs: RUNS,
         runTimeoutMs: SECONDS * 1000 + 180_000,
-        title:
-          `${CONTENDERS} processes take one lock in turn for ${SECONDS} s; one is SIGKILLed every 1-2 s (the holder half the time). The shared log shows no overlapping holds, and fencing tokens strictly increase where the backend has them.`,
+        title: `${CONTENDERS} processes take one lock in turn for ${SECONDS} s; one is SIGKILLed every 1-2 s (the holder half the time). The shared log shows `
+          + `no overlapping holds, and fencing tokens strictly increase where the backend has them.`,
         measure: 'holder SIGKILLed → next holder enters',
       }, async (scope, n) => {
         const r = await shared(scope, b, n)
@@ -167,8 +167,8 @@ describe('fault: lock and leadership safety', { concurrency: 2 }, () => {
         backend: b.name,
         runs: RUNS,
         runTimeoutMs: SECONDS * 1000 + 180_000,
-        title:
-          `The same ${CONTENDERS} processes run for leader of one group, standing down after 0.3-1.5 s; the leader is SIGKILLed a quarter of the time. The log shows at most one leader at any instant.`,
+        title: `The same ${CONTENDERS} processes run for leader of one group, standing down after 0.3-1.5 s; the leader is SIGKILLed a quarter of the time. `
+          + `The log shows at most one leader at any instant.`,
         measure: 'leader SIGKILLed → next leader elected',
       }, async (scope, n) => {
         const r = await shared(scope, b, n)

@@ -74,8 +74,8 @@ describe('fault: members', { concurrency: FAULT_FULL ? 7 : 3 }, () => {
         scenario: 'member.pause',
         backend: b.name,
         runTimeoutMs: 120_000,
-        title:
-          'A member process is SIGSTOPped until the others see it leave, then SIGCONTed: it must not exit, must report membershipLost then rejoined, and be seen back with its capabilities.',
+        title: 'A member process is SIGSTOPped until the others see it leave, then SIGCONTed: it must not exit, must report membershipLost then rejoined, and '
+          + 'be seen back with its capabilities.',
         measure: 'SIGCONT → seen back',
       }, async (scope, n) => {
         const g = rid('g')

@@ -49,7 +49,8 @@ describe('redis faults', () => {
     const rejoinMs = Math.max(await rejoinedA, await rejoinedB) - backAt
     const lockLostMs = (await lockLost) - backAt
     t.diagnostic(
-      `members rejoined ${rejoinMs} ms after the server came back empty; the lock holder learned of its loss after ${lockLostMs} ms (heartbeat interval ${intervalMs} ms)`,
+      `members rejoined ${rejoinMs} ms after the server came back empty; the lock holder learned of its loss after ${lockLostMs} ms (heartbeat interval `
+        + `${intervalMs} ms)`,
     )
     assert.ok(rejoinMs <= intervalMs, `rejoined after ${rejoinMs} ms, more than one heartbeat interval (${intervalMs} ms)`)
     assert.deepEqual(states.slice(0, 2), ['suspended', 'reconnected'])

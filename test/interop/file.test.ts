@@ -156,31 +156,39 @@ describe('file interop with Python tooz', { concurrency: 3 }, () => {
     assert.equal(await py.call('lock_release', { name }), true)
   })
 
-  it('file: interop: shared locks: a Python holder of either kind excludes Node readers and writers; Node readers exclude Python and hold together across processes', async (t) => {
-    const url = `file://${tempDir(t)}`
-    const py = await ToozPeer.start(t, url, 'py-1')
-    const node = await open(t, url)
-    const name = rid('lock')
-    for (const pyShared of [false, true]) {
-      assert.equal(await py.call('lock_acquire', { name, shared: pyShared }), true)
-      assert.equal(
-        await node.getLock(name).acquire({ shared: true, blocking: false }),
-        false,
-        `a Python ${pyShared ? 'shared' : 'exclusive'} holder excludes a Node reader`,
-      )
-      assert.equal(await node.getLock(name).acquire({ blocking: false }), false, `a Python ${pyShared ? 'shared' : 'exclusive'} holder excludes a Node writer`)
+  it(
+    'file: interop: shared locks: a Python holder of either kind excludes Node readers and writers; Node readers exclude Python and hold together '
+      + 'across processes',
+    async (t) => {
+      const url = `file://${tempDir(t)}`
+      const py = await ToozPeer.start(t, url, 'py-1')
+      const node = await open(t, url)
+      const name = rid('lock')
+      for (const pyShared of [false, true]) {
+        assert.equal(await py.call('lock_acquire', { name, shared: pyShared }), true)
+        assert.equal(
+          await node.getLock(name).acquire({ shared: true, blocking: false }),
+          false,
+          `a Python ${pyShared ? 'shared' : 'exclusive'} holder excludes a Node reader`,
+        )
+        assert.equal(
+          await node.getLock(name).acquire({ blocking: false }),
+          false,
+          `a Python ${pyShared ? 'shared' : 'exclusive'} holder excludes a Node writer`,
+        )
+        assert.equal(await py.call('lock_release', { name }), true)
+      }
+      const reader = node.getLock(name)
+      assert.equal(await reader.acquire({ shared: true, blocking: false }), true)
+      assert.equal(await py.call('lock_acquire', { name }), false, 'a Node reader excludes a Python exclusive taker')
+      assert.equal(await py.call('lock_acquire', { name, shared: true }), false, 'and a Python shared taker (tooz shares within one process only)')
+      assert.equal(await tryLockInProcess(url, name, true), true, 'a Node reader in another process holds with it')
+      assert.equal(await tryLockInProcess(url, name), false, 'a Node writer in another process is excluded')
+      assert.equal(await reader.release(), true)
+      assert.equal(await py.call('lock_acquire', { name }), true, 'free for Python once the reader released it')
       assert.equal(await py.call('lock_release', { name }), true)
-    }
-    const reader = node.getLock(name)
-    assert.equal(await reader.acquire({ shared: true, blocking: false }), true)
-    assert.equal(await py.call('lock_acquire', { name }), false, 'a Node reader excludes a Python exclusive taker')
-    assert.equal(await py.call('lock_acquire', { name, shared: true }), false, 'and a Python shared taker (tooz shares within one process only)')
-    assert.equal(await tryLockInProcess(url, name, true), true, 'a Node reader in another process holds with it')
-    assert.equal(await tryLockInProcess(url, name), false, 'a Node writer in another process is excluded')
-    assert.equal(await reader.release(), true)
-    assert.equal(await py.call('lock_acquire', { name }), true, 'free for Python once the reader released it')
-    assert.equal(await py.call('lock_release', { name }), true)
-  })
+    },
+  )
 
   it('file: interop: .driver_lock taken by rollcall excludes fasteners (as tooz holds it), and the reverse', async (t) => {
     const dir = tempDir(t)

@@ -16,7 +16,7 @@ import { connect, type Coordinator } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
 import { TIMING } from '../support/timing.js'
 import { ToozPeer } from '../support/tooz-peer.js'
-import { rid } from '../support/wait.js'
+import { rid, waitFor } from '../support/wait.js'
 
 type Sql = 'postgresql' | 'mysql'
 
@@ -79,8 +79,7 @@ for (const backend of ['postgresql', 'mysql'] as const satisfies readonly Sql[])
       const g = rid('g')
       await node.joinGroupCreate(g)
       node.watchElectedAsLeader(g, () => {})
-      for (let i = 0; i < 50 && !node.isLeader(g); i++) await new Promise((r) => setTimeout(r, 100))
-      assert.ok(node.isLeader(g))
+      await waitFor('the Node member to lead', () => node.isLeader(g), 5_000, 100)
       assert.equal(await py.call('lock_acquire', { name: `leader_of_${g}` }), false)
       assert.equal(await node.getLeader(g), node.memberId)
     })

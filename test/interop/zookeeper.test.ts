@@ -204,33 +204,37 @@ describe('zookeeper interop with Python tooz', { concurrency: 4 }, () => {
     await py.call('leave_group', { group: g })
   })
 
-  it('zookeeper: interop: shared locks: kazoo ReadLock and Node readers hold together; a kazoo WriteLock excludes Node readers and writers; Node readers exclude a kazoo WriteLock and hold together across processes', async (t) => {
-    const node = await open(t)
-    const py = await ToozPeer.start(t, peerUrl, rid('py'))
-    const name = rid('l')
-    const reader = node.getLock(name)
-    assert.equal(await py.call('kazoo_lock_acquire', { name, kind: 'read' }), true)
-    assert.equal(await reader.acquire({ shared: true, blocking: false }), true, 'a Node reader holds together with a kazoo ReadLock')
-    assert.equal(await node.getLock(name).acquire({ blocking: false }), false, 'a kazoo reader excludes a Node writer')
-    assert.equal(await reader.release(), true)
-    assert.equal(await py.call('kazoo_lock_release', { name, kind: 'read' }), true)
+  it(
+    'zookeeper: interop: shared locks: kazoo ReadLock and Node readers hold together; a kazoo WriteLock excludes Node readers and writers; Node readers '
+      + 'exclude a kazoo WriteLock and hold together across processes',
+    async (t) => {
+      const node = await open(t)
+      const py = await ToozPeer.start(t, peerUrl, rid('py'))
+      const name = rid('l')
+      const reader = node.getLock(name)
+      assert.equal(await py.call('kazoo_lock_acquire', { name, kind: 'read' }), true)
+      assert.equal(await reader.acquire({ shared: true, blocking: false }), true, 'a Node reader holds together with a kazoo ReadLock')
+      assert.equal(await node.getLock(name).acquire({ blocking: false }), false, 'a kazoo reader excludes a Node writer')
+      assert.equal(await reader.release(), true)
+      assert.equal(await py.call('kazoo_lock_release', { name, kind: 'read' }), true)
 
-    assert.equal(await py.call('kazoo_lock_acquire', { name, kind: 'write' }), true)
-    assert.equal(await node.getLock(name).acquire({ shared: true, blocking: false }), false, 'a kazoo WriteLock excludes a Node reader')
-    assert.equal(await node.getLock(name).acquire({ shared: true, timeoutMs: TIMING.shortWaitMs }), false, 'and a waiting one')
-    assert.equal(await node.getLock(name).acquire({ blocking: false }), false, 'and a Node writer')
-    assert.equal(await py.call('kazoo_lock_release', { name, kind: 'write' }), true)
+      assert.equal(await py.call('kazoo_lock_acquire', { name, kind: 'write' }), true)
+      assert.equal(await node.getLock(name).acquire({ shared: true, blocking: false }), false, 'a kazoo WriteLock excludes a Node reader')
+      assert.equal(await node.getLock(name).acquire({ shared: true, timeoutMs: TIMING.shortWaitMs }), false, 'and a waiting one')
+      assert.equal(await node.getLock(name).acquire({ blocking: false }), false, 'and a Node writer')
+      assert.equal(await py.call('kazoo_lock_release', { name, kind: 'write' }), true)
 
-    assert.equal(await reader.acquire({ shared: true, blocking: false }), true)
-    assert.equal(await py.call('kazoo_lock_acquire', { name, kind: 'write' }), false, 'a Node reader excludes a kazoo WriteLock taker')
-    assert.equal(await py.call('kazoo_lock_acquire', { name, kind: 'read' }), true, 'a kazoo ReadLock taker holds with a Node reader')
-    assert.equal(await py.call('kazoo_lock_release', { name, kind: 'read' }), true)
-    assert.equal(await tryLockInProcess(base, name, true), true, 'a Node reader in another process holds with it')
-    assert.equal(await tryLockInProcess(base, name), false, 'a Node writer in another process is excluded')
-    assert.equal(await reader.release(), true)
-    assert.equal(await py.call('kazoo_lock_acquire', { name, kind: 'write' }), true, 'free for a kazoo writer once the reader released it')
-    assert.equal(await py.call('kazoo_lock_release', { name, kind: 'write' }), true)
-  })
+      assert.equal(await reader.acquire({ shared: true, blocking: false }), true)
+      assert.equal(await py.call('kazoo_lock_acquire', { name, kind: 'write' }), false, 'a Node reader excludes a kazoo WriteLock taker')
+      assert.equal(await py.call('kazoo_lock_acquire', { name, kind: 'read' }), true, 'a kazoo ReadLock taker holds with a Node reader')
+      assert.equal(await py.call('kazoo_lock_release', { name, kind: 'read' }), true)
+      assert.equal(await tryLockInProcess(base, name, true), true, 'a Node reader in another process holds with it')
+      assert.equal(await tryLockInProcess(base, name), false, 'a Node writer in another process is excluded')
+      assert.equal(await reader.release(), true)
+      assert.equal(await py.call('kazoo_lock_acquire', { name, kind: 'write' }), true, 'free for a kazoo writer once the reader released it')
+      assert.equal(await py.call('kazoo_lock_release', { name, kind: 'write' }), true)
+    },
+  )
 
   it('zookeeper: interop: shared locks: Node and kazoo waiters of either kind queue in one line of kazoo-named nodes', async (t) => {
     const node = await open(t)
@@ -256,18 +260,22 @@ describe('zookeeper interop with Python tooz', { concurrency: 4 }, () => {
     assert.equal(await py.call('kazoo_lock_release', { name, kind: 'write' }), true)
   })
 
-  it("zookeeper: interop: shared locks: a Python tooz lock (kazoo's plain Lock) is granted beside Node readers, as documented, and excludes later ones", async (t) => {
-    const node = await open(t)
-    const py = await ToozPeer.start(t, peerUrl, rid('py'))
-    const name = rid('l')
-    const reader = node.getLock(name)
-    assert.equal(await reader.acquire({ shared: true, blocking: false }), true)
-    assert.equal(await py.call('lock_acquire', { name }), true, "the hazard docs/api.md names: tooz's lock does not see readers")
-    assert.equal(await node.getLock(name).acquire({ shared: true, blocking: false }), false, 'a later Node reader is excluded by the tooz holder')
-    assert.equal(await node.getLock(name).acquire({ blocking: false }), false, 'and a Node writer')
-    assert.equal(await py.call('lock_release', { name }), true)
-    assert.equal(await reader.release(), true)
-  })
+  it(
+    "zookeeper: interop: shared locks: a Python tooz lock (kazoo's plain Lock) is granted beside Node readers, as documented, and excludes later "
+      + 'ones',
+    async (t) => {
+      const node = await open(t)
+      const py = await ToozPeer.start(t, peerUrl, rid('py'))
+      const name = rid('l')
+      const reader = node.getLock(name)
+      assert.equal(await reader.acquire({ shared: true, blocking: false }), true)
+      assert.equal(await py.call('lock_acquire', { name }), true, "the hazard docs/api.md names: tooz's lock does not see readers")
+      assert.equal(await node.getLock(name).acquire({ shared: true, blocking: false }), false, 'a later Node reader is excluded by the tooz holder')
+      assert.equal(await node.getLock(name).acquire({ blocking: false }), false, 'and a Node writer')
+      assert.equal(await py.call('lock_release', { name }), true)
+      assert.equal(await reader.release(), true)
+    },
+  )
 })
 
 /** A plain client (no driver) on the shared server, closed after the test: reads what is really stored. */

@@ -38,7 +38,10 @@ export async function run(): Promise<string> {
     } catch (err) {
       catalog = err instanceof DriverUnavailableError ? err.code : String(err)
     }
-    const redis = await connect('redis://127.0.0.1:1').then(() => 'connected', (err: unknown) => (err instanceof DriverUnavailableError ? err.message : String(err)))
+    const redis = await connect('redis://127.0.0.1:1').then(
+      () => 'connected',
+      (err: unknown) => (err instanceof DriverUnavailableError ? err.message : String(err)),
+    )
     return JSON.stringify({ members, held, sections: [...doc.keys()], catalog, redis })
   } finally {
     await c.stop()

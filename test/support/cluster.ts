@@ -212,7 +212,8 @@ async function zookeeperEnsemble(size = 3): Promise<Cluster> {
     )
     writeFileSync(
       join(home, 'log4j.properties'),
-      'log4j.rootLogger=ERROR, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n',
+      'log4j.rootLogger=ERROR, '
+        + 'CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n',
     )
     return new Proc(`zk${i + 1}`, port, () => ({
       cmd: 'java',

@@ -114,7 +114,8 @@ export function checkExclusive(lines: readonly LogLine[], resource: 'lock' | 'le
       holds += 1
       if (holder?.pid === l.pid) {
         violations.push(
-          `${resource}: pid ${l.pid} ${begin}s again at line ${l.line} without having ended its hold of line ${holder.line}: one process began two overlapping holds (terms)`,
+          `${resource}: pid ${l.pid} ${begin}s again at line ${l.line} without having ended its hold of line ${holder.line}: one process began two `
+            + `overlapping holds (terms)`,
         )
       } else if (holder) {
         violations.push(
@@ -127,7 +128,8 @@ export function checkExclusive(lines: readonly LogLine[], resource: 'lock' | 'le
         if (l.token === undefined) violations.push(`${resource}: pid ${l.pid} ${begin}s at line ${l.line} without a fencing token`)
         else if (lastToken && l.token <= lastToken.token!) {
           violations.push(
-            `${resource}: fencing token ${l.token} of pid ${l.pid} at line ${l.line} does not exceed token ${lastToken.token} of pid ${lastToken.pid} at line ${lastToken.line}`,
+            `${resource}: fencing token ${l.token} of pid ${l.pid} at line ${l.line} does not exceed token ${lastToken.token} of pid ${lastToken.pid} at `
+              + `line ${lastToken.line}`,
           )
         }
         if (l.token !== undefined) lastToken = l

@@ -232,7 +232,8 @@ export function startZookeeper(host: '127.0.0.1' | '::1' = '127.0.0.1'): Promise
       )
       writeFileSync(
         join(dir, 'log4j.properties'),
-        'log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n',
+        'log4j.rootLogger=WARN, '
+          + 'CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n',
       )
     },
     command: (_port, dir) => ({

@@ -7,7 +7,8 @@
 import { describe, it } from 'node:test'
 
 const WHY =
-  "tests tooz.coordination.Hooks, tooz's private callback list, which rollcall has no counterpart of; the TestAPI watch cases cover registering, running and removing callbacks"
+  "tests tooz.coordination.Hooks, tooz's private callback list, which rollcall has no counterpart of; the TestAPI watch cases cover registering, running "
+  + 'and removing callbacks'
 
 describe('unit: tooz TestHook', () => {
   it('TestHook.test_register_hook', { skip: WHY }, () => {})

@@ -9,17 +9,16 @@
  * restarted. The page shows each change by itself. The demo runs until interrupted (or for
  * `--duration` seconds), then stops its children and removes its directory.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { InvalidArgumentError, redactUrl, type Logger } from '../../index.js'
+import { InvalidArgumentError, redactUrl } from '../../index.js'
 import { loadConfig, type ServiceGroupConfig } from '../../servicegroup/index.js'
-import type { ServiceRow } from '../../web/index.js'
-import { CONNECTION_OPTIONS, secondsOption, type Command, type CommandContext, type Output } from '../command.js'
+import type { ServiceRow, StatusServer } from '../../web/index.js'
+import { CONNECTION_OPTIONS, secondsOption, type Command, type CommandContext } from '../command.js'
 import { waitUntil } from '../connection.js'
 import { ProgressLine } from '../progress.js'
+import { demoServices, serviceStarter, stopChildren, type DemoLog, type DemoService } from './demo-services.js'
 import { openStatus, parseListen, stderrLogger, type RunningStatus } from './serve.js'
 
 /** Timings of the demo, in seconds. */
@@ -38,8 +37,6 @@ export const DEMO_TIMING = {
   startupSeconds: 30,
 } as const
 
-const BIN = fileURLToPath(new URL('../bin.js', import.meta.url))
-
 /** Resolves after `ms`, or at once when `signal` aborts; leaves no listener behind. */
 function sleep(signal: AbortSignal, ms: number): Promise<void> {
   return new Promise((resolve) => {
@@ -52,18 +49,6 @@ function sleep(signal: AbortSignal, ms: number): Promise<void> {
     const timer = setTimeout(done, ms)
     signal.addEventListener('abort', done, { once: true })
   })
-}
-
-/** One demo service. */
-interface DemoService {
-  topic: string
-  binary: string
-  host: string
-  zone: string
-  child?: ChildProcess
-  /** Set when the demo itself stops it (so its exit is not reported as a surprise). */
-  stopping?: boolean
-  stderr: string
 }
 
 /** The demo's configuration file: tooz driver over `url`, SQLite catalog beside it. */
@@ -110,35 +95,11 @@ async function demoConfig(dir: string, given: string | undefined, env: NodeJS.Pr
   }
 }
 
-/** The services the demo runs: two topics, three hosts, two zones. */
-function demoServices(suffix: string): DemoService[] {
-  const api = `api${suffix}`
-  const worker = `worker${suffix}`
-  return [
-    { topic: api, binary: 'rollcall-api', host: 'node-1', zone: 'az1', stderr: '' },
-    { topic: api, binary: 'rollcall-api', host: 'node-2', zone: 'az2', stderr: '' },
-    { topic: worker, binary: 'rollcall-worker', host: 'node-1', zone: 'az1', stderr: '' },
-    { topic: worker, binary: 'rollcall-worker', host: 'node-2', zone: 'az2', stderr: '' },
-    { topic: worker, binary: 'rollcall-worker', host: 'node-3', zone: 'az1', stderr: '' },
-  ]
-}
-
 /** Runs the demo until `ctx.signal` aborts or `durationMs` passes. */
 async function runDemo(ctx: CommandContext): Promise<void> {
-  const started = Date.now()
-  const durationSeconds = secondsOption(ctx.values.duration, 'duration')
-  const deadline = new AbortController()
-  const timer = durationSeconds === undefined ? undefined : setTimeout(() => deadline.abort(), durationSeconds * 1000)
-  const stop = AbortSignal.any([ctx.signal, deadline.signal])
-  const json = Boolean(ctx.values.json)
   const progress = new ProgressLine(ctx.out)
-  const at = (): string => ((Date.now() - started) / 1000).toFixed(1)
-  const log = (text: string, fields: Record<string, unknown>): void =>
-    progress.log(() => {
-      if (json) ctx.out.json({ t: Number(at()), ...fields })
-      else ctx.out.line(`[${at().padStart(5)} s] ${text}`)
-    })
-  const logger: Logger = { ...stderrLogger(ctx.out), warn: (m) => log(`warning: ${redactUrl(m)}`, { event: 'warning', message: redactUrl(m) }) }
+  const log = demoLog(ctx, progress)
+  const { stop, clear } = demoStopSignal(ctx)
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-demo-'))
   const given = (ctx.values.url as string | undefined) ?? (ctx.env.ROLLCALL_URL || undefined)
   const services = demoServices(given === undefined ? '' : `-demo-${Math.random().toString(36).slice(2, 6)}`)
@@ -149,126 +110,151 @@ async function runDemo(ctx: CommandContext): Promise<void> {
   process.once('exit', onExit)
   try {
     const { file, config } = await demoConfig(dir, given, ctx.env)
-    const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ROLLCALL_')))
     log(`catalog sqlite in ${dir}; coordination ${redactUrl(config.toozUrl ?? '')}`, { event: 'setup', dir, url: redactUrl(config.toozUrl ?? '') })
-    const spawnService = (s: DemoService): void => {
-      s.stopping = false
-      s.stderr = ''
-      const child = spawn(process.execPath, [
-        BIN,
-        'service',
-        'run',
-        '--config',
-        file,
-        '--binary',
-        s.binary,
-        '--host',
-        s.host,
-        '--topic',
-        s.topic,
-        '--zone',
-        s.zone,
-      ], {
-        stdio: ['ignore', 'ignore', 'pipe'],
-        env: { ...childEnv, ROLLCALL_CONFIG: file },
-      })
-      s.child = child
-      child.stderr!.setEncoding('utf8').on('data', (d: string) => (s.stderr = (s.stderr + d).slice(-2000)))
-      child.once('exit', (code, signal) => {
-        if (s.child === child) s.child = undefined
-        if (!s.stopping && !stop.aborted) {
-          log(
-            `${s.topic} ${s.host}: rollcall service run exited unexpectedly (${signal ?? `status ${code}`}): ${
-              s.stderr.trim().split('\n').slice(-3).join(' | ')
-            }`,
-            { event: 'exited', topic: s.topic, host: s.host, code, signal },
-          )
-        }
-      })
-      log(`started ${s.binary} on ${s.host} in topic ${s.topic} (pid ${child.pid})`, {
-        event: 'started',
-        topic: s.topic,
-        host: s.host,
-        binary: s.binary,
-        pid: child.pid,
-      })
-    }
+    const start = serviceStarter(file, stop, log)
     progress.set(`starting ${services.length} services`)
-    for (const s of services) spawnService(s)
+    for (const s of services) start(s)
     running = await openDemoServer(ctx, config, progress)
-    const server = running.server
-    const url = server.url
-    log(`status page: ${url}  (JSON: ${url}v1/services, metrics: ${url}metrics)`, { event: 'listening', url })
-    const states = new Map<number, string>()
-    const marks = new Map<string, { at: number; how: string }>()
-    const summarize = (): void => {
-      const rows = server.services!.rows
-      const up = rows.filter((r) => r.state === 'up').length
-      const counts = `${url} · ${rows.length} services: ${up} up, ${rows.length - up} down`
-      progress.set(`${counts}${nextStep ? ` · next: ${nextStep}` : ''} · Ctrl-C to stop`, counts)
-    }
-    let nextStep = ''
-    let ready = false
-    server.services!.on('changed', (row: ServiceRow) => {
-      const before = states.get(row.id)
-      states.set(row.id, row.state)
-      // Rows flip down → up while the services start; the log tells what happens after that.
-      if (ready && before !== undefined && before !== row.state) {
-        const mark = marks.get(`${row.topic}\u0000${row.host}`)
-        const after = mark ? ` (${((Date.now() - mark.at) / 1000).toFixed(1)} s after ${mark.how})` : ''
-        log(`${row.topic} ${row.host}: ${before} → ${row.state}${after}`, {
-          event: 'state',
-          topic: row.topic,
-          host: row.host,
-          id: row.id,
-          state: row.state,
-          previous: before,
-        })
-      }
-      summarize()
-    })
-    for (const r of server.services!.rows) states.set(r.id, r.state)
-    const allUp = (): boolean => services.every((s) => server.services!.rows.some((r) => r.topic === s.topic && r.host === s.host && r.state === 'up'))
-    const upBy = Date.now() + DEMO_TIMING.startupSeconds * 1000
-    while (!allUp() && Date.now() < upBy && !stop.aborted) await sleep(stop, 200)
-    ready = true
-    if (!stop.aborted) {
-      if (allUp()) log(`all ${services.length} services are up`, { event: 'ready' })
-      else log(`not every service came up within ${DEMO_TIMING.startupSeconds} s; carrying on`, { event: 'slow-start' })
-      await scenario(services, stop, spawnService, (text) => {
-        nextStep = text
-        summarize()
-      }, (s, how, signal) => {
-        marks.set(`${s.topic}\u0000${s.host}`, { at: Date.now(), how })
-        s.stopping = true
-        s.child?.kill(signal)
-        log(
-          `${signal} ${s.binary} on ${s.host} (topic ${s.topic}): ${
-            signal === 'SIGKILL'
-              ? `a crash; down once the backend's ${DEMO_TIMING.backendTimeoutSeconds} s timeout passes`
-              : 'a graceful stop; it leaves, down at once'
-          }`,
-          { event: signal === 'SIGKILL' ? 'killed' : 'terminated', topic: s.topic, host: s.host, signal },
-        )
-      }, (s) => marks.set(`${s.topic}\u0000${s.host}`, { at: Date.now(), how: 'restart' }))
-      nextStep = ''
-      summarize()
-      await waitUntil(stop)
-    }
+    await showDemo(running.server, services, stop, start, progress, log)
     log('stopping', { event: 'stopping' })
   } finally {
-    clearTimeout(timer)
+    clear()
     progress.done()
-    await stopChildren(services)
-    // On a shared backend, leave no empty demo groups behind (its own directory holds the rest).
-    if (given !== undefined && running?.coordinator) {
-      const c = running.coordinator
-      await Promise.allSettled([...new Set(services.map((s) => s.topic))].map((g) => c.deleteGroup(g)))
-    }
-    await running?.close()
+    await closeDemo(services, given, running)
     process.off('exit', onExit)
     rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 })
   }
+}
+
+/** The demo's log, above the progress line. */
+function demoLog(ctx: CommandContext, progress: ProgressLine): DemoLog {
+  const started = Date.now()
+  const json = Boolean(ctx.values.json)
+  const at = (): string => ((Date.now() - started) / 1000).toFixed(1)
+  return (text, fields) =>
+    progress.log(() => {
+      if (json) ctx.out.json({ t: Number(at()), ...fields })
+      else ctx.out.line(`[${at().padStart(5)} s] ${text}`)
+    })
+}
+
+/** A signal that aborts on Ctrl-C (`ctx.signal`) or once `--duration` has passed; clear() drops the duration timer. */
+function demoStopSignal(ctx: CommandContext): { stop: AbortSignal; clear(): void } {
+  const durationSeconds = secondsOption(ctx.values.duration, 'duration')
+  const deadline = new AbortController()
+  const timer = durationSeconds === undefined ? undefined : setTimeout(() => deadline.abort(), durationSeconds * 1000)
+  return { stop: AbortSignal.any([ctx.signal, deadline.signal]), clear: () => clearTimeout(timer) }
+}
+
+/** With the status page up: waits for every service, plays the scenario, then runs until stopped. */
+async function showDemo(
+  server: StatusServer,
+  services: DemoService[],
+  stop: AbortSignal,
+  start: (s: DemoService) => void,
+  progress: ProgressLine,
+  log: DemoLog,
+): Promise<void> {
+  const url = server.url
+  log(`status page: ${url}  (JSON: ${url}v1/services, metrics: ${url}metrics)`, { event: 'listening', url })
+  const states = trackStates(server, progress, log)
+  const upBy = Date.now() + DEMO_TIMING.startupSeconds * 1000
+  while (!allUp(server, services) && Date.now() < upBy && !stop.aborted) await sleep(stop, 200)
+  states.ready = true
+  if (stop.aborted) return
+  if (allUp(server, services)) log(`all ${services.length} services are up`, { event: 'ready' })
+  else log(`not every service came up within ${DEMO_TIMING.startupSeconds} s; carrying on`, { event: 'slow-start' })
+  await scenario(services, stop, start, (text) => states.next(text), (s, how, signal) => {
+    states.mark(s, how)
+    stopService(s, signal, log)
+  }, (s) => states.mark(s, 'restart'))
+  states.next('')
+  await waitUntil(stop)
+}
+
+/** True when the status server shows every demo service up. */
+function allUp(server: StatusServer, services: readonly DemoService[]): boolean {
+  return services.every((s) => server.services!.rows.some((r) => r.topic === s.topic && r.host === s.host && r.state === 'up'))
+}
+
+/** The status line and the log of state changes, fed by the status server's rows. */
+interface StateTracker {
+  /** False while the services start: until then, changes are not logged. */
+  ready: boolean
+  /** Shows the scenario's next step on the status line ('' for none). */
+  next(text: string): void
+  /** Notes when and how a service was stopped or restarted, so that the change it causes says how long it took. */
+  mark(s: DemoService, how: string): void
+}
+
+/** Follows the status server's rows: keeps the status line current and logs each change once the demo is ready. */
+function trackStates(server: StatusServer, progress: ProgressLine, log: DemoLog): StateTracker {
+  const url = server.url
+  const states = new Map<number, string>()
+  const marks = new Map<string, { at: number; how: string }>()
+  let nextStep = ''
+  const summarize = (): void => {
+    const rows = server.services!.rows
+    const up = rows.filter((r) => r.state === 'up').length
+    const counts = `${url} · ${rows.length} services: ${up} up, ${rows.length - up} down`
+    progress.set(`${counts}${nextStep ? ` · next: ${nextStep}` : ''} · Ctrl-C to stop`, counts)
+  }
+  const tracker: StateTracker = {
+    ready: false,
+    next(text) {
+      nextStep = text
+      summarize()
+    },
+    mark(s, how) {
+      marks.set(`${s.topic}\u0000${s.host}`, { at: Date.now(), how })
+    },
+  }
+  server.services!.on('changed', (row: ServiceRow) => {
+    const before = states.get(row.id)
+    states.set(row.id, row.state)
+    // Rows flip down → up while the services start; the log tells what happens after that.
+    if (tracker.ready && before !== undefined && before !== row.state) {
+      const mark = marks.get(`${row.topic}\u0000${row.host}`)
+      const after = mark ? ` (${((Date.now() - mark.at) / 1000).toFixed(1)} s after ${mark.how})` : ''
+      log(`${row.topic} ${row.host}: ${before} → ${row.state}${after}`, {
+        event: 'state',
+        topic: row.topic,
+        host: row.host,
+        id: row.id,
+        state: row.state,
+        previous: before,
+      })
+    }
+    summarize()
+  })
+  for (const r of server.services!.rows) states.set(r.id, r.state)
+  return tracker
+}
+
+/** Stops a service on purpose with `signal` (SIGKILL: a crash; SIGTERM: a graceful stop) and logs what to expect. */
+function stopService(s: DemoService, signal: NodeJS.Signals, log: DemoLog): void {
+  s.stopping = true
+  s.child?.kill(signal)
+  const expect = signal === 'SIGKILL'
+    ? `a crash; down once the backend's ${DEMO_TIMING.backendTimeoutSeconds} s timeout passes`
+    : 'a graceful stop; it leaves, down at once'
+  log(`${signal} ${s.binary} on ${s.host} (topic ${s.topic}): ${expect}`, {
+    event: signal === 'SIGKILL' ? 'killed' : 'terminated',
+    topic: s.topic,
+    host: s.host,
+    signal,
+  })
+}
+
+/** Stops the children and the status server; on a shared backend (`--url`), deletes the demo's groups too. */
+async function closeDemo(services: DemoService[], given: string | undefined, running: RunningStatus | undefined): Promise<void> {
+  await stopChildren(services)
+  // On a shared backend, leave no empty demo groups behind (its own directory holds the rest).
+  if (given !== undefined && running?.coordinator) {
+    const c = running.coordinator
+    await Promise.allSettled([...new Set(services.map((s) => s.topic))].map((g) => c.deleteGroup(g)))
+  }
+  await running?.close()
 }
 
 /** The status server on --listen, or 127.0.0.1:7979, or (when that is taken and no --listen was given) a free port. */
@@ -321,29 +307,12 @@ async function scenario(
   start(crashed)
 }
 
-/** SIGTERM to every child (they leave), then SIGKILL to any still alive after 5 s. */
-async function stopChildren(services: DemoService[]): Promise<void> {
-  const alive = services.filter((s) => s.child && s.child.exitCode === null && s.child.signalCode === null)
-  await Promise.all(alive.map((s) =>
-    new Promise<void>((resolve) => {
-      const child = s.child!
-      s.stopping = true
-      const force = setTimeout(() => child.kill('SIGKILL'), 5000)
-      child.once('exit', () => {
-        clearTimeout(force)
-        resolve()
-      })
-      child.kill('SIGTERM')
-    })
-  ))
-}
-
 /** The demo command. */
 export const demoCommands: Command[] = [
   {
     name: 'demo',
-    summary:
-      'Run a few real services and the live status page in a temporary directory (SQLite + file:// by default; --url for a real backend); one crashes, one stops, one restarts. npm start runs it.',
+    summary: 'Run a few real services and the live status page in a temporary directory (SQLite + file:// by default; --url for a real backend); one crashes, '
+      + 'one stops, one restarts. npm start runs it.',
     usage: '[--url URL] [--listen HOST:PORT] [--duration SECONDS] [--json]',
     options: { url: CONNECTION_OPTIONS.url!, listen: { type: 'string' }, duration: { type: 'string' }, json: { type: 'boolean' } },
     run: async (ctx) => {

@@ -30,8 +30,8 @@ export const leaderCommands: Command[] = [
 export const electCommands: Command[] = [
   {
     name: 'elect',
-    summary:
-      "Campaign for leader of GROUP and, once elected, print this member's id and stay leader until interrupted; with a COMMAND, run it while leader (its exit status becomes ours). A leadership lost meanwhile stops COMMAND with SIGTERM and gives status 9.",
+    summary: "Campaign for leader of GROUP and, once elected, print this member's id and stay leader until interrupted; with a COMMAND, run it while leader "
+      + '(its exit status becomes ours). A leadership lost meanwhile stops COMMAND with SIGTERM and gives status 9.',
     usage: 'GROUP [--url URL] [--member ID] [-- COMMAND [ARGS...]]',
     positionals: ['GROUP'],
     takesCommand: true,

@@ -10,8 +10,8 @@ import { ProgressLine } from '../progress.js'
 export const lockCommands: Command[] = [
   {
     name: 'lock',
-    summary:
-      'Run COMMAND while holding lock NAME; its exit status becomes ours (128+N if a signal N killed it). If the lock is lost meanwhile, COMMAND gets SIGTERM and the status is 9.',
+    summary: 'Run COMMAND while holding lock NAME; its exit status becomes ours (128+N if a signal N killed it). If the lock is lost meanwhile, COMMAND gets '
+      + 'SIGTERM and the status is 9.',
     usage: 'NAME [--timeout SECONDS | --nonblock] [--url URL] -- COMMAND [ARGS...]',
     positionals: ['NAME'],
     takesCommand: true,

@@ -53,7 +53,8 @@ export async function commandConfig(ctx: CommandContext): Promise<{ config: Serv
   const once = (ctx.values.config as string[] | undefined) ?? []
   if (once.length > 1) {
     throw new InvalidArgumentError(
-      `--config was given ${once.length} times, and only one file is read with it; to layer files, repeat --config-file (later files override earlier ones, as in oslo.config)`,
+      `--config was given ${once.length} times, and only one file is read with it; to layer files, repeat --config-file (later files override earlier `
+        + `ones, as in oslo.config)`,
     )
   }
   const files = [...once, ...((ctx.values['config-file'] as string[] | undefined) ?? [])]
@@ -87,7 +88,8 @@ async function withServiceGroup<T>(ctx: CommandContext, fn: (sg: ServiceGroup) =
   if (implicit !== undefined && !existsSync(implicit)) {
     throw new InvalidConfigError(
       '--config',
-      `No configuration found (no --config, ROLLCALL_CONFIG or [database] connection), and there is no ${implicit} to read: pass --config /etc/rollcall/rollcall.conf (or your nova.conf), or set ROLLCALL_CONFIG`,
+      `No configuration found (no --config, ROLLCALL_CONFIG or [database] connection), and there is no ${implicit} to read: pass --config `
+        + `/etc/rollcall/rollcall.conf (or your nova.conf), or set ROLLCALL_CONFIG`,
     )
   }
   const sg = await openServiceGroup(config, { logger })

@@ -18,7 +18,6 @@ import { connect as tlsConnect, type ConnectionOptions } from 'node:tls'
 import {
   CRLF,
   MemcachedServerError,
-  ReplyReader,
   checkKey,
   exptime,
   parseKeys,
@@ -34,6 +33,7 @@ import {
   type ServerStats,
   type StoreResult,
 } from './memcached-protocol.js'
+import { newConn, settle, type Conn } from './memcached-conn.js'
 
 export { MAX_KEY_BYTES, MemcachedKeyError, MemcachedServerError, exptime, keyProblem, type MemcachedItem, type MetaReply,
   type StoreResult } from './memcached-protocol.js'
@@ -79,33 +79,6 @@ export class MemcachedTimeoutError extends Error {
     super(message)
     this.name = 'MemcachedTimeoutError'
   }
-}
-
-interface PendingCommand {
-  command: string
-  parse: Parser<unknown>
-  resolve(value: unknown): void
-  reject(err: Error): void
-  timeoutMs: number
-  /** performance.now() by which the reply must have come. */
-  deadline: number
-}
-
-/** One socket with its own reply buffer and queue of requests awaiting replies. */
-interface Conn {
-  readonly socket: Socket
-  readonly reader: ReplyReader
-  readonly pending: PendingCommand[]
-  /** True once the handshake succeeded and the connection was announced. */
-  established: boolean
-  /** True while writes are being gathered for one write at the end of this tick. */
-  corked: boolean
-  /**
-   * One timer per connection, not one per request: it fires at the earliest deadline it was
-   * armed for, fails the connection if a reply is overdue, and otherwise re-arms for the next.
-   */
-  timer: NodeJS.Timeout | undefined
-  timerAt: number
 }
 
 const STORE_REPLIES = { STORED: 'stored', NOT_STORED: 'notStored', EXISTS: 'exists', NOT_FOUND: 'notFound' } as const
@@ -374,7 +347,7 @@ export class MemcachedClient {
   }
 
   #attach(socket: Socket): Conn {
-    const conn: Conn = { socket, reader: new ReplyReader(), pending: [], established: false, corked: false, timer: undefined, timerAt: 0 }
+    const conn = newConn(socket)
     socket.setNoDelay(true)
     socket.setKeepAlive(true)
     let cause: Error | undefined
@@ -390,12 +363,4 @@ export class MemcachedClient {
     })
     return conn
   }
-}
-
-function settle(conn: Conn, entry: PendingCommand, err?: Error, value?: unknown): void {
-  const i = conn.pending.indexOf(entry)
-  if (i < 0) return
-  conn.pending.splice(i, 1)
-  if (err) entry.reject(err)
-  else entry.resolve(value)
 }

@@ -196,8 +196,8 @@ class MemoryDriver implements CoordinationDriver {
 
 export default defineDriver({
   name: 'memory',
-  summary:
-    'An in-process backend: every coordinator of one process that names the same store shares groups, locks and leaders. For tests and single-process programs.',
+  summary: 'An in-process backend: every coordinator of one process that names the same store shares groups, locks and leaders. For tests and single-process '
+    + 'programs.',
   urlForms: ['memory://', 'memory://NAME'],
   consistency: 'Linearizable within the process. Members never expire; they leave when their coordinator stops. Changes reach watchers at once.',
   hazards: ['Nothing is shared between processes: two processes naming memory:// have two unrelated stores.'],

@@ -193,7 +193,8 @@ export class ZkDriver implements ServiceGroupDriver {
     const message = `ZooKeeper report of ${path} failed: ${(err as Error)?.message ?? String(err)}`
     if (zkCode(err) === ZK_CODES.NODE_EXISTS) {
       return new ConnectionError(
-        `${path} is held by another live session (a process with the same pid on this host, or one whose session has not expired yet); retrying at the next report`,
+        `${path} is held by another live session (a process with the same pid on this host, or one whose session has not expired yet); retrying at the `
+          + `next report`,
         { cause: err, driver: 'zk' },
       )
     }

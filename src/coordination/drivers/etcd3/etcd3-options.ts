@@ -1,5 +1,6 @@
-/** The etcd3 driver's URL options (tooz's names and units) and its TTL rounding. */
+/** The etcd3 driver's URL options (tooz's names and units), its TTL rounding and the TLS files they name. */
 import { opt, type ResolvedOptions } from '../../options.js'
+import { readTlsFile } from '../kit/tls-files.js'
 
 /** The etcd3 driver's options, as tooz's etcd3gw driver spells them. */
 export const OPTIONS = {
@@ -26,3 +27,13 @@ export type Etcd3Options = ResolvedOptions<typeof OPTIONS>
 
 /** An etcd lease TTL for a duration: whole seconds, rounded up, at least 1. */
 export const ttlSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
+
+/** The PEM files named by ca_cert, cert_cert and cert_key, read (etcd3+https). */
+export async function readTls(options: Etcd3Options): Promise<{ ca?: Buffer; cert?: Buffer; key?: Buffer }> {
+  const [ca, cert, key] = await Promise.all([
+    readTlsFile('etcd3', 'ca_cert', options.caCert as string | undefined),
+    readTlsFile('etcd3', 'cert_cert', options.certCert as string | undefined),
+    readTlsFile('etcd3', 'cert_key', options.certKey as string | undefined),
+  ])
+  return { ca, cert, key }
+}

@@ -28,7 +28,6 @@ import {
   GroupExistsError,
   GroupNotEmptyError,
   GroupNotFoundError,
-  InvalidOptionError,
   MemberExistsError,
   MemberNotJoinedError,
   OperationTimeoutError,
@@ -36,23 +35,15 @@ import {
 } from '../../../errors.js'
 import { dumps, loads } from '../../codec.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
-import { OPTIONS, ttlSeconds, type Etcd3Options } from './etcd3-options.js'
+import { OPTIONS, readTls, ttlSeconds, type Etcd3Options } from './etcd3-options.js'
 import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
 import { Etcd3Lock, lockKey, type Etcd3LockHost } from './etcd3-lock.js'
+import { absent, exists, GROUP_PREFIX, groupIds, groupKey, groupMembers, key, memberKey, type SkipWarning } from './etcd3-layout.js'
 import { openWatch } from './etcd3-watch.js'
 import { utf8IdProblem } from '../kit/ids.js'
 import { warnIgnoredPath } from '../kit/ignored-path.js'
-import { readTlsFile } from '../kit/tls-files.js'
 
-const GROUP_PREFIX = 'tooz/groups/'
 const DEFAULT_PORT = 2379
-const utf8 = new TextDecoder('utf-8', { fatal: true })
-
-const key = (text: string): Buffer => Buffer.from(text, 'utf8')
-const groupKey = (group: string): Buffer => key(`${GROUP_PREFIX}${group}/`)
-const memberKey = (group: string, member: string): Buffer => key(`${GROUP_PREFIX}${group}/${member}`)
-const exists = (k: Uint8Array): Compare => ({ key: k, target: 'CREATE', result: 'GREATER', operand: 0n })
-const absent = (k: Uint8Array): Compare => ({ key: k, target: 'CREATE', result: 'EQUAL', operand: 0n })
 
 class Etcd3Driver implements CoordinationDriver {
   readonly #ctx: DriverContext<Etcd3Options>
@@ -70,6 +61,8 @@ class Etcd3Driver implements CoordinationDriver {
   #beatStartedAt = 0
   /** Lease revokes under way in the background; stop() waits for them. */
   readonly #background = new Set<Promise<void>>()
+  /** Warns of a key skipped because its id is not UTF-8. */
+  readonly #skipped: SkipWarning = (err) => this.#ctx.events.warning(err)
 
   constructor(ctx: DriverContext<Etcd3Options>) {
     this.#ctx = ctx
@@ -159,15 +152,7 @@ class Etcd3Driver implements CoordinationDriver {
   async listGroups(): Promise<string[]> {
     const prefix = key(GROUP_PREFIX)
     const { kvs } = await this.#client.range(prefix, { rangeEnd: prefixEnd(prefix), keysOnly: true })
-    const groups: string[] = []
-    // Only `tooz/groups/<g>/` with no other "/" is a group (tooz 3.1 also returns member-key debris).
-    for (const kv of kvs) {
-      const rest = kv.key.subarray(prefix.length)
-      if (rest.length < 2 || rest[rest.length - 1] !== 0x2f || rest.subarray(0, -1).includes(0x2f)) continue
-      const id = this.#decodeId(rest.subarray(0, -1), kv.key)
-      if (id !== undefined) groups.push(id)
-    }
-    return groups
+    return groupIds(kvs, this.#skipped)
   }
 
   async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
@@ -263,28 +248,9 @@ class Etcd3Driver implements CoordinationDriver {
   async #members(group: string, keysOnly: boolean): Promise<Map<string, Buffer>> {
     const g = groupKey(group)
     const { kvs } = await this.#client.range(g, { rangeEnd: prefixEnd(g), keysOnly })
-    const out = new Map<string, Buffer>()
-    let found = false
-    for (const kv of kvs) {
-      if (kv.key.length === g.length) {
-        found = true
-        continue
-      }
-      const id = this.#decodeId(kv.key.subarray(g.length), kv.key)
-      if (id !== undefined) out.set(id, kv.value)
-    }
+    const { found, members } = groupMembers(kvs, g, this.#skipped)
     if (!found) throw new GroupNotFoundError(group)
-    return out
-  }
-
-  /** An id from a key, or undefined (with a warning) when someone stored bytes that are not UTF-8. */
-  #decodeId(bytes: Uint8Array, whole: Buffer): string | undefined {
-    try {
-      return utf8.decode(bytes)
-    } catch {
-      this.#ctx.events.warning(new SerializationError(`Skipping etcd key ${JSON.stringify(whole.toString('latin1'))}: its id is not UTF-8`))
-      return undefined
-    }
+    return members
   }
 
   /** Runs a write on the membership lease; a lease found gone is replaced once (reporting it) and the write retried. */
@@ -353,28 +319,22 @@ class Etcd3Driver implements CoordinationDriver {
   }
 }
 
-async function readTls(options: Etcd3Options): Promise<{ ca?: Buffer; cert?: Buffer; key?: Buffer }> {
-  const [ca, cert, key] = await Promise.all([
-    readTlsFile('etcd3', 'ca_cert', options.caCert as string | undefined),
-    readTlsFile('etcd3', 'cert_cert', options.certCert as string | undefined),
-    readTlsFile('etcd3', 'cert_key', options.certKey as string | undefined),
-  ])
-  return { ca, cert, key }
-}
-
 export default defineDriver({
   name: 'etcd3',
-  summary:
-    "etcd v3 through its JSON gateway (no client library), laid out exactly as tooz's etcd3gw driver lays it out; membership by lease, pushed watches, locks with fencing and a native wait.",
+  summary: "etcd v3 through its JSON gateway (no client library), laid out exactly as tooz's etcd3gw driver lays it out; membership by lease, pushed watches, "
+    + 'locks with fencing and a native wait.',
   urlForms: [
     'etcd3+http://127.0.0.1:2379',
     'etcd3+https://etcd1:2379,etcd2:2379?ca_cert=/etc/ssl/etcd-ca.pem',
     'etcd3://user:password@127.0.0.1:2379?membership_timeout=10',
   ],
   consistency:
-    "Linearizable reads and writes; every check-and-act is one etcd txn. A member lives as long as its lease: etcd deletes the keys of a member that stops heartbeating after membership_timeout and the watch pushes that deletion. Lock fencing tokens are the key's create revision, which grows with every holder.",
+    'Linearizable reads and writes; every check-and-act is one etcd txn. A member lives as long as its lease: etcd deletes the keys of a member that '
+    + "stops heartbeating after membership_timeout and the watch pushes that deletion. Lock fencing tokens are the key's create revision, which grows "
+    + 'with every holder.',
   hazards: [
-    'A process paused longer than membership_timeout loses its lease, its memberships and its locks; the next heartbeat reports it (lost), takes a new lease and rejoins (reconnected).',
+    'A process paused longer than membership_timeout loses its lease, its memberships and its locks; the next heartbeat reports it (lost), takes a new '
+    + 'lease and rejoins (reconnected).',
     'Leases are timed by the etcd leader: while the etcd cluster itself is stalled nothing expires.',
     'Group ids cannot contain "/" (tooz\'s layout would make them ambiguous).',
     'A user lock named "leader_of_<group>" is the leader lock of that group.',
@@ -398,7 +358,8 @@ export default defineDriver({
     const text = utf8IdProblem(id)
     if (text !== undefined) return text
     if (kind === 'group' && id.includes('/')) {
-      return 'group ids cannot contain "/": tooz\'s etcd layout (tooz/groups/<group>/<member>) would make it ambiguous; use another separator such as ":" or "."'
+      return 'group ids cannot contain "/": tooz\'s etcd layout (tooz/groups/<group>/<member>) would make it ambiguous; use another separator such as '
+        + '":" or "."'
     }
     return undefined
   },

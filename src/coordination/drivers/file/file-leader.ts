@@ -9,9 +9,10 @@
  * leader. A holder between locking and writing is waited for briefly. The file calls are synchronous,
  * as in file-lock.ts: short, local, and never waiting for another process.
  */
-import { closeSync, constants, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs'
+import { closeSync, constants, ftruncateSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
 import { dumps, loads } from '../../codec.js'
 import { nativeLocks, pause, RecordLock } from './file-lock.js'
+import { exists } from './file-records.js'
 
 const utf8 = new TextEncoder()
 const utf8Strict = new TextDecoder('utf-8', { fatal: true })
@@ -73,4 +74,17 @@ function parseRecord(bytes: Uint8Array): string | undefined {
     // Empty or half-written: the holder is between locking and writing.
   }
   return undefined
+}
+
+/** Deletes the leader lock file at `path` when it exists and nobody holds it. */
+export async function removeFreeLeaderFile(path: string): Promise<void> {
+  const leader = new RecordLock(path)
+  if (exists(leader.path) && (await leader.tryAcquire().catch(() => false))) {
+    try {
+      unlinkSync(leader.path)
+    } catch {
+      // Gone already, or not ours to remove: either way nobody leads.
+    }
+    await leader.close()
+  }
 }

@@ -31,6 +31,7 @@ import { createRequire } from 'node:module'
 import { closeSync, constants, fstatSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DriverUnavailableError, OperationTimeoutError } from '../../../errors.js'
+import type { DriverLock } from '../../driver.js'
 
 /** The subset of fs-native-extensions used here. */
 interface NativeLocks {
@@ -225,5 +226,26 @@ export async function withFileLock<T>(path: string, maxWaitMs: number, fn: () =>
   } finally {
     done()
     if (queues.get(path) === tail) queues.delete(path)
+  }
+}
+
+/** Wraps a record lock as a DriverLock (with a shared mode for named locks), kept in `held` while held so that stop() closes it. */
+export function asDriverLock(lock: RecordLock, held: Set<RecordLock>, sharable = false): DriverLock {
+  const take = async (shared: boolean): Promise<boolean> => {
+    const got = await lock.tryAcquire(shared)
+    if (got) held.add(lock)
+    return got
+  }
+  return {
+    fencingToken: undefined,
+    tryAcquire: () => take(false),
+    ...(sharable ? { tryAcquireShared: () => take(true) } : {}),
+    async release() {
+      held.delete(lock)
+      return lock.release()
+    },
+    refresh: () => lock.isStillOwner(),
+    isStillOwner: () => lock.isStillOwner(),
+    break: () => lock.break(),
   }
 }

@@ -1,5 +1,6 @@
 /**
- * Which directory a `file://` URL names, and which ids the file driver can store.
+ * Which directory a `file://` URL names, which ids the file driver can store, and how a file is
+ * put in place whole.
  *
  * Group and member ids are hashed (sha1 of their UTF-8), so any well-formed string will do. A
  * lock name is a path inside the directory (tooz: `safe_abs_path(DIR, name)`), so it must stay
@@ -7,8 +8,9 @@
  * DIR/tmp and DIR/.driver_lock and paths escaping DIR; rollcall also refuses anything *under*
  * groups/ and tmp/ (a lock there could overwrite a member record) and its own `.leaders/`.
  */
-import { mkdirSync, statSync } from 'node:fs'
-import { dirname, posix, resolve } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
+import { dirname, join, posix, resolve } from 'node:path'
 import { InvalidUrlError } from '../../../errors.js'
 import type { IdKind } from '../../driver.js'
 import type { BackendUrl } from '../../url.js'
@@ -56,7 +58,8 @@ export function directoryOf(url: BackendUrl): string {
   const host = hosts.map((h) => h.host).join(',')
   if (hosts.length > 1 || (host !== '' && host !== 'localhost') || hosts.some((h) => h.port !== undefined)) {
     throw new InvalidUrlError(
-      `${redacted} names a host ("${host}"), but the file driver works on a local directory: write file:///absolute/path (three slashes); relative paths are not allowed`,
+      `${redacted} names a host ("${host}"), but the file driver works on a local directory: write file:///absolute/path (three slashes); relative paths `
+        + `are not allowed`,
     )
   }
   if (!path.startsWith('/')) {
@@ -81,5 +84,21 @@ export function makeDirectory(dir: string): void {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || statSync(d).isDirectory() !== true) throw err
     }
+  }
+}
+
+/** Writes `tmpDir/<random>` and renames it over `path`: readers see the old file or the new one. */
+export function writeAtomically(tmpDir: string, path: string, bytes: Uint8Array): void {
+  const tmp = join(tmpDir, `tmp${randomBytes(6).toString('hex')}rollcall`)
+  try {
+    writeFileSync(tmp, bytes, { flag: 'wx' })
+    renameSync(tmp, path)
+  } catch (err) {
+    try {
+      unlinkSync(tmp)
+    } catch {
+      // Never created, or already renamed.
+    }
+    throw err
   }
 }

@@ -29,9 +29,8 @@
  * Consistency and hazards (stale-file collection, Python lock compatibility, break(), ids as
  * bytes, the record cache) are declared in defineDriver below, from which docs/drivers.md is made.
  */
-import { readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, rmSync, statSync, unlinkSync, utimesSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
-import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import {
   BackendError,
@@ -46,16 +45,16 @@ import {
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
 import { opt, type ResolvedOptions } from '../../options.js'
 import { CorruptRecordError, decodeGroupMetadata, decodeMemberRecord, encodeGroupMetadata, encodeMemberRecord, safeName } from './file-format.js'
-import { FileLeaderLock, readLeader } from './file-leader.js'
-import { directoryOf, makeDirectory, normalizeLockName, validateId } from './file-paths.js'
-import { nativeLocks, RecordLock, withFileLock } from './file-lock.js'
+import { FileLeaderLock, readLeader, removeFreeLeaderFile } from './file-leader.js'
+import { directoryOf, makeDirectory, normalizeLockName, validateId, writeAtomically } from './file-paths.js'
+import { asDriverLock, nativeLocks, RecordLock, withFileLock } from './file-lock.js'
 import { exists, isMissing, MemberRecords, statIfExists, type CachedRecord, type LiveFile, type MemberEntry } from './file-records.js'
 
 const OPTIONS = {
   timeoutMs: opt.seconds('timeout', {
     default: 10,
-    doc:
-      'Liveness window: a member whose .raw file was not touched for this long is gone. Also the interval the heartbeat returns (the coordinator beats at half of it).',
+    doc: 'Liveness window: a member whose .raw file was not touched for this long is gone. Also the interval the heartbeat returns (the coordinator beats '
+      + 'at half of it).',
   }),
   executor: opt.string('executor', { ignored: true, doc: "tooz's executor choice (threaded or sync)." }),
 }
@@ -131,7 +130,7 @@ class FileDriver implements CoordinationDriver {
       // tooz rewrites an existing .metadata here; rollcall leaves it, so a tooz writer's `encoded` flag stays.
       if (exists(join(dir, '.metadata'))) throw new GroupExistsError(group)
       makeDirectory(dir)
-      this.#writeAtomically(join(dir, '.metadata'), encodeGroupMetadata(group))
+      writeAtomically(this.#tmpDir, join(dir, '.metadata'), encodeGroupMetadata(group))
     })
   }
 
@@ -156,15 +155,7 @@ class FileDriver implements CoordinationDriver {
       this.#records.forget(dir)
     })
     // The group's leader lock file goes too, when nobody holds it.
-    const leader = new RecordLock(this.#leaderPath(group))
-    if (exists(leader.path) && (await leader.tryAcquire().catch(() => false))) {
-      try {
-        unlinkSync(leader.path)
-      } catch {
-        // Gone already, or not ours to remove: either way nobody leads.
-      }
-      await leader.close()
-    }
+    await removeFreeLeaderFile(this.#leaderPath(group))
   }
 
   async listGroups(): Promise<string[]> {
@@ -196,7 +187,7 @@ class FileDriver implements CoordinationDriver {
       const mtimeMs = statIfExists(path)?.mtimeMs
       // A stale file of ours is a dead earlier incarnation of this member id: replace it (tooz refuses).
       if (mtimeMs !== undefined && this.#records.isAlive(mtimeMs, Date.now())) throw new MemberExistsError(group, this.#ctx.memberId)
-      this.#writeAtomically(path, encodeMemberRecord(this.#ctx.memberId, capabilities, new Date()))
+      writeAtomically(this.#tmpDir, path, encodeMemberRecord(this.#ctx.memberId, capabilities, new Date()))
     })
   }
 
@@ -260,7 +251,7 @@ class FileDriver implements CoordinationDriver {
       } catch {
         // Our own record is unreadable: rewrite it whole.
       }
-      this.#writeAtomically(path, encodeMemberRecord(this.#ctx.memberId, capabilities, joinedOn))
+      writeAtomically(this.#tmpDir, path, encodeMemberRecord(this.#ctx.memberId, capabilities, joinedOn))
     })
   }
 
@@ -273,37 +264,15 @@ class FileDriver implements CoordinationDriver {
   }
 
   createLock(name: string): DriverLock {
-    return this.#wrapLock(new RecordLock(join(this.#dir, normalizeLockName(name))), true)
+    return asDriverLock(new RecordLock(join(this.#dir, normalizeLockName(name))), this.#locks, true)
   }
 
   leaderLock(group: string): DriverLock {
-    return this.#wrapLock(new FileLeaderLock(this.#leaderPath(group), this.#ctx.memberId))
+    return asDriverLock(new FileLeaderLock(this.#leaderPath(group), this.#ctx.memberId), this.#locks)
   }
 
   async getLeader(group: string): Promise<string | null> {
     return readLeader(this.#leaderPath(group))
-  }
-
-  /** Wraps a record lock as a DriverLock (with a shared mode for named locks), tracked so that stop() closes it. */
-  #wrapLock(lock: RecordLock, sharable = false): DriverLock {
-    const locks = this.#locks
-    const take = async (shared: boolean): Promise<boolean> => {
-      const got = await lock.tryAcquire(shared)
-      if (got) locks.add(lock)
-      return got
-    }
-    return {
-      fencingToken: undefined,
-      tryAcquire: () => take(false),
-      ...(sharable ? { tryAcquireShared: () => take(true) } : {}),
-      async release() {
-        locks.delete(lock)
-        return lock.release()
-      },
-      refresh: () => lock.isStillOwner(),
-      isStillOwner: () => lock.isStillOwner(),
-      break: () => lock.break(),
-    }
   }
 
   /** The names in a group's directory (GroupNotFoundError when there is none). */
@@ -367,39 +336,27 @@ class FileDriver implements CoordinationDriver {
     this.#warned.add(key)
     this.#ctx.events.warning(new SerializationError(message, { cause }))
   }
-
-  /** Writes `DIR/tmp/<random>` and renames it over `path`: readers see the old file or the new one. */
-  #writeAtomically(path: string, bytes: Uint8Array): void {
-    const tmp = join(this.#tmpDir, `tmp${randomBytes(6).toString('hex')}rollcall`)
-    try {
-      writeFileSync(tmp, bytes, { flag: 'wx' })
-      renameSync(tmp, path)
-    } catch (err) {
-      try {
-        unlinkSync(tmp)
-      } catch {
-        // Never created, or already renamed.
-      }
-      throw err
-    }
-  }
 }
 
 export default defineDriver({
   name: 'file',
-  summary:
-    "A local directory, laid out as Python tooz's file driver lays it out: groups, members with capabilities, and locks shared by the processes of one host, Python tooz ones included.",
+  summary: "A local directory, laid out as Python tooz's file driver lays it out: groups, members with capabilities, and locks shared by the processes of one "
+    + 'host, Python tooz ones included.',
   urlForms: ['file:///var/lib/rollcall', 'file:///var/lib/rollcall?timeout=10'],
-  consistency:
-    'One host. Every membership read and write happens under DIR/.driver_lock, so reads are consistent. A member is alive while its .raw file was touched within `timeout` seconds; expiry is noticed by polling. Locks are kernel record locks, released when their holder exits.',
+  consistency: 'One host. Every membership read and write happens under DIR/.driver_lock, so reads are consistent. A member is alive while its .raw file was '
+    + 'touched within `timeout` seconds; expiry is noticed by polling. Locks are kernel record locks, released when their holder exits.',
   hazards: [
     'Local directories only: on a network file system, record locks and mtimes are only as reliable as the server.',
-    "Locks exclude Python tooz's locks on Linux only (F_OFD_SETLK record locks conflict with fcntl.lockf); on macOS fs-native-extensions falls back to flock, which Python's locks ignore.",
-    'Stale .raw files of other members (older than timeout) are deleted by listings and deleteGroup(), unlike tooz: a tooz process paused for longer than timeout leaves its groups for good.',
+    "Locks exclude Python tooz's locks on Linux only (F_OFD_SETLK record locks conflict with fcntl.lockf); on macOS fs-native-extensions falls back to "
+    + "flock, which Python's locks ignore.",
+    'Stale .raw files of other members (older than timeout) are deleted by listings and deleteGroup(), unlike tooz: a tooz process paused for longer '
+    + 'than timeout leaves its groups for good.',
     'break() unlinks the lock file; a tooz process already waiting on the old file may take it while a new holder holds the new one.',
     "Ids are written as bytes (encoded: False), as tooz documents them; a tooz program using str ids reads rollcall's ids back as bytes.",
-    'Listings cache decoded member records (keyed by inode, size and birth time): a tool that rewrites a member file in place, followed by a rollcall heartbeat before the next listing, goes unseen until the file is replaced (tooz and rollcall always replace files, never rewrite them).',
-    'Calls inside the driver lock use synchronous file-system calls (they are short and the lock is held anyway): on a hung network mount they would block the event loop.',
+    'Listings cache decoded member records (keyed by inode, size and birth time): a tool that rewrites a member file in place, followed by a rollcall '
+    + 'heartbeat before the next listing, goes unseen until the file is replaced (tooz and rollcall always replace files, never rewrite them).',
+    'Calls inside the driver lock use synchronous file-system calls (they are short and the lock is held anyway): on a hung network mount they would '
+    + 'block the event loop.',
   ],
   clientPackage: 'fs-native-extensions',
   capabilities: [

@@ -31,7 +31,6 @@
  * the rest before anything is written. Hazards (eviction, restarts, no fencing, fail-over hosts,
  * whole-second expiry) are declared in defineDriver below, from which docs/drivers.md is made.
  */
-import type { ConnectionOptions } from 'node:tls'
 import {
   BackendError,
   ConnectionError,
@@ -47,7 +46,6 @@ import {
 } from '../../../errors.js'
 import { sleep } from '../../../internal/sleep.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult, type IdKind } from '../../driver.js'
-import { opt, type ResolvedOptions } from '../../options.js'
 import {
   MAX_KEY_BYTES,
   MemcachedClient,
@@ -66,7 +64,6 @@ import {
   decodeGroupList,
   decodeOwner,
   encodeGroup,
-  encodeGroupList,
   groupListId,
   memberEntry,
   type GroupEntry,
@@ -76,50 +73,12 @@ import { recheckInMs } from './memcached-expiries.js'
 import { MemcachedHeartbeat } from './memcached-heartbeat.js'
 import { MemcachedLock } from './memcached-lock.js'
 import { warnIgnoredPath } from '../kit/ignored-path.js'
-import { readTlsFile } from '../kit/tls-files.js'
+import { addToGroupList, casLoop, removeFromGroupList, RETRY } from './memcached-cas.js'
+import { MEMCACHED_OPTIONS, tlsOptions, type MemcachedOptions } from './memcached-options.js'
 
 const DEFAULT_PORT = 11211
 
-/** Every option of tooz's memcached driver, with tooz's spelling and units. */
-export const MEMCACHED_OPTIONS = {
-  timeoutMs: opt.seconds('timeout', {
-    default: 30,
-    doc: 'Connect and reply timeout, and the default of membership_timeout, lock_timeout and leader_timeout (tooz: 30).',
-  }),
-  membershipTimeoutMs: opt.seconds('membership_timeout', {
-    defaultFrom: 'timeoutMs',
-    doc: 'Expiry of the member key `_TOOZ_MEMBER_<id>`: a member that stops heartbeating is gone after this long.',
-  }),
-  lockTimeoutMs: opt.seconds('lock_timeout', {
-    defaultFrom: 'timeoutMs',
-    doc: 'Expiry of a lock key; the heartbeat extends held locks, so a crashed holder frees its locks after this long.',
-  }),
-  leaderTimeoutMs: opt.seconds('leader_timeout', {
-    defaultFrom: 'timeoutMs',
-    doc: "Expiry of a group's leader key; a crashed leader is replaced after this long.",
-  }),
-  maxPoolSize: opt.integer('max_pool_size', {
-    min: 1,
-    ignored: true,
-    doc: "tooz's connection pool size; rollcall pipelines every request over one connection.",
-  }),
-  useSsl: opt.boolean('use_ssl', { default: false, doc: 'Connect over TLS.' }),
-  caCert: opt.string('ca_cert', {
-    doc: 'PEM file of the CA that signed the server certificate (default: the system CAs). The certificate is always verified.',
-  }),
-  sslCert: opt.string('ssl_cert', { doc: 'PEM file of a client certificate.' }),
-  sslKey: opt.string('ssl_key', { doc: "PEM file of the client certificate's key." }),
-  sslKeyPassword: opt.string('ssl_key_password', { doc: 'Passphrase of ssl_key.' }),
-  sslCiphers: opt.string('ssl_ciphers', { doc: 'OpenSSL cipher list.' }),
-  sslCheckHostname: opt.boolean('ssl_check_hostname', { default: false, doc: 'Also check that the certificate names the host (tooz default: false).' }),
-  executor: opt.string('executor', { ignored: true, doc: "tooz's executor choice (threaded or sync); rollcall has no executor threads." }),
-}
-
-/** Resolved options of the memcached driver. */
-export type MemcachedOptions = ResolvedOptions<typeof MEMCACHED_OPTIONS>
-
-/** Returned by a CAS step that lost the race and must run again. */
-const RETRY = Symbol('retry')
+export { MEMCACHED_OPTIONS, type MemcachedOptions } from './memcached-options.js'
 
 class MemcachedDriver implements CoordinationDriver {
   readonly #ctx: DriverContext<MemcachedOptions>
@@ -195,21 +154,12 @@ class MemcachedDriver implements CoordinationDriver {
 
   async createGroup(group: string): Promise<void> {
     if ((await this.#connected.store('add', KEYS.group(group), encodeGroup([]), FLAG_MSGPACK, 0)) !== 'stored') throw new GroupExistsError(group)
-    await this.#casLoop(`adding ${group} to the group list`, async () => {
-      const item = await this.#connected.gets(KEYS.groupList)
-      if (item === undefined) {
-        return (await this.#connected.store('add', KEYS.groupList, encodeGroupList([Buffer.from(group)]), FLAG_MSGPACK, 0)) === 'stored' || RETRY
-      }
-      const list = decodeGroupList(item)
-      if (list.some((e) => groupListId(e) === group)) return true
-      return (await this.#connected.store('cas', KEYS.groupList, encodeGroupList([...list, Buffer.from(group)]), FLAG_MSGPACK, 0, item.cas)) === 'stored'
-        || RETRY
-    })
+    await addToGroupList(() => this.#connected, group, this.#ctx)
   }
 
   async deleteGroup(group: string): Promise<void> {
     const key = KEYS.group(group)
-    await this.#casLoop(`deleting group ${group}`, async () => {
+    await casLoop(`deleting group ${group}`, this.#ctx, async () => {
       const item = await this.#connected.gets(key)
       const entries = this.#entries(item, group)
       // Unlike tooz, members whose key has lapsed do not keep the group alive.
@@ -221,14 +171,7 @@ class MemcachedDriver implements CoordinationDriver {
       return r === 'stored' || RETRY
     })
     await this.#connected.delete(key)
-    await this.#casLoop(`removing ${group} from the group list`, async () => {
-      const item = await this.#connected.gets(KEYS.groupList)
-      if (item === undefined) return true // evicted: nothing to remove it from
-      const list = decodeGroupList(item)
-      const rest = list.filter((e) => groupListId(e) !== group)
-      if (rest.length === list.length) return true
-      return (await this.#connected.store('cas', KEYS.groupList, encodeGroupList(rest), FLAG_MSGPACK, 0, item.cas)) !== 'exists' || RETRY
-    })
+    await removeFromGroupList(() => this.#connected, group, this.#ctx)
   }
 
   async listGroups(): Promise<string[]> {
@@ -365,25 +308,13 @@ class MemcachedDriver implements CoordinationDriver {
   /** One gets/modify/cas loop over a group's value; `change` throws the domain errors. */
   async #update(group: string, what: string, change: (entries: GroupEntry[]) => GroupEntry[], alongside?: () => Promise<unknown> | undefined): Promise<void> {
     const key = KEYS.group(group)
-    await this.#casLoop(what, async () => {
+    await casLoop(what, this.#ctx, async () => {
       const [item] = await Promise.all([this.#connected.gets(key), alongside?.()])
       const next = change(this.#entries(item, group))
       const r = await this.#connected.store('cas', key, encodeGroup(next), FLAG_MSGPACK, 0, item!.cas)
       if (r === 'notFound') throw new GroupNotFoundError(group)
       return r === 'stored' || RETRY
     })
-  }
-
-  /** Runs `step` until it stops answering RETRY, with short jittered backoff, for at most `timeout`. */
-  async #casLoop(what: string, step: () => Promise<true | typeof RETRY>): Promise<void> {
-    const started = Date.now()
-    for (let attempt = 1;; attempt++) {
-      if ((await step()) !== RETRY) return
-      if (Date.now() - started > this.#ctx.options.timeoutMs) {
-        throw new OperationTimeoutError(`Gave up ${what} after ${attempt} compare-and-swap conflicts in ${Date.now() - started} ms (timeout)`)
-      }
-      await sleep(Math.min(100, 2 * 1.5 ** attempt) * (0.5 + Math.random()), this.#ctx.signal)
-    }
   }
 
   #onConnected(server: MemcachedServer, reconnect: boolean): void {
@@ -402,32 +333,26 @@ class MemcachedDriver implements CoordinationDriver {
   }
 }
 
-/** node:tls options from use_ssl and friends; the files are read here, at start. */
-async function tlsOptions(o: MemcachedOptions): Promise<ConnectionOptions> {
-  return {
-    ca: await readTlsFile('memcached', 'ca_cert', o.caCert),
-    cert: await readTlsFile('memcached', 'ssl_cert', o.sslCert),
-    key: await readTlsFile('memcached', 'ssl_key', o.sslKey),
-    passphrase: o.sslKeyPassword || undefined,
-    ciphers: o.sslCiphers || undefined,
-    rejectUnauthorized: true,
-    ...(o.sslCheckHostname ? {} : { checkServerIdentity: () => undefined }),
-  }
-}
-
 export default defineDriver({
   name: 'memcached',
-  summary:
-    "tooz's memcached layout: groups as CAS-updated msgpack values, members alive while their expiring key exists, locks and leaders as added keys. Shares groups, locks and leaders with Python tooz processes.",
+  summary: "tooz's memcached layout: groups as CAS-updated msgpack values, members alive while their expiring key exists, locks and leaders as added keys. "
+    + 'Shares groups, locks and leaders with Python tooz processes.',
   urlForms: ['memcached://127.0.0.1:11211', 'memcached://mc1:11211,mc2:11211?timeout=10', 'memcached://mc1:11211?use_ssl=true&ca_cert=/etc/ssl/mc-ca.pem'],
   consistency:
-    "Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists (membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend another holder's lock. Watchers poll, and re-read a watched group every 0.1 s through the last two seconds of its first member key's TTL (memcached ≥ 1.6.10; its whole-second clock can skip a second).",
+    'Groups are single values updated by compare-and-swap, so concurrent joins and leaves never lose each other. A member is alive while its key exists '
+    + '(membership_timeout, renewed by heartbeats); dead members are pruned by whoever reads the group. Reading a group costs two round trips at any '
+    + 'size. Locks are added keys with an expiry; release and refresh compare the CAS of the hold (memcached ≥ 1.6.10), so they never free or extend '
+    + "another holder's lock. Watchers poll, and re-read a watched group every 0.1 s through the last two seconds of its first member key's TTL "
+    + '(memcached ≥ 1.6.10; its whole-second clock can skip a second).',
   hazards: [
-    'memcached is a cache: LRU eviction can drop a group, a member key or a lock at any moment, whatever its expiry. Dropped memberships are reported (membershipLost) and rejoined; a dropped lock can be taken by another process before the holder notices (lockLost).',
-    'A restarted memcached forgets everything; the driver reports the connection as lost on reconnect, so locks and leadership are dropped and groups rejoined.',
+    'memcached is a cache: LRU eviction can drop a group, a member key or a lock at any moment, whatever its expiry. Dropped memberships are reported '
+    + '(membershipLost) and rejoined; a dropped lock can be taken by another process before the holder notices (lockLost).',
+    'A restarted memcached forgets everything; the driver reports the connection as lost on reconnect, so locks and leadership are dropped and groups '
+    + 'rejoined.',
     'No fencing: an evicted or restarted server can give one lock to two holders in turn.',
     'Extra hosts in the URL are a fail-over list, not shards; keys live on whichever server answers first, and a fail-over starts from empty.',
-    "Expiry has one-second resolution and memcached's clock can skip a second, so a key may lapse up to 2 s early: heartbeats run at half of (shortest timeout − 2 s), and timeouts under 3 s are not useful.",
+    "Expiry has one-second resolution and memcached's clock can skip a second, so a key may lapse up to 2 s early: heartbeats run at half of (shortest "
+    + 'timeout − 2 s), and timeouts under 3 s are not useful.',
   ],
   capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses', 'acrossHosts'],
   options: MEMCACHED_OPTIONS,
@@ -436,9 +361,8 @@ export default defineDriver({
     const prefix = LONGEST_PREFIX_BYTES[kind]
     const bytes = Buffer.byteLength(id)
     if (prefix + bytes > MAX_KEY_BYTES) {
-      return `it is ${bytes} bytes long, and with the ${prefix}-byte key prefix tooz puts before a ${kind} id it exceeds memcached's ${MAX_KEY_BYTES}-byte key limit; use at most ${
-        MAX_KEY_BYTES - prefix
-      } bytes`
+      return `it is ${bytes} bytes long, and with the ${prefix}-byte key prefix tooz puts before a ${kind} id it exceeds `
+        + `memcached's ${MAX_KEY_BYTES}-byte key limit; use at most ${MAX_KEY_BYTES - prefix} bytes`
     }
     return undefined
   },

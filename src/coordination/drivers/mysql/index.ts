@@ -2,7 +2,9 @@
  * mysql:// — MySQL or MariaDB: locks exactly as tooz's mysql driver takes them, plus groups,
  * membership with expiry and leader election on a few small tables.
  *
- * URL: `mysql://USER[:PASSWORD]@HOST[:PORT]/DBNAME[?unix_socket=&ssl_ca=&ssl_capath=&ssl_cert=&ssl_key=&ssl_cipher=&ssl_verify_mode=&ssl_check_hostname=&timeout=&membership_timeout=&namespace=]`
+ * URL: `mysql://USER[:PASSWORD]@HOST[:PORT]/DBNAME[?options]`, options `unix_socket`, `ssl_ca`,
+ * `ssl_capath`, `ssl_cert`, `ssl_key`, `ssl_cipher`, `ssl_verify_mode`, `ssl_check_hostname`,
+ * `timeout`, `membership_timeout` and `namespace`
  * (tooz's form and options; port 3306 by default). Unlike tooz's lock-only driver, rollcall needs
  * the database in the path: its tables live there.
  *
@@ -273,12 +275,14 @@ export default defineDriver({
     'mysql://USER@HOST/DBNAME?ssl_ca=/etc/ssl/ca.pem',
   ],
   consistency:
-    'Statements are atomic on the server (InnoDB). Members live while expires_at > UTC_TIMESTAMP(6) by the server clock (membership_timeout after their last heartbeat); watchers poll. A lock lasts exactly as long as its session.',
+    'Statements are atomic on the server (InnoDB). Members live while expires_at > UTC_TIMESTAMP(6) by the server clock (membership_timeout after their '
+    + 'last heartbeat); watchers poll. A lock lasts exactly as long as its session.',
   hazards: [
     'Lock names are at most 64 characters, so group ids (whose leader lock is leader_of_<group>) at most 54.',
     'Lock names may compare case-insensitively (MySQL 5.7+; MariaDB 10.11 compared them exactly here): do not rely on names differing only in case.',
     'A waiting acquire re-enters GET_LOCK every half second: woken at once on release, but waiters are not served in arrival order.',
-    'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to 2 unused lock sessions kept for 10 s after a release.',
+    'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to 2 unused '
+    + 'lock sessions kept for 10 s after a release.',
     'break() KILLs the holding connection, which needs the right to.',
   ],
   clientPackage: 'mysql2',
@@ -310,8 +314,9 @@ export default defineDriver({
     sslCheckHostname: opt.boolean('ssl_check_hostname', { doc: "tooz: check the server certificate's host name (default true when a CA is given)." }),
     fencing: opt.boolean('fencing', {
       default: true,
-      doc:
-        "Issue a fencing token with every lock (an InnoDB counter row bumped in the acquire's round trip: one redo-log flush per acquire, and acquirers of every lock queue on that row). false: GET_LOCK alone, as tooz; acquires are cheaper and fencingToken is undefined, so a resource cannot refuse a stale holder (one that lost its session but still runs).",
+      doc: "Issue a fencing token with every lock (an InnoDB counter row bumped in the acquire's round trip: one redo-log flush per acquire, and acquirers "
+        + 'of every lock queue on that row). false: GET_LOCK alone, as tooz; acquires are cheaper and fencingToken is undefined, so a resource cannot '
+        + 'refuse a stale holder (one that lost its session but still runs).',
     }),
   },
   validateId: (kind, id) => sqlIdProblem(kind, id, MAX_LOCK_NAME_CHARS),

@@ -250,11 +250,13 @@ export default defineDriver({
     'postgresql://USER@HOST/DBNAME?membership_timeout=10&namespace=myapp_',
   ],
   consistency:
-    'Statements are atomic on the server. Members live while expires_at > now() by the server clock (membership_timeout after their last heartbeat); joins, leaves and updates are NOTIFYed at once, expiry is found by polling. A lock lasts exactly as long as its session.',
+    'Statements are atomic on the server. Members live while expires_at > now() by the server clock (membership_timeout after their last heartbeat); '
+    + 'joins, leaves and updates are NOTIFYed at once, expiry is found by polling. A lock lasts exactly as long as its session.',
   hazards: [
     "Lock keys are tooz's 16 bits of md5(name): only 65,536 distinct locks, so unrelated names (leader locks included) can falsely contend.",
     'Advisory locks are per database: Python tooz and rollcall must connect to the same database to exclude each other.',
-    'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to 2 unused lock sessions kept for 10 s after a release, plus 1 (LISTEN) while a group is watched.',
+    'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to 2 unused '
+    + 'lock sessions kept for 10 s after a release, plus 1 (LISTEN) while a group is watched.',
     'break() terminates the holding backend (PostgreSQL 14 or later), which needs the right to signal it.',
   ],
   clientPackage: 'pg',

@@ -282,6 +282,7 @@ export class PgLock implements SessionLock {
 /** Ends a client politely, then forcibly when the server does not let go within `graceMs`. */
 export async function endPgClient(client: PgClient, graceMs = 1_000): Promise<void> {
   const ended = client.end().then(() => true, () => true)
-  if (await Promise.race([ended, sleep(graceMs).then(() => false)])) return // A backend blocked in a lock wait reads nothing, so the polite Terminate may never be seen.
+  // A backend blocked in a lock wait reads nothing, so the polite Terminate may never be seen.
+  if (await Promise.race([ended, sleep(graceMs).then(() => false)])) return
   ;(client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
 }

@@ -319,8 +319,8 @@ class RedisDriver implements CoordinationDriver {
 
 export default defineDriver({
   name: 'redis',
-  summary:
-    "Redis (or a Redis Sentinel master): groups, member expiry, leader election and locks with fencing tokens, wire-compatible with Python tooz's redis driver.",
+  summary: "Redis (or a Redis Sentinel master): groups, member expiry, leader election and locks with fencing tokens, wire-compatible with Python tooz's redis "
+    + 'driver.',
   urlForms: [
     'redis://[user:pass@]host[:port][?options]',
     'rediss://[user:pass@]host[:port][?options]',
@@ -328,10 +328,14 @@ export default defineDriver({
     'redis://SENTINEL_HOST:PORT?sentinel=MASTER&sentinel_fallback=HOST:PORT',
   ],
   consistency:
-    'Every check-and-act is one atomic Lua script on a single server. A member is alive while its beat key (TTL membership_timeout) exists; dead members are collected lazily by readers and never reported. Watchers poll. Locks are leases (SET NX PX lock_timeout) extended by the heartbeat, with fencing tokens.',
+    'Every check-and-act is one atomic Lua script on a single server. A member is alive while its beat key (TTL membership_timeout) exists; dead members '
+    + 'are collected lazily by readers and never reported. Watchers poll. Locks are leases (SET NX PX lock_timeout) extended by the heartbeat, with '
+    + 'fencing tokens.',
   hazards: [
-    "Data lives in Redis memory: a restart without persistence or a failover to a lagging replica loses groups, members and locks. Members rejoin by themselves, but a lock may be held twice until the old holder's next refresh tells it the lock is gone.",
-    'Locks are leases: a holder paused longer than lock_timeout loses its lock while still running. Fencing tokens (an INCR counter beside each lock key) guard against that, but are only as durable as Redis persistence and replication; counters are never deleted.',
+    'Data lives in Redis memory: a restart without persistence or a failover to a lagging replica loses groups, members and locks. Members rejoin by '
+    + "themselves, but a lock may be held twice until the old holder's next refresh tells it the lock is gone.",
+    'Locks are leases: a holder paused longer than lock_timeout loses its lock while still running. Fencing tokens (an INCR counter beside each lock '
+    + 'key) guard against that, but are only as durable as Redis persistence and replication; counters are never deleted.',
     'tooz changed its lock keys in 9.0: processes using different lock_key_style values (e.g. tooz 3.1 and tooz 9) do not exclude each other.',
     'Not Redis Cluster-safe, like tooz: the scripts touch keys in different hash slots.',
   ],

@@ -64,7 +64,8 @@ export function redisTarget(url: BackendUrl, o: RedisOptions, warn: (message: st
     // reads as redis-py's database index, and ignoring it would put data in database 0 unasked.
     if (/^\/\d+\/?$/.test(url.path)) {
       throw new InvalidUrlError(
-        `${url.redacted} has the path "${url.path}", which reads as a database number, but tooz ignores URL paths (and would use database ${o.db}); select the database with ?db=N instead`,
+        `${url.redacted} has the path "${url.path}", which reads as a database number, but tooz ignores URL paths (and would use database ${o.db}); `
+          + `select the database with ?db=N instead`,
       )
     }
     warnIgnoredPath(url, warn, `the database is chosen with ?db=N (now ${o.db})`)

@@ -17,8 +17,8 @@ const UTF8_NAMES = new Set(['utf8', 'utf_8', 'u8', 'utf', 'cp65001'])
 function utf8Encoding(): OptionSpec<string> {
   const base = opt.string('encoding', {
     default: 'utf8',
-    doc:
-      'How tooz encodes str ids to bytes. rollcall always uses UTF-8, so only UTF-8 spellings (utf8, utf-8, ...) are accepted: with any other encoding Python and Node processes would name the same group differently.',
+    doc: 'How tooz encodes str ids to bytes. rollcall always uses UTF-8, so only UTF-8 spellings (utf8, utf-8, ...) are accepted: with any other encoding '
+      + 'Python and Node processes would name the same group differently.',
   })
   const check = (value: string): string => {
     if (!UTF8_NAMES.has(value.trim().toLowerCase().replace(/-/g, '_'))) {
@@ -68,8 +68,10 @@ export const REDIS_OPTIONS = {
   encoding: utf8Encoding(),
   lockKeyStyle: opt.enum('lock_key_style', LOCK_KEY_STYLES, {
     default: 'v9',
-    doc:
-      "Lock key layout. `v9`: `_tooz_<name>_lock`, as tooz ≥ 9 writes it. `legacy`: `b'_tooz'_b'<name>'_lock`, as tooz ≤ 8 (Debian's 3.1 included) writes it for bytes lock names. `legacy-str`: `b'_tooz'_<name>_lock`, tooz ≤ 8 with str lock names. The leader lock follows the style, except that `legacy-str` keeps the bytes form for it, because tooz ≤ 8 always names the leader lock with bytes. Processes using different styles do NOT exclude each other.",
+    doc: "Lock key layout. `v9`: `_tooz_<name>_lock`, as tooz ≥ 9 writes it. `legacy`: `b'_tooz'_b'<name>'_lock`, as tooz ≤ 8 (Debian's 3.1 included) "
+      + "writes it for bytes lock names. `legacy-str`: `b'_tooz'_<name>_lock`, tooz ≤ 8 with str lock names. The leader lock follows the style, except "
+      + 'that `legacy-str` keeps the bytes form for it, because tooz ≤ 8 always names the leader lock with bytes. Processes using different styles do '
+      + 'NOT exclude each other.',
   }),
   db: opt.integer('db', { default: 0, min: 0, doc: 'Redis database number.' }),
   socketTimeoutMs: opt.seconds('socket_timeout', {

@@ -24,8 +24,8 @@ export const LEADER_NODE = 'leader'
 export const ZOOKEEPER_OPTIONS = {
   sessionTimeoutMs: opt.seconds('timeout', {
     default: 10,
-    doc:
-      'ZooKeeper session timeout: how long after a crash or partition a member disappears. Also the connect timeout of start(), the timeout of each operation, and what heartbeat() returns (tooz: the kazoo `timeout`). The server clamps it to 2–20 tickTime.',
+    doc: 'ZooKeeper session timeout: how long after a crash or partition a member disappears. Also the connect timeout of start(), the timeout of each '
+      + 'operation, and what heartbeat() returns (tooz: the kazoo `timeout`). The server clamps it to 2–20 tickTime.',
   }),
   namespace: opt.string('namespace', { default: 'tooz', nonEmpty: true, doc: 'Node under which everything is stored (`/<namespace>`); may contain `/`.' }),
   hosts: opt.list('hosts', { default: [], doc: "More servers, `host[:port]`, repeatable (`hosts=h2:2181&hosts=h3:2181`); added to the URL's hosts." }),
