@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
-import { connect, defineDriver, registerDriver, ConnectionError, type Coordinator, type CoordinationDriver, type DriverEvents,
+import { connect, defineDriver, registerDriver, ConnectionError, type Coordinator, type CoordinationDriver, type DriverEvents, type DriverLock,
   type HeartbeatResult } from '../../src/index.js'
 import memory from '../../src/coordination/drivers/memory.js'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
@@ -16,8 +16,38 @@ interface Faults {
   lostGroups: string[]
   nextBeatMs: number
   events?: DriverEvents
+  /**
+   * Leader locks as the SQL drivers have them: acquireWaiting() refuses at once while the lock is
+   * still held, and release() takes a round trip (here a timer). Counts acquireWaiting() calls.
+   */
+  sqlLikeLeader?: { waits: number }
 }
 const faults = new Map<string, Faults>()
+
+/** A leader lock that refuses to wait while it holds and releases a round trip later (see Faults.sqlLikeLeader). */
+function sqlLikeLeader(inner: DriverLock, counts: { waits: number }): DriverLock {
+  let held = false
+  return {
+    get fencingToken() {
+      return inner.fencingToken
+    },
+    tryAcquire: async () => !held && (held = await inner.tryAcquire()),
+    acquireWaiting: async (signal) => {
+      counts.waits += 1
+      // A spinning caller is stopped here, so that the test fails instead of hanging.
+      if (counts.waits > 10_000) throw new ConnectionError('acquireWaiting() called 10,000 times')
+      if (held) return false
+      return (held = await inner.acquireWaiting!(signal))
+    },
+    release: async () => {
+      await new Promise((r) => setTimeout(r, 20))
+      held = false
+      return inner.release()
+    },
+    isStillOwner: () => inner.isStillOwner(),
+    break: () => inner.break(),
+  }
+}
 
 registerDriver('faulty', async () => ({
   default: defineDriver({
@@ -35,6 +65,9 @@ registerDriver('faulty', async () => ({
             const value = Reflect.get(target, prop, receiver) as unknown
             if (typeof value !== 'function') return value
             if (prop === 'stop') return value.bind(target)
+            if (prop === 'leaderLock' && f.sqlLikeLeader) {
+              return (name: string) => sqlLikeLeader(down((value as (n: string) => DriverLock).call(target, name)), f.sqlLikeLeader!)
+            }
             if (prop === 'createLock' || prop === 'leaderLock') return (name: string) => down((value as (n: string) => object).call(target, name))
             return (
               ...args: unknown[]
@@ -153,6 +186,27 @@ describe('unit: runtime', { concurrency: 4 }, () => {
     f.events!.connectionState('reconnected')
     await rejoined
     assert.deepEqual(states, ['suspended', 'lost', 'reconnected'])
+  })
+
+  it('runtime: a leader whose connection is lost campaigns again without starving the event loop while its old lock is released', async (t) => {
+    const memberId = rid('m')
+    const counts = { waits: 0 }
+    const f: Faults = { failBeats: false, lostGroups: [], nextBeatMs: 10_000, sqlLikeLeader: counts }
+    faults.set(memberId, f)
+    const c = await connect(`faulty://${rid('s')}`, { memberId, watchIntervalMs: 50 })
+    t.after(() => c.stop())
+    const g = rid('g')
+    await c.joinGroupCreate(g)
+    c.watchElectedAsLeader(g, () => {})
+    await waitFor('leadership', () => c.isLeader(g), 2_000)
+    const leadershipLost = nextEvent(c, 'leadershipLost', () => true, 2_000)
+    f.events!.connectionState('lost', new Error('session expired'))
+    await leadershipLost
+    const before = counts.waits
+    f.events!.connectionState('reconnected')
+    await waitFor('leadership again', () => c.isLeader(g), 3_000)
+    // One refused attempt per watcher tick while the 20 ms release runs, then the wait that wins.
+    assert.ok(counts.waits - before < 10, `acquireWaiting() was called ${counts.waits - before} times to lead again`)
   })
 
   it('runtime: stop() clears every timer: the process can exit with coordinators that were stopped', async () => {
