@@ -21,12 +21,19 @@ interface Faults {
    * still held, and release() takes a round trip (here a timer). Counts acquireWaiting() calls.
    */
   sqlLikeLeader?: { waits: number }
+  /** With sqlLikeLeader: the release's answer arrives this long after the lock is let go (default 0). */
+  lateReleaseAnswerMs?: number
+  /** With sqlLikeLeader: the state of the last leader lock made. */
+  leader?: { held: boolean; claiming: boolean }
 }
 const faults = new Map<string, Faults>()
 
 /** A leader lock that refuses to wait while it holds and releases a round trip later (see Faults.sqlLikeLeader). */
-function sqlLikeLeader(inner: DriverLock, counts: { waits: number }): DriverLock {
+function sqlLikeLeader(inner: DriverLock, counts: { waits: number }, f: Faults): DriverLock {
+  const state: { held: boolean; claiming: boolean } = { held: false, claiming: false }
+  f.leader = state
   let held = false
+  const pause = (ms: number): Promise<unknown> => new Promise((r) => setTimeout(r, ms))
   return {
     get fencingToken() {
       return inner.fencingToken
@@ -37,12 +44,21 @@ function sqlLikeLeader(inner: DriverLock, counts: { waits: number }): DriverLock
       // A spinning caller is stopped here, so that the test fails instead of hanging.
       if (counts.waits > 10_000) throw new ConnectionError('acquireWaiting() called 10,000 times')
       if (held) return false
-      return (held = await inner.acquireWaiting!(signal))
+      if (!(await inner.acquireWaiting!(signal))) return false
+      held = state.held = state.claiming = true
+      // Held before acquisition is reported: the SQL leader lock writes its leaders row meanwhile.
+      await pause(30)
+      state.claiming = false
+      return true
     },
+    // Whatever is held when the release gets to it is let go (the SQL leader lock clears its
+    // leaders row first); the answer may come later.
     release: async () => {
-      await new Promise((r) => setTimeout(r, 20))
-      held = false
-      return inner.release()
+      await pause(20)
+      held = state.held = false
+      const released = await inner.release()
+      await pause(f.lateReleaseAnswerMs ?? 0)
+      return released
     },
     isStillOwner: () => inner.isStillOwner(),
     break: () => inner.break(),
@@ -66,7 +82,7 @@ registerDriver('faulty', async () => ({
             if (typeof value !== 'function') return value
             if (prop === 'stop') return value.bind(target)
             if (prop === 'leaderLock' && f.sqlLikeLeader) {
-              return (name: string) => sqlLikeLeader(down((value as (n: string) => DriverLock).call(target, name)), f.sqlLikeLeader!)
+              return (name: string) => sqlLikeLeader(down((value as (n: string) => DriverLock).call(target, name)), f.sqlLikeLeader!, f)
             }
             if (prop === 'createLock' || prop === 'leaderLock') return (name: string) => down((value as (n: string) => object).call(target, name))
             return (
@@ -209,8 +225,30 @@ describe('unit: runtime', { concurrency: 4 }, () => {
     assert.ok(counts.waits - before < 10, `acquireWaiting() was called ${counts.waits - before} times to lead again`)
   })
 
+  it('runtime: the release of a lost leader lock is not repeated on the lock taken again meanwhile', async (t) => {
+    const memberId = rid('m')
+    const f: Faults = { failBeats: false, lostGroups: [], nextBeatMs: 10_000, sqlLikeLeader: { waits: 0 }, lateReleaseAnswerMs: 300 }
+    faults.set(memberId, f)
+    const c = await connect(`faulty://${rid('s')}`, { memberId, watchIntervalMs: 20 })
+    t.after(() => c.stop())
+    const g = rid('g')
+    await c.joinGroupCreate(g)
+    c.watchElectedAsLeader(g, () => {})
+    await waitFor('leadership', () => c.isLeader(g), 2_000)
+    f.events!.connectionState('lost', new Error('session expired'))
+    // The old term's lock is let go after 20 ms, but that release answers only 300 ms later; the
+    // campaign takes the lock again meanwhile, and a reconnect asks for the abandoned locks' release.
+    await waitFor('the lock taken again, not yet reported', () => f.leader!.claiming, 2_000, 1)
+    f.events!.connectionState('reconnected')
+    await waitFor('leadership again', () => c.isLeader(g), 3_000)
+    await new Promise((r) => setTimeout(r, 100))
+    assert.equal(c.isLeader(g), true)
+    assert.equal(f.leader!.held, true, 'the member leads, but its leader lock was released under it')
+  })
+
   it('runtime: stop() clears every timer: the process can exit with coordinators that were stopped', async () => {
-    const { execFileSync } = await import('node:child_process')
+    const { execFile } = await import('node:child_process')
+    const { promisify } = await import('node:util')
     const script = `
       import { connect } from ${JSON.stringify(new URL('../../src/index.ts', import.meta.url).pathname)}
       const a = await connect('memory://x', { memberId: 'a' })
@@ -220,7 +258,11 @@ describe('unit: runtime', { concurrency: 4 }, () => {
       console.log('stopped')
     `
     const started = Date.now()
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 15_000 })
+    // Not execFileSync: it would stop the event loop of the tests running beside this one for seconds.
+    const { stdout: out } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 15_000,
+    })
     assert.equal(out.trim(), 'stopped')
     assert.ok(Date.now() - started < 10_000)
   })
