@@ -183,6 +183,11 @@ export class Elections {
           if (await this.#host.call('run for election', () => c.lock.acquireWaiting!(signal))) {
             if (signal.aborted || this.#candidacies.get(c.group) !== c) await c.lock.release().catch(() => false)
             else void this.#elected(c)
+          } else if (!signal.aborted) {
+            // Refused without waiting: the lock of a lost term is still being released (SQL drivers
+            // refuse while they hold it). Trying again at once would spin on promises alone and
+            // starve the event loop that has to finish that release.
+            await sleep(this.#host.watchIntervalMs, signal).catch(() => {})
           }
         } catch (err) {
           if (signal.aborted) break

@@ -70,17 +70,22 @@ export class HeldLocks {
    * our entry (a lease not lapsed yet, or a false alarm), it must not block others, or our own
    * re-election. Release compares ownership, so it never frees another holder; a lock taken again
    * meanwhile is left alone. Kept until the backend answers.
+   *
+   * One release at a time per lock: a session lock (SQL) releases whatever its session holds when
+   * the call gets to it, so a second call made while the first awaits its answer could free the
+   * lock taken again meanwhile, before the Lock or election that took it is tracked.
    */
   async releaseAbandoned(): Promise<void> {
     if (this.#abandoned.size === 0) return
     const tracked = this.driverLocks()
     await Promise.all([...this.#abandoned].map(async (lock) => {
-      if (tracked.has(lock)) return this.#abandoned.delete(lock)
+      this.#abandoned.delete(lock)
+      if (tracked.has(lock)) return
       try {
         await lock.release()
-        this.#abandoned.delete(lock)
       } catch {
-        // Still unreachable: the next beat or reconnect tries again.
+        // Still unreachable: the next beat or reconnect tries again, unless the lock was taken again meanwhile.
+        if (!this.driverLocks().has(lock)) this.#abandoned.add(lock)
       }
     }))
   }

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
-import { connect, defineDriver, registerDriver, ConnectionError, type Coordinator, type CoordinationDriver, type DriverEvents,
+import { connect, defineDriver, registerDriver, ConnectionError, type Coordinator, type CoordinationDriver, type DriverEvents, type DriverLock,
   type HeartbeatResult } from '../../src/index.js'
 import memory from '../../src/coordination/drivers/memory.js'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
@@ -16,8 +16,54 @@ interface Faults {
   lostGroups: string[]
   nextBeatMs: number
   events?: DriverEvents
+  /**
+   * Leader locks as the SQL drivers have them: acquireWaiting() refuses at once while the lock is
+   * still held, and release() takes a round trip (here a timer). Counts acquireWaiting() calls.
+   */
+  sqlLikeLeader?: { waits: number }
+  /** With sqlLikeLeader: the release's answer arrives this long after the lock is let go (default 0). */
+  lateReleaseAnswerMs?: number
+  /** With sqlLikeLeader: the state of the last leader lock made. */
+  leader?: { held: boolean; claiming: boolean }
 }
 const faults = new Map<string, Faults>()
+
+/** A leader lock that refuses to wait while it holds and releases a round trip later (see Faults.sqlLikeLeader). */
+function sqlLikeLeader(inner: DriverLock, counts: { waits: number }, f: Faults): DriverLock {
+  const state: { held: boolean; claiming: boolean } = { held: false, claiming: false }
+  f.leader = state
+  let held = false
+  const pause = (ms: number): Promise<unknown> => new Promise((r) => setTimeout(r, ms))
+  return {
+    get fencingToken() {
+      return inner.fencingToken
+    },
+    tryAcquire: async () => !held && (held = await inner.tryAcquire()),
+    acquireWaiting: async (signal) => {
+      counts.waits += 1
+      // A spinning caller is stopped here, so that the test fails instead of hanging.
+      if (counts.waits > 10_000) throw new ConnectionError('acquireWaiting() called 10,000 times')
+      if (held) return false
+      if (!(await inner.acquireWaiting!(signal))) return false
+      held = state.held = state.claiming = true
+      // Held before acquisition is reported: the SQL leader lock writes its leaders row meanwhile.
+      await pause(30)
+      state.claiming = false
+      return true
+    },
+    // Whatever is held when the release gets to it is let go (the SQL leader lock clears its
+    // leaders row first); the answer may come later.
+    release: async () => {
+      await pause(20)
+      held = state.held = false
+      const released = await inner.release()
+      await pause(f.lateReleaseAnswerMs ?? 0)
+      return released
+    },
+    isStillOwner: () => inner.isStillOwner(),
+    break: () => inner.break(),
+  }
+}
 
 registerDriver('faulty', async () => ({
   default: defineDriver({
@@ -35,6 +81,9 @@ registerDriver('faulty', async () => ({
             const value = Reflect.get(target, prop, receiver) as unknown
             if (typeof value !== 'function') return value
             if (prop === 'stop') return value.bind(target)
+            if (prop === 'leaderLock' && f.sqlLikeLeader) {
+              return (name: string) => sqlLikeLeader(down((value as (n: string) => DriverLock).call(target, name)), f.sqlLikeLeader!, f)
+            }
             if (prop === 'createLock' || prop === 'leaderLock') return (name: string) => down((value as (n: string) => object).call(target, name))
             return (
               ...args: unknown[]
@@ -155,8 +204,51 @@ describe('unit: runtime', { concurrency: 4 }, () => {
     assert.deepEqual(states, ['suspended', 'lost', 'reconnected'])
   })
 
+  it('runtime: a leader whose connection is lost campaigns again without starving the event loop while its old lock is released', async (t) => {
+    const memberId = rid('m')
+    const counts = { waits: 0 }
+    const f: Faults = { failBeats: false, lostGroups: [], nextBeatMs: 10_000, sqlLikeLeader: counts }
+    faults.set(memberId, f)
+    const c = await connect(`faulty://${rid('s')}`, { memberId, watchIntervalMs: 50 })
+    t.after(() => c.stop())
+    const g = rid('g')
+    await c.joinGroupCreate(g)
+    c.watchElectedAsLeader(g, () => {})
+    await waitFor('leadership', () => c.isLeader(g), 2_000)
+    const leadershipLost = nextEvent(c, 'leadershipLost', () => true, 2_000)
+    f.events!.connectionState('lost', new Error('session expired'))
+    await leadershipLost
+    const before = counts.waits
+    f.events!.connectionState('reconnected')
+    await waitFor('leadership again', () => c.isLeader(g), 3_000)
+    // One refused attempt per watcher tick while the 20 ms release runs, then the wait that wins.
+    assert.ok(counts.waits - before < 10, `acquireWaiting() was called ${counts.waits - before} times to lead again`)
+  })
+
+  it('runtime: the release of a lost leader lock is not repeated on the lock taken again meanwhile', async (t) => {
+    const memberId = rid('m')
+    const f: Faults = { failBeats: false, lostGroups: [], nextBeatMs: 10_000, sqlLikeLeader: { waits: 0 }, lateReleaseAnswerMs: 300 }
+    faults.set(memberId, f)
+    const c = await connect(`faulty://${rid('s')}`, { memberId, watchIntervalMs: 20 })
+    t.after(() => c.stop())
+    const g = rid('g')
+    await c.joinGroupCreate(g)
+    c.watchElectedAsLeader(g, () => {})
+    await waitFor('leadership', () => c.isLeader(g), 2_000)
+    f.events!.connectionState('lost', new Error('session expired'))
+    // The old term's lock is let go after 20 ms, but that release answers only 300 ms later; the
+    // campaign takes the lock again meanwhile, and a reconnect asks for the abandoned locks' release.
+    await waitFor('the lock taken again, not yet reported', () => f.leader!.claiming, 2_000, 1)
+    f.events!.connectionState('reconnected')
+    await waitFor('leadership again', () => c.isLeader(g), 3_000)
+    await new Promise((r) => setTimeout(r, 100))
+    assert.equal(c.isLeader(g), true)
+    assert.equal(f.leader!.held, true, 'the member leads, but its leader lock was released under it')
+  })
+
   it('runtime: stop() clears every timer: the process can exit with coordinators that were stopped', async () => {
-    const { execFileSync } = await import('node:child_process')
+    const { execFile } = await import('node:child_process')
+    const { promisify } = await import('node:util')
     const script = `
       import { connect } from ${JSON.stringify(new URL('../../src/index.ts', import.meta.url).pathname)}
       const a = await connect('memory://x', { memberId: 'a' })
@@ -166,7 +258,11 @@ describe('unit: runtime', { concurrency: 4 }, () => {
       console.log('stopped')
     `
     const started = Date.now()
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 15_000 })
+    // Not execFileSync: it would stop the event loop of the tests running beside this one for seconds.
+    const { stdout: out } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 15_000,
+    })
     assert.equal(out.trim(), 'stopped')
     assert.ok(Date.now() - started < 10_000)
   })
