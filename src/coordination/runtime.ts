@@ -12,17 +12,8 @@
  * holds is never safe.
  * @internal
  */
-import {
-  CoordinatorStoppedError,
-  InvalidArgumentError,
-  InvalidIdError,
-  InvalidStateError,
-  NotSupportedError,
-  RollcallError,
-  SerializationError,
-} from '../errors.js'
+import { CoordinatorStoppedError, InvalidArgumentError, InvalidStateError, NotSupportedError, RollcallError, SerializationError } from '../errors.js'
 import type { Capability } from './capabilities.js'
-import { loads } from './codec.js'
 import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, DriverLock, HeartbeatResult, IdKind } from './driver.js'
 import { Elections } from './election.js'
 import type { CoordinatorEvents } from './events.js'
@@ -31,8 +22,8 @@ import { HeldLocks } from './held-locks.js'
 import type { Logger } from './logger.js'
 import { Membership } from './membership.js'
 import { RepeatedWarnings } from '../internal/repeated-warnings.js'
-import { shorten } from './redact.js'
 import { stampDriver, translateError } from './translate.js'
+import { checkId, decodeCapabilities } from './stored-values.js'
 import { Watchers } from './watchers.js'
 
 /** Lifecycle states. `failed` means start() failed; call it again to retry. */
@@ -340,20 +331,11 @@ export class DriverRuntime {
 
   /** Decodes stored capabilities; a corrupt value throws (raise) or is returned as its error, with a warning. */
   decodeMember(group: string, member: string, value: Uint8Array | SerializationError, raise: boolean): unknown {
-    let error = value instanceof SerializationError ? stampDriver(value, this.definition.name) : undefined
-    if (!error) {
-      try {
-        return loads(value as Uint8Array)
-      } catch (err) {
-        error = new SerializationError(
-          `The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`,
-          { cause: err, driver: this.definition.name },
-        )
-      }
-    }
-    if (raise) throw error
-    this.warn(error)
-    return error
+    const decoded = decodeCapabilities(this.definition.name, group, member, value)
+    if (!(decoded instanceof SerializationError)) return decoded
+    if (raise) throw decoded
+    this.warn(decoded)
+    return decoded
   }
 
   /** Returns the driver method behind a capability, or throws NotSupportedError naming it. */
@@ -364,11 +346,7 @@ export class DriverRuntime {
 
   /** Refuses, before any I/O, an id the backend cannot store. */
   validateId(kind: IdKind, id: unknown): void {
-    if (typeof id !== 'string' || id === '') {
-      throw new InvalidIdError(`A ${kind} id must be a non-empty string, not ${id === '' ? 'an empty string' : typeof id}`)
-    }
-    const problem = this.definition.validateId?.(kind, id)
-    if (problem) throw new InvalidIdError(`The ${kind} id ${JSON.stringify(shorten(id))} cannot be stored by the ${this.definition.name} driver: ${problem}`)
+    checkId(this.definition, kind, id)
   }
 
   assertStarted(operation: string): void {
