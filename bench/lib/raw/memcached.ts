@@ -137,6 +137,12 @@ export class MemcachedRaw implements RawBackend {
     if ((await this.#c.store('add', MC_KEYS.lock(name), FLAG_BYTES, 30, Buffer.from('raw'))) !== 'STORED') throw new Error('raw memcached lock busy')
     await this.#c.line(`delete ${MC_KEYS.lock(name)}\r\n`)
   }
+  /** The leader key's CAS (a new one for every new holder). */
+  async leaderToken(group: string): Promise<string | null> {
+    await this.#c.ready
+    const key = MC_KEYS.leader(group)
+    return (await this.#c.get([key], true)).get(key)?.cas ?? null
+  }
   async drop(group: string, ids: readonly string[]): Promise<void> {
     await this.#c.ready
     await Promise.all([MC_KEYS.group(group), ...ids.map((id) => MC_KEYS.member(id))].map((k) => this.#c.line(`delete ${k}\r\n`)))

@@ -46,7 +46,7 @@ import {
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
 import { opt, type ResolvedOptions } from '../../options.js'
 import { CorruptRecordError, decodeGroupMetadata, decodeMemberRecord, encodeGroupMetadata, encodeMemberRecord, safeName } from './file-format.js'
-import { FileLeaderLock, readLeader } from './file-leader.js'
+import { FileLeaderLock, leaderRetryInMs, readLeader } from './file-leader.js'
 import { directoryOf, makeDirectory, normalizeLockName, validateId } from './file-paths.js'
 import { nativeLocks, RecordLock, withFileLock } from './file-lock.js'
 import { exists, isMissing, MemberRecords, statIfExists, type CachedRecord, type LiveFile, type MemberEntry } from './file-records.js'
@@ -277,7 +277,7 @@ class FileDriver implements CoordinationDriver {
   }
 
   leaderLock(group: string): DriverLock {
-    return this.#wrapLock(new FileLeaderLock(this.#leaderPath(group), this.#ctx.memberId))
+    return { ...this.#wrapLock(new FileLeaderLock(this.#leaderPath(group), this.#ctx.memberId)), nextChanceInMs: leaderRetryInMs }
   }
 
   async getLeader(group: string): Promise<string | null> {
@@ -409,6 +409,7 @@ export default defineDriver({
     'memberExpiry',
     'expiryWake',
     'leaderElection',
+    'electionWake',
     'getLeader',
     'locks',
     'sharedLocks',

@@ -342,6 +342,7 @@ export default defineDriver({
     'memberExpiry',
     'expiryWake',
     'leaderElection',
+    'electionWake',
     'getLeader',
     'locks',
     'fencing',
