@@ -4,8 +4,8 @@
  * (polled every 50 ms) names the new leader. Five groups, two candidate processes each, leaders
  * killed 500 ms apart. tooz's candidates call run_watchers() every second (its elections run only
  * there), as rollcall retries elections that have no wait queue every second (watch_interval).
- * Where the leader lock lives on a lease or session (etcd, ZooKeeper), a raw client polls the lock
- * every 25 ms to time the backend's own expiry of the dead leader's hold, run by run.
+ * Where the leader lock lives on a lease or session (etcd, ZooKeeper, Redis, memcached), a raw client
+ * polls the lock every 25 ms to time the backend's own expiry of the dead leader's hold, run by run.
  */
 import { BACKENDS, rollcallUrl, toozUrl, uniq, withQuery, type BenchBackend } from './lib/backends.js'
 import { forEachBackend, type BenchContext } from './lib/context.js'

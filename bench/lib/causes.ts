@@ -17,7 +17,10 @@ export const CAUSES: Cause[] = [
       + 'watch_interval = 1 s, as tooz polls, and their medians differ by where the kill fell in the poll cycle; 20 runs leave ±0.3 s of noise on the '
       + 'median (the tables give min and max). Redis, PostgreSQL, MySQL and file re-read a watched group when its first member expires (capability '
       + 'expiryWake, src/coordination/watchers.ts). Improvement: on memcached, read the member keys with `mg <key> t v` and re-read every 100 ms through '
-      + "the last second of the soonest TTL; for elections on every polled backend, retry when the leader key's TTL ends rather than on the next tick.",
+      + 'the last second of the soonest TTL; elections already retry when the leader lock may be free rather than on the next tick (capability '
+      + "electionWake: Redis answers the holder's PTTL with the failed acquire, memcached reads the leader key's TTL with `mg <key> t` and retries every "
+      + "50 ms through its last two seconds, file retries every 25 ms since the kernel frees a dead holder's lock at once; PostgreSQL and MySQL wait in "
+      + "the server's lock queue).",
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks \d+ processes/.test(f) && ['redis', 'memcached', 'file'].includes(b),

@@ -40,8 +40,8 @@ export interface RawBackend {
   lockCycle(name: string): Promise<void>
   /**
    * Who holds the group's leader lock, as the backend says (etcd: the key's revision and lease;
-   * ZooKeeper: the first contender node), or null when nobody does. Only where leader locks
-   * expire with a lease or session that the bench can watch for.
+   * ZooKeeper: the first contender node; Redis: the token; memcached: the key's CAS), or null when
+   * nobody does. Only where leader locks expire with a lease or session that the bench can watch for.
    */
   leaderToken?(group: string): Promise<string | null>
   /** Removes the group and its members (best effort). */

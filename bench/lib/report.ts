@@ -439,7 +439,7 @@ ${lines.join('\n')}
       const lagOf = (o: J): number | undefined =>
         num(o?.lagMs?.p50) ?? (num(o?.detectMs?.p50) !== undefined && num(o?.floorMs?.p50) !== undefined ? o.detectMs.p50 - o.floorMs.p50 : undefined)
       vsTooz('detection', b, lagOf(rc), lagOf(tz), false, "median ms noticed after the backend's expiry")
-      if (b === 'zookeeper' || b === 'etcd3') {
+      if (b === 'zookeeper' || b === 'etcd3' || num(rc?.electedAfterFreedMs?.p50) !== undefined) {
         const gap = num(rc?.detectMs?.p50) !== undefined && num(rc?.floorMs?.p50) !== undefined ? rc.detectMs.p50 - rc.floorMs.p50 : undefined
         if (gap !== undefined) {
           verdicts.push({
@@ -600,7 +600,7 @@ ${errs.length ? `\nErrors recorded:\n${errs.join('\n')}\n` : ''}`)
       )
       groups.push({ label: LABEL[b], values: [rc?.electedMs?.p50, tz?.electedMs?.p50], notes: [undefined, na(tz) ? 'n/a (no election in tooz)' : undefined] })
       vsTooz('failover', b, rc?.electedMs?.p50, tz?.electedMs?.p50, false, 'median ms')
-      if (b === 'zookeeper' || b === 'etcd3') {
+      if (b === 'zookeeper' || b === 'etcd3' || num(rc?.electedAfterFreedMs?.p50) !== undefined) {
         // Measured run by run where the bench watched the leader lock; else against detection's expiry.
         const target = "failover within 0.5 s of the backend's expiry"
         const afterFreed = num(rc?.electedAfterFreedMs?.p50)
@@ -623,8 +623,8 @@ The leader of a group killed with SIGKILL (timeout ${R.failover.params.timeoutSe
 leaderElected; tooz's elected callback, which only run_watchers() runs, here every ${R.failover.params.pollMs} ms) and until a third member
 polling getLeader() every 50 ms names the new leader. ${R.failover.params.groups} groups with two candidate processes each, leaders killed
 ${R.failover.params.staggerMs} ms apart. On PostgreSQL and MariaDB the leader lock is a session lock, freed the moment the server sees the
-connection close, so failover does not wait for any timeout. On etcd and ZooKeeper, where the leader lock
-lives on a lease or a session, a raw client polls the lock every 25 ms and notes when the backend frees the
+connection close, so failover does not wait for any timeout. On etcd, ZooKeeper, Redis and memcached, where the leader
+lock lives on a lease or a session, a raw client polls the lock every 25 ms and notes when the backend frees the
 dead leader's hold (etcd revokes expired leases on a 500 ms tick, so that moment varies by up to half a
 second from the TTL); "elected after that" is measured run by run. The backend-expiry column repeats the
 detection scenario's median (same timeout, same kind of kill) for comparison.

@@ -17,6 +17,8 @@ export const CAPABILITY_DOCS = {
     "Without push, a watched group is re-read the moment its first member expires: a crashed member is seen leaving within milliseconds of the backend's "
     + 'expiry, not at the next poll.',
   leaderElection: 'Leader election among the members of a group: watchElectedAsLeader(), standDownGroupLeader().',
+  electionWake:
+    "Without a wait queue, a candidate retries when the leader's lock may be free (lease lapsed, holder dead), not at the next poll: fail-over in ~100 ms.",
   getLeader: 'getLeader(): who leads a group, readable by any member.',
   locks: 'Named locks that exclude other processes, including Python tooz processes using the same backend.',
   lockWaitQueue: 'A blocked acquire() waits in a queue and is woken by the backend, not by polling.',

@@ -112,6 +112,13 @@ export interface DriverLock {
   isStillOwner(): Promise<boolean>
   /** Deletes the lock whoever holds it (tooz `break_`); true when there was something to delete. */
   break(): Promise<boolean>
+  /**
+   * After a tryAcquire() that failed: in how many ms (from this answer) the lock may be free, that
+   * is when the holder's lease lapses unless it is refreshed; where the backend frees a dead
+   * holder's lock at once and trying is a cheap local call, how soon to try again. Undefined when
+   * nobody can tell (no lease). Only with `electionWake`: a candidate retries then.
+   */
+  nextChanceInMs?(): Promise<number | undefined>
   /** After a successful acquire, on drivers with `fencing`: a token larger than any earlier holder's. */
   readonly fencingToken: bigint | undefined
 }

@@ -4,7 +4,10 @@
  *
  * Where the leader lock has a wait queue (ZooKeeper, memory) each candidate waits in it and the
  * next one is woken the moment the leader's lock goes: fail-over without polling. Elsewhere
- * candidates try the lock on every watcher tick, as tooz's run_elect_coordinator() does. Unlike
+ * candidates try the lock on every watcher tick, as tooz's run_elect_coordinator() does; where the
+ * driver can tell when the lock may be free (`electionWake`: the holder's lease lapses, or a dead
+ * holder's lock is freed at once), a candidate whose attempt failed also retries just after that
+ * moment when it comes before the next tick, as the watchers do at a member's expiry. Unlike
  * tooz, a leader learns that it lost its term (`leadershipLost`): when its lock lease lapses, its
  * session is lost, or it stands down.
  *
@@ -29,6 +32,8 @@ export interface ElectionHost {
   readonly memberId: string
   readonly stopSignal: AbortSignal
   readonly watchIntervalMs: number
+  /** The driver declares `electionWake` and autoWatch is on: a failed attempt asks nextChanceInMs(). */
+  readonly wakeAtChance: boolean
   /** autoWatch off: elections run only in runAll() (runWatchers). */
   readonly manual: boolean
   leaderLock(group: string): DriverLock
@@ -52,6 +57,9 @@ interface Candidacy {
   campaign: AbortController | undefined
   /** The attempt under way (tryAcquire, then the callbacks if elected): joined, never doubled. */
   attempt: Promise<void> | undefined
+  /** The retry due when the lock may be free (electionWake), and when it fires (performance.now() ms). */
+  wake: NodeJS.Timeout | undefined
+  wakeAt: number
 }
 
 /** Options of standDown(). */
@@ -62,6 +70,9 @@ export interface StandDownOptions {
    */
   holdOffMs?: number
 }
+
+/** How long after the moment the lock may be free a candidate retries: the backend's clock may run a little behind ours. */
+const CHANCE_MARGIN_MS = 5
 
 /** The elections one Coordinator runs in. @internal */
 export class Elections {
@@ -85,7 +96,18 @@ export class Elections {
     if (!c) {
       const lock = this.#host.leaderLock(group)
       const held: HeldLock = { name: `leader of ${group}`, driverLock: lock, lost: (reason) => this.#lose(group, reason) }
-      c = { group, callbacks: new Set(), lock, held, leading: false, holdoffUntil: 0, campaign: undefined, attempt: undefined }
+      c = {
+        group,
+        callbacks: new Set(),
+        lock,
+        held,
+        leading: false,
+        holdoffUntil: 0,
+        campaign: undefined,
+        attempt: undefined,
+        wake: undefined,
+        wakeAt: Infinity,
+      }
       this.#candidacies.set(group, c)
       if (!this.#host.manual) this.#alive ??= keepAlive()
     }
@@ -103,6 +125,7 @@ export class Elections {
       this.#candidacies.delete(group)
       if (this.#candidacies.size === 0) this.#letGo()
       c.campaign?.abort()
+      clearTimeout(c.wake)
       if (c.leading) await this.#release(c)
     }
     return true
@@ -138,7 +161,10 @@ export class Elections {
     const all = [...this.#candidacies.values()]
     this.#candidacies.clear()
     this.#letGo()
-    for (const c of all) c.campaign?.abort()
+    for (const c of all) {
+      c.campaign?.abort()
+      clearTimeout(c.wake)
+    }
     await Promise.allSettled(all.filter((c) => c.leading).map((c) => this.#release(c)))
   }
 
@@ -149,7 +175,10 @@ export class Elections {
     // own token), which would start a second term, with a second leaderElected, in the same process.
     c.attempt = (async () => {
       try {
-        if (!(await this.#host.call('run for election', () => c.lock.tryAcquire()))) return
+        if (!(await this.#host.call('run for election', () => c.lock.tryAcquire()))) {
+          await this.#wakeAtChance(c)
+          return
+        }
       } catch (err) {
         this.#host.warn(asRollcallError(err, `Running for leader of ${c.group}`))
         return
@@ -164,6 +193,36 @@ export class Elections {
       c.attempt = undefined
     })
     return c.attempt
+  }
+
+  /**
+   * After a failed attempt: asks the driver when the lock may be free and retries just after that,
+   * when it comes before the next tick (which retries anyway). An earlier retry already due is kept.
+   */
+  async #wakeAtChance(c: Candidacy): Promise<void> {
+    if (!this.#host.wakeAtChance || !c.lock.nextChanceInMs) return
+    let inMs: number | undefined
+    try {
+      inMs = await this.#host.call('ask when the leader lock may be free', () => c.lock.nextChanceInMs!())
+    } catch (err) {
+      this.#host.warn(asRollcallError(err, `Asking when the leader lock of ${c.group} may be free`))
+      return
+    }
+    if (inMs === undefined || !Number.isFinite(inMs) || this.#candidacies.get(c.group) !== c || this.#host.stopSignal.aborted) return
+    const delayMs = Math.max(0, inMs) + CHANCE_MARGIN_MS
+    if (delayMs >= this.#host.watchIntervalMs) return
+    const at = performance.now() + delayMs
+    if (c.wake !== undefined && c.wakeAt <= at) return
+    clearTimeout(c.wake)
+    c.wakeAt = at
+    c.wake = setTimeout(() => {
+      c.wake = undefined
+      c.wakeAt = Infinity
+      // An attempt under way (a tick's) is joined; its own failure schedules the next retry.
+      void this.#tryOnce(c)
+    }, delayMs)
+    // The candidacy keeps the process alive (keepAlive), not this timer.
+    c.wake.unref()
   }
 
   #letGo(): void {

@@ -141,6 +141,7 @@ export class DriverRuntime {
       memberId: this.memberId,
       stopSignal: this.stopSignal,
       watchIntervalMs: parts.watchIntervalMs,
+      wakeAtChance: this.capabilities.has('electionWake') && parts.autoWatch,
       manual,
       leaderLock: (g) => this.require('leaderElection', d.leaderLock, 'watchElectedAsLeader').call(d, g),
       call: (op, fn) => this.call(op, fn, true),

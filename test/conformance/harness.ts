@@ -28,8 +28,8 @@ export interface Harness {
   skip(title: string, reason: string): void
   /** A started coordinator on the fast URL, reaching its server through a fault proxy (network backends only). */
   openProxied(t: TestContext, options?: ConnectOptions): Promise<{ coordinator: Coordinator; proxy: TcpProxy }>
-  /** A member in another process, joined to `group`, that can be killed. */
-  spawnMember(t: TestContext, group: string, member: string, options?: { fast?: boolean; capabilities?: unknown }): Promise<ChildProcess>
+  /** A member in another process, joined to `group` (and leading it, with `lead`), that can be killed. */
+  spawnMember(t: TestContext, group: string, member: string, options?: { fast?: boolean; capabilities?: unknown; lead?: boolean }): Promise<ChildProcess>
 }
 
 /**
@@ -89,6 +89,7 @@ export async function harness(name: Backend): Promise<Harness> {
         group,
         member,
         JSON.stringify(options.capabilities ?? null),
+        ...(options.lead ? ['lead'] : []),
       ], { stdio: ['ignore', 'pipe', 'inherit'] })
       t.after(() => {
         if (child.exitCode === null) child.kill('SIGKILL')
@@ -97,10 +98,11 @@ export async function harness(name: Backend): Promise<Harness> {
       child.stdout!.setEncoding('utf8')
       child.stdout!.on('data', (d: string) => (out += d))
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
-      while (!out.includes('joined')) {
+      const ready = options.lead ? 'leading' : 'joined'
+      while (!out.includes(ready)) {
         const [code] = await Promise.race([once(child.stdout!, 'data'), once(child, 'exit')])
         if (child.exitCode !== null || child.signalCode !== null || typeof code === 'number') {
-          throw new Error(`member process exited (or was killed after 15 s) before joining: ${out}`)
+          throw new Error(`member process exited (or was killed after 15 s) before ${options.lead ? 'leading' : 'joining'}: ${out}`)
         }
       }
       clearTimeout(timer)

@@ -137,6 +137,12 @@ export class MemcachedRaw implements RawBackend {
     if ((await this.#c.store('add', MC_KEYS.lock(name), FLAG_BYTES, 30, Buffer.from('raw'))) !== 'STORED') throw new Error('raw memcached lock busy')
     await this.#c.line(`delete ${MC_KEYS.lock(name)}\r\n`)
   }
+  /** The leader key's value, the holder's member id (not its CAS: every refresh changes that). */
+  async leaderToken(group: string): Promise<string | null> {
+    await this.#c.ready
+    const key = MC_KEYS.leader(group)
+    return (await this.#c.get([key])).get(key)?.value.toString('latin1') ?? null
+  }
   async drop(group: string, ids: readonly string[]): Promise<void> {
     await this.#c.ready
     await Promise.all([MC_KEYS.group(group), ...ids.map((id) => MC_KEYS.member(id))].map((k) => this.#c.line(`delete ${k}\r\n`)))

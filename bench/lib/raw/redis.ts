@@ -53,6 +53,11 @@ export class RedisRaw implements RawBackend {
     if ((await this.#r.set(key, token, 'PX', 30_000, 'NX')) !== 'OK') throw new Error('raw redis lock busy')
     await this.#r.eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end", 1, key, token)
   }
+  /** The leader lock's token, under tooz ≥ 9's key (rollcall's default) or tooz 3.1's bytes-repr key. */
+  async leaderToken(group: string): Promise<string | null> {
+    const [v9, legacy] = await this.#r.mget(`_tooz_leader_of_${group}_lock`, `b'_tooz'_b'leader_of_${group}'_lock`)
+    return v9 ?? legacy ?? null
+  }
   async drop(group: string, ids: readonly string[]): Promise<void> {
     const p = this.#r.pipeline()
     p.del(`_tooz_group:${group}`)

@@ -1,5 +1,6 @@
 /** Leader election: tooz's cases, plus fail-over and the events tooz lacks. */
 import assert from 'node:assert/strict'
+import type { TestContext } from 'node:test'
 import { NotSupportedError, type LeaderEvent } from '../../../src/index.js'
 import { TIMING } from '../../support/timing.js'
 import { nextEvent, rid, waitFor } from '../../support/wait.js'
@@ -73,4 +74,26 @@ export function electionCases(h: Harness): void {
     await a.stop()
     assert.deepEqual(await elected, { group: g, member: b.memberId })
   })
+
+  // The leader is SIGKILLed: its lock goes when the backend frees it (its lease lapses, its session
+  // or descriptor is closed). The survivor's ticks are a minute apart, so only the wake the driver
+  // declares (the lock's own queue, or a retry when the lock may be free) elects it this soon.
+  const afterKill = async (t: TestContext): Promise<void> => {
+    const g = rid('g')
+    const b = await h.open(t, { fast: true, watchIntervalMs: 60_000 })
+    await b.joinGroupCreate(g)
+    const leader = await h.spawnMember(t, g, rid('dead'), { fast: true, lead: true })
+    const elected = nextEvent<LeaderEvent>(b, 'leaderElected', (e) => e.group === g, TIMING.expirySeconds * 1000 + TIMING.expirySlackMs)
+    b.watchElectedAsLeader(g, () => {})
+    await new Promise((r) => setTimeout(r, 3 * TIMING.watchIntervalMs))
+    assert.ok(!b.isLeader(g), 'b must not lead while the other process does')
+    leader.kill('SIGKILL')
+    assert.deepEqual(await elected, { group: g, member: b.memberId })
+  }
+  h.gated(
+    ['leaderElection', 'acrossProcesses', 'electionWake'],
+    'elections: a killed leader is replaced when its lock may be free, not at the next tick',
+    afterKill,
+  )
+  h.gated(['leaderElection', 'acrossProcesses', 'lockWaitQueue'], 'elections: a killed leader is replaced as its lock leaves the queue', afterKill)
 }

@@ -8,6 +8,12 @@
  * record is ignored because the kernel released its lock); if it cannot, the file names the
  * leader. A holder between locking and writing is waited for briefly. The file calls are synchronous,
  * as in file-lock.ts: short, local, and never waiting for another process.
+ *
+ * A leader that dies has its lock dropped by the kernel at once, with nothing to wait for: no lease
+ * to count down, no event (the kernel's close raises no inotify event Node subscribes to), and a
+ * blocking F_OFD_SETLKW would hold a libuv pool thread per candidate for as long as the leader
+ * lives. A candidate therefore tries again every {@link LEADER_RETRY_MS} (`electionWake`): each try
+ * is an open, a non-blocking lock and a close of a local file, a few microseconds.
  */
 import { closeSync, constants, ftruncateSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
 import { dumps, loads } from '../../codec.js'
@@ -16,6 +22,14 @@ import { exists } from './file-records.js'
 
 const utf8 = new TextEncoder()
 const utf8Strict = new TextDecoder('utf-8', { fatal: true })
+
+/** How often a candidate tries a leader lock that another process holds. */
+export const LEADER_RETRY_MS = 25
+
+/** The leader lock's nextChanceInMs(): the holder may die at any moment, so soon. */
+export async function leaderRetryInMs(): Promise<number> {
+  return LEADER_RETRY_MS
+}
 
 /** How long getLeader waits for a new holder to write its record. */
 const RECORD_WAIT_MS = 1_000

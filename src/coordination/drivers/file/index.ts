@@ -45,7 +45,7 @@ import {
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
 import { opt, type ResolvedOptions } from '../../options.js'
 import { CorruptRecordError, decodeGroupMetadata, decodeMemberRecord, encodeGroupMetadata, encodeMemberRecord, safeName } from './file-format.js'
-import { FileLeaderLock, readLeader, removeFreeLeaderFile } from './file-leader.js'
+import { FileLeaderLock, leaderRetryInMs, readLeader, removeFreeLeaderFile } from './file-leader.js'
 import { directoryOf, makeDirectory, normalizeLockName, validateId, writeAtomically } from './file-paths.js'
 import { asDriverLock, nativeLocks, RecordLock, withFileLock } from './file-lock.js'
 import { exists, isMissing, MemberRecords, statIfExists, type CachedRecord, type LiveFile, type MemberEntry } from './file-records.js'
@@ -268,7 +268,7 @@ class FileDriver implements CoordinationDriver {
   }
 
   leaderLock(group: string): DriverLock {
-    return asDriverLock(new FileLeaderLock(this.#leaderPath(group), this.#ctx.memberId), this.#locks)
+    return { ...asDriverLock(new FileLeaderLock(this.#leaderPath(group), this.#ctx.memberId), this.#locks), nextChanceInMs: leaderRetryInMs }
   }
 
   async getLeader(group: string): Promise<string | null> {
@@ -366,6 +366,7 @@ export default defineDriver({
     'memberExpiry',
     'expiryWake',
     'leaderElection',
+    'electionWake',
     'getLeader',
     'locks',
     'sharedLocks',

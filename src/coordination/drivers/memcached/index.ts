@@ -354,7 +354,18 @@ export default defineDriver({
     "Expiry has one-second resolution and memcached's clock can skip a second, so a key may lapse up to 2 s early: heartbeats run at half of (shortest "
     + 'timeout − 2 s), and timeouts under 3 s are not useful.',
   ],
-  capabilities: ['groups', 'updateCapabilities', 'memberExpiry', 'expiryWake', 'leaderElection', 'getLeader', 'locks', 'acrossProcesses', 'acrossHosts'],
+  capabilities: [
+    'groups',
+    'updateCapabilities',
+    'memberExpiry',
+    'expiryWake',
+    'leaderElection',
+    'electionWake',
+    'getLeader',
+    'locks',
+    'acrossProcesses',
+    'acrossHosts',
+  ],
   options: MEMCACHED_OPTIONS,
   validateId(kind: IdKind, id: string): string | undefined {
     if (/[\x00-\x20\x7f]/.test(id)) return 'memcached keys cannot contain spaces or control characters; use "-" or "_" instead'

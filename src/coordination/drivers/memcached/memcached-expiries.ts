@@ -14,12 +14,19 @@
 const LAST_SECONDS_RECHECK_MS = 100
 
 /**
+ * How often a candidate retries a leader key during the last two seconds of its TTL: a retry is
+ * one small add, cheaper than a group's re-read, and fail-over should follow the lapse closely.
+ */
+export const LEADER_LAST_SECONDS_RETRY_MS = 50
+
+/**
  * When to re-read a group whose first member key has `ttlS` seconds left (memcached's whole
  * seconds: it lapses between ttlS − 2 and ttlS seconds from now, see above): at the start of its
- * last two seconds, and from then on every {@link LAST_SECONDS_RECHECK_MS}, so that its expiry is
- * seen within about that long. Infinity: no member key will lapse.
+ * last two seconds, and from then on every `lastSecondsEveryMs`, so that its expiry is seen
+ * within about that long. Infinity: no member key will lapse. The same schedule serves a
+ * candidate retrying a leader key (with {@link LEADER_LAST_SECONDS_RETRY_MS}).
  */
-export function recheckInMs(ttlS: number): number {
+export function recheckInMs(ttlS: number, lastSecondsEveryMs = LAST_SECONDS_RECHECK_MS): number {
   if (!Number.isFinite(ttlS)) return Infinity
-  return ttlS >= 3 ? (ttlS - 2) * 1000 : LAST_SECONDS_RECHECK_MS
+  return ttlS >= 3 ? (ttlS - 2) * 1000 : lastSecondsEveryMs
 }

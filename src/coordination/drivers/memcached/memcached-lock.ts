@@ -16,9 +16,14 @@
  *
  * The driver's heartbeat refreshes every held lock in the same write as the member key, as
  * tooz's heartbeat touches them, and tells the Coordinator which were lost.
+ *
+ * After a failed acquire, nextChanceInMs() reads the holder's TTL (`mg <key> t`, whole seconds)
+ * and answers when to try again on the schedule of memcached-expiries.ts, whose clock caveats
+ * apply to a leader key as to a member key.
  */
 import type { DriverLock } from '../../driver.js'
 import type { MemcachedClient } from '../../../clients/memcached/memcached-client.js'
+import { LEADER_LAST_SECONDS_RETRY_MS, recheckInMs } from './memcached-expiries.js'
 import { FLAG_BYTES } from './memcached-layout.js'
 
 /** One lock object; `meta` says whether the server has meta commands. */
@@ -100,6 +105,14 @@ export class MemcachedLock implements DriverLock {
       this.#uncertain = true
       throw err
     }
+  }
+
+  /** When the holder's key may have lapsed (0: it is gone already); undefined without meta commands or with no expiry. */
+  async nextChanceInMs(): Promise<number | undefined> {
+    if (!this.#meta()) return undefined
+    const ttlS = (await this.#client.ttls([this.#key])).get(this.#key)
+    if (ttlS === undefined) return 0
+    return ttlS < 0 ? undefined : recheckInMs(ttlS, LEADER_LAST_SECONDS_RETRY_MS)
   }
 
   async isStillOwner(): Promise<boolean> {

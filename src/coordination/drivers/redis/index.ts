@@ -346,6 +346,7 @@ export default defineDriver({
     'memberExpiry',
     'expiryWake',
     'leaderElection',
+    'electionWake',
     'getLeader',
     'locks',
     'fencing',

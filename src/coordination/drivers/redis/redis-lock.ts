@@ -6,7 +6,8 @@
  *
  * Added here: each acquisition INCRs a counter beside the key (`<key>:fence`), in the same script,
  * and its value is the fencing token; the token carries the member id, so getLeader() can name a
- * rollcall leader.
+ * rollcall leader. A failed acquire answers the holder's PTTL in the same round trip, so that a
+ * candidate can retry the moment the holder's lease lapses (nextChanceInMs).
  */
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
@@ -34,6 +35,8 @@ export class RedisLock implements DriverLock {
   readonly #fenceKey: string
   readonly #token: string
   readonly #host: RedisLockHost
+  /** When (performance.now() ms) the holder seen by the last failed acquire lapses; undefined: unknown. */
+  #holderLapsesAt: number | undefined
 
   constructor(host: RedisLockHost, key: string, fenceKey: string) {
     this.#host = host
@@ -46,7 +49,10 @@ export class RedisLock implements DriverLock {
 
   async tryAcquire(): Promise<boolean> {
     const fence = await this.#host.run('rollcallLockAcquire', [this.key, this.#fenceKey], [this.#token, this.#host.lockTimeoutMs])
-    if (typeof fence !== 'number' || fence <= 0) return false
+    if (typeof fence !== 'number' || fence <= 0) {
+      this.#holderLapsesAt = typeof fence === 'number' && fence < 0 ? performance.now() + (-1 - fence) : undefined
+      return false
+    }
     this.fencingToken = BigInt(fence)
     this.#host.held(this, true)
     return true
@@ -67,6 +73,11 @@ export class RedisLock implements DriverLock {
   async isStillOwner(): Promise<boolean> {
     const value = await this.#host.client().getBuffer(this.key)
     return value !== null && value.toString('utf8') === this.#token
+  }
+
+  /** From the last failed acquire's answer: no extra round trip. */
+  async nextChanceInMs(): Promise<number | undefined> {
+    return this.#holderLapsesAt === undefined ? undefined : Math.max(0, this.#holderLapsesAt - performance.now())
   }
 
   async break(): Promise<boolean> {

@@ -146,7 +146,8 @@ return lost`,
 
   /**
    * KEYS: lock, fencing counter. ARGV: token, lock timeout (ms).
-   * → the new fencing token (≥ 1) when taken (or already held with this token), 0 when busy.
+   * → the new fencing token (≥ 1) when taken (or already held with this token); when busy, −1 − the
+   * holder's PTTL (its lease lapses that many ms from now unless refreshed), or 0 when it has none.
    * SET NX PX is exactly what tooz (redis-py's Lock) writes, so Python holders exclude us.
    */
   rollcallLockAcquire: `
@@ -157,6 +158,8 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
   redis.call('pexpire', KEYS[1], ARGV[2])
   return redis.call('incr', KEYS[2])
 end
+local ttl = redis.call('pttl', KEYS[1])
+if ttl >= 0 then return -1 - ttl end
 return 0`,
 
   /** KEYS: lock. ARGV: token. → 1 released, 0 not ours (redis-py's compare-and-delete). */
