@@ -223,7 +223,8 @@ class ZookeeperDriver implements CoordinationDriver {
     const out = new Map<string, Uint8Array>()
     ids.forEach((m, i) => {
       const v = values[i]
-      if (v !== undefined) out.set(m, new Uint8Array(v))
+      // The client copied each value out of its reply frame already (into Node's shared pool).
+      if (v !== undefined) out.set(m, new Uint8Array(v.buffer, v.byteOffset, v.byteLength))
     })
     return out
   }
