@@ -48,20 +48,39 @@ export const CAUSES: Cause[] = [
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'zookeeper',
-    text: 'ZooKeeper locks: rollcall and kazoo make the same requests (sequential ephemeral create + getChildren to acquire, delete to release); the '
-      + 'difference is per-request client cost in node-zookeeper-client against kazoo, within run-to-run noise at this load.',
+    text: 'ZooKeeper locks: rollcall (its own protocol client) and kazoo make the same requests: counted per contended acquire+release with 8 '
+      + "processes, 1 create, 2 getChildren, 1 getData (the watch on the predecessor) and 1 delete, kazoo's recipe exactly; uncontended, the same 3 "
+      + "as the floor (create, getChildren, delete), and measured back to back in one process the rollcall cycle kept up with the floor's (334 vs 293 "
+      + 'ops/s, 0.88 ms CPU each, load ~12), so the uncontended gap is run-to-run noise. The contended gap is not client CPU: the 8 rollcall '
+      + "processes used about 0.3 cores in all against tooz's 0.9 (4.2 vs 2.7 ms CPU per acquire+release per process, load ~20), and 8 rollcall "
+      + "contenders in one Node process reached 300 ops/s where 8 processes reached 55–245 and tooz's 8 processes 340–420 minutes apart. It is "
+      + "latency between processes: in a trace of the 8-process run each handoff (delete → the next waiter's watch event → its getChildren) took 3.6 "
+      + "+ 4.6 ms at the median, while a probe on the same server answered in 0.9 ms. Tried and ruled out: V8's parallel GC threads "
+      + "(--single-threaded-gc: no change) and the releasing holder's re-queue (a write) delaying the woken waiter's read (a 2 ms pause before "
+      + "re-queueing: no change). Not explained yet: the next step is to compare the scheduling of a Node process woken by a socket with Python's on "
+      + 'this 2-core host (perf sched), at low load.',
   },
   {
     match: (t, b, f) => b === 'zookeeper' && /read \d+ caps/.test(f) && /at least as good|floor/.test(t),
-    text: 'ZooKeeper group read: ZooKeeper has no bulk read in node-zookeeper-client: rollcall, tooz and the floor all do getChildren + one getData per '
-      + 'member, pipelined on one session, so all three are the same round trips and differ only in client CPU (here within 10 % of each other).',
+    text: "ZooKeeper group read with capabilities: rollcall's own client reads them with multiRead (OpCode 22, ZooKeeper ≥ 3.6): getChildren, then a "
+      + 'first batch of 256 getData that sizes the rest, then batches within jute.maxbuffer, as the floor does; tooz (kazoo) sends one getData per '
+      + "member. What rollcall adds to the floor is decoding each member's msgpack and sorting the ids (client CPU per 5,000-member read about 28 ms "
+      + "against the floor's 12–14 ms, load ~20); it no longer decodes the Stat of each multiRead answer, which cost a quarter of that CPU.",
+  },
+  {
+    match: (t, b, f) => b === 'zookeeper' && /read \d+ ids/.test(f) && /at least as good|floor/.test(t),
+    text: 'ZooKeeper group read, ids only: one getChildren for rollcall, tooz and the floor alike; rollcall then sorts the ids (getMembers() returns '
+      + 'them sorted; tooz returns an unordered set and the floor does not sort). ZooKeeper lists children in hash order, and sorting 5,000 of them '
+      + "costs 2–4 ms here under load: client CPU per read 3.3 ms against the floor's 1.3 ms (load ~20), about the whole gap. Unchanged by the new "
+      + "client (before it: 1.68 ms vs the floor's 0.85 ms, quiet).",
   },
   {
     match: (t, b) => /≥ 20×/.test(t) && b === 'zookeeper',
-    text: "ZooKeeper caps read 20× target: cannot be met by the client alone. tooz's get_member_capabilities on ZooKeeper is one getData per member, all "
-      + "pipelined by kazoo: the same requests as the floor (getChildren + N pipelined getData). The way past it is ZooKeeper ≥ 3.6's multiRead (OpCode "
-      + '22: many getData in one request, answers up to jute.maxbuffer), which node-zookeeper-client does not implement; batching 2,000 getData per '
-      + "multiRead would cut the packets 2,000-fold and the time by the client's per-request cost.",
+    text: 'ZooKeeper caps read 20× target: rollcall reads the capabilities with multiRead batches (about 2,900 getData per request at this size) where '
+      + 'tooz sends 5,000 getData, so the ratio is the per-request cost of kazoo against one batched read and moves with the load: 17× at load 35 '
+      + "(rollcall 89.8 ms, before the Stat of each answer was skipped), 31× at load 13 (62.6 ms vs 1,951 ms). On a quiet machine tooz's read was 313 "
+      + 'ms (2026-12-01), so the target needs rollcall ≤ 15.6 ms there: the floor itself took 24.4 ms at the median at load 13 (fastest single read '
+      + 'seen: 18.5 ms), so it is out of reach until the machine is quiet enough to measure it.',
   },
   {
     match: (t, b, f) => b === 'postgresql' && /^join/.test(f),

@@ -123,6 +123,12 @@ export class JuteReader {
     return v
   }
 
+  /** Steps over `n` bytes (a field nobody reads). */
+  skip(n: number, what = 'a field'): void {
+    this.#need(n, what)
+    this.#at += n
+  }
+
   string(what = 'a string'): string {
     return this.buffer(what).toString('utf8')
   }

@@ -80,6 +80,9 @@ export function sessionHex(id: bigint): string {
   return BigInt.asUintN(64, id).toString(16).padStart(16, '0')
 }
 
+/** The encoded size of a Stat: six longs and five ints. */
+export const STAT_BYTES = 6 * 8 + 5 * 4
+
 export function readStat(r: JuteReader): ZkStat {
   return {
     czxid: r.long('stat.czxid'),

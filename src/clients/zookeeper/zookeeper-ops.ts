@@ -6,7 +6,7 @@
  */
 import type { JuteReader, JuteWriter } from './jute.js'
 import { ZkError, ZkFrameError, ZK_CODES } from './zookeeper-errors.js'
-import { framed, OP, readAcl, readStat, requestWriter, writeAcl, type ZkAcl, type ZkStat } from './zookeeper-frames.js'
+import { framed, OP, readAcl, readStat, requestWriter, STAT_BYTES, writeAcl, type ZkAcl, type ZkStat } from './zookeeper-frames.js'
 
 /** How a node is created (CreateMode flags). */
 export const CREATE_FLAGS = { PERSISTENT: 0, EPHEMERAL: 1, PERSISTENT_SEQUENTIAL: 2, EPHEMERAL_SEQUENTIAL: 3 } as const
@@ -38,8 +38,11 @@ export type ZkRequest =
   | { op: 'multiRead'; ops: readonly ZkReadOp[] }
   | { op: 'closeSession' }
 
-/** One answer of a multiRead: the value, or the error of that read alone. */
-export type ZkReadResult = { data: Buffer; stat: ZkStat } | { children: string[] } | { error: ZkError }
+/**
+ * One answer of a multiRead: the value, or the error of that read alone. A getData's stat is
+ * stepped over, not decoded: its longs (BigInts) and session hex cost more than the data itself.
+ */
+export type ZkReadResult = { data: Buffer } | { children: string[] } | { error: ZkError }
 
 /** A transaction's result per operation. */
 export type ZkTxResult = { op: 'create'; path: string } | { op: 'delete' } | { op: 'setData'; stat: ZkStat } | { op: 'check' }
@@ -210,8 +213,10 @@ function decodeMultiRead(ops: readonly ZkReadOp[], r: JuteReader): ZkReadResult[
     const o = ops[out.length]
     if (!o) throw new ZkFrameError(`a ZooKeeper multiRead reply has more results than the ${ops.length} reads sent`)
     if (h.type === OP.error) out.push({ error: new ZkError(r.int('multiRead.error'), `Cannot read ${o.path}`) })
-    else if (h.type === OP.getData) out.push({ data: Buffer.from(r.buffer('multiRead.data')), stat: readStat(r) })
-    else if (h.type === OP.getChildren) out.push({ children: r.stringVector('multiRead.children') })
+    else if (h.type === OP.getData) {
+      out.push({ data: Buffer.from(r.buffer('multiRead.data')) })
+      r.skip(STAT_BYTES, 'multiRead.stat')
+    } else if (h.type === OP.getChildren) out.push({ children: r.stringVector('multiRead.children') })
     else throw new ZkFrameError(`a ZooKeeper multiRead reply has a result of unknown type ${h.type}`)
   }
   if (out.length !== ops.length) throw new ZkFrameError(`a ZooKeeper multiRead reply has ${out.length} results for ${ops.length} reads`)

@@ -218,12 +218,12 @@ class ZookeeperDriver implements CoordinationDriver {
   async listMembers(group: string): Promise<Map<string, Uint8Array>> {
     const conn = this.#connection()
     const ids = await this.listMemberIds(group)
-    // multiRead batches (one getData per member pipelined on servers before 3.6).
+    // multiRead batches (one getData per member pipelined on servers before 3.6); each value is already a copy.
     const values = await conn.getDataMany(ids.map((m) => this.#member(group, m)))
     const out = new Map<string, Uint8Array>()
     ids.forEach((m, i) => {
       const v = values[i]
-      if (v !== undefined) out.set(m, new Uint8Array(v))
+      if (v !== undefined) out.set(m, new Uint8Array(v.buffer, v.byteOffset, v.byteLength))
     })
     return out
   }
