@@ -1,6 +1,7 @@
 /**
  * Reading the data of many nodes at once: multiRead batches (ZooKeeper 3.6+) sized to stay within
- * the server's jute.maxbuffer, both for the request and for the reply it will send.
+ * the server's jute.maxbuffer, both for the request and for the reply it will send; one pipelined
+ * getData per node on older servers. Also kazoo's ensure_path.
  */
 import { ZK_CODES, zkCode, ZkError } from './zookeeper-errors.js'
 import { readOpBytes, type ZkReadResult } from './zookeeper-ops.js'
@@ -48,4 +49,33 @@ export function multiReadData(results: readonly ZkReadResult[]): (Buffer | undef
     if ('error' in r && zkCode(r.error) === ZK_CODES.NO_NODE) return undefined
     throw 'error' in r ? r.error : new ZkError(ZK_CODES.MARSHALLING_ERROR, 'Unexpected multiRead result')
   })
+}
+
+/** One getData per node, pipelined (a server without multiRead): data in order, undefined for a missing node. */
+export function readEach(paths: readonly string[], getData: (path: string) => Promise<{ data: Buffer }>): Promise<(Buffer | undefined)[]> {
+  return Promise.all(paths.map((p) =>
+    getData(p).then((r) => r.data, (err: unknown) => {
+      if (zkCode(err) === ZK_CODES.NO_NODE) return undefined
+      throw err
+    })
+  ))
+}
+
+/** What ensurePath needs of a connection. */
+export interface PathMaker {
+  exists(path: string): Promise<unknown>
+  create(path: string, data: undefined, mode: 'PERSISTENT'): Promise<string>
+}
+
+/** Creates `path` and its missing ancestors (persistent), as kazoo's ensure_path. */
+export async function ensurePath(conn: PathMaker, path: string): Promise<void> {
+  const parts = path.split('/').filter((p) => p !== '')
+  for (let i = 1; i <= parts.length; i++) {
+    const p = `/${parts.slice(0, i).join('/')}`
+    // Check first: creating under a parent we may not write answers NO_AUTH even when p exists.
+    if (await conn.exists(p)) continue
+    await conn.create(p, undefined, 'PERSISTENT').catch((err: unknown) => {
+      if (zkCode(err) !== ZK_CODES.NODE_EXISTS) throw err
+    })
+  }
 }

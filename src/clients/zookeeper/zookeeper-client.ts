@@ -15,7 +15,8 @@
 import { ConnectionError, OperationTimeoutError } from '../../errors.js'
 import { ZkError, zkCode, ZK_CODES } from './zookeeper-errors.js'
 import type { ZkAcl, ZkStat } from './zookeeper-frames.js'
-import { multiReadData, readMany } from './zookeeper-bulk.js'
+import { ensurePath, multiReadData, readEach, readMany } from './zookeeper-bulk.js'
+import { OrphanNodes } from './zookeeper-orphans.js'
 import type { ZkCreateMode, ZkRequest, ZkResponses } from './zookeeper-ops.js'
 import { expiryMarginMs, ZkSession, type ZkSessionEvent } from './zookeeper-session.js'
 import type { ZkWatcher } from './zookeeper-watches.js'
@@ -46,7 +47,7 @@ export class ZkConnection {
   #current: ZkSession | undefined
   readonly #deadSessions = new Set<string>()
   readonly #waiters = new Set<{ resolve: () => void; reject: (err: unknown) => void }>()
-  readonly #orphans: { generation: number; parent: string; match: (child: string) => boolean }[] = []
+  readonly #orphans = new OrphanNodes()
   #tick: NodeJS.Timeout | undefined
   #expiry: NodeJS.Timeout | undefined
   #stopped = false
@@ -179,8 +180,8 @@ export class ZkConnection {
    * connection broke. If the session is lost instead, the server deletes them with it.
    */
   deleteWhenConnected(parent: string, match: (child: string) => boolean): void {
-    this.#orphans.push({ generation: this.generation, parent, match })
-    if (this.isConnected) void this.#deleteOrphans()
+    this.#orphans.add(this.generation, parent, match)
+    if (this.isConnected) void this.#orphans.deleteNow(this)
   }
 
   /** Creates a node; resolves to its path (with the sequence number for a sequential mode). */
@@ -271,25 +272,12 @@ export class ZkConnection {
         } else throw err
       }
     }
-    return Promise.all(paths.map((p) =>
-      this.getData(p).then((r) => r.data, (err: unknown) => {
-        if (zkCode(err) === ZK_CODES.NO_NODE) return undefined
-        throw err
-      })
-    ))
+    return readEach(paths, (p) => this.getData(p))
   }
 
   /** Creates `path` and its missing ancestors (persistent, with the ACL), as kazoo's ensure_path. */
-  async ensurePath(path: string): Promise<void> {
-    const parts = path.split('/').filter((p) => p !== '')
-    for (let i = 1; i <= parts.length; i++) {
-      const p = `/${parts.slice(0, i).join('/')}`
-      // Check first: creating under a parent we may not write answers NO_AUTH even when p exists.
-      if (await this.exists(p)) continue
-      await this.create(p, undefined, 'PERSISTENT').catch((err: unknown) => {
-        if (zkCode(err) !== ZK_CODES.NODE_EXISTS) throw err
-      })
-    }
+  ensurePath(path: string): Promise<void> {
+    return ensurePath(this, path)
   }
 
   #session(): ZkSession {
@@ -333,7 +321,7 @@ export class ZkConnection {
       this.#waiters.clear()
       if (this.#starting) return this.#starting.resolve()
       if (s.connects > 1) {
-        void this.#deleteOrphans()
+        void this.#orphans.deleteNow(this)
         return this.#options.onState('reconnected')
       }
       // A replacement session: let the owner re-arm watches before saying we are back.
@@ -386,7 +374,8 @@ export class ZkConnection {
     this.#lose(
       s,
       new ConnectionError(
-        `No ZooKeeper server answered within the ${s.timeoutMs} ms session timeout (less a ${margin} ms margin) of the last answered request; session 0x${s.id} is presumed expired`,
+        `No ZooKeeper server answered within the ${s.timeoutMs} ms session timeout (less a ${margin} ms margin) of the last answered request; `
+          + `session 0x${s.id} is presumed expired`,
       ),
     )
   }
@@ -396,32 +385,10 @@ export class ZkConnection {
     if (s !== this.#current || this.#stopped) return
     if (s.id) this.#deadSessions.add(s.id)
     s.abandon(cause)
-    this.#orphans.length = 0
+    this.#orphans.clear()
     this.#open(s.generation + 1)
     this.#armExpiry()
     this.#options.onState('lost', cause)
-  }
-
-  async #deleteOrphans(): Promise<void> {
-    const generation = this.generation
-    const due = this.#orphans.filter((o) => o.generation === generation)
-    this.#orphans.length = 0
-    for (const o of due) {
-      try {
-        const children = await this.getChildren(o.parent)
-        await Promise.all(
-          children.filter(o.match).map((c) =>
-            this.remove(`${o.parent}/${c}`).catch((err: unknown) => {
-              if (zkCode(err) !== ZK_CODES.NO_NODE) throw err
-            })
-          ),
-        )
-      } catch (err) {
-        if (zkCode(err) === ZK_CODES.NO_NODE) continue
-        // Try again at the next reconnect (or the nodes die with the session).
-        if (generation === this.generation) this.#orphans.push(o)
-      }
-    }
   }
 }
 

@@ -28,16 +28,15 @@ import {
   GroupExistsError,
   GroupNotEmptyError,
   GroupNotFoundError,
-  InvalidArgumentError,
   InvalidOptionError,
   MemberExistsError,
   MemberNotJoinedError,
-  type RollcallError,
 } from '../../../errors.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
 import { isConnectionProblem, OPEN_ACL, PERM, ZK_CODES, zkCode, ZkConnection } from '../../../clients/zookeeper/zookeeper-client.js'
 import { readHolder, ZkLock } from './zookeeper-lock.js'
-import { checkPath, digestCredential, idProblem, LEADER_NODE, LOCKS_NODE, MAX_NODE_BYTES, ZOOKEEPER_OPTIONS, serversOf, tlsOptionsOf,
+import { asBackendError, checkSize, translateZkError } from './zookeeper-translate.js'
+import { checkPath, digestCredential, idProblem, LEADER_NODE, LOCKS_NODE, ZOOKEEPER_OPTIONS, serversOf, tlsOptionsOf,
   type ZookeeperOptions } from './zookeeper-options.js'
 
 /** The ZooKeeper driver of one Coordinator. */
@@ -344,23 +343,11 @@ interface ZkGroupWatch {
   watcher: () => void
 }
 
-/** ZooKeeper refuses packets over jute.maxbuffer (1 MiB by default); say so before anything is sent. */
-function checkSize(capabilities: Uint8Array): void {
-  if (capabilities.byteLength > MAX_NODE_BYTES) {
-    throw new InvalidArgumentError(
-      `Capabilities take ${capabilities.byteLength} bytes encoded; a ZooKeeper node holds at most ${MAX_NODE_BYTES} (jute.maxbuffer)`,
-    )
-  }
-}
-
-function asBackendError(err: unknown, what: string): RollcallError {
-  return new BackendError(`${what} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err, driver: 'zookeeper' })
-}
-
 export default defineDriver({
   name: 'zookeeper',
-  summary:
-    "Apache ZooKeeper, laid out as tooz's kazoo driver lays it out: members are ephemeral nodes that vanish with their session, membership changes are pushed by watches, and locks and elections use kazoo's lock recipe, so Python tooz processes share groups, locks and leaders.",
+  summary: "Apache ZooKeeper, laid out as tooz's kazoo driver lays it out: members are ephemeral nodes that vanish with their session, "
+    + "membership changes are pushed by watches, and locks and elections use kazoo's lock recipe, so Python tooz processes share groups, "
+    + 'locks and leaders.',
   urlForms: [
     'zookeeper://127.0.0.1:2181',
     'kazoo://127.0.0.1:2181?timeout=5',
@@ -370,17 +357,26 @@ export default defineDriver({
     'zookeeper://[::1]:2181',
     'zookeeper://zk1:2281?use_ssl=true&ca=/etc/zk/ca.pem&certfile=/etc/zk/client.pem&keyfile=/etc/zk/client.key',
   ],
-  consistency:
-    'Writes are linearizable (ordered by the ZooKeeper leader); reads are sequentially consistent per session and may briefly lag writes made through other servers. A member is alive while its session is: a crashed or partitioned member disappears after the session timeout (`timeout`, 10 s), removed by the server. Membership changes reach watchers by push (child watches); lock waiters queue in ZooKeeper and are woken by watches. Lock tokens are node sequence numbers; a shared hold has none.',
+  consistency: 'Writes are linearizable (ordered by the ZooKeeper leader); reads are sequentially consistent per session and may briefly lag '
+    + 'writes made through other servers. A member is alive while its session is: a crashed or partitioned member disappears after the '
+    + 'session timeout (`timeout`, 10 s), removed by the server. Membership changes reach watchers by push (child watches); lock waiters '
+    + 'queue in ZooKeeper and are woken by watches. Lock tokens are node sequence numbers; a shared hold has none.',
   hazards: [
-    'tooz lists `locks` as a group and `leader` as a member once locks or elections were used; rollcall hides them when reading and refuses them as group and member ids.',
+    'tooz lists `locks` as a group and `leader` as a member once locks or elections were used; rollcall hides them when reading and '
+    + 'refuses them as group and member ids.',
     'tooz ignores the URL path; rollcall uses it as a chroot. A Python peer reaches the same nodes with `namespace=<chroot>/<namespace>` and no path.',
     'Ids must be ASCII without `/`, control characters, `.` or `..` (tooz encodes ids as ASCII; ZooKeeper refuses the rest).',
     'A password in the URL is %-decoded by rollcall but not by tooz: with %-escapes, Python and Node would use different credentials.',
-    'After a session is lost (expired by the server, or no server answered for longer than the session timeout) a new session is opened and memberships are restored; others may still see the old member and lock nodes until the server expires the old session.',
+    'After a session is lost (expired by the server, or no server answered for longer than the session timeout) a new session is opened '
+    + 'and memberships are restored; others may still see the old member and lock nodes until the server expires the old session.',
     'getLeader() of a group in which nobody ever ran is null (tooz creates the group and its `leader` node when asked).',
-    "Shared locks are kazoo's ReadLock (`__rlock__` nodes) and exclusive locks its WriteLock, so kazoo's ReadLock and WriteLock interoperate with them. tooz's own exclusive lock is kazoo's plain Lock, which ignores `__rlock__` nodes: **a Python tooz lock is granted while rollcall readers hold the lock** (it does exclude readers that queue after it, and rollcall writers). Do not mix rollcall readers with Python tooz lock holders on one name.",
-    "kazoo 2.8's ReadLock (Debian bookworm's) waits on every WriteLock node, even one queued after its own: a Python reader and a rollcall writer that queue at the same moment can each wait for the other until one gives up (a non-blocking Python reader just fails).",
+    "Shared locks are kazoo's ReadLock (`__rlock__` nodes) and exclusive locks its WriteLock, so kazoo's ReadLock and WriteLock "
+    + "interoperate with them. tooz's own exclusive lock is kazoo's plain Lock, which ignores `__rlock__` nodes: **a Python tooz lock is "
+    + 'granted while rollcall readers hold the lock** (it does exclude readers that queue after it, and rollcall writers). Do not mix '
+    + 'rollcall readers with Python tooz lock holders on one name.',
+    "kazoo 2.8's ReadLock (Debian bookworm's) waits on every WriteLock node, even one queued after its own: a Python reader and a "
+    + 'rollcall writer that queue at the same moment can each wait for the other until one gives up (a non-blocking Python reader just '
+    + 'fails).',
   ],
   capabilities: [
     'groups',
@@ -399,20 +395,6 @@ export default defineDriver({
   ],
   options: ZOOKEEPER_OPTIONS,
   validateId: idProblem,
-  translateError(err) {
-    const code = zkCode(err)
-    if (code === undefined) return undefined
-    const name = (err as Error).name
-    if (code === ZK_CODES.CONNECTION_LOSS || code === ZK_CODES.SESSION_EXPIRED || code === ZK_CODES.OPERATION_TIMEOUT) {
-      return new ConnectionError(`ZooKeeper ${name}: the connection or session broke during the operation`, { cause: err, driver: 'zookeeper' })
-    }
-    if (code === ZK_CODES.NO_AUTH || code === ZK_CODES.AUTH_FAILED || code === ZK_CODES.INVALID_ACL) {
-      return new BackendError(
-        `ZooKeeper refused the operation (${name}): the nodes are protected by an ACL; use the credentials they were created with (zookeeper://user:password@host)`,
-        { cause: err, driver: 'zookeeper' },
-      )
-    }
-    return new BackendError(`ZooKeeper error ${name} (${code})`, { cause: err, driver: 'zookeeper' })
-  },
+  translateError: translateZkError,
   create: (ctx) => new ZookeeperDriver(ctx),
 })
