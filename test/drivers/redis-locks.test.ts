@@ -47,6 +47,8 @@ describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
     await sleep(150)
     assert.equal(await holder.release(), true)
     assert.equal(await waiting, true)
+    // The raw subscriber's copy may be read after the waiter's own (another socket).
+    await waitFor('the wake message', () => heard.length > 0, 2_000)
     assert.equal(heard.length, 1)
     assert.ok(heard[0]!.endsWith(b.memberId), `the message names the waiter's token, not ${heard[0]}`)
     assert.equal(await admin.zcard(`${key}:queue`), 0, 'the new holder left the queue')
@@ -127,9 +129,12 @@ describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
     await waitFor('the waiter queued', async () => (await admin.zcard(`${key}:queue`)) === 1, 5_000)
     // Kill the waiter's subscriber (found by its connection name) and stop it from coming back.
     const subName = `rollcall:${b.memberId}:sub`
-    const subs = String(await admin.call('client', 'list')).split('\n').filter((l) => l.includes(` name=${subName} `))
-    assert.equal(subs.length, 1, `one subscriber connection named ${subName}`)
-    const id = /\bid=(\d+)/.exec(subs[0]!)![1]!
+    // Opened by the waiter's first wait; under load its CLIENT SETNAME may not have run yet.
+    const sub = await waitFor(`a subscriber connection named ${subName}`, async () => {
+      const subs = String(await admin.call('client', 'list')).split('\n').filter((l) => l.includes(` name=${subName} `))
+      return subs.length === 1 ? subs[0] : undefined
+    }, 5_000)
+    const id = /\bid=(\d+)/.exec(sub)![1]!
     await admin.call('client', 'kill', 'id', id)
     await sleep(150)
     assert.equal(await holder.release(), true)
