@@ -102,6 +102,16 @@ export interface DriverLock {
    * either mode.
    */
   tryAcquireShared?(): Promise<boolean>
+  /**
+   * Waits, instead of the Coordinator's sleep between two tryAcquire() of a blocking acquire,
+   * until the backend announces that the lock may be free (a release naming this waiter, the
+   * holder's lease lapsing), at most `timeoutMs`, or until `signal` aborts; never throws. The
+   * Coordinator polls after it whatever happened, so a lost announcement only costs time. The
+   * driver may treat tryAcquire() calls that follow it as a waiter's (queue them, for fairness).
+   */
+  waitForRelease?(signal: AbortSignal, timeoutMs: number): Promise<void>
+  /** Called once a wait that used waitForRelease() ends without the lock (timeout, abort): leave any queue. */
+  endWait?(): Promise<void>
   /** Like acquireWaiting(), in shared mode. Absent: the Coordinator polls tryAcquireShared(). */
   acquireSharedWaiting?(signal: AbortSignal): Promise<boolean>
   /** Releases the lock if this object holds it; false when it did not (or no longer did). */

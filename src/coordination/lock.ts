@@ -3,7 +3,8 @@
  *
  * The driver supplies the backend's primitive (take if free, release, refresh, ownership check);
  * this file adds what tooz leaves to each driver and gets inconsistent: waiting (the backend's own
- * queue where it has one, polling with capped backoff where it does not), a timeout that returns
+ * queue where it has one, polling with capped backoff where it does not, woken early where the
+ * driver can hear a release: waitForRelease), a timeout that returns
  * false on every backend, cancellation through AbortSignal, non-re-entrancy, refresh by the
  * coordinator's heartbeat, and a `signal` that aborts the moment the lock is lost.
  *
@@ -224,15 +225,21 @@ export class Lock {
       const got = await this.#host.call('acquire a lock', () => waiting(signal))
       return got || settle()
     }
-    for (let delay = POLL_FIRST_MS;; delay = Math.min(delay * 1.5, POLL_MAX_MS)) {
-      try {
-        await sleep(delay * (0.5 + Math.random()), signal, true)
-      } catch {
-        return settle()
+    const wake = driverLock.waitForRelease?.bind(driverLock)
+    let got: boolean | 'aborted' = false
+    try {
+      for (let delay = POLL_FIRST_MS;; delay = Math.min(delay * 1.5, POLL_MAX_MS)) {
+        const pauseMs = delay * (0.5 + Math.random())
+        if (wake) await wake(signal, pauseMs)
+        else await sleep(pauseMs, signal, true).catch(() => {})
+        if (signal.aborted) return settle()
+        got = await this.#attemptUntil(attempt, signal)
+        if (got === 'aborted') return settle()
+        if (got) return true
       }
-      const got = await this.#attemptUntil(attempt, signal)
-      if (got === 'aborted') return settle()
-      if (got) return true
+    } finally {
+      // Not awaited: leaving the queue must not make a timed-out wait overrun its deadline.
+      if (wake && got !== true) driverLock.endWait?.().catch(() => {})
     }
   }
 

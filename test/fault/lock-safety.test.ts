@@ -16,6 +16,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { AppendLog, checkExclusive, readLog, type CheckReport, type LogLine } from '../support/lock-checker.js'
+import { TcpProxy } from '../support/proxy.js'
+import { startRedis } from '../support/servers.js'
 import { rid } from '../support/wait.js'
 import { declares, faultBackends, withQuery, type FaultBackend } from './support/backends.js'
 import { killChild, repeat, sleep, spawnContender, type RunOutcome, type Scope, testTimeout } from './support/harness.js'
@@ -48,13 +50,22 @@ function current(lines: readonly LogLine[], begin: 'enter' | 'lead', ends: reado
   return holder
 }
 
-async function contention(scope: Scope, b: FaultBackend): Promise<RunReport> {
+/** A server fault injected between SIGKILLs (every other tick of the run), on the server or proxy that `url` names. */
+interface ServerFaults {
+  url: string
+  /** Hurts the server (alternating kinds). */
+  fault(): Promise<void>
+  /** Faults so far. */
+  faults: number
+}
+
+async function contention(scope: Scope, b: FaultBackend, server?: ServerFaults): Promise<RunReport> {
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-locklog-'))
   scope.defer(() => rmSync(dir, { recursive: true, force: true }))
   const logPath = join(dir, 'log')
   const log = new AppendLog(logPath)
   scope.defer(() => log.close())
-  const url = withQuery(b.config.url, `timeout=${LEASE_S}`)
+  const url = withQuery(server?.url ?? b.config.url, `timeout=${LEASE_S}`)
   const withLocks = declares(b, ['locks'])
   const withLeader = declares(b, ['leaderElection', 'groups'])
   const spec = (): Parameters<typeof spawnContender>[0] => ({
@@ -80,9 +91,16 @@ async function contention(scope: Scope, b: FaultBackend): Promise<RunReport> {
   const endAt = Date.now() + SECONDS * 1000
   const respawns: Promise<void>[] = []
   let kills = 0
-  while (Date.now() < endAt) {
+  for (let tick = 0; Date.now() < endAt; tick++) {
     await sleep(1_000 + Math.random() * 1_000)
     if (Date.now() >= endAt) break
+    if (server && tick % 2 === 1) {
+      // Contenders still starting must be connected first: one that cannot connect exits.
+      await Promise.all(respawns)
+      await server.fault()
+      server.faults += 1
+      continue
+    }
     const lines = readLog(logPath)
     const pick = Math.random()
     const target = pick < 0.5 ? current(lines, 'enter', ['exit', 'lost']) : pick < 0.75 ? current(lines, 'lead', ['unlead']) : undefined
@@ -137,7 +155,65 @@ function outcome(report: CheckReport, kills: number): RunOutcome {
   }
 }
 
+/**
+ * Redis under server faults as well as SIGKILLs: a private server with every write fsynced (so
+ * that a restart keeps the locks, their waiter queues and the fencing counters, and exclusion is
+ * owed across it), behind a proxy. Odd ticks alternately SIGKILL + restart the server and cut
+ * every connection for half a second (wake-up subscribers included: releases announced meanwhile
+ * are lost). Waiters must get through by polling, never stick.
+ */
+async function redisServerFaults(scope: Scope): Promise<ServerFaults> {
+  const server = await startRedis({ fsyncEveryWrite: true })
+  scope.defer(() => server.stop())
+  const proxy = await TcpProxy.start(server.port)
+  scope.defer(() => proxy.close())
+  let next = 0
+  return {
+    url: `redis://127.0.0.1:${proxy.port}`,
+    faults: 0,
+    async fault() {
+      if (next++ % 2 === 0) {
+        await server.restart()
+      } else {
+        proxy.cut()
+        await sleep(500)
+        proxy.restore()
+      }
+    },
+  }
+}
+
 describe('fault: lock and leadership safety', { concurrency: 2 }, () => {
+  const redis = backends.find((b) => b.name === 'redis')
+  if (redis) {
+    it(
+      `redis: fault: ${CONTENDERS} processes contend on one lock for ${SECONDS} s through server restarts, cuts and SIGKILLs; no overlap; none stuck`,
+      {
+        timeout: testTimeout(SECONDS * 1000 + 180_000, RUNS),
+      },
+      async (t) => {
+        await repeat(t, {
+          writer,
+          scenario: 'lock.safety.redis-server-faults',
+          backend: 'redis',
+          runs: RUNS,
+          runTimeoutMs: SECONDS * 1000 + 180_000,
+          title: `${CONTENDERS} processes take one lock in turn for ${SECONDS} s on a private Redis (appendfsync always) behind a proxy; every 1-2 s either a `
+            + `contender is SIGKILLed or the server is hurt (all connections cut for 0.5 s, or SIGKILL + restart), so wake-up messages are lost and `
+            + `subscribers reconnect. No overlapping holds, strictly increasing fencing tokens, and the lock keeps changing hands.`,
+          measure: 'holder SIGKILLed → next holder enters',
+        }, async (scope) => {
+          const faults = await redisServerFaults(scope)
+          const r = await contention(scope, redis, faults)
+          const out = outcome(r.lock!, r.kills)
+          // Holds after the last fault show that no waiter was left stuck by a lost wake-up.
+          if (r.lock!.holds < 4 * (faults.faults + 1)) throw new Error(`only ${r.lock!.holds} holds around ${faults.faults} server faults: waiters got stuck`)
+          return { ...out, counts: { ...out.counts, 'server faults': faults.faults } }
+        })
+      },
+    )
+  }
+
   for (const b of backends) {
     it(`${b.name}: fault: ${CONTENDERS} processes contend on one lock for ${SECONDS} s with random SIGKILLs; no two holders overlap; fencing tokens increase`, {
       skip: skipFor(b, 'locks'),

@@ -172,10 +172,12 @@ export async function startPrivate(recipe: Recipe): Promise<PrivateServer> {
 
 /**
  * A private redis-server (no persistence, so a restart comes back empty). `requirePass`: the
- * password it demands (`--requirepass`; the URL then needs it).
+ * password it demands (`--requirepass`; the URL then needs it). `fsyncEveryWrite`: an append-only
+ * file fsynced on every write instead, so that a restart keeps every key (locks included).
  */
-export function startRedis(options: { requirePass?: string } = {}): Promise<PrivateServer> {
+export function startRedis(options: { requirePass?: string; fsyncEveryWrite?: boolean } = {}): Promise<PrivateServer> {
   const auth = options.requirePass === undefined ? [] : ['--requirepass', options.requirePass]
+  const persistence = options.fsyncEveryWrite ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']
   return startPrivate({
     // Ready when it answers at all: PONG, or NOAUTH when it wants a password first.
     kind: 'redis',
@@ -185,7 +187,7 @@ export function startRedis(options: { requirePass?: string } = {}): Promise<Priv
     readyMs: 10_000,
     command: (port, dir) => ({
       cmd: 'redis-server',
-      args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...auth],
+      args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir, ...auth],
     }),
   })
 }

@@ -9,6 +9,12 @@
  * | `<ns>_beats:<member>`             | STRING | `Not dead!`, PX membership_timeout                  |
  * | lock key (style-dependent, below) | STRING | holder's token, PX lock_timeout                     |
  * | `<lock key>:fence`                | STRING | INCR counter, rollcall only (fencing tokens)        |
+ * | `<lock key>:queue`                | ZSET   | waiting tokens by arrival, rollcall only            |
+ * | `<lock key>:waiter:<token>`       | STRING | `1`, PX 1 s: a queued waiter is alive, rollcall only |
+ * | `<lock key>:turn`                 | HASH   | `t` = token, `n` = acquisitions; PX 100 ms, rollcall |
+ *
+ * Pub/sub channel `<lock key>:wake` (rollcall only): a release names the head waiter's token
+ * there (redis-lock.ts).
  *
  * Lock keys changed in tooz 9.0.0 (commit bc1207d), silently: tooz ≤ 8 builds them with
  * `"%s_%s_lock" % (namespace_bytes, name)` on Python 3, so the *repr* of bytes leaks into the key.

@@ -8,12 +8,39 @@
  * and its value is the fencing token; the token carries the member id, so getLeader() can name a
  * rollcall leader. A failed acquire answers the holder's PTTL in the same round trip, so that a
  * candidate can retry the moment the holder's lease lapses (nextChanceInMs).
+ *
+ * Wake-ups and fair hand-over (rollcall only; tooz's key, value and commands are unchanged):
+ * - a waiter (an acquire that waits, from its second attempt on) queues its token in `<key>:queue`,
+ *   kept alive by a `<key>:waiter:<token>` key it renews on every attempt (WAITER_LEASE_MS), and
+ *   listens on the channel `<key>:wake` (redis-wakeups.ts);
+ * - a holder has a turn (`<key>:turn`): up to TURN_SIZE acquisitions within TURN_MS, during which
+ *   it may free and re-take the key even when waiters are queued, so a holder looping on the lock
+ *   does not pay a hand-over per acquisition;
+ * - a free key is taken by a rollcall client only when nobody is queued, or it is the head waiter,
+ *   or its turn is on. A release that ends a turn while waiters are queued PUBLISHes the head's
+ *   token; the head then takes the key with its usual SET NX, and its turn starts. The releaser,
+ *   asking again, is refused and queues behind the others.
+ *
+ * Why exclusion cannot break: the lock is still only the key. The queue and the turn are read
+ * inside the same Lua scripts as SET NX and compare-and-delete, and only ever make a rollcall
+ * client decline a key it could have taken; nothing but SET NX (or the holder's own PEXPIRE)
+ * writes the key. A Python tooz process ignores them and takes a free key as before (it may jump
+ * the queue; it cannot overlap a holder). A dead head waiter holds the queue for at most
+ * WAITER_LEASE_MS (its liveness key lapses); a lost PUBLISH costs the head one poll interval.
  */
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { DriverLock } from '../../driver.js'
 import { lockToken } from './redis-keys.js'
 import type { ScriptArg, ScriptName, ScriptReply } from './redis-scripts.js'
+import type { RedisWakeups } from './redis-wakeups.js'
+
+/** How long a queued waiter stays queued without another attempt (lock.ts polls at least every 375 ms). */
+const WAITER_LEASE_MS = 1_000
+/** A holder's turn: how long it may re-take the lock ahead of queued waiters... */
+const TURN_MS = 100
+/** ...and how many acquisitions at most. */
+const TURN_SIZE = 32
 
 /** What a lock needs from its driver. */
 export interface RedisLockHost {
@@ -24,6 +51,8 @@ export interface RedisLockHost {
   readonly memberId: string
   /** Told when this lock is taken (true) or given up (false), so the driver can re-check it after a reconnect. */
   held(lock: RedisLock, isHeld: boolean): void
+  /** The coordinator's subscriber connection; undefined once stopped. */
+  readonly wakeups: RedisWakeups | undefined
 }
 
 /** A named lock on one key. */
@@ -32,8 +61,15 @@ export class RedisLock implements DriverLock {
   fencingToken: bigint | undefined
   /** The lock's key, as tooz names it in the configured style. */
   readonly key: string
-  readonly #fenceKey: string
+  /** KEYS of the lock scripts: the lock, its fencing counter, queue and turn. */
+  readonly #keys: readonly string[]
+  readonly #waiterPrefix: string
+  readonly #channel: string
   readonly #token: string
+  /** In a wait (waitForRelease() called since the last acquisition or endWait()): failed attempts queue. */
+  #waiting = false
+  /** The last failed attempt queued this lock's token. */
+  #queued = false
   readonly #host: RedisLockHost
   /** When (performance.now() ms) the holder seen by the last failed acquire lapses; undefined: unknown. */
   #holderLapsesAt: number | undefined
@@ -41,18 +77,24 @@ export class RedisLock implements DriverLock {
   constructor(host: RedisLockHost, key: string, fenceKey: string) {
     this.#host = host
     this.key = key
-    this.#fenceKey = fenceKey
+    this.#keys = [key, fenceKey, `${key}:queue`, `${key}:turn`]
+    this.#waiterPrefix = `${key}:waiter:`
+    this.#channel = `${key}:wake`
     // One token per lock object: a retry by the same object after an unclear outcome (a lost
     // reply) finds its own token and takes the lock again instead of waiting for it to expire.
     this.#token = lockToken(randomBytes(16).toString('hex'), host.memberId)
   }
 
   async tryAcquire(): Promise<boolean> {
-    const fence = await this.#host.run('rollcallLockAcquire', [this.key, this.#fenceKey], [this.#token, this.#host.lockTimeoutMs])
+    const queueMs = this.#waiting ? WAITER_LEASE_MS : 0
+    const fence = await this.#host.run('rollcallLockAcquire', this.#keys, this.#args(queueMs))
     if (typeof fence !== 'number' || fence <= 0) {
       this.#holderLapsesAt = typeof fence === 'number' && fence < 0 ? performance.now() + (-1 - fence) : undefined
+      this.#queued ||= queueMs > 0
       return false
     }
+    this.#waiting = false
+    this.#queued = false
     this.fencingToken = BigInt(fence)
     this.#host.held(this, true)
     return true
@@ -61,7 +103,38 @@ export class RedisLock implements DriverLock {
   async release(): Promise<boolean> {
     this.fencingToken = undefined
     this.#host.held(this, false)
-    return (await this.#host.run('rollcallLockRelease', [this.key], [this.#token])) === 1
+    return (await this.#host.run('rollcallLockRelease', this.#keys, this.#args(0))) === 1
+  }
+
+  /** Until a release names this waiter (or the holder's lease or turn ends), at most `timeoutMs`, or until `signal` aborts. */
+  async waitForRelease(signal: AbortSignal, timeoutMs: number): Promise<void> {
+    this.#waiting = true
+    if (signal.aborted) return
+    const chanceMs = this.#holderLapsesAt === undefined ? timeoutMs : Math.max(0, this.#holderLapsesAt - performance.now()) + 1
+    await new Promise<void>((resolve) => {
+      let unlisten = (): void => {}
+      const done = (): void => {
+        clearTimeout(timer)
+        signal.removeEventListener('abort', done)
+        unlisten()
+        resolve()
+      }
+      const timer = setTimeout(done, Math.min(timeoutMs, chanceMs))
+      signal.addEventListener('abort', done, { once: true })
+      unlisten = this.#host.wakeups?.listen(this.#channel, this.#token, done) ?? unlisten
+    })
+  }
+
+  /** The wait is over without the lock: leave the queue, and wake the next waiter if the key is free. */
+  async endWait(): Promise<void> {
+    const queued = this.#queued
+    this.#waiting = false
+    this.#queued = false
+    if (queued) await this.#host.run('rollcallLockWithdraw', this.#keys, this.#args(0))
+  }
+
+  #args(queueMs: number): ScriptArg[] {
+    return [this.#token, this.#host.lockTimeoutMs, this.#waiterPrefix, queueMs, TURN_MS, TURN_SIZE, this.#channel]
   }
 
   async refresh(): Promise<boolean> {

@@ -51,6 +51,42 @@ local function live(group, beats, self, fields)
   return alive, selfDead, soonest
 end`
 
+/**
+ * The waiter queue and the turn of a lock, once for every lock script (redis-lock.ts explains
+ * both). KEYS[3] is the queue (a ZSET of waiting tokens scored by arrival), ARGV[3] the prefix of
+ * the waiters' liveness keys, KEYS[4] the turn (a HASH: t = the token whose turn it is, n = its
+ * acquisitions so far; it expires at the turn's end), ARGV[6] the turn size. Only rollcall reads
+ * them. head() drops dead waiters off the front and names the first live one; join() queues a
+ * waiter (once; later calls keep it alive); leave() unqueues it; myTurn() says whether a token's
+ * turn is still on.
+ */
+const QUEUE = `
+local queue, waiters, turn = KEYS[3], ARGV[3], KEYS[4]
+local function head()
+  while true do
+    local first = redis.call('zrange', queue, 0, 0)[1]
+    if not first then return nil end
+    if redis.call('exists', waiters .. first) == 1 then return first end
+    redis.call('zrem', queue, first)
+  end
+end
+local function join(token, waitMs)
+  if not redis.call('zscore', queue, token) then
+    local last = redis.call('zrange', queue, -1, -1, 'withscores')
+    redis.call('zadd', queue, (tonumber(last[2]) or 0) + 1, token)
+  end
+  redis.call('set', waiters .. token, '1', 'PX', waitMs)
+  redis.call('pexpire', queue, waitMs)
+end
+local function leave(token)
+  redis.call('zrem', queue, token)
+  redis.call('del', waiters .. token)
+end
+local function myTurn(token)
+  local t = redis.call('hmget', turn, 't', 'n')
+  return t[1] == token and (tonumber(t[2]) or 0) < tonumber(ARGV[6])
+end`
+
 /** Every script by name. KEYS and ARGV are documented at the top of each. */
 export const SCRIPTS = {
   /** KEYS: group, groups set. ARGV: group id. → 1 created, 0 exists. */
@@ -145,27 +181,75 @@ end
 return lost`,
 
   /**
-   * KEYS: lock, fencing counter. ARGV: token, lock timeout (ms).
-   * → the new fencing token (≥ 1) when taken (or already held with this token); when busy, −1 − the
-   * holder's PTTL (its lease lapses that many ms from now unless refreshed), or 0 when it has none.
-   * SET NX PX is exactly what tooz (redis-py's Lock) writes, so Python holders exclude us.
+   * KEYS: lock, fencing counter, waiter queue, turn. ARGV: token, lock timeout (ms), waiter key
+   * prefix, queue for (ms; 0: a try that does not queue), turn length (ms), turn size (acquisitions).
+   * → the new fencing token (≥ 1) when taken (or already held with this token); when not taken,
+   * −1 − the ms until the next chance (the holder's PTTL; for the head waiter, at most the end of
+   * the holder's turn; for a free key kept for the head waiter, the end of that waiter's lease), or
+   * 0 when unknown. SET NX PX is exactly what tooz (redis-py's Lock) writes, so Python holders
+   * exclude us; the queue and the turn only make rollcall decline a free key (redis-lock.ts).
    */
-  rollcallLockAcquire: `
-if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return redis.call('incr', KEYS[2])
+  rollcallLockAcquire: `${QUEUE}
+local lock, fence, token, ttl, queueMs = KEYS[1], KEYS[2], ARGV[1], ARGV[2], tonumber(ARGV[4])
+local function taken()
+  leave(token)
+  if myTurn(token) then
+    redis.call('hincrby', turn, 'n', 1)
+  else
+    redis.call('del', turn)
+    redis.call('hmset', turn, 't', token, 'n', 1)
+    redis.call('pexpire', turn, ARGV[5])
+  end
+  return redis.call('incr', fence)
 end
-if redis.call('get', KEYS[1]) == ARGV[1] then
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  return redis.call('incr', KEYS[2])
+local holder = redis.call('get', lock)
+if holder == token then
+  redis.call('pexpire', lock, ttl)
+  return taken()
 end
-local ttl = redis.call('pttl', KEYS[1])
-if ttl >= 0 then return -1 - ttl end
+local first = head()
+if not holder then
+  if not first or first == token or myTurn(token) then
+    redis.call('set', lock, token, 'PX', ttl)
+    return taken()
+  end
+  if queueMs > 0 then join(token, queueMs) end
+  return -1 - math.max(0, redis.call('pttl', waiters .. first))
+end
+if queueMs > 0 then
+  join(token, queueMs)
+  first = first or token
+end
+local left = redis.call('pttl', lock)
+if first == token and redis.call('hget', turn, 't') ~= token then
+  local turnLeft = redis.call('pttl', turn)
+  if turnLeft >= 0 and (left < 0 or turnLeft < left) then left = turnLeft end
+end
+if left >= 0 then return -1 - left end
 return 0`,
 
-  /** KEYS: lock. ARGV: token. → 1 released, 0 not ours (redis-py's compare-and-delete). */
-  rollcallLockRelease: `
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
-return 0`,
+  /**
+   * KEYS and ARGV as rollcallLockAcquire, plus ARGV[7]: the lock's wake channel.
+   * → 1 released, 0 not ours (redis-py's compare-and-delete). When the holder's turn is over and
+   * a rollcall waiter is queued, PUBLISHes the head waiter's token on the lock's wake channel.
+   */
+  rollcallLockRelease: `${QUEUE}
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('del', KEYS[1])
+local first = head()
+if first and not myTurn(ARGV[1]) then redis.call('publish', ARGV[7], first) end
+return 1`,
+
+  /**
+   * A waiter gives up. KEYS and ARGV as rollcallLockRelease. Leaves the queue; when the lock is free, wakes the new head waiter. → 1.
+   */
+  rollcallLockWithdraw: `${QUEUE}
+leave(ARGV[1])
+if redis.call('exists', KEYS[1]) == 0 then
+  local first = head()
+  if first then redis.call('publish', ARGV[7], first) end
+end
+return 1`,
 
   /** KEYS: lock. ARGV: token, lock timeout (ms). → 1 extended, 0 not ours (redis-py's reacquire). */
   rollcallLockRefresh: `

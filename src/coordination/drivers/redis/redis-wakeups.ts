@@ -1,0 +1,89 @@
+/**
+ * Lock wake-ups over Redis pub/sub: one subscriber connection per coordinator, opened on the
+ * first contended wait, shared by every lock of that coordinator. A release that ends a holder's
+ * turn while rollcall waiters are queued PUBLISHes the head waiter's token on the lock's channel
+ * (redis-scripts.ts rollcallLockRelease); that waiter tries again at once, everyone else ignores it.
+ *
+ * Nothing depends on a message arriving: waiters keep their fallback poll (lock.ts), so a lost
+ * message, a SUBSCRIBE not yet confirmed, a killed subscriber connection or a server restart costs
+ * a poll interval, never a stuck waiter. Channels are not keys: tooz's key layout is untouched.
+ */
+import type { Redis } from 'ioredis'
+
+/** How long an unused channel stays subscribed (a lock contended in a loop keeps its channel). */
+const LINGER_MS = 30_000
+
+interface Channel {
+  /** Waiting lock objects, by token. */
+  readonly wakes: Map<string, () => void>
+  linger: NodeJS.Timeout | undefined
+}
+
+/** The subscriber connection and who waits on what. */
+export class RedisWakeups {
+  readonly #open: () => Redis
+  readonly #channels = new Map<string, Channel>()
+  #sub: Redis | undefined
+  #stopped = false
+
+  /** `open` makes the subscriber connection (a duplicate of the driver's, not yet connected). */
+  constructor(open: () => Redis) {
+    this.#open = open
+  }
+
+  /**
+   * Calls `wake` when a release on `channel` names `token`, until the returned function is called.
+   * Subscribes the channel if needed, without waiting for it: a message before the SUBSCRIBE is
+   * confirmed is lost, and the waiter's poll covers that.
+   */
+  listen(channel: string, token: string, wake: () => void): () => void {
+    if (this.#stopped) return () => {}
+    let c = this.#channels.get(channel)
+    if (!c) {
+      c = { wakes: new Map(), linger: undefined }
+      this.#channels.set(channel, c)
+      this.#client().subscribe(channel).catch(() => this.#forget(channel))
+    }
+    const entry = c
+    clearTimeout(entry.linger)
+    entry.linger = undefined
+    entry.wakes.set(token, wake)
+    return () => {
+      if (entry.wakes.get(token) !== wake) return
+      entry.wakes.delete(token)
+      if (entry.wakes.size > 0 || this.#stopped) return
+      entry.linger = setTimeout(() => {
+        if (entry.wakes.size > 0 || this.#channels.get(channel) !== entry) return
+        this.#forget(channel)
+        this.#sub?.unsubscribe(channel).catch(() => {})
+      }, LINGER_MS)
+      entry.linger.unref()
+    }
+  }
+
+  /** Closes the subscriber connection; waiters go on polling. */
+  stop(): void {
+    this.#stopped = true
+    for (const c of this.#channels.values()) clearTimeout(c.linger)
+    this.#channels.clear()
+    this.#sub?.disconnect()
+    this.#sub = undefined
+  }
+
+  /** A channel whose SUBSCRIBE failed (or that lingered unused) is subscribed again by its next waiter. */
+  #forget(channel: string): void {
+    const c = this.#channels.get(channel)
+    if (!c) return
+    clearTimeout(c.linger)
+    this.#channels.delete(channel)
+  }
+
+  #client(): Redis {
+    if (this.#sub) return this.#sub
+    const sub = this.#open()
+    sub.on('error', () => {})
+    sub.on('message', (channel: string, token: string) => this.#channels.get(channel)?.wakes.get(token)?.())
+    this.#sub = sub
+    return sub
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * Redis lock wake-ups and fair hand-over (src/coordination/drivers/redis/redis-lock.ts): a release
+ * that ends the holder's turn PUBLISHes the head waiter's token on `<key>:wake`; a holder looping
+ * on the lock cannot starve a waiter; a waiter that gives up leaves the queue; a dead subscriber
+ * connection degrades to polling. Keys and channels are read with a raw client.
+ */
+import assert from 'node:assert/strict'
+import { describe, it, type TestContext } from 'node:test'
+import { Redis } from 'ioredis'
+import { connect, type Coordinator } from '../../src/index.js'
+import { serverUrl } from '../support/backends.js'
+import { rid, waitFor } from '../support/wait.js'
+
+const URL = serverUrl('redis')
+const { port: PORT } = new globalThis.URL(URL.replace(/^redis:/, 'http:'))
+
+async function open(t: TestContext, memberId = rid('m')): Promise<Coordinator> {
+  const c = await connect(`${URL}?timeout=10`, { memberId, autoWatch: false })
+  t.after(() => c.stop())
+  return c
+}
+
+function raw(t: TestContext): Redis {
+  const r = new Redis({ port: Number(PORT), host: '127.0.0.1' })
+  t.after(() => r.disconnect())
+  return r
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
+  it('redis: locks: a release after the turn PUBLISHes the queued waiter on <key>:wake, and that waiter takes the lock', async (t) => {
+    const [a, b] = [await open(t), await open(t, rid('waiter'))]
+    const name = rid('lock')
+    const key = `_tooz_${name}_lock`
+    const admin = raw(t)
+    const sub = raw(t)
+    const heard: string[] = []
+    sub.on('message', (_channel: string, message: string) => heard.push(message))
+    await sub.subscribe(`${key}:wake`)
+    const holder = a.getLock(name)
+    assert.equal(await holder.acquire(), true)
+    const waiter = b.getLock(name)
+    const waiting = waiter.acquire({ timeoutMs: 10_000 })
+    // Queued from its second attempt on (about 20 ms); the holder's 100 ms turn then ends.
+    await waitFor('the waiter queued', async () => (await admin.zcard(`${key}:queue`)) === 1, 5_000)
+    await sleep(150)
+    assert.equal(await holder.release(), true)
+    assert.equal(await waiting, true)
+    // The raw subscriber's copy may be read after the waiter's own (another socket).
+    await waitFor('the wake message', () => heard.length > 0, 2_000)
+    assert.equal(heard.length, 1)
+    assert.ok(heard[0]!.endsWith(b.memberId), `the message names the waiter's token, not ${heard[0]}`)
+    assert.equal(await admin.zcard(`${key}:queue`), 0, 'the new holder left the queue')
+    await waiter.release()
+  })
+
+  it('redis: locks: a holder looping acquire → release cannot starve a waiter', async (t) => {
+    const [a, b] = [await open(t), await open(t)]
+    const name = rid('lock')
+    const looper = a.getLock(name)
+    const waiter = b.getLock(name)
+    assert.equal(await looper.acquire(), true)
+    let stop = false
+    let loops = 0
+    const looping = (async () => {
+      await looper.release()
+      while (!stop) {
+        if (!(await looper.acquire({ timeoutMs: 10_000 }))) continue
+        loops += 1
+        await looper.release()
+      }
+    })()
+    await sleep(200)
+    const t0 = performance.now()
+    const got = await waiter.acquire({ timeoutMs: 8_000 })
+    const waitedMs = performance.now() - t0
+    try {
+      assert.equal(got, true, `the waiter starved behind ${loops} loops`)
+    } finally {
+      stop = true
+      await waiter.release()
+      await looping
+    }
+    t.diagnostic(`waiter got the lock after ${waitedMs.toFixed(0)} ms and ${loops} loops of the holder`)
+  })
+
+  it('redis: locks: a releaser whose turn is over does not take the free lock back ahead of a queued waiter', async (t) => {
+    const [a, b] = [await open(t), await open(t)]
+    const name = rid('lock')
+    const key = `_tooz_${name}_lock`
+    const admin = raw(t)
+    const holder = a.getLock(name)
+    assert.equal(await holder.acquire(), true)
+    const waiter = b.getLock(name)
+    const waiting = waiter.acquire({ timeoutMs: 10_000 })
+    await waitFor('the waiter queued', async () => (await admin.zcard(`${key}:queue`)) === 1, 5_000)
+    await sleep(150) // the holder's turn (100 ms) is over
+    assert.equal(await holder.release(), true)
+    assert.equal(await holder.acquire({ blocking: false }), false, 'the releaser re-took the lock ahead of the waiter')
+    assert.equal(await waiting, true)
+    await waiter.release()
+  })
+
+  it('redis: locks: a waiter that times out leaves the queue, so a free lock is taken at once by anyone', async (t) => {
+    const [a, b, c] = [await open(t), await open(t), await open(t)]
+    const name = rid('lock')
+    const key = `_tooz_${name}_lock`
+    const admin = raw(t)
+    const holder = a.getLock(name)
+    assert.equal(await holder.acquire(), true)
+    assert.equal(await b.getLock(name).acquire({ timeoutMs: 300 }), false)
+    await waitFor('the waiter gone from the queue', async () => (await admin.zcard(`${key}:queue`)) === 0, 2_000)
+    assert.equal(await holder.release(), true)
+    const other = c.getLock(name)
+    assert.equal(await other.acquire({ blocking: false }), true)
+    await other.release()
+  })
+
+  it('redis: locks: with the wake-up subscriber connection killed, a waiter still gets the lock by polling', async (t) => {
+    const [a, b] = [await open(t), await open(t, rid('deaf'))]
+    const name = rid('lock')
+    const key = `_tooz_${name}_lock`
+    const admin = raw(t)
+    const holder = a.getLock(name)
+    assert.equal(await holder.acquire(), true)
+    const waiter = b.getLock(name)
+    const waiting = waiter.acquire({ timeoutMs: 10_000 })
+    await waitFor('the waiter queued', async () => (await admin.zcard(`${key}:queue`)) === 1, 5_000)
+    // Kill the waiter's subscriber (found by its connection name) and stop it from coming back.
+    const subName = `rollcall:${b.memberId}:sub`
+    // Opened by the waiter's first wait; under load its CLIENT SETNAME may not have run yet.
+    const sub = await waitFor(`a subscriber connection named ${subName}`, async () => {
+      const subs = String(await admin.call('client', 'list')).split('\n').filter((l) => l.includes(` name=${subName} `))
+      return subs.length === 1 ? subs[0] : undefined
+    }, 5_000)
+    const id = /\bid=(\d+)/.exec(sub)![1]!
+    await admin.call('client', 'kill', 'id', id)
+    await sleep(150)
+    assert.equal(await holder.release(), true)
+    assert.equal(await waiting, true)
+    await waiter.release()
+  })
+})
