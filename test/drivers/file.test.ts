@@ -508,6 +508,73 @@ await c.stop();`
     assert.match(out, /acquired true/)
   })
 
+  it('file: locks: six pending waits (more than the 4 pool threads) stall no fs call of their process, and each is served on release', async (t) => {
+    const url = `file://${tempDir(t)}`
+    const a = await open(t, url)
+    const b = await open(t, url)
+    // More waits than libuv's 4 pool threads: a wait blocked on the pool would stall every fs call of the process.
+    const names = Array.from({ length: 6 }, () => rid('l'))
+    const held = names.map((name) => a.getLock(name))
+    for (const lock of held) assert.equal(await lock.acquire(), true)
+    const waits = names.map((name) => {
+      const lock = b.getLock(name)
+      return lock.acquire({ timeoutMs: TIMING.eventMs }).then((got) => ({ got, lock }))
+    })
+    await new Promise((r) => setTimeout(r, 300))
+    const read = fs.promises.readFile(new URL(import.meta.url)).then(() => 'read')
+    const stalled = new Promise((r) => setTimeout(r, TIMING.eventMs, 'stalled'))
+    assert.equal(await Promise.race([read, stalled]), 'read', 'an fs call waited behind the lock waits')
+    for (const lock of held) await lock.release()
+    for (const { got, lock } of await Promise.all(waits)) {
+      assert.equal(got, true)
+      await lock.release()
+    }
+  })
+
+  it('file: locks: a wait given up (timeout, abort) leaves nothing stuck: the next wait is served and the lock frees', async (t) => {
+    const url = `file://${tempDir(t)}`
+    const a = await open(t, url)
+    const b = await open(t, url)
+    const name = rid('l')
+    const holder = a.getLock(name)
+    await holder.acquire()
+    const waiter = b.getLock(name)
+    // A wait blocked in the kernel (F_OFD_SETLKW) cannot be cancelled: whatever a given-up wait leaves must not hold the lock.
+    assert.equal(await waiter.acquire({ timeoutMs: 400 }), false)
+    const controller = new AbortController()
+    setTimeout(() => controller.abort(new Error('gave up')), 400)
+    await assert.rejects(waiter.acquire({ signal: controller.signal }), /gave up/)
+    const served = waiter.acquire({ timeoutMs: TIMING.eventMs })
+    setTimeout(() => void holder.release(), 100)
+    assert.equal(await served, true)
+    assert.equal(await holder.acquire({ blocking: false }), false, 'the waiter holds it')
+    await waiter.release()
+    await waitFor('the lock to be free again', () => holder.acquire({ blocking: false }), TIMING.eventMs)
+    await holder.release()
+  })
+
+  it('file: locks: a process whose wait timed out exits once it is done, while another process still holds the lock', async (t) => {
+    const url = `file://${tempDir(t)}`
+    const c = await open(t, url)
+    const name = rid('l')
+    const held = c.getLock(name)
+    await held.acquire()
+    // A wait blocked in the kernel (F_OFD_SETLKW) cannot be cancelled: if one is left, it must not keep the process alive.
+    const script = `const { connect } = await import(${JSON.stringify(new URL('../../src/index.ts', import.meta.url).href)});
+const c = await connect(${JSON.stringify(url)}, { memberId: 'waiter', heartbeat: false, autoWatch: false });
+console.log('acquired', await c.getLock(${JSON.stringify(name)}).acquire({ timeoutMs: 500 }));
+await c.stop();`
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    t.after(() => void (child.exitCode === null && child.kill('SIGKILL')))
+    let out = ''
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()))
+    const [code] = await Promise.race([once(child, 'exit'), new Promise<[string]>((r) => setTimeout(r, 20_000, ['still running']))])
+    assert.equal(code, 0, out)
+    assert.match(out, /acquired false/)
+    assert.equal(held.acquired, true)
+    await held.release()
+  })
+
   it('file: url: relative or host-bearing URLs are refused with InvalidUrlError, before anything is created', async (t) => {
     const dir = tempDir(t)
     await assert.rejects(connect('file://relative/dir'), (e: Error) => e instanceof InvalidUrlError && /three slashes/.test(e.message))
