@@ -419,19 +419,25 @@ describe('ZooKeeper client against a server without persistent watches (before 3
     })
   })
 
-  it('the connection dropped during addWatch: false this time, not remembered', async () => {
+  it('the connection dropped during addWatch: CONNECTION_LOSS once (retry); dropped twice in a row: false, remembered', async () => {
     let addWatches = 0
     const script: Script = {
       request(c, xid, type) {
         if (type !== OP.addWatch) return
-        if (++addWatches === 1) c.sock.destroy()
-        else c.sock.write(reply(xid, 0, (w) => w.int(0)))
+        addWatches += 1
+        if (addWatches === 2) c.sock.write(reply(xid, 0, (w) => w.int(0)))
+        else c.sock.destroy()
       },
     }
     await withFake(script, async (c) => {
-      assert.equal(await c.addWatch('/g', 'PERSISTENT', () => {}), false)
-      assert.equal(await c.addWatch('/g', 'PERSISTENT', () => {}), true)
-      assert.equal(addWatches, 2)
+      const lost = await rejection(c.addWatch('/g', 'PERSISTENT', () => {}), 3_000)
+      assert.equal((lost as ZkError).code, ZK_CODES.CONNECTION_LOSS)
+      assert.equal(await c.addWatch('/g', 'PERSISTENT', () => {}), true, 'set on the next connection')
+      // A success resets the count: two more drops in a row are needed to give up.
+      await rejection(c.addWatch('/h', 'PERSISTENT', () => {}), 3_000)
+      assert.equal(await c.addWatch('/h', 'PERSISTENT', () => {}), false)
+      assert.equal(await c.addWatch('/i', 'PERSISTENT', () => {}), false)
+      assert.equal(addWatches, 4, 'not asked again once given up')
     })
   })
 })

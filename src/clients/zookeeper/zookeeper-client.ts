@@ -232,7 +232,7 @@ export class ZkConnection {
     })
   }
 
-  /** Sets a persistent watch until removeWatch() or the session's end; false, none set, without server support (zookeeper-persistent.ts). */
+  /** Sets a persistent watch until removeWatch() or the session's end; false, none set, on a server without them (zookeeper-persistent.ts). */
   addWatch(path: string, mode: ZkWatchMode, watcher: ZkWatcher): Promise<boolean> {
     return addPersistentWatch(this.#session(), this.#options.opTimeoutMs, path, mode, watcher)
   }

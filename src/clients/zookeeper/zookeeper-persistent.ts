@@ -8,8 +8,12 @@
  *   session remembers it and addWatch resolves false at once from then on. After UNIMPLEMENTED the
  *   server closes the connection (UnimplementedRequestProcessor): the client drops it at once, so
  *   that the requests that follow wait for the next connection instead of being lost with it (one
- *   reconnect per session on such a server). A connection lost during the request also resolves
- *   false, not remembered (as multiRead's fallback): the caller uses one-shot watches this time.
+ *   reconnect per session on such a server). A connection lost during the request rejects with
+ *   CONNECTION_LOSS (the caller sets the watch again once connected), except that a second loss in
+ *   a row counts as a server that drops the connection on an OpCode it does not know: false from
+ *   then on. Falling back for one call only would mix watch kinds on one path, which ZooKeeper
+ *   before 3.9 does not keep apart (ZOOKEEPER-4466: a one-shot child watch turns the connection's
+ *   persistent watch on the path into a one-shot one).
  * - The server reports no change a persistent watch missed while the connection was down
  *   (setWatches2 re-adds it as it is): its owner re-reads after a reconnect.
  * - Removal uses WatcherType Any, the only type ZooKeeper 3.6 to 3.8 remove a persistent watch
@@ -28,7 +32,8 @@ const ALL_KINDS: readonly WatchKind[] = ['data', 'exist', 'child', 'persistent',
 
 /**
  * Sets a persistent watch of `mode` on `path` (which need not exist); resolves true once it is
- * set, false when the server has no persistent watches or the connection dropped meanwhile.
+ * set, false when the server has no persistent watches; rejects with CONNECTION_LOSS (retry) or
+ * the server's error.
  */
 export async function addPersistentWatch(s: ZkSession, timeoutMs: number, path: string, mode: ZkWatchMode, watcher: ZkWatcher): Promise<boolean> {
   if (!s.persistentWatches) return false
@@ -40,14 +45,13 @@ export async function addPersistentWatch(s: ZkSession, timeoutMs: number, path: 
       s.persistentWatches = false
       s.disconnect(new ConnectionError(`ZooKeeper at ${s.hostList()} has no persistent watches (before 3.6) and closes the connection after saying so`))
     })
+    s.addWatchDrops = 0
     return true
   } catch (err) {
     const code = zkCode(err)
-    if (code === ZK_CODES.UNIMPLEMENTED || code === ZK_CODES.MARSHALLING_ERROR) {
-      s.persistentWatches = false
-      return false
-    }
-    if (code === ZK_CODES.CONNECTION_LOSS) return false
+    if (code === ZK_CODES.CONNECTION_LOSS && ++s.addWatchDrops >= 2) s.persistentWatches = false
+    if (code === ZK_CODES.UNIMPLEMENTED || code === ZK_CODES.MARSHALLING_ERROR) s.persistentWatches = false
+    if (!s.persistentWatches) return false
     throw err
   }
 }

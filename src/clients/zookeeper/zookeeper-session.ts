@@ -72,6 +72,8 @@ export class ZkSession {
   multiRead = true
   /** Likewise for addWatch (persistent watches): false once a server said it does not know it. */
   persistentWatches = true
+  /** addWatch requests in a row whose connection was lost before the answer. */
+  addWatchDrops = 0
   readonly #options: ZkSessionOptions
   readonly #onEvent: (session: ZkSession, event: ZkSessionEvent) => void
   readonly #servers: { host: string; port: number }[]
