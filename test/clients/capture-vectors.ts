@@ -190,6 +190,17 @@ async function captureOurs(): Promise<Frame[]> {
   s.check(performance.now())
   await back
   await run({ op: 'exists', path: base, watch: false })
+  await at('addWatch')
+  await run({ op: 'addWatch', path: base, mode: 'PERSISTENT' }, () => s.watch('persistent', base, () => {}))
+  await run({ op: 'addWatch', path: `${base}/tree`, mode: 'PERSISTENT_RECURSIVE' }, () => s.watch('recursive', `${base}/tree`, () => {}))
+  await at('dropPersistent')
+  const back2 = new Promise<void>((resolve) => (connected.resolve = resolve))
+  dropAll()
+  s.check(performance.now())
+  await back2
+  await run({ op: 'exists', path: base, watch: false })
+  await at('removeWatches')
+  await run({ op: 'removeWatches', path: base, type: 3 })
   await at('closeSession')
   await s.close(T)
   s.abandon(new Error('done'))
@@ -225,9 +236,10 @@ const header = `/**
  * in OURS, each through a recording proxy. Each step lists its frames in wire order, length
  * prefix included: 'request' is what the client sent, 'reply' what the server sent.
  *
- * Kazoo 2.8 has no multiRead and restores no watches on reconnect (no setWatches): those are in
- * OURS only. Per run and per side, these vary: xid, session id and password, zxid, ctime/mtime,
- * sequence numbers; the paths differ between KAZOO and OURS.
+ * Kazoo 2.8 has no multiRead, no persistent watches (addWatch, removeWatches, setWatches2) and
+ * restores no watches on reconnect (no setWatches): those are in OURS only. Per run and per
+ * side, these vary: xid, session id and password, zxid, ctime/mtime, sequence numbers; the paths
+ * differ between KAZOO and OURS.
  */
 
 /** Who sent a frame. */

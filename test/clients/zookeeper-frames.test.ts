@@ -18,6 +18,7 @@ import {
   encodeBare,
   encodeConnect,
   encodeSetWatches,
+  encodeSetWatches2,
   EVENT,
   FrameSplitter,
   OP,
@@ -25,7 +26,7 @@ import {
   readStat,
   XID,
 } from '../../src/clients/zookeeper/zookeeper-frames.js'
-import { decodeResponse, encodeRequest, type ZkCreateMode, type ZkRequest } from '../../src/clients/zookeeper/zookeeper-ops.js'
+import { decodeResponse, encodeRequest, WATCHER_TYPE_ANY, type ZkCreateMode, type ZkRequest } from '../../src/clients/zookeeper/zookeeper-ops.js'
 import { type Dir, KAZOO, OURS } from './zookeeper-vectors.js'
 
 const K_BASE = '/rollcall-zkvectors-kazoo'
@@ -295,13 +296,46 @@ describe('ZooKeeper frames: transactions and multiRead', () => {
     assert.equal(b.error.code, ZK_CODES.NO_NODE)
     assert.deepEqual(c.children.sort(), ['c2', 'eph', 'seq-0000000001'])
   })
+
+  it('addWatch (OpCode 106, ours; kazoo 2.8 has none): path and mode (PERSISTENT 0, PERSISTENT_RECURSIVE 1); an ErrorResponse of 0', () => {
+    const reqs: ZkRequest[] = [{ op: 'addWatch', path: O_BASE, mode: 'PERSISTENT' }, { op: 'addWatch', path: `${O_BASE}/tree`, mode: 'PERSISTENT_RECURSIVE' }]
+    reqs.forEach((req, i) => {
+      const sent = frame(OURS, 'addWatch', 'request', i)
+      assert.equal(sent.readInt32BE(8), OP.addWatch)
+      assert.equal(sent.readInt32BE(sent.length - 4), i, 'the mode is the last int')
+      assert.equal(encodeRequest(xidOf(sent), req).toString('hex'), sent.toString('hex'))
+      const r = replyOf(OURS, 'addWatch', req, i)
+      assert.deepEqual([r.err, r.value], [0, undefined])
+    })
+  })
+
+  it('setWatches2 (OpCode 105, xid -8, ours) restores the one-shot watches and then the persistent and recursive ones', () => {
+    const sw = OURS.dropPersistent!.map(([, h]) => Buffer.from(h, 'hex')).filter((f) => f.readInt32BE(4) === XID.setWatches)
+    assert.equal(sw.length, 2, 'one request, one reply')
+    const [req, rep] = sw as [Buffer, Buffer]
+    assert.equal(req.readInt32BE(8), OP.setWatches2)
+    const zxid = req.readBigInt64BE(12)
+    assert.ok(zxid > 0n)
+    const lists = { data: [O_BASE], exist: [`${O_BASE}/later`], child: [O_BASE], persistent: [O_BASE], recursive: [`${O_BASE}/tree`] }
+    assert.equal(encodeSetWatches2(zxid, lists).toString('hex'), req.toString('hex'))
+    const r = decodeReply(body(rep))
+    assert.deepEqual([r.err, r.body.remaining], [0, 0])
+  })
+
+  it('removeWatches (OpCode 18, ours): path and WatcherType Any (3), the one that removes a persistent watch on 3.6 to 3.8; an empty reply', () => {
+    const req: ZkRequest = { op: 'removeWatches', path: O_BASE, type: WATCHER_TYPE_ANY }
+    const sent = frame(OURS, 'removeWatches', 'request')
+    assert.equal(sent.readInt32BE(8), OP.removeWatches)
+    assert.equal(encodeRequest(xidOf(sent), req).toString('hex'), sent.toString('hex'))
+    assert.equal(replyOf(OURS, 'removeWatches', req).err, 0)
+  })
 })
 
 describe('ZooKeeper frames: splitting', () => {
   it('our captured replies, fed as one stream byte by byte, split back into the same frames, each with a header that parses', () => {
     const replies: Buffer[] = []
     for (const [step, list] of Object.entries(OURS)) {
-      for (const [dir, hex] of list) if (dir === 'reply' && step !== 'connect' && step !== 'drop') replies.push(Buffer.from(hex, 'hex'))
+      for (const [dir, hex] of list) if (dir === 'reply' && step !== 'connect' && !step.startsWith('drop')) replies.push(Buffer.from(hex, 'hex'))
     }
     const splitter = new FrameSplitter()
     const out: Buffer[] = []

@@ -1,7 +1,7 @@
 /**
  * The ZooKeeper client against a hostile fake server on loopback: truncated, oversized, negative,
  * garbage, misaddressed and misshapen frames, a frame split byte by byte, a handshake granting no
- * timeout, and seeded random bytes. Every case must end in a typed error whose message names the
+ * timeout, seeded random bytes, and a server without persistent watches (addWatch). Every case must end in a typed error whose message names the
  * problem (or, for the byte-by-byte frame, in the right answer): no hang (each wait is bounded),
  * no unhandled rejection or exception, no socket left open.
  */
@@ -386,6 +386,61 @@ function randomBytes(rand: () => number, xid: number): Buffer {
   prefix.writeInt32BE(rand() < 0.8 ? payload.length : Math.floor(rand() * 200) - 20)
   return Buffer.concat([prefix, payload])
 }
+
+describe('ZooKeeper client against a server without persistent watches (before 3.6)', () => {
+  /** Polls `check` every 10 ms for up to 3 s. */
+  const until = async (what: string, check: () => boolean): Promise<void> => {
+    for (let i = 0; i < 300 && !check(); i++) await sleep(10)
+    assert.ok(check(), `${what} within 3 s`)
+  }
+  const children = (xid: number): Buffer => reply(xid, 0, (w) => stat(w.int(0)))
+
+  it('UNIMPLEMENTED, then the connection closed (as ZooKeeper 3.5): false, remembered for the session; one-shot watches work', async () => {
+    const types: number[] = []
+    const script: Script = {
+      request(c, xid, type) {
+        types.push(type)
+        if (type === OP.addWatch) {
+          c.sock.write(reply(xid, ZK_CODES.UNIMPLEMENTED))
+          c.sock.end()
+        } else if (type === OP.getChildren2) c.sock.write(children(xid))
+      },
+    }
+    await withFake(script, async (c, fake) => {
+      assert.equal(await c.addWatch('/g', 'PERSISTENT', () => {}), false)
+      assert.equal(await c.addWatch('/g', 'PERSISTENT_RECURSIVE', () => {}), false)
+      assert.deepEqual(await c.getChildren('/g', () => {}), [])
+      assert.equal(types.filter((t) => t === OP.addWatch).length, 1, 'asked once per session')
+      // Without persistent watches the one-shot ones are restored with setWatches, which such a server knows.
+      await until('a reconnect', () => fake.connections === 2 && c.isConnected)
+      for (const sock of fake.sockets) sock.destroy()
+      await until('the watches restored', () => types.includes(OP.setWatches))
+      assert.ok(!types.includes(OP.setWatches2))
+    })
+  })
+
+  it('the connection dropped during addWatch: CONNECTION_LOSS once (retry); dropped twice in a row: false, remembered', async () => {
+    let addWatches = 0
+    const script: Script = {
+      request(c, xid, type) {
+        if (type !== OP.addWatch) return
+        addWatches += 1
+        if (addWatches === 2) c.sock.write(reply(xid, 0, (w) => w.int(0)))
+        else c.sock.destroy()
+      },
+    }
+    await withFake(script, async (c) => {
+      const lost = await rejection(c.addWatch('/g', 'PERSISTENT', () => {}), 3_000)
+      assert.equal((lost as ZkError).code, ZK_CODES.CONNECTION_LOSS)
+      assert.equal(await c.addWatch('/g', 'PERSISTENT', () => {}), true, 'set on the next connection')
+      // A success resets the count: two more drops in a row are needed to give up.
+      await rejection(c.addWatch('/h', 'PERSISTENT', () => {}), 3_000)
+      assert.equal(await c.addWatch('/h', 'PERSISTENT', () => {}), false)
+      assert.equal(await c.addWatch('/i', 'PERSISTENT', () => {}), false)
+      assert.equal(addWatches, 4, 'not asked again once given up')
+    })
+  })
+})
 
 describe('ZooKeeper client against a hostile server: seeded random bytes', () => {
   const SEED = 20240601

@@ -12,29 +12,23 @@
  * - Nodes this process could not delete because the connection broke are deleted when the same
  *   session reconnects (deleteWhenConnected); a lost session takes them with it.
  */
-import { ConnectionError, OperationTimeoutError } from '../../errors.js'
+import { ConnectionError } from '../../errors.js'
 import { ZkError, zkCode, ZK_CODES } from './zookeeper-errors.js'
 import type { ZkAcl, ZkStat } from './zookeeper-frames.js'
 import { ensurePath, multiReadData, readEach, readMany } from './zookeeper-bulk.js'
 import { OrphanNodes } from './zookeeper-orphans.js'
-import type { ZkCreateMode, ZkRequest, ZkResponses } from './zookeeper-ops.js'
+import type { ZkCreateMode, ZkRequest, ZkResponses, ZkWatchMode } from './zookeeper-ops.js'
+import { addPersistentWatch, removePersistentWatch } from './zookeeper-persistent.js'
 import { expiryMarginMs, ZkSession, type ZkSessionEvent } from './zookeeper-session.js'
 import type { ZkWatcher } from './zookeeper-watches.js'
 import type { ZkConnectionOptions } from './zookeeper-settings.js'
 import { now } from './zookeeper-wire.js'
 
-export { ZK_CODES, zkCode, ZkError } from './zookeeper-errors.js'
+export { isConnectionProblem, ZK_CODES, zkCode, ZkError } from './zookeeper-errors.js'
 export { OPEN_ACL, PERM, type ZkAcl, type ZkStat } from './zookeeper-frames.js'
-export type { ZkCreateMode } from './zookeeper-ops.js'
+export type { ZkCreateMode, ZkWatchMode } from './zookeeper-ops.js'
 export type { ZkWatcher, ZkWatchEvent } from './zookeeper-watches.js'
 export type { ZkConnectionOptions, ZkSessionState } from './zookeeper-settings.js'
-
-/** True for failures after which the same call may work once the connection is back. */
-export function isConnectionProblem(err: unknown): boolean {
-  const code = zkCode(err)
-  return err instanceof ConnectionError || err instanceof OperationTimeoutError
-    || code === ZK_CODES.CONNECTION_LOSS || code === ZK_CODES.SESSION_EXPIRED || code === ZK_CODES.OPERATION_TIMEOUT
-}
 
 const SESSION_ID_NONE = '0000000000000000'
 
@@ -236,6 +230,16 @@ export class ZkConnection {
       if (zkCode(err) === ZK_CODES.NO_NODE) return null
       throw err
     })
+  }
+
+  /** Sets a persistent watch until removeWatch() or the session's end; false, none set, on a server without them (zookeeper-persistent.ts). */
+  addWatch(path: string, mode: ZkWatchMode, watcher: ZkWatcher): Promise<boolean> {
+    return addPersistentWatch(this.#session(), this.#options.opTimeoutMs, path, mode, watcher)
+  }
+
+  /** Removes a watcher set by addWatch() (the server's watch goes with the path's last one). */
+  removeWatch(path: string, mode: ZkWatchMode, watcher: ZkWatcher): Promise<void> {
+    return removePersistentWatch(this.#session(), this.#options.opTimeoutMs, path, mode, watcher)
   }
 
   /** The node's ACL. */

@@ -3,7 +3,7 @@
  * driver's translateError maps to rollcall's errors), and a frame the client cannot parse
  * (ZkFrameError, a ConnectionError: the connection is dropped and opened again).
  */
-import { ConnectionError } from '../../errors.js'
+import { ConnectionError, OperationTimeoutError } from '../../errors.js'
 
 /** ZooKeeper's error codes (KeeperException.Code) that this client and its callers branch on. */
 export const ZK_CODES = {
@@ -29,6 +29,7 @@ export const ZK_CODES = {
   AUTH_FAILED: -115,
   SESSION_MOVED: -118,
   NOT_READ_ONLY: -119,
+  NO_WATCHER: -121,
   REQUEST_TIMEOUT: -122,
   QUOTA_EXCEEDED: -123,
   THROTTLED_OP: -124,
@@ -64,4 +65,11 @@ export class ZkFrameError extends ConnectionError {
 /** The ZooKeeper error code of `err`, or undefined when it is not a ZkError. */
 export function zkCode(err: unknown): number | undefined {
   return err instanceof ZkError ? err.code : undefined
+}
+
+/** True for failures after which the same call may work once the connection is back. */
+export function isConnectionProblem(err: unknown): boolean {
+  const code = zkCode(err)
+  return err instanceof ConnectionError || err instanceof OperationTimeoutError
+    || code === ZK_CODES.CONNECTION_LOSS || code === ZK_CODES.SESSION_EXPIRED || code === ZK_CODES.OPERATION_TIMEOUT
 }

@@ -23,10 +23,13 @@ export const OP = {
   getChildren2: 12,
   check: 13,
   multi: 14,
+  removeWatches: 18,
   create2: 15,
   multiRead: 22,
   auth: 100,
   setWatches: 101,
+  setWatches2: 105,
+  addWatch: 106,
   closeSession: -11,
   error: -1,
 } as const
@@ -178,6 +181,18 @@ export function encodeAuth(scheme: string, auth: Uint8Array): Buffer {
 /** SetWatches: re-registers watches on a new connection, firing those whose nodes changed after `relativeZxid`. */
 export function encodeSetWatches(relativeZxid: bigint, data: readonly string[], exist: readonly string[], child: readonly string[]): Buffer {
   return framed(requestWriter(XID.setWatches, OP.setWatches).long(relativeZxid).stringVector(data).stringVector(exist).stringVector(child))
+}
+
+/**
+ * SetWatches2 (ZooKeeper 3.6+): setWatches' three lists, then the persistent and the persistent
+ * recursive watches. The server re-adds those two as they are: it reports no change they missed.
+ */
+export function encodeSetWatches2(
+  relativeZxid: bigint,
+  lists: { data: readonly string[]; exist: readonly string[]; child: readonly string[]; persistent: readonly string[]; recursive: readonly string[] },
+): Buffer {
+  const w = requestWriter(XID.setWatches, OP.setWatches2).long(relativeZxid)
+  return framed(w.stringVector(lists.data).stringVector(lists.exist).stringVector(lists.child).stringVector(lists.persistent).stringVector(lists.recursive))
 }
 
 /** A ReplyHeader and a reader positioned at the body. */

@@ -1,7 +1,7 @@
 /**
  * The operations' request and response bodies (zookeeper.jute), including multi (an atomic
  * transaction, OpCode 14) and multiRead (independent reads in one round trip, OpCode 22,
- * ZooKeeper 3.6+). A request is a plain object; encodeRequest() frames it with its xid and
+ * ZooKeeper 3.6+), and addWatch/removeWatches (persistent watches, OpCodes 106 and 18). A request is a plain object; encodeRequest() frames it with its xid and
  * decodeResponse() reads the reply body that answers it.
  */
 import type { JuteReader, JuteWriter } from './jute.js'
@@ -21,6 +21,18 @@ export type ZkTxOp =
   | { op: 'setData'; path: string; data: Uint8Array; version: number }
   | { op: 'check'; path: string; version: number }
 
+/** AddWatchMode: a persistent watch on one node, or on it and every node below it. */
+export const WATCH_MODES = { PERSISTENT: 0, PERSISTENT_RECURSIVE: 1 } as const
+
+/** A persistent watch's mode. */
+export type ZkWatchMode = keyof typeof WATCH_MODES
+
+/**
+ * Watcher.WatcherType of removeWatches. ZooKeeper 3.6 to 3.8 know Children (1), Data (2) and Any
+ * (3), and only Any removes a persistent watch (3.9 adds Persistent (4) and PersistentRecursive (5)).
+ */
+export const WATCHER_TYPE_ANY = 3
+
 /** A read of a multiRead. */
 export type ZkReadOp = { op: 'getData'; path: string } | { op: 'getChildren'; path: string }
 
@@ -36,6 +48,8 @@ export type ZkRequest =
   | { op: 'sync'; path: string }
   | { op: 'multi'; ops: readonly ZkTxOp[] }
   | { op: 'multiRead'; ops: readonly ZkReadOp[] }
+  | { op: 'addWatch'; path: string; mode: ZkWatchMode }
+  | { op: 'removeWatches'; path: string; type: number }
   | { op: 'closeSession' }
 
 /**
@@ -116,6 +130,12 @@ export function encodeRequest(xid: number, req: ZkRequest): Buffer {
       }
       writeMultiHeader(w, -1, true, -1)
       break
+    case 'addWatch':
+      w.string(req.path).int(WATCH_MODES[req.mode])
+      break
+    case 'removeWatches':
+      w.string(req.path).int(req.type)
+      break
     case 'closeSession':
       break
   }
@@ -139,6 +159,8 @@ export interface ZkResponses {
   sync: string
   multi: ZkTxResult[]
   multiRead: ZkReadResult[]
+  addWatch: void
+  removeWatches: void
   closeSession: void
 }
 
@@ -151,7 +173,12 @@ export function decodeResponse(req: ZkRequest, r: JuteReader): unknown {
       return path
     }
     case 'delete':
+    case 'removeWatches':
     case 'closeSession':
+      return undefined
+    case 'addWatch':
+      // An ErrorResponse repeating the header's code (0).
+      r.int('addWatch.err')
       return undefined
     case 'exists':
     case 'setData':

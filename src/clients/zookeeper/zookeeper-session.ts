@@ -1,8 +1,8 @@
 /**
  * One ZooKeeper session across connections: the host list (shuffled with randomize_hosts, then
  * tried in turn), the session id and password that resume it on another server of the ensemble,
- * requests queued while no connection is up, one-shot watches re-registered with setWatches on
- * every new connection, credentials re-sent on every connect, and the chroot.
+ * requests queued while no connection is up, watches re-registered with setWatches (setWatches2
+ * when persistent ones exist) on every new connection, credentials re-sent on every connect, and the chroot.
  *
  * Expiry is decided on the wire (zookeeper-wire.ts): the session is presumed expired once
  * `answeredSentAt + timeout - margin` has passed, `answeredSentAt` being the send time of the
@@ -70,6 +70,10 @@ export class ZkSession {
   lastSocketError: string | undefined
   /** The server's version answer to multiRead: false once a server said it does not know it. */
   multiRead = true
+  /** Likewise for addWatch (persistent watches): false once a server said it does not know it. */
+  persistentWatches = true
+  /** addWatch requests in a row whose connection was lost before the answer. */
+  addWatchDrops = 0
   readonly #options: ZkSessionOptions
   readonly #onEvent: (session: ZkSession, event: ZkSessionEvent) => void
   readonly #servers: { host: string; port: number }[]

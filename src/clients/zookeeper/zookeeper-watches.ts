@@ -5,7 +5,13 @@
  * the watchers it concerns: created and data-changed fire data and existence watchers;
  * children-changed fires child watchers; deleted fires all three.
  *
- * The paths are what setWatches re-registers on a new connection within the session.
+ * Persistent watches (addWatch, ZooKeeper 3.6+) stay until removed or the session ends: a
+ * PERSISTENT watcher hears every event of its node (created, deleted, data and children
+ * changed); a PERSISTENT_RECURSIVE one hears created, deleted and data-changed of its node and
+ * every node below it (the server sends no children-changed for those).
+ *
+ * The paths are what setWatches (setWatches2 with persistent watches) re-registers on a new
+ * connection within the session.
  */
 import { EVENT, type WatchEvent } from './zookeeper-frames.js'
 import type { WatchPaths } from './zookeeper-wire.js'
@@ -21,8 +27,8 @@ export interface ZkWatchEvent {
 /** A one-shot watcher. */
 export type ZkWatcher = (event: ZkWatchEvent) => void
 
-/** The kind of watch a read leaves. */
-export type WatchKind = 'data' | 'exist' | 'child'
+/** The kind of watch a read leaves, or an addWatch sets (`persistent`, `recursive`). */
+export type WatchKind = 'data' | 'exist' | 'child' | 'persistent' | 'recursive'
 
 const NAMES: Record<number, ZkWatchEvent['name']> = {
   [EVENT.nodeCreated]: 'NODE_CREATED',
@@ -33,7 +39,13 @@ const NAMES: Record<number, ZkWatchEvent['name']> = {
 
 /** Watchers by kind and path. */
 export class WatchRegistry {
-  readonly #by: Record<WatchKind, Map<string, Set<ZkWatcher>>> = { data: new Map(), exist: new Map(), child: new Map() }
+  readonly #by: Record<WatchKind, Map<string, Set<ZkWatcher>>> = {
+    data: new Map(),
+    exist: new Map(),
+    child: new Map(),
+    persistent: new Map(),
+    recursive: new Map(),
+  }
 
   /** Registers `watcher` (once per path and kind). */
   add(kind: WatchKind, path: string, watcher: ZkWatcher): void {
@@ -43,17 +55,31 @@ export class WatchRegistry {
     set.add(watcher)
   }
 
+  /** Forgets `watcher`; true when it was the last watcher of `kind` on `path`. */
+  remove(kind: WatchKind, path: string, watcher: ZkWatcher): boolean {
+    const set = this.#by[kind].get(path)
+    if (!set?.delete(watcher) || set.size > 0) return false
+    this.#by[kind].delete(path)
+    return true
+  }
+
+  /** True while some watcher of `kind` is registered on `path`. */
+  has(kind: WatchKind, path: string): boolean {
+    return this.#by[kind].has(path)
+  }
+
   /** The number of watched (path, kind) pairs. */
   get size(): number {
-    return this.#by.data.size + this.#by.exist.size + this.#by.child.size
+    return Object.values(this.#by).reduce((n, m) => n + m.size, 0)
   }
 
   /** The watched paths, for setWatches. */
   paths(): WatchPaths {
-    return { data: [...this.#by.data.keys()], exist: [...this.#by.exist.keys()], child: [...this.#by.child.keys()] }
+    const keys = (k: WatchKind): string[] => [...this.#by[k].keys()]
+    return { data: keys('data'), exist: keys('exist'), child: keys('child'), persistent: keys('persistent'), recursive: keys('recursive') }
   }
 
-  /** Fires and removes the watchers `event` concerns (`path` already stripped of the chroot). */
+  /** Fires the watchers `event` concerns, removing the one-shot ones (`path` already stripped of the chroot). */
   fire(event: WatchEvent, path: string): void {
     const name = NAMES[event.type]
     if (!name) return
@@ -68,6 +94,13 @@ export class WatchRegistry {
       if (!set) continue
       this.#by[k].delete(path)
       for (const w of set) due.add(w)
+    }
+    for (const w of this.#by.persistent.get(path) ?? []) due.add(w)
+    if (event.type !== EVENT.nodeChildrenChanged) {
+      for (let p = path;; p = p.slice(0, Math.max(1, p.lastIndexOf('/')))) {
+        for (const w of this.#by.recursive.get(p) ?? []) due.add(w)
+        if (p === '/') break
+      }
     }
     for (const w of due) {
       try {

@@ -1,6 +1,6 @@
 /**
  * One connection to one ZooKeeper server (TCP, or TLS), carrying one session while it lasts:
- * the handshake, auth, setWatches, requests matched to replies by xid, pings and a read timeout.
+ * the handshake, auth, setWatches (setWatches2 with persistent watches), requests matched to replies by xid, pings and a read timeout.
  *
  * Session accounting happens here, on the wire: every request records when it was queued for
  * the socket, and `answeredSentAt` is the send time of the latest request the server answered
@@ -25,6 +25,7 @@ import {
   encodeBare,
   encodeConnect,
   encodeSetWatches,
+  encodeSetWatches2,
   FrameSplitter,
   OP,
   XID,
@@ -39,6 +40,9 @@ export interface WatchPaths {
   data: string[]
   exist: string[]
   child: string[]
+  /** Persistent watches (addWatch, 3.6+): restored with setWatches2. */
+  persistent: string[]
+  recursive: string[]
 }
 
 /** How to open one connection. */
@@ -274,18 +278,20 @@ export class ZkWire {
   #restoreWatches(): void {
     const w = this.#options.watches
     if (!w) return
-    const { data, exist, child } = w.paths
+    // setWatches2 only when there are persistent watches: servers before 3.6 know setWatches alone.
+    const v2 = w.paths.persistent.length + w.paths.recursive.length > 0
+    const kinds = v2 ? (['data', 'exist', 'child', 'persistent', 'recursive'] as const) : (['data', 'exist', 'child'] as const)
     // In chunks, as the Java client does, so that no frame exceeds the server's jute.maxbuffer.
-    let chunk: WatchPaths = { data: [], exist: [], child: [] }
+    let chunk: WatchPaths = { data: [], exist: [], child: [], persistent: [], recursive: [] }
     let bytes = 0
     const flush = (): void => {
-      if (chunk.data.length + chunk.exist.length + chunk.child.length === 0) return
-      this.#write(encodeSetWatches(w.zxid, chunk.data, chunk.exist, chunk.child))
-      chunk = { data: [], exist: [], child: [] }
+      if (bytes === 0) return
+      this.#write(v2 ? encodeSetWatches2(w.zxid, chunk) : encodeSetWatches(w.zxid, chunk.data, chunk.exist, chunk.child))
+      chunk = { data: [], exist: [], child: [], persistent: [], recursive: [] }
       bytes = 0
     }
-    for (const [list, kind] of [[data, 'data'], [exist, 'exist'], [child, 'child']] as const) {
-      for (const p of list) {
+    for (const kind of kinds) {
+      for (const p of w.paths[kind]) {
         const n = Buffer.byteLength(p) + 4
         if (bytes + n > SET_WATCHES_BYTES) flush()
         chunk[kind].push(p)

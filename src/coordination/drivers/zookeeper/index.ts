@@ -23,7 +23,6 @@
  */
 import { performance } from 'node:perf_hooks'
 import {
-  BackendError,
   ConnectionError,
   GroupExistsError,
   GroupNotEmptyError,
@@ -33,7 +32,8 @@ import {
   MemberNotJoinedError,
 } from '../../../errors.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
-import { isConnectionProblem, OPEN_ACL, PERM, ZK_CODES, zkCode, ZkConnection } from '../../../clients/zookeeper/zookeeper-client.js'
+import { OPEN_ACL, PERM, ZK_CODES, zkCode, ZkConnection } from '../../../clients/zookeeper/zookeeper-client.js'
+import { GroupWatches } from './zookeeper-group-watch.js'
 import { readHolder, ZkLock } from './zookeeper-lock.js'
 import { asBackendError, checkSize, translateZkError } from './zookeeper-translate.js'
 import { checkPath, digestCredential, idProblem, LEADER_NODE, LOCKS_NODE, ZOOKEEPER_OPTIONS, serversOf, tlsOptionsOf,
@@ -46,10 +46,11 @@ class ZookeeperDriver implements CoordinationDriver {
   readonly #servers: { host: string; port: number }[]
   readonly #credential: { auth: string; acl: string } | undefined
   #conn: ZkConnection | undefined
-  readonly #watches = new Set<ZkGroupWatch>()
+  readonly #watches: GroupWatches
 
   constructor(ctx: DriverContext<ZookeeperOptions>) {
     this.#ctx = ctx
+    this.#watches = new GroupWatches(() => this.#connection(), ctx)
     const { url, options } = ctx
     this.#servers = serversOf(url, options.hosts)
     const chroot = checkPath(url.path, 'chroot')
@@ -103,8 +104,7 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 
   async stop(): Promise<void> {
-    for (const w of this.#watches) w.active = false
-    this.#watches.clear()
+    this.#watches.stopAll()
     await this.#conn?.stop()
   }
 
@@ -264,63 +264,8 @@ class ZookeeperDriver implements CoordinationDriver {
     return readHolder(this.#connection(), `${this.#group(group)}/${LEADER_NODE}`)
   }
 
-  async watchGroup(group: string, onChange: () => void): Promise<() => Promise<void>> {
-    const w: ZkGroupWatch = { group, onChange, active: true, watcher: () => {} }
-    // One function per subscription: the library keeps one copy of a watcher per path, and fires it once.
-    w.watcher = () => {
-      if (!w.active) return
-      onChange()
-      void this.#arm(w)
-    }
-    this.#watches.add(w)
-    try {
-      await this.#armOnce(w)
-    } catch (err) {
-      this.#watches.delete(w)
-      w.active = false
-      throw err
-    }
-    return async () => {
-      w.active = false
-      this.#watches.delete(w)
-    }
-  }
-
-  /** Sets the child watch (or, while the group is missing, an existence watch that fires on its creation). */
-  async #armOnce(w: ZkGroupWatch): Promise<void> {
-    const conn = this.#connection()
-    const path = this.#group(w.group)
-    for (;;) {
-      try {
-        await conn.getChildren(path, w.watcher)
-        return
-      } catch (err) {
-        if (zkCode(err) !== ZK_CODES.NO_NODE) throw err
-      }
-      if (!(await conn.exists(path, w.watcher))) return
-    }
-  }
-
-  /** Re-arms after a fire or a new session, retrying through disconnections until the watch ends. */
-  async #arm(w: ZkGroupWatch): Promise<void> {
-    const conn = this.#connection()
-    while (w.active) {
-      try {
-        await this.#armOnce(w)
-        return
-      } catch (err) {
-        if (!w.active) return
-        if (!isConnectionProblem(err)) {
-          this.#ctx.events.warning(
-            new BackendError(`Cannot watch group ${JSON.stringify(w.group)} in ZooKeeper: ${(err as Error).message}`, { cause: err, driver: 'zookeeper' }),
-          )
-          return
-        }
-        await conn.whenConnected(this.#ctx.signal).catch(() => {})
-        // A stopped connection rejects at once: retrying would spin.
-        if (this.#ctx.signal.aborted || conn.stopped) return
-      }
-    }
+  watchGroup(group: string, onChange: () => void): Promise<() => Promise<void>> {
+    return this.#watches.watch(group, this.#group(group), onChange)
   }
 
   /** A replacement session: restore the namespace, re-arm every watch and have the watchers re-read. */
@@ -329,18 +274,8 @@ class ZookeeperDriver implements CoordinationDriver {
     await conn.ensurePath(this.#base).catch((err: unknown) =>
       this.#ctx.events.warning(asBackendError(err, 'Restoring the namespace after a new ZooKeeper session'))
     )
-    await Promise.all([...this.#watches].map(async (w) => {
-      await this.#arm(w)
-      if (w.active) w.onChange()
-    }))
+    await this.#watches.onNewSession()
   }
-}
-
-interface ZkGroupWatch {
-  readonly group: string
-  readonly onChange: () => void
-  active: boolean
-  watcher: () => void
 }
 
 export default defineDriver({
@@ -359,7 +294,8 @@ export default defineDriver({
   ],
   consistency: 'Writes are linearizable (ordered by the ZooKeeper leader); reads are sequentially consistent per session and may briefly lag '
     + 'writes made through other servers. A member is alive while its session is: a crashed or partitioned member disappears after the '
-    + 'session timeout (`timeout`, 10 s), removed by the server. Membership changes reach watchers by push (child watches); lock waiters '
+    + 'session timeout (`timeout`, 10 s), removed by the server. Membership changes reach watchers by push (one persistent watch per '
+    + 'watched group on ZooKeeper 3.6+, one-shot child watches before); lock waiters '
     + 'queue in ZooKeeper and are woken by watches. Lock tokens are node sequence numbers; a shared hold has none.',
   hazards: [
     'tooz lists `locks` as a group and `leader` as a member once locks or elections were used; rollcall hides them when reading and '
@@ -369,6 +305,8 @@ export default defineDriver({
     'A password in the URL is %-decoded by rollcall but not by tooz: with %-escapes, Python and Node would use different credentials.',
     'After a session is lost (expired by the server, or no server answered for longer than the session timeout) a new session is opened '
     + 'and memberships are restored; others may still see the old member and lock nodes until the server expires the old session.',
+    'On a server before 3.6, the first group watch of each session asks for a persistent watch, which the server refuses and then '
+    + 'closes the connection: one `suspended`/`reconnected` per session, after which one-shot watches are used.',
     'getLeader() of a group in which nobody ever ran is null (tooz creates the group and its `leader` node when asked).',
     "Shared locks are kazoo's ReadLock (`__rlock__` nodes) and exclusive locks its WriteLock, so kazoo's ReadLock and WriteLock "
     + "interoperate with them. tooz's own exclusive lock is kazoo's plain Lock, which ignores `__rlock__` nodes: **a Python tooz lock is "
