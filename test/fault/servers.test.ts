@@ -88,7 +88,6 @@ const CASES: FaultCase[] = [
     fault: 'cut-short',
     outlastsLiveness: false,
     title: `A's connections are reset at a TCP proxy, and new ones refused, for 1.5 s (liveness ${LONG_S} s): never lost, membership kept.`,
-    knownBug: { zookeeper: 'zookeeper-false-loss' },
   },
 ]
 
