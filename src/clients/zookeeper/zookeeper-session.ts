@@ -161,7 +161,8 @@ export class ZkSession {
     if (this.abandoned) return false
     const wire = this.#wire
     if (wire?.closed) this.#onWireClosed(new Error('the connection closed'))
-    else wire?.check(this.#timeoutMs / 4, (this.#timeoutMs * 2) / 3)
+    // As ZooKeeper's Java client and kazoo: read timeout 2/3 of the session, a ping after half of that idle.
+    else wire?.check(this.#timeoutMs / 3, (this.#timeoutMs * 2) / 3)
     return this.id !== undefined && t > this.deadline
   }
 
