@@ -89,6 +89,14 @@ export function readLog(path: string): LogLine[] {
   return parseLog(readFileSync(path, 'utf8'))
 }
 
+/** Lines `from`..`to` (1-based) of the log, one short entry each, so that a violation can be read without the log file. */
+function excerpt(lines: readonly LogLine[], from: number, to: number): string {
+  const t0 = lines[0]?.at ?? 0
+  return lines.filter((l) => l.line >= from && l.line <= to)
+    .map((l) => `${l.line} ${l.kind} ${l.pid}${l.token === undefined ? '' : ` #${l.token}`} @${(l.at - t0).toFixed(0)}`)
+    .join('; ')
+}
+
 /**
  * Checks one resource: `lock` (enter/exit/lost) or `leader` (lead/unlead). With `fencing`, every
  * enter must carry a token larger than all earlier ones.
@@ -121,7 +129,7 @@ export function checkExclusive(lines: readonly LogLine[], resource: 'lock' | 'le
         violations.push(
           `${resource}: pid ${l.pid} ${begin}s at line ${l.line} while pid ${holder.pid} has held it since line ${holder.line} (${
             (l.at - holder.at).toFixed(0)
-          } ms earlier) and has neither ended nor been killed`,
+          } ms earlier) and has neither ended nor been killed; the log around it: ${excerpt(lines, holder.line - 3, l.line + 3)}`,
         )
       }
       if (options.fencing) {
