@@ -38,6 +38,8 @@ interface RunReport {
   lock?: CheckReport
   leader?: CheckReport
   kills: number
+  /** Contenders that exited by themselves (not our SIGKILL, not the final SIGTERM): holds they began were never ended in the log. */
+  died: string[]
 }
 
 /** The current holder of a resource, from the log so far. */
@@ -81,10 +83,17 @@ async function contention(scope: Scope, b: FaultBackend, server?: ServerFaults):
   const group = rid('g')
   const live = new Set<ChildProcess>()
   scope.defer(() => Promise.all([...live].map((c) => killChild(c))))
+  const died: string[] = []
+  let ending = false
   const add = async (): Promise<void> => {
     const child = await spawnContender(spec())
     live.add(child)
-    child.once('exit', () => live.delete(child))
+    let stderr = ''
+    child.stderr!.on('data', (d: string) => (stderr = (stderr + d).slice(-1_000)))
+    child.once('exit', (code, sig) => {
+      live.delete(child)
+      if (!ending && sig !== 'SIGKILL') died.push(`contender pid ${child.pid} exited by itself (${sig ?? code}): ${stderr.trim() || 'no stderr'}`)
+    })
   }
   // Start them a few at a time: eight TypeScript processes at once take a while on two cores.
   for (let i = 0; i < CONTENDERS; i += 4) await Promise.all(Array.from({ length: Math.min(4, CONTENDERS - i) }, add))
@@ -114,6 +123,7 @@ async function contention(scope: Scope, b: FaultBackend, server?: ServerFaults):
     respawns.push(add())
   }
   await Promise.all(respawns)
+  ending = true
   // Stop cleanly: each writes its closing lines, then releases and leaves.
   await Promise.all([...live].map(async (c) => {
     const gone = new Promise((r) => c.once('exit', r))
@@ -125,6 +135,7 @@ async function contention(scope: Scope, b: FaultBackend, server?: ServerFaults):
     lock: withLocks ? checkExclusive(lines, 'lock', { fencing: b.caps.has('fencing') }) : undefined,
     leader: withLeader ? checkExclusive(lines, 'leader') : undefined,
     kills,
+    died,
   }
 }
 
@@ -146,7 +157,9 @@ function skipFor(b: FaultBackend, needed: 'locks' | 'leaderElection'): string | 
   return missing.length ? `unsupported by ${b.name}: ${missing.join(', ')}` : undefined
 }
 
-function outcome(report: CheckReport, kills: number): RunOutcome {
+function outcome(report: CheckReport, kills: number, died: readonly string[]): RunOutcome {
+  // A contender that died by itself left its hold unended in the log: say so first, it explains any "violation" after it.
+  if (died.length > 0) throw new Error(`${died.join(' | ')}; ${report.violations.length} violation(s): ${report.violations.slice(0, 5).join(' | ')}`)
   if (report.violations.length > 0) throw new Error(`${report.violations.length} violation(s): ${report.violations.slice(0, 5).join(' | ')}`)
   if (report.holds < 2) throw new Error(`only ${report.holds} holds in the run: too little contention to check anything`)
   return {
@@ -205,7 +218,7 @@ describe('fault: lock and leadership safety', { concurrency: 2 }, () => {
         }, async (scope) => {
           const faults = await redisServerFaults(scope)
           const r = await contention(scope, redis, faults)
-          const out = outcome(r.lock!, r.kills)
+          const out = outcome(r.lock!, r.kills, r.died)
           // Holds after the last fault show that no waiter was left stuck by a lost wake-up.
           if (r.lock!.holds < 4 * (faults.faults + 1)) throw new Error(`only ${r.lock!.holds} holds around ${faults.faults} server faults: waiters got stuck`)
           return { ...out, counts: { ...out.counts, 'server faults': faults.faults } }
@@ -230,7 +243,7 @@ describe('fault: lock and leadership safety', { concurrency: 2 }, () => {
         measure: 'holder SIGKILLed → next holder enters',
       }, async (scope, n) => {
         const r = await shared(scope, b, n)
-        return outcome(r.lock!, r.kills)
+        return outcome(r.lock!, r.kills, r.died)
       })
     })
     it(`${b.name}: fault: ${CONTENDERS} candidates under random SIGKILLs; at most one believes it leads at any instant`, {
@@ -249,7 +262,7 @@ describe('fault: lock and leadership safety', { concurrency: 2 }, () => {
       }, async (scope, n) => {
         const r = await shared(scope, b, n)
         assert.ok(r.leader, 'the contention run checked leadership')
-        return outcome(r.leader, r.kills)
+        return outcome(r.leader, r.kills, r.died)
       })
     })
   }
