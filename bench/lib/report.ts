@@ -41,6 +41,20 @@ const data = (r: J, b: BenchBackend): J | undefined => entry(r, b)?.data
 const na = (v: J): string | undefined => (v && typeof v === 'object' && typeof v.na === 'string' ? v.na : undefined)
 const row = (cells: unknown[]): string => `| ${cells.map((c) => String(c ?? '–')).join(' | ')} |`
 const sep = (n: number): string => `|${'---|'.repeat(n)}`
+/** A rate table row (join, heartbeat): per second and p50 / p99 for rollcall and tooz, the floor's rate, both ratios, the conditions. */
+const rateRow = (label: string, members: unknown, rc: J, tz: J, raw: J, conditions: string): string =>
+  row([
+    label,
+    members,
+    f(rc?.perSecond),
+    `${f(rc?.samples?.p50)} / ${f(rc?.samples?.p99)}`,
+    na(tz) ? 'n/a' : f(tz?.perSecond),
+    na(tz) ? 'n/a' : `${f(tz?.samples?.p50)} / ${f(tz?.samples?.p99)}`,
+    f(raw?.perSecond),
+    x(ratio(rc?.perSecond, tz?.perSecond)),
+    x(ratio(raw?.perSecond, rc?.perSecond)),
+    conditions,
+  ])
 
 interface Verdict {
   target: string
@@ -123,20 +137,7 @@ export async function generateDocs(log: (m: string) => void): Promise<void> {
         values: [rc?.perSecond, tz?.perSecond, raw?.perSecond],
         notes: [undefined, na(tz) ? 'n/a (no groups in tooz)' : undefined, undefined],
       })
-      lines.push(
-        row([
-          LABEL[b],
-          d.members,
-          f(rc?.perSecond),
-          `${f(rc?.samples?.p50)} / ${f(rc?.samples?.p99)}`,
-          na(tz) ? 'n/a' : f(tz?.perSecond),
-          na(tz) ? 'n/a' : `${f(tz?.samples?.p50)} / ${f(tz?.samples?.p99)}`,
-          f(raw?.perSecond),
-          x(ratio(rc?.perSecond, tz?.perSecond)),
-          x(ratio(raw?.perSecond, rc?.perSecond)),
-          loadNote(R.join, b),
-        ]),
-      )
+      lines.push(rateRow(LABEL[b], d.members, rc, tz, raw, loadNote(R.join, b)))
       vsTooz('join', b, rc?.perSecond, tz?.perSecond, true, 'members/s')
       vsFloor('join', b, rc?.perSecond, raw?.perSecond, true, 'members/s')
     }
@@ -196,20 +197,7 @@ ${lines.join('\n')}
         const rc = c.rollcall
         const tz = c.tooz
         const raw = c.raw
-        lines.push(
-          row([
-            LABEL[b],
-            c.members,
-            f(rc?.perSecond),
-            `${f(rc?.samples?.p50)} / ${f(rc?.samples?.p99)}`,
-            na(tz) ? 'n/a' : f(tz?.perSecond),
-            na(tz) ? 'n/a' : `${f(tz?.samples?.p50)} / ${f(tz?.samples?.p99)}`,
-            f(raw?.perSecond),
-            x(ratio(rc?.perSecond, tz?.perSecond)),
-            x(ratio(raw?.perSecond, rc?.perSecond)),
-            loadNote(R.heartbeat, b),
-          ]),
-        )
+        lines.push(rateRow(LABEL[b], c.members, rc, tz, raw, loadNote(R.heartbeat, b)))
         if (s === sizes.at(-1)) {
           groups.push({
             label: `${LABEL[b]} (${c.members})`,
