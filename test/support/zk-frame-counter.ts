@@ -4,18 +4,12 @@
  * (xid -1) the server sent. The tests read the cost of an operation from it.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net'
+import { FrameSplitter } from '../../src/clients/zookeeper/zookeeper-frames.js'
 
-/** Splits a stream into frames; `onFrame` gets each frame without its length. */
+/** Feeds a stream to a FrameSplitter (the client's own); `onFrame` gets each frame without its length. */
 function framer(onFrame: (frame: Buffer) => void): (chunk: Buffer) => void {
-  let buf = Buffer.alloc(0)
-  return (chunk) => {
-    buf = Buffer.concat([buf, chunk])
-    while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
-      const n = buf.readInt32BE(0)
-      onFrame(buf.subarray(4, 4 + n))
-      buf = buf.subarray(4 + n)
-    }
-  }
+  const splitter = new FrameSplitter()
+  return (chunk) => splitter.push(chunk).forEach(onFrame)
 }
 
 /** A running counting proxy. */
