@@ -85,7 +85,10 @@ export class Lock {
   #acquiring = false
   /** The settling of an attempt that outlived its wait's deadline (and the release of what it took). */
   #late: Promise<void> | undefined
+  /** The current hold's controller, made on the first read of `signal` (most holds never read it). */
   #controller: AbortController | undefined
+  /** Why the last hold ended, made only when `signal` is read after it (an Error's stack costs more than a lock cycle). */
+  #endedBy: () => Error = () => new InvalidStateError('the lock is not held')
 
   /** @internal */
   constructor(host: LockHost, name: string, driverLock: DriverLock) {
@@ -114,7 +117,11 @@ export class Lock {
 
   /** Aborts when the current hold ends: released, lost, or the coordinator stopped. */
   get signal(): AbortSignal {
-    return (this.#controller ??= abortedController('the lock is not held')).signal
+    if (!this.#controller) {
+      this.#controller = new AbortController()
+      if (!this.#held) this.#controller.abort(this.#endedBy())
+    }
+    return this.#controller.signal
   }
 
   /**
@@ -166,7 +173,7 @@ export class Lock {
       this.#shared -= 1
       return true
     }
-    this.#end(new InvalidStateError(`Lock ${JSON.stringify(this.name)} was released`))
+    this.#end(() => new InvalidStateError(`Lock ${JSON.stringify(this.name)} was released`))
     return this.#host.call('release a lock', () => this.driverLock.release())
   }
 
@@ -197,7 +204,7 @@ export class Lock {
   /** @internal */
   lost(reason: string, quiet = false): void {
     if (!this.#held) return
-    this.#end(new LockLostError(this.name, reason))
+    this.#end(() => new LockLostError(this.name, reason))
     if (!quiet) this.#host.emitLockLost(this.name, reason)
   }
 
@@ -215,11 +222,14 @@ export class Lock {
     }
     if (userSignal?.aborted || this.#host.stopSignal.aborted) return settle()
     const attempt = (): Promise<boolean> => this.#host.call('acquire a lock', () => this.#try(shared))
-    // The deadline runs from the call, not from the end of the first attempt.
-    const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(Math.ceil(timeoutMs)) // it takes whole ms only
-    const signal = AbortSignal.any([this.#host.stopSignal, userSignal, timeout].filter((s): s is AbortSignal => s !== undefined))
-    // A free lock is taken at once, however short the timeout (timeoutMs 0 included): this attempt is not raced.
+    const startedAt = performance.now()
+    // A free lock is taken at once, however short the timeout (timeoutMs 0 included): this attempt is not raced,
+    // and the signals below (a timer and a combined signal: more than a lock cycle's CPU) are made only for a wait.
     if (!waiting && (await attempt())) return true
+    // The deadline runs from the call, not from the end of the first attempt; AbortSignal.timeout takes whole ms only.
+    const leftMs = timeoutMs === undefined ? undefined : Math.max(0, Math.ceil(timeoutMs - (performance.now() - startedAt)))
+    const timeout = leftMs === undefined ? undefined : AbortSignal.timeout(leftMs)
+    const signal = AbortSignal.any([this.#host.stopSignal, userSignal, timeout].filter((s): s is AbortSignal => s !== undefined))
     if (signal.aborted) return settle()
     if (waiting) {
       const got = await this.#host.call('acquire a lock', () => waiting(signal))
@@ -269,20 +279,16 @@ export class Lock {
   #onAcquired(shared: boolean): void {
     this.#held = true
     this.#shared = shared ? 1 : 0
-    this.#controller = new AbortController()
+    this.#controller = undefined
     this.#host.track(this)
   }
 
-  #end(reason: Error): void {
+  /** Ends the hold; `reason` is made only if someone listens on (or later reads) `signal`. */
+  #end(reason: () => Error): void {
     this.#held = false
     this.#shared = 0
     this.#host.untrack(this)
-    this.#controller?.abort(reason)
+    this.#endedBy = reason
+    this.#controller?.abort(reason())
   }
-}
-
-function abortedController(reason: string): AbortController {
-  const c = new AbortController()
-  c.abort(new InvalidStateError(reason))
-  return c
 }
