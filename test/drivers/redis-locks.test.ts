@@ -1,6 +1,6 @@
 /**
  * Redis lock wake-ups and fair hand-over (src/coordination/drivers/redis/redis-lock.ts): a release
- * that ends the holder's turn PUBLISHes the head waiter's token on `<key>:wake`; a holder looping
+ * that ends the holder's turn PUBLISHes the head waiter's token on its channel `<key>:wake:<token>`; a holder looping
  * on the lock cannot starve a waiter; a waiter that gives up leaves the queue; a dead subscriber
  * connection degrades to polling. Keys and channels are read with a raw client.
  */
@@ -29,15 +29,15 @@ function raw(t: TestContext): Redis {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
-  it('redis: locks: a release after the turn PUBLISHes the queued waiter on <key>:wake, and that waiter takes the lock', async (t) => {
+  it('redis: locks: a release after the turn PUBLISHes on <key>:wake:<token> of the queued waiter only, and that waiter takes the lock', async (t) => {
     const [a, b] = [await open(t), await open(t, rid('waiter'))]
     const name = rid('lock')
     const key = `_tooz_${name}_lock`
     const admin = raw(t)
     const sub = raw(t)
     const heard: string[] = []
-    sub.on('message', (_channel: string, message: string) => heard.push(message))
-    await sub.subscribe(`${key}:wake`)
+    sub.on('pmessage', (_pattern: string, channel: string, message: string) => heard.push(message, channel))
+    await sub.psubscribe(`${key}:wake*`)
     const holder = a.getLock(name)
     assert.equal(await holder.acquire(), true)
     const waiter = b.getLock(name)
@@ -49,8 +49,9 @@ describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
     assert.equal(await waiting, true)
     // The raw subscriber's copy may be read after the waiter's own (another socket).
     await waitFor('the wake message', () => heard.length > 0, 2_000)
-    assert.equal(heard.length, 1)
+    assert.equal(heard.length, 2, 'one message')
     assert.ok(heard[0]!.endsWith(b.memberId), `the message names the waiter's token, not ${heard[0]}`)
+    assert.equal(heard[1], `${key}:wake:${heard[0]}`, "it goes to that waiter's own channel")
     assert.equal(await admin.zcard(`${key}:queue`), 0, 'the new holder left the queue')
     await waiter.release()
   })

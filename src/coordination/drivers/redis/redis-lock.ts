@@ -12,13 +12,14 @@
  * Wake-ups and fair hand-over (rollcall only; tooz's key, value and commands are unchanged):
  * - a waiter (an acquire that waits, from its second attempt on) queues its token in `<key>:queue`,
  *   kept alive by a `<key>:waiter:<token>` key it renews on every attempt (WAITER_LEASE_MS), and
- *   listens on the channel `<key>:wake` (redis-wakeups.ts);
+ *   listens on its own channel `<key>:wake:<token>` (redis-wakeups.ts), so that a hand-over wakes
+ *   one process, not every process that waits;
  * - a holder has a turn (`<key>:turn`): up to TURN_SIZE acquisitions within TURN_MS, during which
  *   it may free and re-take the key even when waiters are queued, so a holder looping on the lock
  *   does not pay a hand-over per acquisition;
  * - a free key is taken by a rollcall client only when nobody is queued, or it is the head waiter,
- *   or its turn is on. A release that ends a turn while waiters are queued PUBLISHes the head's
- *   token; the head then takes the key with its usual SET NX, and its turn starts. The releaser,
+ *   or its turn is on. A release that ends a turn while waiters are queued PUBLISHes on the head's
+ *   channel; the head then takes the key with its usual SET NX, and its turn starts. The releaser,
  *   asking again, is refused and queues behind the others.
  *
  * Why exclusion cannot break: the lock is still only the key. The queue and the turn are read
@@ -64,6 +65,8 @@ export class RedisLock implements DriverLock {
   /** KEYS of the lock scripts: the lock, its fencing counter, queue and turn. */
   readonly #keys: readonly string[]
   readonly #waiterPrefix: string
+  /** Wake channels are `<key>:wake:<token>`: this prefix, then the waiter's token. */
+  readonly #channelPrefix: string
   readonly #channel: string
   readonly #token: string
   /** In a wait (waitForRelease() called since the last acquisition or endWait()): failed attempts queue. */
@@ -79,10 +82,11 @@ export class RedisLock implements DriverLock {
     this.key = key
     this.#keys = [key, fenceKey, `${key}:queue`, `${key}:turn`]
     this.#waiterPrefix = `${key}:waiter:`
-    this.#channel = `${key}:wake`
     // One token per lock object: a retry by the same object after an unclear outcome (a lost
     // reply) finds its own token and takes the lock again instead of waiting for it to expire.
     this.#token = lockToken(randomBytes(16).toString('hex'), host.memberId)
+    this.#channelPrefix = `${key}:wake:`
+    this.#channel = `${this.#channelPrefix}${this.#token}`
   }
 
   async tryAcquire(): Promise<boolean> {
@@ -134,7 +138,7 @@ export class RedisLock implements DriverLock {
   }
 
   #args(queueMs: number): ScriptArg[] {
-    return [this.#token, this.#host.lockTimeoutMs, this.#waiterPrefix, queueMs, TURN_MS, TURN_SIZE, this.#channel]
+    return [this.#token, this.#host.lockTimeoutMs, this.#waiterPrefix, queueMs, TURN_MS, TURN_SIZE, this.#channelPrefix]
   }
 
   async refresh(): Promise<boolean> {

@@ -229,15 +229,15 @@ if left >= 0 then return -1 - left end
 return 0`,
 
   /**
-   * KEYS and ARGV as rollcallLockAcquire, plus ARGV[7]: the lock's wake channel.
+   * KEYS and ARGV as rollcallLockAcquire, plus ARGV[7]: the prefix of the lock's wake channels.
    * → 1 released, 0 not ours (redis-py's compare-and-delete). When the holder's turn is over and
-   * a rollcall waiter is queued, PUBLISHes the head waiter's token on the lock's wake channel.
+   * a rollcall waiter is queued, PUBLISHes the head waiter's token on that waiter's channel (prefix .. token).
    */
   rollcallLockRelease: `${QUEUE}
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('del', KEYS[1])
 local first = head()
-if first and not myTurn(ARGV[1]) then redis.call('publish', ARGV[7], first) end
+if first and not myTurn(ARGV[1]) then redis.call('publish', ARGV[7] .. first, first) end
 return 1`,
 
   /**
@@ -247,7 +247,7 @@ return 1`,
 leave(ARGV[1])
 if redis.call('exists', KEYS[1]) == 0 then
   local first = head()
-  if first then redis.call('publish', ARGV[7], first) end
+  if first then redis.call('publish', ARGV[7] .. first, first) end
 end
 return 1`,
 

@@ -1,8 +1,11 @@
 /**
  * Lock wake-ups over Redis pub/sub: one subscriber connection per coordinator, opened on the
- * first contended wait, shared by every lock of that coordinator. A release that ends a holder's
- * turn while rollcall waiters are queued PUBLISHes the head waiter's token on the lock's channel
- * (redis-scripts.ts rollcallLockRelease); that waiter tries again at once, everyone else ignores it.
+ * first contended wait, shared by every lock of that coordinator. Each waiting lock object has its
+ * own channel (`<key>:wake:<token>`), subscribed on its first wait and kept until it has not waited
+ * for LINGER_MS. A release that ends a holder's turn while rollcall waiters are queued PUBLISHes on
+ * the head waiter's channel (redis-scripts.ts rollcallLockRelease), so one hand-over wakes one
+ * process, which tries again at once (one channel per lock woke all 7 waiting processes of the
+ * 8-process bench on every hand-over).
  *
  * Nothing depends on a message arriving: waiters keep their fallback poll (lock.ts), so a lost
  * message, a SUBSCRIBE not yet confirmed, a killed subscriber connection or a server restart costs
