@@ -17,6 +17,12 @@ export const TITLE = 'Locks: uncontended and contended acquire+release'
 /** Lock TTLs shorter than the default 30 s, so a wedged contender cannot stall the run. */
 const QUERY = 'timeout=10'
 
+/**
+ * MariaDB also runs without its fencing token (`unfenced*` rows): tooz takes none, so that is the
+ * like-for-like comparison; the default rows show what the token costs.
+ */
+const UNFENCED: ReadonlySet<BenchBackend> = new Set(['mysql'])
+
 async function uncontendedRollcall(url: string, ms: number): Promise<Record<string, unknown>> {
   const c = await connect(url, { memberId: uniq('lk'), autoWatch: false })
   try {
@@ -106,6 +112,11 @@ export async function run(ctx: BenchContext): Promise<void> {
       for (const p of procCounts) {
         await attempt(`rollcall${p}`, () => contended('rollcall', backend, url, p, seconds))
         await attempt(`tooz${p}`, () => contended('tooz', backend, url, p, seconds))
+      }
+      if (UNFENCED.has(backend)) {
+        const unfenced = withQuery(url, 'fencing=false')
+        await attempt('unfenced', () => uncontendedRollcall(unfenced, uncontendedMs))
+        for (const p of procCounts) await attempt(`unfenced${p}`, () => contended('rollcall', backend, unfenced, p, seconds))
       }
       return out
     },

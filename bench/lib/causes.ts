@@ -44,7 +44,8 @@ export const CAUSES: Cause[] = [
     text: 'MariaDB locks: the same two round trips as tooz (GET_LOCK with its fencing token in one statement on a kept session, then RELEASE_LOCK), but the '
       + 'fencing token is an InnoDB counter row bumped with LAST_INSERT_ID(value + 1): a committed write, so one redo-log flush per acquire '
       + '(innodb_flush_log_at_trx_commit = 1), and with 8 processes they queue on that one row. tooz takes no token. A deployment that needs no fencing '
-      + 'on MariaDB could skip the bump (not offered yet: the token is part of the lock contract on every backend that has `fencing`).',
+      + 'sets `fencing=false` (GET_LOCK alone, as tooz; Lock.fencingToken is then undefined), measured in the "fencing=false" row; the targets '
+      + 'compare that row with tooz.',
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'zookeeper',

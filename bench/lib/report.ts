@@ -507,14 +507,32 @@ ${lines.join('\n')}
       groups.push({ label: LABEL[b], values: [d.rollcall?.perSecond, d.tooz?.perSecond, d.raw?.perSecond] })
       const p = procs.at(-1)!
       cgroups.push({ label: LABEL[b], values: [d[`rollcall${p}`]?.perSecond, d[`tooz${p}`]?.perSecond] })
-      vsTooz('locks uncontended', b, d.rollcall?.perSecond, d.tooz?.perSecond, true, 'ops/s')
+      // Where a backend also ran without its fencing token (which tooz does not take), that run is the like-for-like comparison.
+      const unfenced = d.unfenced !== undefined
+      if (unfenced) {
+        lines.push(
+          row([
+            `${LABEL[b]}, fencing=false`,
+            `${f(d.unfenced?.perSecond)} (${f(d.unfenced?.samples?.p50)})`,
+            `${f(d.tooz?.perSecond)} (${f(d.tooz?.samples?.p50)})`,
+            `${f(d.raw?.perSecond)} (${f(d.raw?.samples?.p50)})`,
+            x(ratio(d.unfenced?.perSecond, d.tooz?.perSecond)),
+            x(ratio(d.raw?.perSecond, d.unfenced?.perSecond)),
+            ...procs.flatMap((q) => [c(`unfenced${q}`), c(`tooz${q}`)]),
+            loadNote(R.locks, b),
+          ]),
+        )
+      }
+      const k = (kind: string): string => (unfenced ? `unfenced${kind}` : `rollcall${kind}`)
+      const as = unfenced ? ' (fencing=false, as tooz)' : ''
+      vsTooz(`locks uncontended${as}`, b, d[k('')]?.perSecond, d.tooz?.perSecond, true, 'ops/s')
       vsFloor('locks uncontended', b, d.rollcall?.perSecond, d.raw?.perSecond, true, 'ops/s')
       for (const q of procs) {
-        const rc = d[`rollcall${q}`]
+        const rc = d[k(String(q))]
         const tz = d[`tooz${q}`]
         const fair = rc && tz ? ` (fairness ${f(rc.fairness)} vs ${f(tz.fairness)})` : ''
-        vsTooz(`locks ${q} processes`, b, rc?.perSecond, tz?.perSecond, true, `ops/s${fair}`)
-        vsTooz(`locks ${q} processes`, b, rc?.longestWaitMs, tz?.longestWaitMs, false, 'longest wait ms')
+        vsTooz(`locks ${q} processes${as}`, b, rc?.perSecond, tz?.perSecond, true, `ops/s${fair}`)
+        vsTooz(`locks ${q} processes${as}`, b, rc?.longestWaitMs, tz?.longestWaitMs, false, 'longest wait ms')
       }
     }
     const errs = BACKENDS.flatMap((b) => errorsOf(R.locks, b).map((e) => `- ${LABEL[b]}: ${e}`))
@@ -526,7 +544,10 @@ ${R.locks.params.contendedSeconds} s: total acquisitions/s, fairness (Jain's ind
 took them all), and the longest single wait. The floor is the raw client's uncontended cycle (Redis SET NX PX
 + compare-and-delete script, memcached add + delete, ZooKeeper sequential create + getChildren + delete,
 etcd txn + delete, PostgreSQL pg_try_advisory_lock + unlock, MariaDB GET_LOCK + RELEASE_LOCK, file
-fcntl lock + unlock on an open file). Lock TTLs are 10 s (timeout=10) where the backend has them.
+fcntl lock + unlock on an open file). Lock TTLs are 10 s (timeout=10) where the backend has them. MariaDB
+runs twice: as configured by default, with a fencing token per acquire (an InnoDB counter row, one committed
+write), and with \`fencing=false\` (GET_LOCK alone, as tooz, which takes no token); the targets compare the
+latter with tooz.
 
 ${
       img('locks', {
