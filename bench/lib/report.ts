@@ -492,37 +492,25 @@ ${lines.join('\n')}
         const v = d[k]
         return v ? `${f(v.perSecond)}, ${f(v.fairness)}, ${f(v.longestWaitMs)} ms` : '–'
       }
-      lines.push(
+      // One table row per rollcall run: `run` is the key prefix of its cells (rollcall, or unfenced for a run without the fencing token).
+      const rowOf = (label: string, run: string): string =>
         row([
-          LABEL[b],
-          `${f(d.rollcall?.perSecond)} (${f(d.rollcall?.samples?.p50)})`,
+          label,
+          `${f(d[run]?.perSecond)} (${f(d[run]?.samples?.p50)})`,
           `${f(d.tooz?.perSecond)} (${f(d.tooz?.samples?.p50)})`,
           `${f(d.raw?.perSecond)} (${f(d.raw?.samples?.p50)})`,
-          x(ratio(d.rollcall?.perSecond, d.tooz?.perSecond)),
-          x(ratio(d.raw?.perSecond, d.rollcall?.perSecond)),
-          ...procs.flatMap((p) => [c(`rollcall${p}`), c(`tooz${p}`)]),
+          x(ratio(d[run]?.perSecond, d.tooz?.perSecond)),
+          x(ratio(d.raw?.perSecond, d[run]?.perSecond)),
+          ...procs.flatMap((p) => [c(`${run}${p}`), c(`tooz${p}`)]),
           loadNote(R.locks, b),
-        ]),
-      )
+        ])
+      lines.push(rowOf(LABEL[b], 'rollcall'))
       groups.push({ label: LABEL[b], values: [d.rollcall?.perSecond, d.tooz?.perSecond, d.raw?.perSecond] })
       const p = procs.at(-1)!
       cgroups.push({ label: LABEL[b], values: [d[`rollcall${p}`]?.perSecond, d[`tooz${p}`]?.perSecond] })
       // Where a backend also ran without its fencing token (which tooz does not take), that run is the like-for-like comparison.
       const unfenced = d.unfenced !== undefined
-      if (unfenced) {
-        lines.push(
-          row([
-            `${LABEL[b]}, fencing=false`,
-            `${f(d.unfenced?.perSecond)} (${f(d.unfenced?.samples?.p50)})`,
-            `${f(d.tooz?.perSecond)} (${f(d.tooz?.samples?.p50)})`,
-            `${f(d.raw?.perSecond)} (${f(d.raw?.samples?.p50)})`,
-            x(ratio(d.unfenced?.perSecond, d.tooz?.perSecond)),
-            x(ratio(d.raw?.perSecond, d.unfenced?.perSecond)),
-            ...procs.flatMap((q) => [c(`unfenced${q}`), c(`tooz${q}`)]),
-            loadNote(R.locks, b),
-          ]),
-        )
-      }
+      if (unfenced) lines.push(rowOf(`${LABEL[b]}, fencing=false`, 'unfenced'))
       const k = (kind: string): string => (unfenced ? `unfenced${kind}` : `rollcall${kind}`)
       const as = unfenced ? ' (fencing=false, as tooz)' : ''
       vsTooz(`locks uncontended${as}`, b, d[k('')]?.perSecond, d.tooz?.perSecond, true, 'ops/s')
