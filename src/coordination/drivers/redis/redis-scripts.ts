@@ -182,7 +182,8 @@ return lost`,
 
   /**
    * KEYS: lock, fencing counter, waiter queue, turn. ARGV: token, lock timeout (ms), waiter key
-   * prefix, queue for (ms; 0: a try that does not queue), turn length (ms), turn size (acquisitions).
+   * prefix, queue for (ms; 0: a try that does not queue), turn length (ms), turn size (acquisitions),
+   * wake channel prefix (a try refused a free key kept for the head waiter wakes that waiter).
    * → the new fencing token (≥ 1) when taken (or already held with this token); when not taken,
    * −1 − the ms until the next chance (the holder's PTTL; for the head waiter, at most the end of
    * the holder's turn; for a free key kept for the head waiter, the end of that waiter's lease), or
@@ -214,6 +215,8 @@ if not holder then
     return taken()
   end
   if queueMs > 0 then join(token, queueMs) end
+  -- The key is free and kept for the head, whose wake-up may not have come (a turn that lapsed between a release and the holder's next try).
+  redis.call('publish', ARGV[7] .. first, first)
   return -1 - math.max(0, redis.call('pttl', waiters .. first))
 end
 if queueMs > 0 then
