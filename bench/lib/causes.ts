@@ -13,14 +13,12 @@ export const CAUSES: Cause[] = [
   {
     match: (t, b, f) => /at least as good/.test(t) && /^(detection|failover)/.test(f) && ['redis', 'memcached', 'file', 'postgresql', 'mysql'].includes(b),
     text: 'detection / failover on polled backends: memcached keeps time in whole seconds (an item set with a 5 s TTL goes between 4 and 5 s later by the '
-      + 'wall clock) and tells when a key expires only through a meta get per member (`mg <key> t`, again in whole seconds), so rollcall polls it every '
-      + 'watch_interval = 1 s, as tooz polls, and their medians differ by where the kill fell in the poll cycle; 20 runs leave ±0.3 s of noise on the '
-      + 'median (the tables give min and max). Redis, PostgreSQL, MySQL and file re-read a watched group when its first member expires (capability '
-      + 'expiryWake, src/coordination/watchers.ts). Improvement: on memcached, read the member keys with `mg <key> t v` and re-read every 100 ms through '
-      + 'the last second of the soonest TTL; elections already retry when the leader lock may be free rather than on the next tick (capability '
-      + "electionWake: Redis answers the holder's PTTL with the failed acquire, memcached reads the leader key's TTL with `mg <key> t` and retries every "
-      + "50 ms through its last two seconds, file retries every 25 ms since the kernel frees a dead holder's lock at once; PostgreSQL and MySQL wait in "
-      + "the server's lock queue).",
+      + 'wall clock) and tells when a key expires only through a meta get (`mg <key> t`, again in whole seconds): rollcall reads the member keys with '
+      + 'their TTLs and re-reads through the last two seconds of the soonest one (its clock can step two seconds at once); Redis, PostgreSQL, MySQL and '
+      + 'file re-read a watched group when its first member expires (capability expiryWake, src/coordination/watchers.ts). Elections retry when the '
+      + "leader lock may be free rather than on the next tick (capability electionWake: Redis answers the holder's PTTL with the failed acquire, "
+      + "memcached reads the leader key's TTL with `mg <key> t`, file retries every 25 ms since the kernel frees a dead holder's lock at once; "
+      + "PostgreSQL and MySQL wait in the server's lock queue). A remaining miss here is where the kill fell in the lease (±0.3 s between runs).",
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks \d+ processes/.test(f) && ['redis', 'memcached', 'file'].includes(b),
