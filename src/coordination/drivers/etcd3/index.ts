@@ -343,6 +343,7 @@ export default defineDriver({
   capabilities: [
     'groups',
     'updateCapabilities',
+    'memberExpiry',
     'sessionExpiry',
     'pushWatch',
     'leaderElection',
