@@ -37,7 +37,9 @@ import type { DriverLock } from '../../driver.js'
 interface NativeLocks {
   /** Whole-file write lock (read lock with `shared`) without waiting; false when another description holds a conflicting lock. */
   tryLock(fd: number, options?: { shared?: boolean }): boolean
-  unlock(fd: number): void
+  /** The same on `length` bytes from `offset` (a conversion when this description already locks them). */
+  tryLock(fd: number, offset: number, length: number, options?: { shared?: boolean }): boolean
+  unlock(fd: number, offset?: number, length?: number): void
 }
 
 let native: NativeLocks | undefined
@@ -229,17 +231,15 @@ export async function withFileLock<T>(path: string, maxWaitMs: number, fn: () =>
   }
 }
 
-/** Wraps a record lock as a DriverLock (with a shared mode for named locks), kept in `held` while held so that stop() closes it. */
-export function asDriverLock(lock: RecordLock, held: Set<RecordLock>, sharable = false): DriverLock {
-  const take = async (shared: boolean): Promise<boolean> => {
-    const got = await lock.tryAcquire(shared)
-    if (got) held.add(lock)
-    return got
-  }
+/** Wraps a record lock as a DriverLock (leader locks; named locks are FairFileLocks), kept in `held` while held so that stop() closes it. */
+export function asDriverLock(lock: RecordLock, held: Set<RecordLock>): DriverLock {
   return {
     fencingToken: undefined,
-    tryAcquire: () => take(false),
-    ...(sharable ? { tryAcquireShared: () => take(true) } : {}),
+    async tryAcquire() {
+      const got = await lock.tryAcquire()
+      if (got) held.add(lock)
+      return got
+    },
     async release() {
       held.delete(lock)
       return lock.release()

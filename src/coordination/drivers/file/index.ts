@@ -14,7 +14,9 @@
  * - `DIR/groups/<sha1 g>/<sha1 m>.raw`: msgpack `{'capabilities', 'joined_on' (naive local
  *   datetime, oslo ext 1), 'member_id': bin, 'encoded': False}`; ids are written as bytes;
  * - `DIR/<lock name>`: an empty file, record-locked while the lock is held;
- * - `DIR/.leaders/<sha1 g>`: rollcall only, the leader lock of g with its holder's id inside.
+ * - `DIR/.leaders/<sha1 g>`: rollcall only, the leader lock of g with its holder's id inside;
+ * - `DIR/.leaders/lock-waits/<sha1 lock name>` and `….wake`: rollcall only, the waiter registry
+ *   and wake file of a contended lock (file-fair-lock.ts).
  *
  * Costs: inside `.driver_lock` the file calls are synchronous (a few microseconds each, where a
  * hop through libuv's thread pool costs more than the call; only the wait for the lock is
@@ -47,7 +49,9 @@ import { opt, type ResolvedOptions } from '../../options.js'
 import { CorruptRecordError, decodeGroupMetadata, decodeMemberRecord, encodeGroupMetadata, encodeMemberRecord, safeName } from './file-format.js'
 import { FileLeaderLock, leaderRetryInMs, readLeader, removeFreeLeaderFile } from './file-leader.js'
 import { directoryOf, makeDirectory, normalizeLockName, validateId, writeAtomically } from './file-paths.js'
+import { FairFileLock } from './file-fair-lock.js'
 import { asDriverLock, nativeLocks, RecordLock, withFileLock } from './file-lock.js'
+import { closeIdleWakeWatches } from './file-wake.js'
 import { exists, isMissing, MemberRecords, statIfExists, type CachedRecord, type LiveFile, type MemberEntry } from './file-records.js'
 
 const OPTIONS = {
@@ -73,6 +77,8 @@ class FileDriver implements CoordinationDriver {
   readonly #ownFile: string
   readonly #timeoutMs: number
   readonly #locks = new Set<RecordLock>()
+  /** What named locks share: held record locks, locks with a wait registration or a sidecar descriptor open, and whether the driver stopped. */
+  readonly #fairHost = { held: this.#locks, active: new Set<FairFileLock>(), stopped: false }
   /** Corrupt files already reported (path, inode and size), so a poll does not warn every time. */
   readonly #warned = new Set<string>()
   /** Member files: liveness, and their records read through a cache. */
@@ -102,6 +108,9 @@ class FileDriver implements CoordinationDriver {
   async stop(): Promise<void> {
     await Promise.allSettled([...this.#locks].map((l) => l.close()))
     this.#locks.clear()
+    this.#fairHost.stopped = true
+    for (const lock of [...this.#fairHost.active]) lock.dispose()
+    closeIdleWakeWatches()
     this.#records.clear()
   }
 
@@ -264,7 +273,8 @@ class FileDriver implements CoordinationDriver {
   }
 
   createLock(name: string): DriverLock {
-    return asDriverLock(new RecordLock(join(this.#dir, normalizeLockName(name))), this.#locks, true)
+    const path = normalizeLockName(name)
+    return new FairFileLock(new RecordLock(join(this.#dir, path)), join(this.#dir, '.leaders', 'lock-waits', safeName(path)), this.#fairHost)
   }
 
   leaderLock(group: string): DriverLock {

@@ -1,0 +1,448 @@
+/**
+ * Named file locks with wake-ups and fair hand-over between rollcall processes (issue 14).
+ *
+ * The lock is the record lock of file-lock.ts on `DIR/<name>`, nothing else. A holder that releases
+ * and re-takes it in a loop gets it back within microseconds, long before a waiter polling every
+ * 20–375 ms (lock.ts) looks, so waiters starved. Beside each contended lock rollcall keeps two
+ * sidecar files, `DIR/.leaders/lock-waits/<sha1 name>` (the registry) and `<sha1 name>.wake`
+ * (.leaders/ is already reserved, and a sha1 group name cannot be `lock-waits`); Python tooz
+ * never looks at them.
+ * - A waiter (an acquire that waits: from its waitForRelease() on) watches the wake file
+ *   (file-wake.ts), then registers: an OFD read lock on byte 0 of the registry, held until it
+ *   takes the lock or gives up (the kernel drops it when the waiter's process dies), and takes a
+ *   ticket, its place in line (a counter in the registry; two waiters may draw the same one).
+ * - A releaser finds out whether anyone waits by trying a write lock on that byte (and dropping it
+ *   at once): it fails while any waiter is registered. If so, it writes one byte to the wake file.
+ *   Every watching waiter hears it; the one next in line (the earliest ticket not yet served)
+ *   tries the lock at once, the others give those ahead of them a millisecond each first.
+ * - A holder has a turn: up to {@link TURN_SIZE} acquisitions within {@link TURN_MS}, during which
+ *   it may release and re-take the lock even when waiters are registered, so that a holder looping
+ *   on the lock does not pay a hand-over per acquisition; a release within the turn wakes waiters
+ *   only if the holder has not re-taken the lock by the next turn of its event loop.
+ * - A release that ends the turn while waiters are registered wakes them and yields: for at most
+ *   {@link YIELD_MS} the releaser declines the free lock while other waiters are registered (its
+ *   own registration does not count), until one of them has started a turn (each turn start adds
+ *   one to a counter in the registry, bytes 8–11, written only by the exclusive holder). The
+ *   decliner waits like anyone else meanwhile.
+ *
+ * Why exclusion cannot break: the sidecars are never consulted to take the lock, only to decline
+ * it or to try sooner. A rollcall process takes the lock exactly as before (F_OFD_SETLK on the
+ * lock file, then the path check of file-lock.ts), so rollcall and Python tooz processes exclude
+ * each other both ways as they did; a Python process ignores the sidecars and may take a free lock
+ * ahead of rollcall waiters, but never overlaps a holder.
+ *
+ * Hazards, and their bounds:
+ * - A registered waiter that is stuck (SIGSTOPped, or hung) makes a yielding releaser decline a
+ *   free lock for at most YIELD_MS; when such a yield ends with nobody having started a turn, the
+ *   releaser yields no more for {@link STUCK_BACKOFF_MS}. A releaser with no registered waiter
+ *   besides itself never declines.
+ * - A lost wake-up (the watch not yet open, the inotify queue overflowing, a Python releaser, a
+ *   holder killed) costs the waiter one poll interval of lock.ts, never a stuck waiter: a waiter
+ *   that has just registered tries once at once, since a release just before it saw no waiter.
+ * - Tickets only order who tries first: a waiter further back still tries after a few ms when
+ *   nobody ahead of it took over (gone, slow, or holding a duplicate ticket), and any waiter tries
+ *   at its poll. So the order is first-come first-served as a rule, not as a guarantee.
+ * - Shared (reader) acquisitions take no turns and never decline; they register and are woken like
+ *   exclusive waiters, and their releases wake waiters.
+ * - The sidecars stay once created (as lock files do); a replaced wake file is no longer watched by
+ *   the processes watching the old one, which then poll until their watch lingers out.
+ */
+import { closeSync, constants, mkdirSync, openSync, readSync, writeSync } from 'node:fs'
+import { dirname } from 'node:path'
+import type { DriverLock } from '../../driver.js'
+import { nativeLocks, type RecordLock } from './file-lock.js'
+import { fireWake, subscribeWake, type WakeSubscription } from './file-wake.js'
+
+/** A holder's turn: how many acquisitions it may make ahead of registered waiters... */
+const TURN_SIZE = 32
+/** ...and within how long. */
+const TURN_MS = 100
+/** How long a releaser whose turn ended declines the free lock for a registered waiter to take it. */
+const YIELD_MS = 50
+/** After a yield that no waiter used (a stuck waiter), how long releasers do not yield again. */
+const STUCK_BACKOFF_MS = 1_000
+/** How long an idle lock object keeps its registry descriptor open. */
+const SIDECAR_LINGER_MS = 1_000
+
+/** How long a woken waiter lets each waiter with an earlier ticket try first... */
+const RANK_STEP_MS = 1
+/** ...counting at most this many of them. */
+const MAX_RANK = 4
+
+/** The registry byte waiters read-lock. */
+const REGISTRY_OFFSET = 0
+/** Registry fields, little-endian uint32s: turns started (written by the exclusive holder only)... */
+const TURNS_FIELD = 8
+/** ...the last ticket given to a waiter (read then written, unlocked: two waiters may share a ticket)... */
+const TICKETS_FIELD = 12
+/** ...and the highest ticket that has started a turn (written by the exclusive holder only). */
+const SERVED_FIELD = 16
+
+/** The registry is opened read-write (read locks need read access, write locks write access), never blocking on a FIFO. */
+const SIDECAR_FLAGS = constants.O_RDWR | constants.O_NONBLOCK
+
+/** What a fair lock needs from its driver. */
+export interface FairLockHost {
+  /** Record locks held, closed by the driver's stop(). */
+  readonly held: Set<RecordLock>
+  /** Fair locks with descriptors or registrations open, disposed of by the driver's stop(). */
+  readonly active: Set<FairFileLock>
+  /** Set by the driver's stop(): from then on no sidecar is opened (a wait ending late must not reopen one). */
+  readonly stopped: boolean
+}
+
+/** A named lock of the file driver: the record lock, plus wake-ups and turns among rollcall processes. */
+export class FairFileLock implements DriverLock {
+  readonly fencingToken = undefined
+  readonly #record: RecordLock
+  readonly #registryPath: string
+  readonly #wakePath: string
+  readonly #host: FairLockHost
+  /** How this object holds the lock, when it does. */
+  #mode: 'exclusive' | 'shared' | undefined
+  #turnStartedAt = 0
+  /** Acquisitions in the current turn; 0: no turn. */
+  #turnCount = 0
+  /** While yielding: until when (performance.now() ms); 0 otherwise. */
+  #yieldUntil = 0
+  /** The turn counter when the yield began: a change means a waiter took over. */
+  #yieldCounter = 0
+  /** No yield before this time (a recent yield went unused). */
+  #noYieldBefore = 0
+  /** In a wait: waitForRelease() called since the last acquisition or endWait(). */
+  #waiting = false
+  /** This object holds its read lock on the registry byte. */
+  #registered = false
+  #wake: WakeSubscription | undefined
+  /** Wake events seen when the last attempt began. */
+  #seenEvents = 0
+  /** This wait's place in line, once registered. */
+  #ticket: number | undefined
+  /** Ends the current waitForRelease(), if one is under way. */
+  #endPause: (() => void) | undefined
+  /** A woken waiter's pause while waiters with earlier tickets try first. */
+  #rankTimer: NodeJS.Timeout | undefined
+  /** The registry descriptor, kept while in use and for a linger after. */
+  #fd: number | undefined
+  #lastUsedAt = 0
+  #linger: NodeJS.Timeout | undefined
+  #wakeCheck: NodeJS.Immediate | undefined
+  /** A buffer for registry fields. */
+  readonly #field = Buffer.alloc(4)
+
+  constructor(record: RecordLock, registryPath: string, host: FairLockHost) {
+    this.#record = record
+    this.#registryPath = registryPath
+    this.#wakePath = `${registryPath}.wake`
+    this.#host = host
+  }
+
+  async tryAcquire(): Promise<boolean> {
+    this.#seenEvents = this.#wake?.events() ?? 0
+    if (this.#declines()) return false
+    if (!(await this.#record.tryAcquire(false))) return false
+    this.#acquired('exclusive')
+    if (this.#waiting || this.#turnCount === 0) {
+      this.#turnStartedAt = performance.now()
+      this.#turnCount = 1
+      this.#startTurn()
+    } else this.#turnCount += 1
+    this.#yieldUntil = 0
+    this.#stopWaiting()
+    return true
+  }
+
+  async tryAcquireShared(): Promise<boolean> {
+    this.#seenEvents = this.#wake?.events() ?? 0
+    if (!(await this.#record.tryAcquire(true))) return false
+    this.#acquired('shared')
+    this.#stopWaiting()
+    return true
+  }
+
+  async release(): Promise<boolean> {
+    const mode = this.#mode
+    this.#mode = undefined
+    this.#host.held.delete(this.#record)
+    const turnOver = mode === 'exclusive' && (this.#turnCount >= TURN_SIZE || performance.now() - this.#turnStartedAt >= TURN_MS)
+    // Read while still holding: no other turn can have started yet.
+    const counter = turnOver ? this.#readField(TURNS_FIELD) : 0
+    const ok = await this.#record.release()
+    if (turnOver) {
+      this.#turnCount = 0
+      if (this.#othersWaiting()) {
+        this.#fire()
+        const now = performance.now()
+        if (now >= this.#noYieldBefore) {
+          this.#yieldUntil = now + YIELD_MS
+          this.#yieldCounter = counter
+        }
+      }
+    } else if (mode !== undefined) this.#wakeUnlessRetaken()
+    this.#idle()
+    return ok
+  }
+
+  /** Until a release wakes this waiter, at most `timeoutMs` (and not past the end of a yield), or until `signal` aborts. */
+  async waitForRelease(signal: AbortSignal, timeoutMs: number): Promise<void> {
+    this.#waiting = true
+    if (signal.aborted) return
+    // Newly watching or registered: a release just before may have seen no waiter, so try at once.
+    if (this.#register()) return
+    const woken = this.#wake !== undefined && this.#wake.events() !== this.#seenEvents
+    if (woken && this.#rank() <= 0) return
+    const waitMs = this.#yieldUntil > 0 ? Math.min(timeoutMs, Math.max(0, this.#yieldUntil - performance.now()) + 1) : timeoutMs
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer)
+        clearTimeout(this.#rankTimer)
+        this.#rankTimer = undefined
+        signal.removeEventListener('abort', done)
+        if (this.#endPause === done) this.#endPause = undefined
+        resolve()
+      }
+      const timer = setTimeout(done, waitMs)
+      signal.addEventListener('abort', done, { once: true })
+      this.#endPause = done
+      if (woken) this.#onWake()
+    })
+  }
+
+  /**
+   * A wake-up during a pause: the waiter next in line (the earliest ticket not yet served) tries at
+   * once; one further back first gives each waiter ahead of it RANK_STEP_MS (at most MAX_RANK of
+   * them), then tries unless one of them has started a turn meanwhile.
+   */
+  #onWake(): void {
+    const done = this.#endPause
+    if (!done) return
+    clearTimeout(this.#rankTimer)
+    this.#rankTimer = undefined
+    const rank = this.#rank()
+    if (rank <= 0) return done()
+    const turns = this.#readField(TURNS_FIELD)
+    this.#rankTimer = setTimeout(() => {
+      this.#rankTimer = undefined
+      if (this.#rank() <= 0 || this.#readField(TURNS_FIELD) === turns) done()
+    }, Math.min(rank, MAX_RANK) * RANK_STEP_MS)
+  }
+
+  /** Writes the wake file. */
+  #fire(): void {
+    fireWake(this.#wakePath)
+  }
+
+  /** How many tickets lie between the last one served and this waiter's; 0 or less: its turn. */
+  #rank(): number {
+    if (this.#ticket === undefined) return 0
+    return (this.#ticket - this.#readField(SERVED_FIELD) - 1) | 0
+  }
+
+  /** The wait is over without the lock: unregister, stop listening; a waiter next in line passes its place on. */
+  async endWait(): Promise<void> {
+    if (this.#ticket !== undefined && this.#rank() <= 0) {
+      if (((this.#ticket - this.#readField(SERVED_FIELD)) | 0) > 0) this.#writeField(SERVED_FIELD, this.#ticket)
+      this.#stopWaiting()
+      this.#fire()
+    }
+    this.#stopWaiting()
+    this.#idle()
+  }
+
+  async refresh(): Promise<boolean> {
+    return this.#record.isStillOwner()
+  }
+
+  async isStillOwner(): Promise<boolean> {
+    return this.#record.isStillOwner()
+  }
+
+  async break(): Promise<boolean> {
+    return this.#record.break()
+  }
+
+  /** Drops the registration, the subscription, the descriptor and every timer (driver stop; the record lock is closed by the driver). */
+  dispose(): void {
+    this.#stopWaiting()
+    this.#endPause?.()
+    clearImmediate(this.#wakeCheck)
+    this.#wakeCheck = undefined
+    this.#closeRegistry()
+  }
+
+  #acquired(mode: 'exclusive' | 'shared'): void {
+    this.#mode = mode
+    this.#host.held.add(this.#record)
+  }
+
+  /** True while yielding and another waiter is registered and none has started a turn since the yield began. */
+  #declines(): boolean {
+    if (this.#yieldUntil === 0) return false
+    const now = performance.now()
+    const counter = this.#readField(TURNS_FIELD)
+    if (now >= this.#yieldUntil) {
+      if (counter === this.#yieldCounter) this.#noYieldBefore = now + STUCK_BACKOFF_MS
+      this.#yieldUntil = 0
+      return false
+    }
+    if (counter !== this.#yieldCounter || !this.#othersWaiting()) {
+      this.#yieldUntil = 0
+      return false
+    }
+    return true
+  }
+
+  /** Whether a waiter other than this object is registered: a write lock on the registry byte fails. */
+  #othersWaiting(): boolean {
+    const fd = this.#registry(false)
+    if (fd === undefined) return false
+    const locks = nativeLocks()
+    try {
+      if (!locks.tryLock(fd, REGISTRY_OFFSET, 1)) return true
+      // Ours now: back to this object's read lock (a conversion, which cannot fail), or to nothing.
+      if (this.#registered) locks.tryLock(fd, REGISTRY_OFFSET, 1, { shared: true })
+      else locks.unlock(fd, REGISTRY_OFFSET, 1)
+      return false
+    } catch {
+      return false
+    }
+  }
+
+  /** After a release within the turn: wake waiters if this object has not re-taken the lock by the next turn of the event loop. */
+  #wakeUnlessRetaken(): void {
+    if (this.#wakeCheck) return
+    this.#wakeCheck = setImmediate(() => {
+      this.#wakeCheck = undefined
+      if (this.#mode === undefined && !this.#waiting && this.#othersWaiting()) this.#fire()
+    })
+    this.#wakeCheck.unref()
+  }
+
+  /** Watches the wake file, then registers; true when either is new. Best effort: a failure leaves the waiter polling. */
+  #register(): boolean {
+    let changed = false
+    if (this.#wake === undefined || !this.#wake.isOpen()) {
+      this.#wake?.close()
+      this.#wake = undefined
+      try {
+        closeSync(openSidecar(this.#wakePath, constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK))
+        this.#wake = subscribeWake(this.#wakePath, () => this.#onWake())
+      } catch {
+        // No wake file: poll.
+      }
+      changed = this.#wake !== undefined
+    }
+    if (!this.#registered) {
+      const fd = this.#registry(true)
+      try {
+        // Fails only while a releaser's check holds the byte for a moment: the next wait tries again.
+        this.#registered = fd !== undefined && nativeLocks().tryLock(fd, REGISTRY_OFFSET, 1, { shared: true })
+      } catch {
+        this.#registered = false
+      }
+      if (this.#registered && this.#ticket === undefined) {
+        this.#ticket = (this.#readField(TICKETS_FIELD) + 1) >>> 0
+        this.#writeField(TICKETS_FIELD, this.#ticket)
+      }
+      changed ||= this.#registered
+    }
+    return changed
+  }
+
+  #stopWaiting(): void {
+    this.#waiting = false
+    if (this.#registered && this.#fd !== undefined) {
+      try {
+        nativeLocks().unlock(this.#fd, REGISTRY_OFFSET, 1)
+      } catch {
+        // Closing the descriptor drops it anyway.
+        this.#closeRegistry()
+      }
+    }
+    this.#registered = false
+    this.#ticket = undefined
+    this.#wake?.close()
+    this.#wake = undefined
+  }
+
+  /** Counts a turn start in the registry, and the ticket it serves; only the exclusive holder writes these, so a read then a write is safe. */
+  #startTurn(): void {
+    if (this.#registry(false) === undefined) return
+    this.#writeField(TURNS_FIELD, (this.#readField(TURNS_FIELD) + 1) >>> 0)
+    if (this.#ticket !== undefined && ((this.#ticket - this.#readField(SERVED_FIELD)) | 0) > 0) this.#writeField(SERVED_FIELD, this.#ticket)
+  }
+
+  /** A registry field; 0 when missing or unreadable. */
+  #readField(offset: number): number {
+    const fd = this.#registry(false)
+    if (fd === undefined) return 0
+    try {
+      return readSync(fd, this.#field, 0, 4, offset) === 4 ? this.#field.readUInt32LE() : 0
+    } catch {
+      return 0
+    }
+  }
+
+  /** Writes a registry field; a failure only costs fairness (a yielder waits out its bound, a rank its delay). */
+  #writeField(offset: number, value: number): void {
+    const fd = this.#registry(false)
+    if (fd === undefined) return
+    try {
+      this.#field.writeUInt32LE(value >>> 0)
+      writeSync(fd, this.#field, 0, 4, offset)
+    } catch {
+      // See above.
+    }
+  }
+
+  /** The registry descriptor, opened when needed (created only for a waiter: otherwise no file means no waiter). */
+  #registry(create: boolean): number | undefined {
+    this.#lastUsedAt = performance.now()
+    if (this.#fd !== undefined) return this.#fd
+    if (this.#host.stopped) return undefined
+    try {
+      this.#fd = openSidecar(this.#registryPath, create ? SIDECAR_FLAGS | constants.O_CREAT : SIDECAR_FLAGS)
+    } catch {
+      return undefined
+    }
+    this.#host.active.add(this)
+    return this.#fd
+  }
+
+  /** Closes the registry descriptor once this object has neither held nor waited for a linger. */
+  #idle(): void {
+    if (this.#fd === undefined || this.#linger !== undefined) return
+    const check = (): void => {
+      this.#linger = undefined
+      if (this.#fd === undefined) return
+      const idleMs = performance.now() - this.#lastUsedAt
+      if (this.#registered || this.#mode !== undefined || idleMs < SIDECAR_LINGER_MS) {
+        this.#linger = setTimeout(check, Math.max(1, SIDECAR_LINGER_MS - idleMs))
+        this.#linger.unref()
+      } else this.#closeRegistry()
+    }
+    this.#linger = setTimeout(check, SIDECAR_LINGER_MS)
+    this.#linger.unref()
+  }
+
+  #closeRegistry(): void {
+    clearTimeout(this.#linger)
+    this.#linger = undefined
+    const fd = this.#fd
+    this.#fd = undefined
+    this.#registered = false
+    this.#host.active.delete(this)
+    if (fd !== undefined) closeSync(fd)
+  }
+}
+
+/** Opens a sidecar file, making its directory first when creating it. */
+function openSidecar(path: string, flags: number): number {
+  try {
+    return openSync(path, flags, 0o666)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || (flags & constants.O_CREAT) === 0) throw err
+    mkdirSync(dirname(path), { recursive: true })
+    return openSync(path, flags, 0o666)
+  }
+}
