@@ -354,7 +354,9 @@ export default defineDriver({
     + 'host, Python tooz ones included.',
   urlForms: ['file:///var/lib/rollcall', 'file:///var/lib/rollcall?timeout=10'],
   consistency: 'One host. Every membership read and write happens under DIR/.driver_lock, so reads are consistent. A member is alive while its .raw file was '
-    + 'touched within `timeout` seconds; expiry is noticed by polling. Locks are kernel record locks, released when their holder exits.',
+    + 'touched within `timeout` seconds; expiry is noticed by polling. Locks are kernel record locks, released when their holder exits. Rollcall waiters '
+    + 'register beside the lock (DIR/.leaders/lock-waits/) and are woken by a rollcall release through a watched wake file, polling as a fallback; a '
+    + 'holder gets turns of up to 32 acquisitions in 100 ms, then hands over to the waiter next in line.',
   hazards: [
     'Local directories only: on a network file system, record locks and mtimes are only as reliable as the server.',
     "Locks exclude Python tooz's locks on Linux only (F_OFD_SETLK record locks conflict with fcntl.lockf); on macOS fs-native-extensions falls back to "
@@ -362,6 +364,9 @@ export default defineDriver({
     'Stale .raw files of other members (older than timeout) are deleted by listings and deleteGroup(), unlike tooz: a tooz process paused for longer '
     + 'than timeout leaves its groups for good.',
     'break() unlinks the lock file; a tooz process already waiting on the old file may take it while a new holder holds the new one.',
+    'Wake-ups and turns are among rollcall processes only: a Python process ignores them and may take a free lock ahead of rollcall waiters, and a '
+    + 'rollcall waiter behind a Python holder gets the lock at its next poll (at most about 375 ms). A registered rollcall waiter that is stopped or hung '
+    + 'makes a releaser whose turn ended decline the free lock for at most 50 ms (then no more for a second).',
     "Ids are written as bytes (encoded: False), as tooz documents them; a tooz program using str ids reads rollcall's ids back as bytes.",
     'Listings cache decoded member records (keyed by inode, size and birth time): a tool that rewrites a member file in place, followed by a rollcall '
     + 'heartbeat before the next listing, goes unseen until the file is replaced (tooz and rollcall always replace files, never rewrite them).',
