@@ -10,7 +10,7 @@
  * - A waiter (an acquire that waits: from its waitForRelease() on) watches the wake file
  *   (file-wake.ts), then registers: an OFD read lock on byte 0 of the registry, held until it
  *   takes the lock or gives up (the kernel drops it when the waiter's process dies), and takes a
- *   ticket, its place in line (a counter in the registry; two waiters may draw the same one).
+ *   ticket, its place in line (file-wait-registry.ts lays the registry out).
  * - A releaser finds out whether anyone waits by trying a write lock on that byte (and dropping it
  *   at once): it fails while any waiter is registered. If so, it writes one byte to the wake file.
  *   Every watching waiter hears it; the one next in line (the earliest ticket not yet served)
@@ -22,8 +22,8 @@
  * - A release that ends the turn while waiters are registered wakes them and yields: for at most
  *   {@link YIELD_MS} the releaser declines the free lock while other waiters are registered (its
  *   own registration does not count), until one of them has started a turn (each turn start adds
- *   one to a counter in the registry, bytes 8–11, written only by the exclusive holder). The
- *   decliner waits like anyone else meanwhile.
+ *   one to a counter in the registry, written only by the exclusive holder). The decliner waits
+ *   like anyone else meanwhile.
  *
  * Why exclusion cannot break: the sidecars are never consulted to take the lock, only to decline
  * it or to try sooner. A rollcall process takes the lock exactly as before (F_OFD_SETLK on the
@@ -47,10 +47,10 @@
  * - The sidecars stay once created (as lock files do); a replaced wake file is no longer watched by
  *   the processes watching the old one, which then poll until their watch lingers out.
  */
-import { closeSync, constants, mkdirSync, openSync, readSync, writeSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { closeSync, constants } from 'node:fs'
 import type { DriverLock } from '../../driver.js'
-import { nativeLocks, type RecordLock } from './file-lock.js'
+import type { RecordLock } from './file-lock.js'
+import { openSidecar, WaitRegistry } from './file-wait-registry.js'
 import { fireWake, subscribeWake, type WakeSubscription } from './file-wake.js'
 
 /** A holder's turn: how many acquisitions it may make ahead of registered waiters... */
@@ -61,31 +61,16 @@ const TURN_MS = 100
 const YIELD_MS = 50
 /** After a yield that no waiter used (a stuck waiter), how long releasers do not yield again. */
 const STUCK_BACKOFF_MS = 1_000
-/** How long an idle lock object keeps its registry descriptor open. */
-const SIDECAR_LINGER_MS = 1_000
-
 /** How long a woken waiter lets each waiter with an earlier ticket try first... */
 const RANK_STEP_MS = 1
 /** ...counting at most this many of them. */
 const MAX_RANK = 4
 
-/** The registry byte waiters read-lock. */
-const REGISTRY_OFFSET = 0
-/** Registry fields, little-endian uint32s: turns started (written by the exclusive holder only)... */
-const TURNS_FIELD = 8
-/** ...the last ticket given to a waiter (read then written, unlocked: two waiters may share a ticket)... */
-const TICKETS_FIELD = 12
-/** ...and the highest ticket that has started a turn (written by the exclusive holder only). */
-const SERVED_FIELD = 16
-
-/** The registry is opened read-write (read locks need read access, write locks write access), never blocking on a FIFO. */
-const SIDECAR_FLAGS = constants.O_RDWR | constants.O_NONBLOCK
-
 /** What a fair lock needs from its driver. */
 export interface FairLockHost {
   /** Record locks held, closed by the driver's stop(). */
   readonly held: Set<RecordLock>
-  /** Fair locks with descriptors or registrations open, disposed of by the driver's stop(). */
+  /** Fair locks with a registry descriptor open, disposed of by the driver's stop(). */
   readonly active: Set<FairFileLock>
   /** Set by the driver's stop(): from then on no sidecar is opened (a wait ending late must not reopen one). */
   readonly stopped: boolean
@@ -95,7 +80,7 @@ export interface FairLockHost {
 export class FairFileLock implements DriverLock {
   readonly fencingToken = undefined
   readonly #record: RecordLock
-  readonly #registryPath: string
+  readonly #registry: WaitRegistry
   readonly #wakePath: string
   readonly #host: FairLockHost
   /** How this object holds the lock, when it does. */
@@ -105,36 +90,30 @@ export class FairFileLock implements DriverLock {
   #turnCount = 0
   /** While yielding: until when (performance.now() ms); 0 otherwise. */
   #yieldUntil = 0
-  /** The turn counter when the yield began: a change means a waiter took over. */
-  #yieldCounter = 0
+  /** The registry's turn count when the yield began: a change means a waiter took over. */
+  #yieldTurns = 0
   /** No yield before this time (a recent yield went unused). */
   #noYieldBefore = 0
   /** In a wait: waitForRelease() called since the last acquisition or endWait(). */
   #waiting = false
-  /** This object holds its read lock on the registry byte. */
-  #registered = false
   #wake: WakeSubscription | undefined
   /** Wake events seen when the last attempt began. */
   #seenEvents = 0
-  /** This wait's place in line, once registered. */
-  #ticket: number | undefined
   /** Ends the current waitForRelease(), if one is under way. */
   #endPause: (() => void) | undefined
   /** A woken waiter's pause while waiters with earlier tickets try first. */
   #rankTimer: NodeJS.Timeout | undefined
-  /** The registry descriptor, kept while in use and for a linger after. */
-  #fd: number | undefined
-  #lastUsedAt = 0
-  #linger: NodeJS.Timeout | undefined
   #wakeCheck: NodeJS.Immediate | undefined
-  /** A buffer for registry fields. */
-  readonly #field = Buffer.alloc(4)
 
   constructor(record: RecordLock, registryPath: string, host: FairLockHost) {
     this.#record = record
-    this.#registryPath = registryPath
     this.#wakePath = `${registryPath}.wake`
     this.#host = host
+    this.#registry = new WaitRegistry(registryPath, {
+      stopped: () => host.stopped,
+      opened: (isOpen) => void (isOpen ? host.active.add(this) : host.active.delete(this)),
+      busy: () => this.#mode !== undefined || this.#waiting,
+    })
   }
 
   async tryAcquire(): Promise<boolean> {
@@ -145,7 +124,7 @@ export class FairFileLock implements DriverLock {
     if (this.#waiting || this.#turnCount === 0) {
       this.#turnStartedAt = performance.now()
       this.#turnCount = 1
-      this.#startTurn()
+      this.#registry.startTurn()
     } else this.#turnCount += 1
     this.#yieldUntil = 0
     this.#stopWaiting()
@@ -166,20 +145,20 @@ export class FairFileLock implements DriverLock {
     this.#host.held.delete(this.#record)
     const turnOver = mode === 'exclusive' && (this.#turnCount >= TURN_SIZE || performance.now() - this.#turnStartedAt >= TURN_MS)
     // Read while still holding: no other turn can have started yet.
-    const counter = turnOver ? this.#readField(TURNS_FIELD) : 0
+    const turns = turnOver ? this.#registry.turns() : 0
     const ok = await this.#record.release()
     if (turnOver) {
       this.#turnCount = 0
-      if (this.#othersWaiting()) {
-        this.#fire()
+      if (this.#registry.othersWaiting()) {
+        fireWake(this.#wakePath)
         const now = performance.now()
         if (now >= this.#noYieldBefore) {
           this.#yieldUntil = now + YIELD_MS
-          this.#yieldCounter = counter
+          this.#yieldTurns = turns
         }
       }
     } else if (mode !== undefined) this.#wakeUnlessRetaken()
-    this.#idle()
+    this.#registry.idle()
     return ok
   }
 
@@ -190,7 +169,7 @@ export class FairFileLock implements DriverLock {
     // Newly watching or registered: a release just before may have seen no waiter, so try at once.
     if (this.#register()) return
     const woken = this.#wake !== undefined && this.#wake.events() !== this.#seenEvents
-    if (woken && this.#rank() <= 0) return
+    if (woken && this.#registry.rank() <= 0) return
     const waitMs = this.#yieldUntil > 0 ? Math.min(timeoutMs, Math.max(0, this.#yieldUntil - performance.now()) + 1) : timeoutMs
     await new Promise<void>((resolve) => {
       const done = (): void => {
@@ -208,45 +187,13 @@ export class FairFileLock implements DriverLock {
     })
   }
 
-  /**
-   * A wake-up during a pause: the waiter next in line (the earliest ticket not yet served) tries at
-   * once; one further back first gives each waiter ahead of it RANK_STEP_MS (at most MAX_RANK of
-   * them), then tries unless one of them has started a turn meanwhile.
-   */
-  #onWake(): void {
-    const done = this.#endPause
-    if (!done) return
-    clearTimeout(this.#rankTimer)
-    this.#rankTimer = undefined
-    const rank = this.#rank()
-    if (rank <= 0) return done()
-    const turns = this.#readField(TURNS_FIELD)
-    this.#rankTimer = setTimeout(() => {
-      this.#rankTimer = undefined
-      if (this.#rank() <= 0 || this.#readField(TURNS_FIELD) === turns) done()
-    }, Math.min(rank, MAX_RANK) * RANK_STEP_MS)
-  }
-
-  /** Writes the wake file. */
-  #fire(): void {
-    fireWake(this.#wakePath)
-  }
-
-  /** How many tickets lie between the last one served and this waiter's; 0 or less: its turn. */
-  #rank(): number {
-    if (this.#ticket === undefined) return 0
-    return (this.#ticket - this.#readField(SERVED_FIELD) - 1) | 0
-  }
-
   /** The wait is over without the lock: unregister, stop listening; a waiter next in line passes its place on. */
   async endWait(): Promise<void> {
-    if (this.#ticket !== undefined && this.#rank() <= 0) {
-      if (((this.#ticket - this.#readField(SERVED_FIELD)) | 0) > 0) this.#writeField(SERVED_FIELD, this.#ticket)
-      this.#stopWaiting()
-      this.#fire()
-    }
+    const next = this.#registry.registered && this.#registry.rank() <= 0
+    if (next) this.#registry.passOn()
     this.#stopWaiting()
-    this.#idle()
+    if (next) fireWake(this.#wakePath)
+    this.#registry.idle()
   }
 
   async refresh(): Promise<boolean> {
@@ -267,7 +214,7 @@ export class FairFileLock implements DriverLock {
     this.#endPause?.()
     clearImmediate(this.#wakeCheck)
     this.#wakeCheck = undefined
-    this.#closeRegistry()
+    this.#registry.close()
   }
 
   #acquired(mode: 'exclusive' | 'shared'): void {
@@ -279,33 +226,36 @@ export class FairFileLock implements DriverLock {
   #declines(): boolean {
     if (this.#yieldUntil === 0) return false
     const now = performance.now()
-    const counter = this.#readField(TURNS_FIELD)
+    const turns = this.#registry.turns()
     if (now >= this.#yieldUntil) {
-      if (counter === this.#yieldCounter) this.#noYieldBefore = now + STUCK_BACKOFF_MS
+      if (turns === this.#yieldTurns) this.#noYieldBefore = now + STUCK_BACKOFF_MS
       this.#yieldUntil = 0
       return false
     }
-    if (counter !== this.#yieldCounter || !this.#othersWaiting()) {
+    if (turns !== this.#yieldTurns || !this.#registry.othersWaiting()) {
       this.#yieldUntil = 0
       return false
     }
     return true
   }
 
-  /** Whether a waiter other than this object is registered: a write lock on the registry byte fails. */
-  #othersWaiting(): boolean {
-    const fd = this.#registry(false)
-    if (fd === undefined) return false
-    const locks = nativeLocks()
-    try {
-      if (!locks.tryLock(fd, REGISTRY_OFFSET, 1)) return true
-      // Ours now: back to this object's read lock (a conversion, which cannot fail), or to nothing.
-      if (this.#registered) locks.tryLock(fd, REGISTRY_OFFSET, 1, { shared: true })
-      else locks.unlock(fd, REGISTRY_OFFSET, 1)
-      return false
-    } catch {
-      return false
-    }
+  /**
+   * A wake-up during a pause: the waiter next in line (the earliest ticket not yet served) tries at
+   * once; one further back first gives each waiter ahead of it RANK_STEP_MS (at most MAX_RANK of
+   * them), then tries unless one of them has started a turn meanwhile.
+   */
+  #onWake(): void {
+    const done = this.#endPause
+    if (!done) return
+    clearTimeout(this.#rankTimer)
+    this.#rankTimer = undefined
+    const rank = this.#registry.rank()
+    if (rank <= 0) return done()
+    const turns = this.#registry.turns()
+    this.#rankTimer = setTimeout(() => {
+      this.#rankTimer = undefined
+      if (this.#registry.rank() <= 0 || this.#registry.turns() === turns) done()
+    }, Math.min(rank, MAX_RANK) * RANK_STEP_MS)
   }
 
   /** After a release within the turn: wake waiters if this object has not re-taken the lock by the next turn of the event loop. */
@@ -313,7 +263,7 @@ export class FairFileLock implements DriverLock {
     if (this.#wakeCheck) return
     this.#wakeCheck = setImmediate(() => {
       this.#wakeCheck = undefined
-      if (this.#mode === undefined && !this.#waiting && this.#othersWaiting()) this.#fire()
+      if (this.#mode === undefined && !this.#waiting && this.#registry.othersWaiting()) fireWake(this.#wakePath)
     })
     this.#wakeCheck.unref()
   }
@@ -332,117 +282,14 @@ export class FairFileLock implements DriverLock {
       }
       changed = this.#wake !== undefined
     }
-    if (!this.#registered) {
-      const fd = this.#registry(true)
-      try {
-        // Fails only while a releaser's check holds the byte for a moment: the next wait tries again.
-        this.#registered = fd !== undefined && nativeLocks().tryLock(fd, REGISTRY_OFFSET, 1, { shared: true })
-      } catch {
-        this.#registered = false
-      }
-      if (this.#registered && this.#ticket === undefined) {
-        this.#ticket = (this.#readField(TICKETS_FIELD) + 1) >>> 0
-        this.#writeField(TICKETS_FIELD, this.#ticket)
-      }
-      changed ||= this.#registered
-    }
-    return changed
+    // Registration fails only while a releaser's check holds the byte for a moment: the next wait tries again.
+    return this.#registry.register() || changed
   }
 
   #stopWaiting(): void {
     this.#waiting = false
-    if (this.#registered && this.#fd !== undefined) {
-      try {
-        nativeLocks().unlock(this.#fd, REGISTRY_OFFSET, 1)
-      } catch {
-        // Closing the descriptor drops it anyway.
-        this.#closeRegistry()
-      }
-    }
-    this.#registered = false
-    this.#ticket = undefined
+    this.#registry.unregister()
     this.#wake?.close()
     this.#wake = undefined
-  }
-
-  /** Counts a turn start in the registry, and the ticket it serves; only the exclusive holder writes these, so a read then a write is safe. */
-  #startTurn(): void {
-    if (this.#registry(false) === undefined) return
-    this.#writeField(TURNS_FIELD, (this.#readField(TURNS_FIELD) + 1) >>> 0)
-    if (this.#ticket !== undefined && ((this.#ticket - this.#readField(SERVED_FIELD)) | 0) > 0) this.#writeField(SERVED_FIELD, this.#ticket)
-  }
-
-  /** A registry field; 0 when missing or unreadable. */
-  #readField(offset: number): number {
-    const fd = this.#registry(false)
-    if (fd === undefined) return 0
-    try {
-      return readSync(fd, this.#field, 0, 4, offset) === 4 ? this.#field.readUInt32LE() : 0
-    } catch {
-      return 0
-    }
-  }
-
-  /** Writes a registry field; a failure only costs fairness (a yielder waits out its bound, a rank its delay). */
-  #writeField(offset: number, value: number): void {
-    const fd = this.#registry(false)
-    if (fd === undefined) return
-    try {
-      this.#field.writeUInt32LE(value >>> 0)
-      writeSync(fd, this.#field, 0, 4, offset)
-    } catch {
-      // See above.
-    }
-  }
-
-  /** The registry descriptor, opened when needed (created only for a waiter: otherwise no file means no waiter). */
-  #registry(create: boolean): number | undefined {
-    this.#lastUsedAt = performance.now()
-    if (this.#fd !== undefined) return this.#fd
-    if (this.#host.stopped) return undefined
-    try {
-      this.#fd = openSidecar(this.#registryPath, create ? SIDECAR_FLAGS | constants.O_CREAT : SIDECAR_FLAGS)
-    } catch {
-      return undefined
-    }
-    this.#host.active.add(this)
-    return this.#fd
-  }
-
-  /** Closes the registry descriptor once this object has neither held nor waited for a linger. */
-  #idle(): void {
-    if (this.#fd === undefined || this.#linger !== undefined) return
-    const check = (): void => {
-      this.#linger = undefined
-      if (this.#fd === undefined) return
-      const idleMs = performance.now() - this.#lastUsedAt
-      if (this.#registered || this.#mode !== undefined || idleMs < SIDECAR_LINGER_MS) {
-        this.#linger = setTimeout(check, Math.max(1, SIDECAR_LINGER_MS - idleMs))
-        this.#linger.unref()
-      } else this.#closeRegistry()
-    }
-    this.#linger = setTimeout(check, SIDECAR_LINGER_MS)
-    this.#linger.unref()
-  }
-
-  #closeRegistry(): void {
-    clearTimeout(this.#linger)
-    this.#linger = undefined
-    const fd = this.#fd
-    this.#fd = undefined
-    this.#registered = false
-    this.#host.active.delete(this)
-    if (fd !== undefined) closeSync(fd)
-  }
-}
-
-/** Opens a sidecar file, making its directory first when creating it. */
-function openSidecar(path: string, flags: number): number {
-  try {
-    return openSync(path, flags, 0o666)
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || (flags & constants.O_CREAT) === 0) throw err
-    mkdirSync(dirname(path), { recursive: true })
-    return openSync(path, flags, 0o666)
   }
 }
