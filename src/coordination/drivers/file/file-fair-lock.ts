@@ -63,7 +63,7 @@ const YIELD_MS = 50
 const STUCK_BACKOFF_MS = 1_000
 /** How long a woken waiter lets each waiter with an earlier ticket try first... */
 const RANK_STEP_MS = 1
-/** ...counting at most this many of them. */
+/** ...when at most this many are ahead of it (those further back wait for the next wake-up). */
 const MAX_RANK = 4
 
 /** What a fair lock needs from its driver. */
@@ -241,8 +241,9 @@ export class FairFileLock implements DriverLock {
 
   /**
    * A wake-up during a pause: the waiter next in line (the earliest ticket not yet served) tries at
-   * once; one further back first gives each waiter ahead of it RANK_STEP_MS (at most MAX_RANK of
-   * them), then tries unless one of them has started a turn meanwhile.
+   * once; one up to MAX_RANK places further back first gives each waiter ahead of it RANK_STEP_MS,
+   * then tries unless one of them has started a turn meanwhile (so a gone or slow head costs a few
+   * ms); one further back still waits for the next wake-up, or its poll.
    */
   #onWake(): void {
     const done = this.#endPause
@@ -251,6 +252,7 @@ export class FairFileLock implements DriverLock {
     this.#rankTimer = undefined
     const rank = this.#registry.rank()
     if (rank <= 0) return done()
+    if (rank > MAX_RANK) return
     const turns = this.#registry.turns()
     this.#rankTimer = setTimeout(() => {
       this.#rankTimer = undefined
