@@ -43,7 +43,9 @@
  *   nobody ahead of it took over (gone, slow, or holding a duplicate ticket), and any waiter tries
  *   at its poll. So the order is first-come first-served as a rule, not as a guarantee.
  * - Shared (reader) acquisitions take no turns and never decline; they register and are woken like
- *   exclusive waiters, and their releases wake waiters.
+ *   exclusive waiters (one taken after a wait counts a turn start, which ends a writer's yield),
+ *   and their releases wake waiters. A writer waiting behind readers that keep overlapping can
+ *   still wait long, as before.
  * - The sidecars stay once created (as lock files do); a replaced wake file is no longer watched by
  *   the processes watching the old one, which then poll until their watch lingers out.
  */
@@ -135,6 +137,9 @@ export class FairFileLock implements DriverLock {
     this.#seenEvents = this.#wake?.events() ?? 0
     if (!(await this.#record.tryAcquire(true))) return false
     this.#acquired('shared')
+    // A reader taking over from a yielder counts a turn, so that the yielder stops declining. Readers may hold together, so
+    // this read-then-write of the counter can lose an increment to another reader's: the counter changes all the same.
+    if (this.#waiting) this.#registry.startTurn()
     this.#stopWaiting()
     return true
   }

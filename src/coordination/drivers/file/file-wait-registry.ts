@@ -7,7 +7,8 @@
  *   on it fails while anyone else holds a registration; through a registered descriptor the write
  *   lock is a conversion, which ignores that descriptor's own read lock.
  * - Bytes 8–19 are three little-endian uint32 fields: turns started and the highest ticket served
- *   (written only by the exclusive holder of the lock, so a read then a write cannot race), and
+ *   (written only by a holder of the lock, so a read then a write races only between readers
+ *   holding together, where a lost increment still changes the counter), and
  *   the last ticket drawn (read then written unlocked: two waiters may draw the same ticket, which
  *   costs order, nothing else).
  *
@@ -113,7 +114,7 @@ export class WaitRegistry {
     return this.#read(TURNS_FIELD)
   }
 
-  /** Counts a turn start, and this registration's ticket as served. Only by the exclusive holder. */
+  /** Counts a turn start, and this registration's ticket as served. Only by a holder of the lock. */
   startTurn(): void {
     if (this.#open(false) === undefined) return
     this.#write(TURNS_FIELD, (this.#read(TURNS_FIELD) + 1) >>> 0)
