@@ -1,7 +1,7 @@
 /**
  * Wake files for file lock waiters (rollcall only): one `fs.watch` (inotify on Linux) per wake
  * file per process, shared by every waiting lock object of the process, and the write that fires
- * it. file-waits.ts says who writes and when.
+ * it. file-fair-lock.ts says who writes and when.
  *
  * A watch opens when the first waiter of the process listens and lingers {@link WAKE_LINGER_MS}
  * after the last one leaves, so that a lock contended in a loop does not open and close a watch
