@@ -171,8 +171,8 @@ export class FairFileLock implements DriverLock {
   async waitForRelease(signal: AbortSignal, timeoutMs: number): Promise<void> {
     this.#waiting = true
     if (signal.aborted) return
-    // Newly watching or registered: a release just before may have seen no waiter, so try at once.
-    if (this.#register()) return
+    // Newly watching or registered: a release just before may have seen no waiter, so try at once (a yielder would only decline).
+    if (this.#register() && this.#yieldUntil === 0) return
     const woken = this.#wake !== undefined && this.#wake.events() !== this.#seenEvents
     if (woken && this.#registry.rank() <= 0) return
     const waitMs = this.#yieldUntil > 0 ? Math.min(timeoutMs, Math.max(0, this.#yieldUntil - performance.now()) + 1) : timeoutMs
@@ -281,12 +281,9 @@ export class FairFileLock implements DriverLock {
     if (this.#wake === undefined || !this.#wake.isOpen()) {
       this.#wake?.close()
       this.#wake = undefined
-      try {
-        closeSync(openSidecar(this.#wakePath, constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK))
-        this.#wake = subscribeWake(this.#wakePath, () => this.#onWake())
-      } catch {
-        // No wake file: poll.
-      }
+      const create = (): void => closeSync(openSidecar(this.#wakePath, constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK))
+      // Undefined (no wake file, no watch): poll.
+      this.#wake = subscribeWake(this.#wakePath, () => this.#onWake(), create)
       changed = this.#wake !== undefined
     }
     // Registration fails only while a releaser's check holds the byte for a moment: the next wait tries again.

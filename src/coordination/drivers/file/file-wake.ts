@@ -42,13 +42,15 @@ export interface WakeSubscription {
 
 /**
  * Calls `onWake` on every change of the wake file at `path` until the subscription is closed.
- * The file must exist. Undefined when no watch can be opened (the waiter then only polls).
+ * `create` makes the file if it is missing; it is called only when no watch of it is open yet.
+ * Undefined when no watch can be opened (the waiter then only polls).
  */
-export function subscribeWake(path: string, onWake: () => void): WakeSubscription | undefined {
+export function subscribeWake(path: string, onWake: () => void, create: () => void): WakeSubscription | undefined {
   let w = watches.get(path)
   if (!w) {
     let watcher: FSWatcher
     try {
+      create()
       watcher = watch(path, { persistent: false })
     } catch {
       return undefined
