@@ -195,7 +195,13 @@ export class ZkLock implements DriverLock {
         await this.#waitForDeletion(`${this.#parent}/${blocker.name}`, until)
       }
     } finally {
-      if (node !== undefined) await this.#withdraw(node, generation)
+      // A wait that ended at the caller's deadline (or abort) returns at once: the delete is written now, ahead of anything
+      // this session sends next (ZooKeeper answers a session's requests in order), so a later try of this object queues
+      // behind it. Meanwhile the leftover node may briefly lead the queue, which only keeps others waiting, as a holder would.
+      if (node !== undefined) {
+        const withdrawn = this.#withdraw(node, generation)
+        if (!signal.aborted) await withdrawn
+      }
     }
     return false
   }
