@@ -22,20 +22,23 @@ export const CAUSES: Cause[] = [
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks \d+ processes/.test(f) && ['redis', 'memcached', 'file'].includes(b),
-    text: 'contended locks without a wait queue (Redis, memcached, file): a waiter polls tryAcquire with a jittered backoff from 20 ms up to 250 ms '
-      + '(src/coordination/lock.ts POLL_FIRST_MS/POLL_MAX_MS), while the holder, releasing and re-acquiring in a tight loop, usually re-takes the lock '
-      + 'before any waiter polls. tooz behaves the same way, and its higher totals are mostly that barging: compare the fairness figures. On file, '
-      + "lowering the cap to 100 ms (as Python's fasteners polls) was tried and changed nothing beyond run-to-run noise (2 processes, longest wait 947 "
-      + "ms with it; 849 ms and 1,406 ms in two runs without): the holder's tight loop re-takes a released lock within microseconds, before any poll, "
-      + 'while a Python holder leaves a gap between release and re-acquire. The real fix is a kernel wait queue (F_OFD_SETLKW in a worker thread), which '
-      + "needs a way to cancel a blocked wait. Improvement (lock.ts): cap the poll backoff near the backend round trip while the lock's holder keeps "
-      + 'changing; for Redis, a release could PUBLISH on a per-lock channel that waiters SUBSCRIBE to (tooz does not, so it stays compatible).',
+    text: "contended locks on Redis and file: rollcall waiters queue beside tooz's layout (Redis `<key>:queue`, file `.leaders/lock-waits/`), are "
+      + "woken by the release (Redis: PUBLISH on the head waiter's own channel; file: inotify on a wake file), and a holder keeps the lock for a turn "
+      + "of up to 32 acquisitions in 100 ms, then hands it over: fairness 1.0, and the longest wait a fraction of tooz's (same cells). The hand-overs "
+      + "cost throughput with 8 processes: each turn ends in a wake-up and a retry in another process, and with 8 processes on 2 cores the holder's own "
+      + 'cycle runs 2–3× slower than alone (Redis, measured apart: acquire+release p50 0.33–0.50 ms against 0.16 ms in one process, though the 7 '
+      + "waiting processes poll only a few times a second each). tooz's totals come from barging: one process re-takes the lock in a tight loop "
+      + 'while the others poll (compare the fairness and longest-wait figures). Tried: larger turns (Redis 256 acquisitions in 50 ms: within '
+      + "run-to-run noise; file 64 and 128: 10–30 % more throughput but longest waits of 100–280 ms). Not closed: where the holder's cycle loses "
+      + 'time beside idle peers (next: perf sched on the holder).',
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'redis',
-    text: "Redis locks: rollcall's acquire is one script (SET NX PX + INCR of the fencing counter) and release one script, as tooz's SET NX PX + "
-      + 'compare-and-delete: the same round trips, one more server write (the fencing counter); the rest is client cost and run-to-run noise (±10 % '
-      + 'between runs here).',
+    text: 'Redis locks uncontended: acquire and release are one script each (SET NX PX, the fencing INCR and the queue and turn reads in one round '
+      + "trip), as tooz's SET NX PX and compare-and-delete are two commands: the same round trips. The rest is client CPU: profiled in one process, "
+      + 'half of a cycle is the two socket writes (system calls) and most of the remainder ioredis building and parsing commands. lock.ts itself '
+      + 'was cut this round from about a quarter of the cycle (an AbortController, a combined signal and an Error per acquisition) to a few percent. '
+      + 'Run-to-run noise here is ±10 %.',
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'mysql',
@@ -43,21 +46,20 @@ export const CAUSES: Cause[] = [
       + 'fencing token is an InnoDB counter row bumped with LAST_INSERT_ID(value + 1): a committed write, so one redo-log flush per acquire '
       + '(innodb_flush_log_at_trx_commit = 1), and with 8 processes they queue on that one row. tooz takes no token. A deployment that needs no fencing '
       + 'sets `fencing=false` (GET_LOCK alone, as tooz; Lock.fencingToken is then undefined), measured in the "fencing=false" row; the targets '
-      + 'compare that row with tooz.',
+      + 'compare that row with tooz. With 8 processes, rollcall waits inside GET_LOCK, and the server grants a released lock to the next waiting '
+      + 'session, so every acquisition is a hand-over between processes (fairness 1.00); tooz polls GET_LOCK(name, 0) and a releasing process '
+      + 'usually takes the lock straight back (fairness 0.50, longest wait about 3 s).',
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'zookeeper',
-    text: 'ZooKeeper locks: rollcall (its own protocol client) and kazoo make the same requests: counted per contended acquire+release with 8 '
-      + "processes, 1 create, 2 getChildren, 1 getData (the watch on the predecessor) and 1 delete, kazoo's recipe exactly; uncontended, the same 3 "
-      + "as the floor (create, getChildren, delete), and measured back to back in one process the rollcall cycle kept up with the floor's (334 vs 293 "
-      + 'ops/s, 0.88 ms CPU each, load ~12), so the uncontended gap is run-to-run noise. The contended gap is not client CPU: the 8 rollcall '
-      + "processes used about 0.3 cores in all against tooz's 0.9 (4.2 vs 2.7 ms CPU per acquire+release per process, load ~20), and 8 rollcall "
-      + "contenders in one Node process reached 300 ops/s where 8 processes reached 55–245 and tooz's 8 processes 340–420 minutes apart. It is "
-      + "latency between processes: in a trace of the 8-process run each handoff (delete → the next waiter's watch event → its getChildren) took 3.6 "
-      + "+ 4.6 ms at the median, while a probe on the same server answered in 0.9 ms. Tried and ruled out: V8's parallel GC threads "
-      + "(--single-threaded-gc: no change) and the releasing holder's re-queue (a write) delaying the woken waiter's read (a 2 ms pause before "
-      + "re-queueing: no change). Not explained yet: the next step is to compare the scheduling of a Node process woken by a socket with Python's on "
-      + 'this 2-core host (perf sched), at low load.',
+    text: 'ZooKeeper locks: rollcall (its own protocol client) and kazoo make the same requests: per contended acquire+release, 1 create, 2 '
+      + "getChildren, 1 getData (the watch on the predecessor) and 1 delete, kazoo's recipe exactly; uncontended rollcall is ahead (the same 3 "
+      + 'requests as the floor). The bench runs rollcall and tooz one after the other, and the contended cells move with the load between them: run '
+      + 'side by side at equal load (5–8), 8 kazoo processes made 247–309 acquisitions/s and 8 rollcall processes 177–238, hand-over p50 2.8–3.3 ms '
+      + 'against 3.4–4.0 ms, with rollcall using less CPU per acquisition. The gap is the latency from a watch event to the next request in a Node '
+      + 'process woken from epoll on a loaded 2-core host; not found yet (next: perf sched at low load). Considered and rejected: skipping the '
+      + "second getChildren when the deleted predecessor was the holder (one round trip less per hand-over) is unsafe when the lock's node is "
+      + 'deleted recursively: a waiter would hear its predecessor go before its own node and take a lock it no longer queues for.',
   },
   {
     match: (t, b, f) => b === 'zookeeper' && /read \d+ caps/.test(f) && /at least as good|floor/.test(t),
