@@ -430,14 +430,6 @@ ${lines.join('\n')}
       const lagOf = (o: J): number | undefined =>
         num(o?.lagMs?.p50) ?? (num(o?.detectMs?.p50) !== undefined && num(o?.floorMs?.p50) !== undefined ? o.detectMs.p50 - o.floorMs.p50 : undefined)
       vsTooz('detection', b, lagOf(rc), lagOf(tz), false, "median ms noticed after the backend's expiry")
-      if (FREED_AT_DEATH.has(b) && num(rc?.electedMs?.p50) !== undefined) {
-        verdicts.push({
-          target: "failover ≤ 100 ms after the backend frees the leader's lock",
-          backend: b,
-          figure: `median ${f(rc.electedMs.p50)} ms after the kill, which frees the lock at once (max ${f(rc.electedMs.max)})`,
-          met: rc.electedMs.p50 <= 100,
-        })
-      }
       if (b === 'zookeeper' || b === 'etcd3' || num(rc?.electedAfterFreedMs?.p50) !== undefined) {
         const gap = num(rc?.detectMs?.p50) !== undefined && num(rc?.floorMs?.p50) !== undefined ? rc.detectMs.p50 - rc.floorMs.p50 : undefined
         if (gap !== undefined) {
