@@ -20,7 +20,7 @@ import { TcpProxy } from '../support/proxy.js'
 import { startRedis } from '../support/servers.js'
 import { rid } from '../support/wait.js'
 import { declares, faultBackends, withQuery, type FaultBackend } from './support/backends.js'
-import { killChild, repeat, sleep, spawnContender, type RunOutcome, type Scope, testTimeout } from './support/harness.js'
+import { killChild, repeat, sleep, spawnContender, stopChild, type RunOutcome, type Scope, testTimeout } from './support/harness.js'
 import { FAULT_FULL, positiveInt, ResultsWriter } from './support/results.js'
 
 const writer = new ResultsWriter(import.meta.url)
@@ -116,7 +116,10 @@ async function contention(scope: Scope, b: FaultBackend, server?: ServerFaults):
     const victims = [...live]
     const victim = victims.find((c) => c.pid === target) ?? victims[Math.floor(Math.random() * victims.length)]
     if (!victim) continue
-    // The kill line goes first: from it on, the victim may be dead.
+    // The victim is frozen before the kill line is written, so no line of its can follow that line (a victim still
+    // running there could release, take the lock again and log it, and then die holding what the log says it never
+    // took back); from the kill line on it may be dead.
+    await stopChild(victim)
     log.write('kill', victim.pid!)
     await killChild(victim)
     kills += 1

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { fileURLToPath } from 'node:url'
@@ -219,12 +220,41 @@ function spawnTsx(script: string, arg: unknown): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', join(HERE, script), JSON.stringify(arg)], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] })
 }
 
-/** Ends a child for good: SIGCONT (if paused), SIGKILL, and waits for it. */
+/**
+ * Freezes a child (SIGSTOP) and resolves once the kernel reports it stopped (state T in
+ * /proc/<pid>/stat) or gone, so that it writes nothing more: a signal sent to a process running on
+ * the other core, or in the middle of a write, takes effect a little later than kill() returns.
+ */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  child.kill('SIGSTOP')
+  await waitFor(
+    `pid ${child.pid} stopped`,
+    () => {
+      if (child.exitCode !== null || child.signalCode !== null) return true
+      let stat: string
+      try {
+        stat = readFileSync(`/proc/${child.pid}/stat`, 'latin1')
+      } catch {
+        return true // gone
+      }
+      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+      return state === 'T' || state === 'Z'
+    },
+    10_000,
+    1,
+  )
+}
+
+/**
+ * Ends a child for good and waits for it. SIGKILL ends a stopped process too; SIGCONT goes after it, never
+ * before, so that a frozen child (stopChild) cannot run another instruction.
+ */
 export async function killChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
   const gone = new Promise((r) => child.once('exit', r))
-  child.kill('SIGCONT')
   child.kill('SIGKILL')
+  child.kill('SIGCONT')
   await gone
 }
 
