@@ -79,11 +79,13 @@ function descriptorsUnder(dir: string): string[] {
 }
 
 describe('file driver: lock wake-ups and fair hand-over', { concurrency: 2 }, () => {
-  it('file: locks: four processes looping acquire → release on one lock for 2 s each get a share', async (t) => {
+  it('file: locks: four processes looping acquire → hold 1 ms → release on one lock for 2 s each get a share', async (t) => {
     const url = `file://${tempDir(t)}`
     const name = `${rid('fair')}/nested`
     const loops = Array.from({ length: 4 }, () => {
-      const proc = spawn(process.execPath, ['--import', 'tsx', LOOP, url, name, '2000'], { stdio: ['pipe', 'pipe', 'inherit'] })
+      // A 1 ms hold keeps four loopers from filling both cores for 2 s (beside other suites), and starves waiters as a 0 ms hold
+      // does: the holder still re-takes the lock microseconds after its release, long before a polling waiter looks.
+      const proc = spawn(process.execPath, ['--import', 'tsx', LOOP, url, name, '2000', '1'], { stdio: ['pipe', 'pipe', 'inherit'] })
       t.after(() => void (proc.exitCode === null && proc.kill('SIGKILL')))
       let out = ''
       proc.stdout!.on('data', (d: Buffer) => (out += d.toString()))
