@@ -51,8 +51,8 @@
  */
 import { closeSync, constants } from 'node:fs'
 import type { DriverLock } from '../../driver.js'
-import type { RecordLock } from './file-lock.js'
-import { openSidecar, WaitRegistry } from './file-wait-registry.js'
+import { openMakingDirs, type RecordLock } from './file-lock.js'
+import { WaitRegistry } from './file-wait-registry.js'
 import { fireWake, subscribeWake, type WakeSubscription } from './file-wake.js'
 
 /** A holder's turn: how many acquisitions it may make ahead of registered waiters... */
@@ -281,7 +281,7 @@ export class FairFileLock implements DriverLock {
     if (this.#wake === undefined || !this.#wake.isOpen()) {
       this.#wake?.close()
       this.#wake = undefined
-      const create = (): void => closeSync(openSidecar(this.#wakePath, constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK))
+      const create = (): void => closeSync(openMakingDirs(this.#wakePath, constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK))
       // Undefined (no wake file, no watch): poll.
       this.#wake = subscribeWake(this.#wakePath, () => this.#onWake(), create)
       changed = this.#wake !== undefined

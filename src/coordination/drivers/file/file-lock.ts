@@ -64,11 +64,15 @@ const SHARED_LOCK_FILE_FLAGS = constants.O_RDONLY | constants.O_CREAT | constant
 
 /** Opens `path` as fasteners does (append mode, created if missing, parent directories too); for reading when `shared`. */
 function openForLock(path: string, shared = false): number {
-  const flags = shared ? SHARED_LOCK_FILE_FLAGS : LOCK_FILE_FLAGS
+  return openMakingDirs(path, shared ? SHARED_LOCK_FILE_FLAGS : LOCK_FILE_FLAGS)
+}
+
+/** openSync(path, flags, 0o666); with O_CREAT, a missing parent directory is made first. */
+export function openMakingDirs(path: string, flags: number): number {
   try {
     return openSync(path, flags, 0o666)
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || (flags & constants.O_CREAT) === 0) throw err
     mkdirSync(dirname(path), { recursive: true })
     return openSync(path, flags, 0o666)
   }

@@ -17,9 +17,8 @@
  * use. Every call is best effort: a failure reads as "nobody waits" or a lost write, which costs
  * fairness or a poll, never exclusion.
  */
-import { closeSync, constants, mkdirSync, openSync, readSync, writeSync } from 'node:fs'
-import { dirname } from 'node:path'
-import { nativeLocks } from './file-lock.js'
+import { closeSync, constants, readSync, writeSync } from 'node:fs'
+import { nativeLocks, openMakingDirs } from './file-lock.js'
 
 /** How long an idle registry descriptor stays open. */
 const LINGER_MS = 1_000
@@ -190,22 +189,11 @@ export class WaitRegistry {
     if (this.#fd !== undefined) return this.#fd
     if (this.#owner.stopped()) return undefined
     try {
-      this.#fd = openSidecar(this.#path, create ? FLAGS | constants.O_CREAT : FLAGS)
+      this.#fd = openMakingDirs(this.#path, create ? FLAGS | constants.O_CREAT : FLAGS)
     } catch {
       return undefined
     }
     this.#owner.opened(true)
     return this.#fd
-  }
-}
-
-/** Opens a sidecar file (mode 0666, as lock files), making its directory first when creating it. */
-export function openSidecar(path: string, flags: number): number {
-  try {
-    return openSync(path, flags, 0o666)
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || (flags & constants.O_CREAT) === 0) throw err
-    mkdirSync(dirname(path), { recursive: true })
-    return openSync(path, flags, 0o666)
   }
 }
