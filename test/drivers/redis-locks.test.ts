@@ -28,23 +28,29 @@ function raw(t: TestContext): Redis {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
+/** A fresh lock taken by one coordinator, and another's waiter queued behind it (with a raw client to read the keys). */
+async function queuedBehindHolder(t: TestContext, name = rid('lock'), waiterId = rid('m')) {
+  const [a, b] = [await open(t), await open(t, waiterId)]
+  const key = `_tooz_${name}_lock`
+  const admin = raw(t)
+  const holder = a.getLock(name)
+  assert.equal(await holder.acquire(), true)
+  const waiter = b.getLock(name)
+  const waiting = waiter.acquire({ timeoutMs: 10_000 })
+  // Queued from its second attempt on (about 20 ms).
+  await waitFor('the waiter queued', async () => (await admin.zcard(`${key}:queue`)) === 1, 5_000)
+  return { b, key, admin, holder, waiter, waiting }
+}
+
 describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
   it('redis: locks: a release after the turn PUBLISHes on <key>:wake:<token> of the queued waiter only, and that waiter takes the lock', async (t) => {
-    const [a, b] = [await open(t), await open(t, rid('waiter'))]
     const name = rid('lock')
-    const key = `_tooz_${name}_lock`
-    const admin = raw(t)
     const sub = raw(t)
     const heard: string[] = []
     sub.on('pmessage', (_pattern: string, channel: string, message: string) => heard.push(message, channel))
-    await sub.psubscribe(`${key}:wake*`)
-    const holder = a.getLock(name)
-    assert.equal(await holder.acquire(), true)
-    const waiter = b.getLock(name)
-    const waiting = waiter.acquire({ timeoutMs: 10_000 })
-    // Queued from its second attempt on (about 20 ms); the holder's 100 ms turn then ends.
-    await waitFor('the waiter queued', async () => (await admin.zcard(`${key}:queue`)) === 1, 5_000)
-    await sleep(150)
+    await sub.psubscribe(`_tooz_${name}_lock:wake*`)
+    const { b, key, admin, holder, waiter, waiting } = await queuedBehindHolder(t, name, rid('waiter'))
+    await sleep(150) // the holder's turn (100 ms) is over
     assert.equal(await holder.release(), true)
     assert.equal(await waiting, true)
     // The raw subscriber's copy may be read after the waiter's own (another socket).
@@ -87,15 +93,7 @@ describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
   })
 
   it('redis: locks: a releaser whose turn is over does not take the free lock back ahead of a queued waiter', async (t) => {
-    const [a, b] = [await open(t), await open(t)]
-    const name = rid('lock')
-    const key = `_tooz_${name}_lock`
-    const admin = raw(t)
-    const holder = a.getLock(name)
-    assert.equal(await holder.acquire(), true)
-    const waiter = b.getLock(name)
-    const waiting = waiter.acquire({ timeoutMs: 10_000 })
-    await waitFor('the waiter queued', async () => (await admin.zcard(`${key}:queue`)) === 1, 5_000)
+    const { holder, waiter, waiting } = await queuedBehindHolder(t)
     await sleep(150) // the holder's turn (100 ms) is over
     assert.equal(await holder.release(), true)
     assert.equal(await holder.acquire({ blocking: false }), false, 'the releaser re-took the lock ahead of the waiter')
@@ -119,15 +117,7 @@ describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
   })
 
   it('redis: locks: with the wake-up subscriber connection killed, a waiter still gets the lock by polling', async (t) => {
-    const [a, b] = [await open(t), await open(t, rid('deaf'))]
-    const name = rid('lock')
-    const key = `_tooz_${name}_lock`
-    const admin = raw(t)
-    const holder = a.getLock(name)
-    assert.equal(await holder.acquire(), true)
-    const waiter = b.getLock(name)
-    const waiting = waiter.acquire({ timeoutMs: 10_000 })
-    await waitFor('the waiter queued', async () => (await admin.zcard(`${key}:queue`)) === 1, 5_000)
+    const { b, admin, holder, waiter, waiting } = await queuedBehindHolder(t, rid('lock'), rid('deaf'))
     // Kill the waiter's subscriber (found by its connection name) and stop it from coming back.
     const subName = `rollcall:${b.memberId}:sub`
     // Opened by the waiter's first wait; under load its CLIENT SETNAME may not have run yet.
