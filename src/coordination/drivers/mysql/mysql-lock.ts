@@ -11,7 +11,9 @@
  *
  * As tooz's driver keeps one connection per Lock object, a released session is kept (in the
  * coordinator's LockSessions, sql-sessions.ts) for the next acquire: a lock taken in a loop
- * costs two round trips per cycle (GET_LOCK with its fencing token, RELEASE_LOCK).
+ * costs two round trips per cycle (GET_LOCK with its fencing token, RELEASE_LOCK). Contended
+ * rollcall acquires wait in turns (mysql-turn.ts): a second GET_LOCK name orders them, and the
+ * session that holds it may also hold the lock.
  *
  * The fencing token is an InnoDB counter row bumped in the acquire's round trip: a committed
  * write, so one redo-log flush per acquire (with innodb_flush_log_at_trx_commit = 1), and
@@ -25,6 +27,7 @@ import { BackendError, ConnectionError } from '../../../errors.js'
 import { sleep } from '../../../internal/sleep.js'
 import type { SessionLock } from '../sql/sql-membership.js'
 import type { LockSessions } from '../sql/sql-sessions.js'
+import { Turn, turnLockName } from './mysql-turn.js'
 
 /** The subset of a mysql2/promise connection these drivers use. */
 export interface MysqlConnection {
@@ -49,8 +52,12 @@ export interface MysqlLockHost {
   readonly fencing: boolean
 }
 
-/** GET_LOCK alone (fencing=false), as tooz takes it. Parameters: name, timeout in seconds. */
-export const MYSQL_LOCK_SQL_UNFENCED = 'SELECT GET_LOCK(?, ?) AS ok'
+/**
+ * GET_LOCK alone (fencing=false), as tooz takes it, asked only when the first parameter is 1 or
+ * nobody holds the turn lock (mysql-turn.ts). Parameters: 1 or 0, turn lock name, name, timeout in
+ * seconds.
+ */
+export const MYSQL_LOCK_SQL_UNFENCED = 'SELECT IF(? OR IS_FREE_LOCK(?), GET_LOCK(?, ?), 0) AS ok'
 
 /** A granted GET_LOCK, with its fencing token unless fencing=false. */
 interface Granted {
@@ -58,14 +65,17 @@ interface Granted {
 }
 
 /**
- * GET_LOCK and the fencing token in one round trip (two statements): the counter row is bumped,
- * with LAST_INSERT_ID(expr) making the new value the statement's insert id, only when this
- * session now holds the lock. Parameters: name, timeout in seconds, name.
+ * {@link MYSQL_LOCK_SQL_UNFENCED} and the fencing token in one round trip (two statements): the
+ * counter row is bumped, with LAST_INSERT_ID(expr) making the new value the statement's insert id,
+ * only when this session now holds the lock. Parameters: those of the first statement, then name.
  */
 export function mysqlLockSql(fenceTable: string): string {
-  return `SELECT GET_LOCK(?, ?) AS ok;
+  return `${MYSQL_LOCK_SQL_UNFENCED};
     UPDATE ${fenceTable} SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND IS_USED_LOCK(?) = CONNECTION_ID()`
 }
+
+/** Thrown inside acquireWaiting() when its signal aborts a statement in flight. */
+const ABORTED = Symbol('aborted')
 
 /**
  * A blocked acquire waits in GET_LOCK(name, WAIT_SLICE_S) rounds: the server wakes it the moment
@@ -85,12 +95,18 @@ export class MysqlLock implements SessionLock {
   fencingToken: bigint | undefined
   readonly #host: MysqlLockHost
   readonly #name: string
+  readonly #turnName: string
   readonly #onLost: (reason: string) => void
   #conn: MysqlConnection | undefined
+  /** The turn this object holds (mysql-turn.ts), on the session that holds the turn lock. */
+  #turn: Turn<MysqlConnection> | undefined
+  /** An acquire is under way: a held turn must not be freed under it. */
+  #busy = false
 
   constructor(host: MysqlLockHost, name: string, onLost: (reason: string) => void) {
     this.#host = host
     this.#name = name
+    this.#turnName = turnLockName(name)
     this.#onLost = onLost
   }
 
@@ -98,76 +114,94 @@ export class MysqlLock implements SessionLock {
     return this.#conn?.threadId ?? undefined
   }
 
+  /** Takes the lock if free, as tooz does, whoever holds the turn lock. */
   async tryAcquire(): Promise<boolean> {
-    if (this.#conn) return false
-    const { sessions } = this.#host
-    for (;;) {
-      const { session: conn, reused } = await sessions.take()
-      let token: Granted | undefined
-      try {
-        token = await this.#attempt(conn, 0)
-      } catch (err) {
-        // The lock may have been taken before the error: closing the session frees it.
-        await sessions.discard(conn)
-        // A kept session may have died unnoticed: once more, on another session.
-        if (reused) continue
-        throw err
+    if (this.#conn || this.#busy) return false
+    this.#busy = true
+    try {
+      for (;;) {
+        const { session: conn, reused } = await this.#session()
+        let token: Granted | undefined
+        try {
+          token = await this.#attempt(conn, 0, true)
+        } catch (err) {
+          // The lock may have been taken before the error: closing the session frees it.
+          await this.#discard(conn)
+          // A kept session may have died unnoticed: once more, on another session.
+          if (reused) continue
+          throw err
+        }
+        if (token === undefined) {
+          this.#idle(conn)
+          return false
+        }
+        this.#taken(conn, token)
+        return true
       }
-      if (token === undefined) {
-        sessions.give(conn)
-        return false
-      }
-      this.#taken(conn, token)
-      return true
+    } finally {
+      this.#busy = false
     }
   }
 
   /**
-   * Waits on the server in GET_LOCK rounds of half a second. An abort resolves false at once
-   * (the client does not end a statement in flight when its connection is destroyed, so the
-   * round is not awaited) and closes the connection, which frees anything the round took.
+   * Takes a free lock at once unless a rollcall process has the turn; else queues for the turn
+   * lock, then waits for the lock itself (mysql-turn.ts). Waits run in GET_LOCK rounds of half a
+   * second. An abort resolves false at once (the client does not end a statement in flight when
+   * its connection is destroyed, so the round is not awaited) and closes the connection, which
+   * frees anything the round took.
    */
   async acquireWaiting(signal: AbortSignal): Promise<boolean> {
-    if (this.#conn || signal.aborted) return false
-    const { sessions } = this.#host
-    for (;;) {
-      const { session: conn, reused } = await sessions.take()
-      let onAbort = (): void => {}
-      const aborted = new Promise<'aborted'>((resolve) => {
-        onAbort = () => {
-          conn.destroy()
-          resolve('aborted')
+    if (this.#conn || this.#busy || signal.aborted) return false
+    this.#busy = true
+    try {
+      for (;;) {
+        const { session: conn, reused } = await this.#session()
+        let onAbort = (): void => {}
+        const aborted = new Promise<typeof ABORTED>((resolve) => {
+          onAbort = () => {
+            conn.destroy()
+            resolve(ABORTED)
+          }
+        })
+        signal.addEventListener('abort', onAbort, { once: true })
+        const step = async <T>(statement: Promise<T>): Promise<T> => {
+          const first = await Promise.race([statement, aborted])
+          if (first !== ABORTED) return first as T
+          statement.catch(() => {})
+          throw ABORTED
         }
-      })
-      signal.addEventListener('abort', onAbort, { once: true })
-      let token: Granted | undefined
-      try {
-        while (token === undefined && !signal.aborted) {
-          const round = this.#attempt(conn, WAIT_SLICE_S)
-          const first = await Promise.race([round, aborted])
-          if (first === 'aborted') {
-            round.catch(() => {})
-            void sessions.discard(conn)
+        let token: Granted | undefined
+        try {
+          if (this.#turn?.session !== conn) {
+            token = await step(this.#attempt(conn, 0, false))
+            while (token === undefined && this.#turn?.session !== conn) {
+              const [rows] = await step(conn.query('SELECT GET_LOCK(?, ?) AS ok', [this.#turnName, WAIT_SLICE_S]))
+              if (Number((rows as Record<string, unknown>[])[0]?.ok) === 1) this.#turn = new Turn(conn)
+            }
+          }
+          while (token === undefined) token = await step(this.#attempt(conn, WAIT_SLICE_S, true))
+        } catch (err) {
+          if (err === ABORTED) {
+            void this.#discard(conn)
             return false
           }
-          token = first
+          await this.#discard(conn)
+          if (signal.aborted) return false
+          if (reused) continue
+          throw err
+        } finally {
+          signal.removeEventListener('abort', onAbort)
         }
-      } catch (err) {
-        await sessions.discard(conn)
-        if (signal.aborted) return false
-        if (reused) continue
-        throw err
-      } finally {
-        signal.removeEventListener('abort', onAbort)
+        if (signal.aborted) {
+          // Taken just as the wait was abandoned: ending the session gives it back.
+          await this.#discard(conn)
+          return false
+        }
+        this.#taken(conn, token)
+        return true
       }
-      if (token === undefined || signal.aborted) {
-        // Aborted (the connection is destroyed), or taken just as the wait was abandoned: ending
-        // the session gives it back.
-        await sessions.discard(conn)
-        return false
-      }
-      this.#taken(conn, token)
-      return true
+    } finally {
+      this.#busy = false
     }
   }
 
@@ -176,15 +210,23 @@ export class MysqlLock implements SessionLock {
     if (!conn) return false
     this.#conn = undefined
     this.fencingToken = undefined
+    const turn = this.#turn?.session === conn ? this.#turn : undefined
+    const endTurn = turn?.over === true
     let released = false
     try {
-      released = Number(rowsOf(await conn.query('SELECT RELEASE_LOCK(?) AS ok', [this.#name]))[0]?.ok) === 1
+      const [rows] = endTurn
+        ? await conn.query('SELECT RELEASE_LOCK(?) AS ok, RELEASE_LOCK(?) AS turn', [this.#name, this.#turnName])
+        : await conn.query('SELECT RELEASE_LOCK(?) AS ok', [this.#name])
+      released = Number((rows as Record<string, unknown>[])[0]?.ok) === 1
     } catch {
       // The session is gone, and the server released the lock with it.
     }
     // Only a session that the server says holds nothing any more serves another lock.
-    if (released) this.#host.sessions.give(conn)
-    else await this.#host.sessions.discard(conn)
+    if (!released) await this.#discard(conn)
+    else if (endTurn) {
+      this.#turn = undefined
+      this.#host.sessions.give(conn)
+    } else this.#idle(conn)
     return released
   }
 
@@ -203,7 +245,7 @@ export class MysqlLock implements SessionLock {
       // fall through: a session we cannot talk to is given up, which frees the lock if it held it
     }
     if (this.#conn === conn) this.#conn = undefined
-    await this.#host.sessions.discard(conn)
+    await this.#discard(conn)
     return false
   }
 
@@ -226,31 +268,69 @@ export class MysqlLock implements SessionLock {
 
   /**
    * One GET_LOCK(name, waitS) with its fence: the token when taken, undefined when not (GET_LOCK
-   * answers 1 when taken, 0 on timeout, NULL on an error; tooz takes only 1).
+   * answers 1 when taken, 0 on timeout, NULL on an error; tooz takes only 1). Unless `always`, the
+   * lock is asked for only while nobody holds its turn lock.
    */
-  async #attempt(conn: MysqlConnection, waitS: number): Promise<Granted | undefined> {
+  async #attempt(conn: MysqlConnection, waitS: number, always: boolean): Promise<Granted | undefined> {
+    const params = [always ? 1 : 0, this.#turnName, this.#name, waitS]
     if (!this.#host.fencing) {
-      const [rows] = await conn.query(this.#host.lockSql, [this.#name, waitS])
+      const [rows] = await conn.query(this.#host.lockSql, params)
       return Number((rows as Record<string, unknown>[])[0]?.ok) === 1 ? { fence: undefined } : undefined
     }
-    const [results] = await conn.query(this.#host.lockSql, [this.#name, waitS, this.#name])
+    const [results] = await conn.query(this.#host.lockSql, [...params, this.#name])
     const [rows, header] = results as [Record<string, unknown>[], { affectedRows: number; insertId: number | string }]
     if (Number(rows[0]?.ok) !== 1) return undefined
     if (header.affectedRows !== 1) throw new BackendError('The fencing counter row is missing (id 1 of the fence table): the lock was not kept')
     return { fence: BigInt(String(header.insertId)) }
   }
 
+  /** The session that holds this object's turn, else one of the coordinator's. */
+  async #session(): Promise<{ session: MysqlConnection; reused: boolean }> {
+    const turn = this.#turn
+    return turn ? { session: turn.session, reused: true } : await this.#host.sessions.take()
+  }
+
+  /**
+   * A session whose lock is not held: one holding this object's turn is kept for the next acquire
+   * and frees the turn lock if that acquire has not begun by the next turn of the event loop; any
+   * other goes back to the coordinator's sessions.
+   */
+  #idle(conn: MysqlConnection): void {
+    const turn = this.#turn
+    if (turn?.session !== conn) {
+      this.#host.sessions.give(conn)
+      return
+    }
+    setImmediate(() => {
+      if (this.#turn !== turn || this.#conn || this.#busy) return
+      this.#turn = undefined
+      conn.query('SELECT RELEASE_LOCK(?) AS ok', [this.#turnName]).then(
+        ([rows]) => Number((rows as Record<string, unknown>[])[0]?.ok) === 1 ? this.#host.sessions.give(conn) : this.#discard(conn),
+        () => this.#discard(conn),
+      )
+    })
+  }
+
+  /** Closes a session that may hold the lock or the turn lock; the server frees both. */
+  async #discard(conn: MysqlConnection): Promise<void> {
+    if (this.#turn?.session === conn) this.#turn = undefined
+    await this.#host.sessions.discard(conn)
+  }
+
   /** Records a granted lock; from now on the end of its session reports the lock lost. */
   #taken(conn: MysqlConnection, token: Granted): void {
     this.#conn = conn
     this.fencingToken = token.fence
+    if (this.#turn?.session === conn) this.#turn.count()
     const alive = this.#host.sessions.hold(conn, (reason) => {
+      if (this.#turn?.session === conn) this.#turn = undefined
       if (this.#conn !== conn) return
       this.#conn = undefined
       this.#onLost(reason)
     })
     if (!alive) {
       this.#conn = undefined
+      if (this.#turn?.session === conn) this.#turn = undefined
       throw new ConnectionError('The MySQL session ended just as the lock was granted')
     }
   }
