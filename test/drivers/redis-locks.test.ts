@@ -5,6 +5,8 @@
  * connection degrades to polling. Keys and channels are read with a raw client.
  */
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { describe, it, type TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import { connect, type Coordinator } from '../../src/index.js'
@@ -130,6 +132,46 @@ describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
     await sleep(150)
     assert.equal(await holder.release(), true)
     assert.equal(await waiting, true)
+    await waiter.release()
+  })
+
+  it('redis: locks: a queued waiter whose process is killed does not keep the freed lock from the waiter behind it', async (t) => {
+    const name = rid('lock')
+    const key = `_tooz_${name}_lock`
+    const admin = raw(t)
+    const holder = (await open(t)).getLock(name)
+    assert.equal(await holder.acquire(), true)
+    // The first waiter is another process, killed while it heads the queue.
+    const doomedId = rid('doomed')
+    const doomed = spawn(process.execPath, [
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      `const { connect } = await import(${JSON.stringify(new globalThis.URL('../../src/index.ts', import.meta.url).href)});
+const c = await connect(${JSON.stringify(`${URL}?timeout=10`)}, { memberId: ${JSON.stringify(doomedId)}, autoWatch: false });
+await c.getLock(${JSON.stringify(name)}).acquire({ timeoutMs: 60_000 });`,
+    ], { stdio: 'ignore' })
+    t.after(() => void (doomed.exitCode === null && doomed.signalCode === null && doomed.kill('SIGKILL')))
+    await waitFor('the doomed process to head the queue', async () => (await admin.zrange(`${key}:queue`, '0', '0'))[0]?.endsWith(doomedId) === true, 30_000)
+    const waiter = (await open(t)).getLock(name)
+    const waiting = waiter.acquire({ timeoutMs: 10_000 })
+    await waitFor('the second waiter queued', async () => (await admin.zcard(`${key}:queue`)) === 2, 5_000)
+    doomed.kill('SIGKILL')
+    await once(doomed, 'exit')
+    // Its place would otherwise be kept until its liveness key lapses (up to 1 s after its last attempt).
+    const [doomedToken] = await admin.zrange(`${key}:queue`, '0', '0')
+    const leaseLeftMs = await admin.pttl(`${key}:waiter:${doomedToken}`)
+    await sleep(150) // the holder's turn (100 ms) is over
+    const releasedAt = performance.now()
+    assert.equal(await holder.release(), true)
+    assert.equal(await waiting, true)
+    const tookMs = performance.now() - releasedAt
+    assert.ok(leaseLeftMs - 150 > 0, `the dead waiter's liveness key had ${leaseLeftMs} ms left: too little to tell`)
+    assert.ok(
+      tookMs < leaseLeftMs - 150,
+      `the waiter behind the dead one got the lock ${tookMs.toFixed(0)} ms after the release, when the dead one's place lapsed`,
+    )
     await waiter.release()
   })
 })

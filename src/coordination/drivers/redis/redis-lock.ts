@@ -10,7 +10,8 @@
  * candidate can retry the moment the holder's lease lapses (nextChanceInMs).
  *
  * Wake-ups and fair hand-over (rollcall only; tooz's key, value and commands are unchanged):
- * - a waiter (an acquire that waits, from its second attempt on) queues its token in `<key>:queue`,
+ * - a waiter (an acquire that waits, from its second attempt on, once its channel below is
+ *   subscribed) queues its token in `<key>:queue`,
  *   kept alive by a `<key>:waiter:<token>` key it renews on every attempt (WAITER_LEASE_MS), and
  *   listens on its own channel `<key>:wake:<token>` (redis-wakeups.ts), so that a hand-over wakes
  *   one process, not every process that waits;
@@ -26,8 +27,11 @@
  * inside the same Lua scripts as SET NX and compare-and-delete, and only ever make a rollcall
  * client decline a key it could have taken; nothing but SET NX (or the holder's own PEXPIRE)
  * writes the key. A Python tooz process ignores them and takes a free key as before (it may jump
- * the queue; it cannot overlap a holder). A dead head waiter holds the queue for at most
- * WAITER_LEASE_MS (its liveness key lapses); a lost PUBLISH costs the head one poll interval.
+ * the queue; it cannot overlap a holder). A head waiter whose process died is dropped by the next
+ * release or try that finds the key free (its PUBLISH reaches no subscriber), and in any case once
+ * its liveness key lapses (WAITER_LEASE_MS); a lost PUBLISH costs the head one poll interval. A
+ * pattern subscriber on the wake channels (a monitoring client's PSUBSCRIBE) counts as a listener,
+ * and masks a dead head until its liveness key lapses.
  */
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
@@ -90,7 +94,8 @@ export class RedisLock implements DriverLock {
   }
 
   async tryAcquire(): Promise<boolean> {
-    const queueMs = this.#waiting ? WAITER_LEASE_MS : 0
+    // A waiter queues once its wake channel is subscribed: a release drops a queued waiter nobody listens for.
+    const queueMs = this.#waiting && this.#host.wakeups?.isSubscribed(this.#channel) ? WAITER_LEASE_MS : 0
     const fence = await this.#host.run('rollcallLockAcquire', this.#keys, this.#args(queueMs))
     if (typeof fence !== 'number' || fence <= 0) {
       this.#holderLapsesAt = typeof fence === 'number' && fence < 0 ? performance.now() + (-1 - fence) : undefined

@@ -55,10 +55,13 @@ end`
  * The waiter queue and the turn of a lock, once for every lock script (redis-lock.ts explains
  * both). KEYS[3] is the queue (a ZSET of waiting tokens scored by arrival), ARGV[3] the prefix of
  * the waiters' liveness keys, KEYS[4] the turn (a HASH: t = the token whose turn it is, n = its
- * acquisitions so far; it expires at the turn's end), ARGV[6] the turn size. Only rollcall reads
- * them. head() drops dead waiters off the front and names the first live one; join() queues a
- * waiter (once; later calls keep it alive); leave() unqueues it; myTurn() says whether a token's
- * turn is still on.
+ * acquisitions so far; it expires at the turn's end), ARGV[6] the turn size, ARGV[7] the prefix of
+ * the waiters' wake channels. Only rollcall reads them. head() drops waiters whose liveness key
+ * lapsed off the front and names the first one left; join() queues a waiter (once; later calls
+ * keep it alive); leave() unqueues it; myTurn() says whether a token's turn is still on;
+ * wakeHead() PUBLISHes on the head's channel and, when nobody receives it (the waiter's process
+ * died, or its subscriber connection is down; a waiter queues only once subscribed), drops that
+ * head and wakes the next, returning the head that heard it.
  */
 const QUEUE = `
 local queue, waiters, turn = KEYS[3], ARGV[3], KEYS[4]
@@ -85,6 +88,13 @@ end
 local function myTurn(token)
   local t = redis.call('hmget', turn, 't', 'n')
   return t[1] == token and (tonumber(t[2]) or 0) < tonumber(ARGV[6])
+end
+local function wakeHead()
+  while true do
+    local first = head()
+    if not first or redis.call('publish', ARGV[7] .. first, first) > 0 then return first end
+    leave(first)
+  end
 end`
 
 /** Every script by name. KEYS and ARGV are documented at the top of each. */
@@ -210,13 +220,14 @@ if holder == token then
 end
 local first = head()
 if not holder then
+  -- The key is free and kept for the head, whose wake-up may not have come (a turn that lapsed between a release and the
+  -- holder's next try): wake it, or drop it if nobody listens for it any more.
+  if first and first ~= token and not myTurn(token) then first = wakeHead() end
   if not first or first == token or myTurn(token) then
     redis.call('set', lock, token, 'PX', ttl)
     return taken()
   end
   if queueMs > 0 then join(token, queueMs) end
-  -- The key is free and kept for the head, whose wake-up may not have come (a turn that lapsed between a release and the holder's next try).
-  redis.call('publish', ARGV[7] .. first, first)
   return -1 - math.max(0, redis.call('pttl', waiters .. first))
 end
 if queueMs > 0 then
@@ -232,15 +243,14 @@ if left >= 0 then return -1 - left end
 return 0`,
 
   /**
-   * KEYS and ARGV as rollcallLockAcquire, plus ARGV[7]: the prefix of the lock's wake channels.
-   * → 1 released, 0 not ours (redis-py's compare-and-delete). When the holder's turn is over and
-   * a rollcall waiter is queued, PUBLISHes the head waiter's token on that waiter's channel (prefix .. token).
+   * KEYS and ARGV as rollcallLockAcquire. → 1 released, 0 not ours (redis-py's compare-and-delete).
+   * When the holder's turn is over and a rollcall waiter is queued, PUBLISHes the head waiter's
+   * token on that waiter's channel (prefix .. token), dropping heads nobody listens for.
    */
   rollcallLockRelease: `${QUEUE}
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('del', KEYS[1])
-local first = head()
-if first and not myTurn(ARGV[1]) then redis.call('publish', ARGV[7] .. first, first) end
+if not myTurn(ARGV[1]) then wakeHead() end
 return 1`,
 
   /**
@@ -248,10 +258,7 @@ return 1`,
    */
   rollcallLockWithdraw: `${QUEUE}
 leave(ARGV[1])
-if redis.call('exists', KEYS[1]) == 0 then
-  local first = head()
-  if first then redis.call('publish', ARGV[7] .. first, first) end
-end
+if redis.call('exists', KEYS[1]) == 0 then wakeHead() end
 return 1`,
 
   /** KEYS: lock. ARGV: token, lock timeout (ms). → 1 extended, 0 not ours (redis-py's reacquire). */

@@ -8,8 +8,10 @@
  * 8-process bench on every hand-over).
  *
  * Nothing depends on a message arriving: waiters keep their fallback poll (lock.ts), so a lost
- * message, a SUBSCRIBE not yet confirmed, a killed subscriber connection or a server restart costs
- * a poll interval, never a stuck waiter. Channels are not keys: tooz's key layout is untouched.
+ * message, a killed subscriber connection or a server restart costs a poll interval, never a stuck
+ * waiter. A waiter queues only once its SUBSCRIBE is confirmed, and a release whose PUBLISH reaches
+ * nobody drops that waiter from the queue (it queues again at its next attempt): so a waiter whose
+ * process died does not keep a free lock from the others. Channels are not keys: tooz's key layout is untouched.
  */
 import type { Redis } from 'ioredis'
 
@@ -26,6 +28,8 @@ interface Channel {
 export class RedisWakeups {
   readonly #open: () => Redis
   readonly #channels = new Map<string, Channel>()
+  /** Channels whose SUBSCRIBE the server confirmed. */
+  readonly #subscribed = new Set<string>()
   #sub: Redis | undefined
   #stopped = false
 
@@ -45,7 +49,11 @@ export class RedisWakeups {
     if (!c) {
       c = { wakes: new Map(), linger: undefined }
       this.#channels.set(channel, c)
-      this.#client().subscribe(channel).catch(() => this.#forget(channel))
+      const entry = c
+      this.#client().subscribe(channel).then(
+        () => void (this.#channels.get(channel) === entry && this.#subscribed.add(channel)),
+        () => this.#forget(channel),
+      )
     }
     const entry = c
     clearTimeout(entry.linger)
@@ -64,9 +72,18 @@ export class RedisWakeups {
     }
   }
 
+  /**
+   * True once the server confirmed the SUBSCRIBE of `channel`: only then may its waiter queue, since
+   * a release drops a queued waiter that nobody listens for (redis-scripts.ts wakeHead).
+   */
+  isSubscribed(channel: string): boolean {
+    return this.#subscribed.has(channel)
+  }
+
   /** Closes the subscriber connection; waiters go on polling. */
   stop(): void {
     this.#stopped = true
+    this.#subscribed.clear()
     for (const c of this.#channels.values()) clearTimeout(c.linger)
     this.#channels.clear()
     this.#sub?.disconnect()
@@ -79,6 +96,7 @@ export class RedisWakeups {
     if (!c) return
     clearTimeout(c.linger)
     this.#channels.delete(channel)
+    this.#subscribed.delete(channel)
   }
 
   #client(): Redis {
