@@ -6,7 +6,7 @@
  */
 import { connect } from '../src/index.js'
 import { BACKENDS, rollcallUrl, toozUrl, uniq, withQuery, type BenchBackend } from './lib/backends.js'
-import { forEachBackend, type BenchContext } from './lib/context.js'
+import { forEachBackend, settleCpu, type BenchContext } from './lib/context.js'
 import { endAll, rollcall, tooz, type Agent } from './lib/procs.js'
 import { rawBackend } from './lib/raw.js'
 import { jain, now, round, summarize } from './lib/stats.js'
@@ -109,14 +109,19 @@ export async function run(ctx: BenchContext): Promise<void> {
           await raw.close()
         }
       })
+      // Each contended phase starts on a settled machine: the previous phase's 8 processes take a moment to exit.
+      const settled = async (key: string, fn: () => Promise<Record<string, unknown>>): Promise<void> => {
+        await settleCpu(ctx.log)
+        await attempt(key, fn)
+      }
       for (const p of procCounts) {
-        await attempt(`rollcall${p}`, () => contended('rollcall', backend, url, p, seconds))
-        await attempt(`tooz${p}`, () => contended('tooz', backend, url, p, seconds))
+        await settled(`rollcall${p}`, () => contended('rollcall', backend, url, p, seconds))
+        await settled(`tooz${p}`, () => contended('tooz', backend, url, p, seconds))
       }
       if (UNFENCED.has(backend)) {
         const unfenced = withQuery(url, 'fencing=false')
-        await attempt('unfenced', () => uncontendedRollcall(unfenced, uncontendedMs))
-        for (const p of procCounts) await attempt(`unfenced${p}`, () => contended('rollcall', backend, unfenced, p, seconds))
+        await settled('unfenced', () => uncontendedRollcall(unfenced, uncontendedMs))
+        for (const p of procCounts) await settled(`unfenced${p}`, () => contended('rollcall', backend, unfenced, p, seconds))
       }
       return out
     },

@@ -46,9 +46,9 @@ export const CAUSES: Cause[] = [
       + 'fencing token is an InnoDB counter row bumped with LAST_INSERT_ID(value + 1): a committed write, so one redo-log flush per acquire '
       + '(innodb_flush_log_at_trx_commit = 1), and with 8 processes they queue on that one row. tooz takes no token. A deployment that needs no fencing '
       + 'sets `fencing=false` (GET_LOCK alone, as tooz; Lock.fencingToken is then undefined), measured in the "fencing=false" row; the targets '
-      + 'compare that row with tooz. With 8 processes, rollcall waits inside GET_LOCK, and the server grants a released lock to the next waiting '
-      + 'session, so every acquisition is a hand-over between processes (fairness 1.00); tooz polls GET_LOCK(name, 0) and a releasing process '
-      + 'usually takes the lock straight back (fairness 0.50, longest wait about 3 s).',
+      + 'compare that row with tooz. Contended rollcall acquires wait in turns (mysql-turn.ts): they queue on a second GET_LOCK name, and the '
+      + 'holder of that one re-takes the lock up to 32 times in 100 ms before the next in line gets it (fairness 1.00); tooz polls '
+      + 'GET_LOCK(name, 0) and a releasing process usually takes the lock straight back (fairness 0.50, longest wait about 3 s).',
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'zookeeper',

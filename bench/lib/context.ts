@@ -4,7 +4,7 @@
  * filtered run (`--backend redis`) refreshes only its own rows.
  */
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs'
-import { loadavg } from 'node:os'
+import { cpus, loadavg } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { connect, type Coordinator, type ConnectOptions } from '../../src/index.js'
@@ -63,6 +63,35 @@ export const QUIET_LOAD = 1.5
 
 export const load1 = (): number => Math.round(loadavg()[0]! * 100) / 100
 
+/** The share of CPU time both cores spent idle over `sampleMs`, 0-1. */
+async function idleShare(sampleMs: number): Promise<number> {
+  const times = (): { idle: number; total: number } =>
+    cpus().reduce((a, c) => ({ idle: a.idle + c.times.idle, total: a.total + Object.values(c.times).reduce((x, y) => x + y, 0) }), { idle: 0, total: 0 })
+  const before = times()
+  await new Promise((r) => setTimeout(r, sampleMs))
+  const after = times()
+  return after.total > before.total ? (after.idle - before.idle) / (after.total - before.total) : 1
+}
+
+/** The idle share of CPU below which a measurement waits for the machine to settle. */
+const SETTLED_IDLE = 0.85
+/** How long it waits at most. */
+const SETTLE_MAX_MS = 30_000
+
+/**
+ * Waits (up to SETTLE_MAX_MS) until the CPU is at least SETTLED_IDLE idle over half a second, so that
+ * a measurement does not start while the previous one's processes and servers are still busy
+ * (exiting agents, a server's background flush). The load average cannot tell: it lags by a minute.
+ * Returns the idle share it started on.
+ */
+export async function settleCpu(log: (m: string) => void): Promise<number> {
+  const until = Date.now() + SETTLE_MAX_MS
+  let idle = await idleShare(500)
+  while (idle < SETTLED_IDLE && Date.now() < until) idle = await idleShare(500)
+  if (idle < SETTLED_IDLE) log(`CPU only ${Math.round(idle * 100)} % idle after ${SETTLE_MAX_MS / 1000} s: measuring anyway`)
+  return Math.round(idle * 100) / 100
+}
+
 /**
  * Runs `fn` for each selected backend it applies to and stores each outcome (or its error) in the
  * scenario's result file as soon as it is known.
@@ -77,9 +106,10 @@ export async function forEachBackend(
 ): Promise<void> {
   for (const backend of ctx.backends) {
     if (!applies.includes(backend)) continue
+    const idle = await settleCpu(ctx.log)
     const takenAt = new Date().toISOString()
     const l = load1()
-    ctx.log(`${scenario}: ${backend} (load ${l})`)
+    ctx.log(`${scenario}: ${backend} (load ${l}, CPU ${Math.round(idle * 100)} % idle)`)
     const errors: string[] = []
     let data: Record<string, unknown> = {}
     try {

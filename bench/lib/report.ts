@@ -538,7 +538,16 @@ etcd txn + delete, PostgreSQL pg_try_advisory_lock + unlock, MariaDB GET_LOCK + 
 fcntl lock + unlock on an open file). Lock TTLs are 10 s (timeout=10) where the backend has them. MariaDB
 runs twice: as configured by default, with a fencing token per acquire (an InnoDB counter row, one committed
 write), and with \`fencing=false\` (GET_LOCK alone, as tooz, which takes no token); the targets compare the
-latter with tooz.
+latter with tooz. Each contended phase starts once the CPU is at least 85 % idle over half a second (the
+previous phase's processes take a moment to exit).
+
+Contended rollcall locks hand over in turns on Redis, file and MariaDB: a holder looping on the lock keeps it
+for up to 32 acquisitions in 100 ms while the others wait, then the next in line gets it (on MariaDB the line
+is a second GET_LOCK name that rollcall waiters queue on, so the server's own first-come queue orders them).
+Turns cost MariaDB its 2-process figure with a fencing token: the server used to hand a released lock to the
+other process while the releaser's next request was already on its way, overlapping the two processes' round
+trips, and now each acquisition in a turn waits for its own redo-log flush. Without the token (the compared
+row) turns are ahead of tooz with 2 and 8 processes.
 
 ${
       img('locks', {
