@@ -544,10 +544,13 @@ previous phase's processes take a moment to exit).
 Contended rollcall locks hand over in turns on Redis, file and MariaDB: a holder looping on the lock keeps it
 for up to 32 acquisitions in 100 ms while the others wait, then the next in line gets it (on MariaDB the line
 is a second GET_LOCK name that rollcall waiters queue on, so the server's own first-come queue orders them).
-Turns cost MariaDB its 2-process figure with a fencing token: the server used to hand a released lock to the
-other process while the releaser's next request was already on its way, overlapping the two processes' round
-trips, and now each acquisition in a turn waits for its own redo-log flush. Without the token (the compared
-row) turns are ahead of tooz with 2 and 8 processes.
+On MariaDB turns trade the 2-process figure for the 8-process one. In the server's plain queue a release hands
+the lock straight to the other process's waiting GET_LOCK, so one client round trip is on the critical path
+per acquisition, against two (acquire, release) within a turn; with 2 processes, each on its own core, the
+plain queue was faster (interleaved runs before/after: 1,932-2,266 vs 1,650-1,789 acquisitions/s with the
+token, 5,323-8,557 vs 2,866-3,078 without), while with 8 processes on 2 cores waking the next process on
+every release costs more than that saves (1,087 vs 1,229-1,289 with the token, 1,526-1,915 vs 2,399-2,683
+without). Both stay ahead of tooz without the token (the compared row).
 
 ${
       img('locks', {
