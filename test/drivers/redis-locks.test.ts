@@ -41,7 +41,7 @@ async function queuedBehindHolder(t: TestContext, name = rid('lock'), waiterId =
   const waiting = waiter.acquire({ timeoutMs: 10_000 })
   // Queued from its second attempt on (about 20 ms).
   await waitFor('the waiter queued', async () => (await admin.zcard(`${key}:queue`)) === 1, 5_000)
-  return { b, key, admin, holder, waiter, waiting }
+  return { a, b, key, admin, holder, waiter, waiting }
 }
 
 describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
@@ -172,6 +172,31 @@ await c.getLock(${JSON.stringify(name)}).acquire({ timeoutMs: 60_000 });`,
       tookMs < leaseLeftMs - 150,
       `the waiter behind the dead one got the lock ${tookMs.toFixed(0)} ms after the release, when the dead one's place lapsed`,
     )
+    await waiter.release()
+  })
+
+  // The holder's turn is stretched to 60 s with a raw PEXPIRE, so that a queued waiter, which leaves a free key to a holder in
+  // its turn, would wait for it unless the holder ends the turn.
+  it('redis: locks: a holder that releases within its turn and does not take the lock back ends its turn and wakes the waiter', async (t) => {
+    const name = rid('lock')
+    const sub = raw(t)
+    const heard: string[] = []
+    sub.on('pmessage', (_pattern: string, _channel: string, message: string) => heard.push(message))
+    await sub.psubscribe(`_tooz_${name}_lock:wake*`)
+    const { b, key, admin, holder, waiter, waiting } = await queuedBehindHolder(t, name, rid('waiter'))
+    assert.equal(await admin.pexpire(`${key}:turn`, 60_000), 1, "the holder's turn is on")
+    assert.equal(await holder.release(), true)
+    assert.equal(await waiting, true)
+    assert.ok(heard.some((m) => m.endsWith(b.memberId)), 'the waiter was woken by a message, not by its poll')
+    await waiter.release()
+  })
+
+  it("redis: locks: stopping a coordinator right after a release within the holder's turn ends that turn", async (t) => {
+    const { a, key, admin, holder, waiter, waiting } = await queuedBehindHolder(t)
+    assert.equal(await admin.pexpire(`${key}:turn`, 60_000), 1, "the holder's turn is on")
+    assert.equal(await holder.release(), true)
+    await a.stop()
+    assert.equal(await waiting, true)
     await waiter.release()
   })
 })

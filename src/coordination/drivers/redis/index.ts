@@ -65,6 +65,8 @@ class RedisDriver implements CoordinationDriver {
   #joined = new Set<string>()
   /** Locks taken and not released, re-checked after a reconnect. */
   readonly #heldLocks = new Set<RedisLock>()
+  /** Locks whose last release left their turn open (redis-lock.ts): stop() closes those turns, waking the next waiters. */
+  readonly #openTurns = new Set<RedisLock>()
   /** When the first member of each group's latest listMemberIds() expires. */
   readonly #expiries = new FirstExpiries()
   #healthTimer: NodeJS.Timeout | undefined
@@ -108,6 +110,8 @@ class RedisDriver implements CoordinationDriver {
     this.#stopping = true
     clearInterval(this.#healthTimer)
     this.#wakeups?.stop()
+    // A lock released just before stop() may have left its turn open: waiters would wait for it to lapse.
+    if (this.#client?.status === 'ready') await withDeadline(Promise.all([...this.#openTurns].map((l) => l.endTurn())), STOP_GRACE_MS).catch(() => {})
     const client = this.#client
     this.#client = undefined
     if (!client) return
@@ -248,6 +252,7 @@ class RedisDriver implements CoordinationDriver {
         lockTimeoutMs: this.#options.lockTimeoutMs,
         memberId: this.#ctx.memberId,
         held: (lock, isHeld) => (isHeld ? this.#heldLocks.add(lock) : this.#heldLocks.delete(lock)),
+        turnOpen: (lock, open) => (open ? this.#openTurns.add(lock) : this.#openTurns.delete(lock)),
         get wakeups() {
           return wakeups()
         },

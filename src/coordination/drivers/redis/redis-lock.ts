@@ -18,10 +18,15 @@
  * - a holder has a turn (`<key>:turn`): up to TURN_SIZE acquisitions within TURN_MS, during which
  *   it may free and re-take the key even when waiters are queued, so a holder looping on the lock
  *   does not pay a hand-over per acquisition;
- * - a free key is taken by a rollcall client only when nobody is queued, or it is the head waiter,
- *   or its turn is on. A release that ends a turn while waiters are queued PUBLISHes on the head's
- *   channel; the head then takes the key with its usual SET NX, and its turn starts. The releaser,
- *   asking again, is refused and queues behind the others.
+ * - a free key is taken by a rollcall client only when nobody is queued, or its turn is on, or it
+ *   is the head waiter and no other holder's turn is on. A release that ends a turn while waiters
+ *   are queued PUBLISHes on the head's channel; the head then takes the key with its usual SET NX,
+ *   and its turn starts. The releaser, asking again, is refused and queues behind the others;
+ * - a release within the turn leaves the free key to its holder. Unless that lock object asks for
+ *   the key again by the next turn of its event loop (a holder looping on the lock), it ends its
+ *   turn (rollcallLockEndTurn), which wakes the head; the driver's stop() ends open turns too, and
+ *   the turn of a holder that died lapses within TURN_MS. A message that reaches a waiter between
+ *   two of its attempts wakes its next wait at once (redis-wakeups.ts).
  *
  * Why exclusion cannot break: the lock is still only the key. The queue and the turn are read
  * inside the same Lua scripts as SET NX and compare-and-delete, and only ever make a rollcall
@@ -56,6 +61,8 @@ export interface RedisLockHost {
   readonly memberId: string
   /** Told when this lock is taken (true) or given up (false), so the driver can re-check it after a reconnect. */
   held(lock: RedisLock, isHeld: boolean): void
+  /** Told when a release leaves this lock's turn open (true) and when it is closed, so that the driver's stop() can close it. */
+  turnOpen(lock: RedisLock, open: boolean): void
   /** The coordinator's subscriber connection; undefined once stopped. */
   readonly wakeups: RedisWakeups | undefined
 }
@@ -78,6 +85,10 @@ export class RedisLock implements DriverLock {
   /** The last failed attempt queued this lock's token. */
   #queued = false
   readonly #host: RedisLockHost
+  /** Acquire attempts in flight. */
+  #attempts = 0
+  /** A release within this object's turn left it open while waiters are queued (rollcallLockRelease answered 2). */
+  #turnOpen = false
   /** When (performance.now() ms) the holder seen by the last failed acquire lapses; undefined: unknown. */
   #holderLapsesAt: number | undefined
 
@@ -96,7 +107,13 @@ export class RedisLock implements DriverLock {
   async tryAcquire(): Promise<boolean> {
     // A waiter queues once its wake channel is subscribed: a release drops a queued waiter nobody listens for.
     const queueMs = this.#waiting && this.#host.wakeups?.isSubscribed(this.#channel) ? WAITER_LEASE_MS : 0
-    const fence = await this.#host.run('rollcallLockAcquire', this.#keys, this.#args(queueMs))
+    let fence: ScriptReply
+    this.#attempts += 1
+    try {
+      fence = await this.#host.run('rollcallLockAcquire', this.#keys, this.#args(queueMs))
+    } finally {
+      this.#attempts -= 1
+    }
     if (typeof fence !== 'number' || fence <= 0) {
       this.#holderLapsesAt = typeof fence === 'number' && fence < 0 ? performance.now() + (-1 - fence) : undefined
       this.#queued ||= queueMs > 0
@@ -104,6 +121,7 @@ export class RedisLock implements DriverLock {
     }
     this.#waiting = false
     this.#queued = false
+    this.#setTurnOpen(false)
     this.fencingToken = BigInt(fence)
     this.#host.held(this, true)
     return true
@@ -112,7 +130,37 @@ export class RedisLock implements DriverLock {
   async release(): Promise<boolean> {
     this.fencingToken = undefined
     this.#host.held(this, false)
-    return (await this.#host.run('rollcallLockRelease', this.#keys, this.#args(0))) === 1
+    const answer = await this.#host.run('rollcallLockRelease', this.#keys, this.#args(0))
+    // Released within the turn with waiters queued: they leave the key to this holder while its turn is on, so the turn
+    // ends now unless this object asks for the key again by the next turn of the event loop (a holder looping on the lock).
+    if (answer === 2) {
+      this.#setTurnOpen(true)
+      setImmediate(() => {
+        if (this.#attempts === 0 && this.fencingToken === undefined) void this.endTurn()
+      })
+    }
+    return answer === 1 || answer === 2
+  }
+
+  /**
+   * Ends a turn that release() left open, waking the head waiter if the key is still free; the
+   * driver's stop() calls it too. A failure (the connection broke) leaves the turn to lapse by
+   * itself, within TURN_MS. Never rejects.
+   */
+  async endTurn(): Promise<void> {
+    if (!this.#turnOpen) return
+    this.#setTurnOpen(false)
+    try {
+      await this.#host.run('rollcallLockEndTurn', this.#keys, this.#args(0))
+    } catch {
+      // As above: the turn lapses.
+    }
+  }
+
+  #setTurnOpen(open: boolean): void {
+    if (this.#turnOpen === open) return
+    this.#turnOpen = open
+    this.#host.turnOpen(this, open)
   }
 
   /** Until a release names this waiter (or the holder's lease or turn ends), at most `timeoutMs`, or until `signal` aborts. */

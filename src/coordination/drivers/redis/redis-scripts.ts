@@ -196,8 +196,8 @@ return lost`,
    * wake channel prefix (a try refused a free key kept for the head waiter wakes that waiter).
    * → the new fencing token (≥ 1) when taken (or already held with this token); when not taken,
    * −1 − the ms until the next chance (the holder's PTTL; for the head waiter, at most the end of
-   * the holder's turn; for a free key kept for the head waiter, the end of that waiter's lease), or
-   * 0 when unknown. SET NX PX is exactly what tooz (redis-py's Lock) writes, so Python holders
+   * the holder's turn; for a free key in another holder's turn, the turn's end; for a free key
+   * kept for the head waiter, the end of that waiter's lease), or 0 when unknown. SET NX PX is exactly what tooz (redis-py's Lock) writes, so Python holders
    * exclude us; the queue and the turn only make rollcall decline a free key (redis-lock.ts).
    */
   rollcallLockAcquire: `${QUEUE}
@@ -220,10 +220,20 @@ if holder == token then
 end
 local first = head()
 if not holder then
-  -- The key is free and kept for the head, whose wake-up may not have come (a turn that lapsed between a release and the
-  -- holder's next try): wake it, or drop it if nobody listens for it any more.
-  if first and first ~= token and not myTurn(token) then first = wakeHead() end
-  if not first or first == token or myTurn(token) then
+  local mine = myTurn(token)
+  if first and not mine then
+    local other = redis.call('hmget', turn, 't', 'n')
+    if other[1] and (tonumber(other[2]) or 0) < tonumber(ARGV[6]) then
+      -- Another rollcall holder's turn is on: it freed the key and takes it back at once, or its client ends the turn
+      -- (rollcallLockEndTurn), waking the head. Queued waiters leave the key to it until then.
+      if queueMs > 0 then join(token, queueMs) end
+      return -1 - math.max(0, redis.call('pttl', turn))
+    end
+    -- The key is free and kept for the head, whose wake-up may not have come (a turn that lapsed between a release and the
+    -- holder's next try): wake it, or drop it if nobody listens for it any more.
+    if first ~= token then first = wakeHead() end
+  end
+  if not first or first == token or mine then
     redis.call('set', lock, token, 'PX', ttl)
     return taken()
   end
@@ -243,14 +253,29 @@ if left >= 0 then return -1 - left end
 return 0`,
 
   /**
-   * KEYS and ARGV as rollcallLockAcquire. → 1 released, 0 not ours (redis-py's compare-and-delete).
-   * When the holder's turn is over and a rollcall waiter is queued, PUBLISHes the head waiter's
-   * token on that waiter's channel (prefix .. token), dropping heads nobody listens for.
+   * KEYS and ARGV as rollcallLockAcquire. → 1 released, 0 not ours (redis-py's compare-and-delete),
+   * 2 released within the holder's turn while rollcall waiters are queued (the client then ends
+   * the turn with rollcallLockEndTurn unless it takes the key back at once). When the holder's turn
+   * is over and a rollcall waiter is queued, PUBLISHes the head waiter's token on that waiter's
+   * channel (prefix .. token), dropping heads nobody listens for.
    */
   rollcallLockRelease: `${QUEUE}
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('del', KEYS[1])
-if not myTurn(ARGV[1]) then wakeHead() end
+if not myTurn(ARGV[1]) then
+  wakeHead()
+  return 1
+end
+if head() then return 2 end
+return 1`,
+
+  /**
+   * A holder that released within its turn did not take the key back: its turn ends, and the head
+   * waiter is woken if the key is still free. KEYS and ARGV as rollcallLockAcquire. → 1.
+   */
+  rollcallLockEndTurn: `${QUEUE}
+if redis.call('hget', turn, 't') == ARGV[1] then redis.call('del', turn) end
+if redis.call('exists', KEYS[1]) == 0 then wakeHead() end
 return 1`,
 
   /**

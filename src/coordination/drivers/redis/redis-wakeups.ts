@@ -22,7 +22,12 @@ interface Channel {
   /** Waiting lock objects, by token. */
   readonly wakes: Map<string, () => void>
   linger: NodeJS.Timeout | undefined
+  /** When (performance.now() ms) a message came with nobody listening: the waiter was between two attempts. */
+  missedAt: number | undefined
 }
+
+/** A message missed by a waiter between two attempts wakes its next wait at once if it came this recently. */
+const MISSED_FRESH_MS = 1_000
 
 /** The subscriber connection and who waits on what. */
 export class RedisWakeups {
@@ -47,7 +52,7 @@ export class RedisWakeups {
     if (this.#stopped) return () => {}
     let c = this.#channels.get(channel)
     if (!c) {
-      c = { wakes: new Map(), linger: undefined }
+      c = { wakes: new Map(), linger: undefined, missedAt: undefined }
       this.#channels.set(channel, c)
       const entry = c
       this.#client().subscribe(channel).then(
@@ -59,6 +64,11 @@ export class RedisWakeups {
     clearTimeout(entry.linger)
     entry.linger = undefined
     entry.wakes.set(token, wake)
+    // A release that named this waiter while it was sending its next attempt: that attempt may have been answered before the
+    // release (told to wait for the turn's end), so the message counts now.
+    const missed = entry.missedAt !== undefined && performance.now() - entry.missedAt < MISSED_FRESH_MS
+    entry.missedAt = undefined
+    if (missed) queueMicrotask(wake)
     return () => {
       if (entry.wakes.get(token) !== wake) return
       entry.wakes.delete(token)
@@ -103,7 +113,13 @@ export class RedisWakeups {
     if (this.#sub) return this.#sub
     const sub = this.#open()
     sub.on('error', () => {})
-    sub.on('message', (channel: string, token: string) => this.#channels.get(channel)?.wakes.get(token)?.())
+    sub.on('message', (channel: string, token: string) => {
+      const c = this.#channels.get(channel)
+      if (!c) return
+      const wake = c.wakes.get(token)
+      if (wake) wake()
+      else c.missedAt = performance.now()
+    })
     this.#sub = sub
     return sub
   }
