@@ -42,6 +42,14 @@ async function uncontendedRollcall(url: string, ms: number): Promise<Record<stri
   }
 }
 
+/**
+ * Seconds every contender loops on the lock, uncounted, before the counted ones: what is measured is
+ * the steady state. A Node process that has taken a lock only a few hundred times still runs much of
+ * its code unoptimized while V8 compiles it in the background (ZooKeeper, 8 processes: 546-730
+ * acquisitions/s counted from a cold start, 871-1,008 after 10 s); CPython has no such phase.
+ */
+const WARMUP_S = 5
+
 async function contended(impl: 'rollcall' | 'tooz', backend: BenchBackend, url: string, procs: number, seconds: number): Promise<Record<string, unknown>> {
   const name = uniq('contended')
   const spawn = impl === 'tooz' ? tooz : rollcall
@@ -51,14 +59,22 @@ async function contended(impl: 'rollcall' | 'tooz', backend: BenchBackend, url: 
       agents.push(
         spawn(
           'locks',
-          { url: impl === 'tooz' ? toozUrl(backend, url) : url, name, member: `${name}-${i}`, prefix: `${name}-${i}`, seconds, wait: true },
+          {
+            url: impl === 'tooz' ? toozUrl(backend, url) : url,
+            name,
+            member: `${name}-${i}`,
+            prefix: `${name}-${i}`,
+            seconds,
+            wait: true,
+            warmupSeconds: WARMUP_S,
+          },
           `${impl} contender ${i}`,
         ),
       )
     }
     await Promise.all(agents.map((a) => a.ready(60_000)))
     for (const a of agents) a.send('go')
-    const results = await Promise.all(agents.map((a) => a.result((seconds + 60) * 1000)))
+    const results = await Promise.all(agents.map((a) => a.result((WARMUP_S + seconds + 60) * 1000)))
     const counts = results.map((r) => r.count as number)
     const total = counts.reduce((a, b) => a + b, 0)
     const longest = Math.max(...results.map((r) => (r.waits as { max?: number }).max ?? 0))
@@ -76,7 +92,7 @@ export async function run(ctx: BenchContext): Promise<void> {
     ctx,
     SCENARIO,
     TITLE,
-    { uncontendedSeconds: uncontendedMs / 1000, contendedSeconds: seconds, processes: procCounts, holdMs: 0 },
+    { uncontendedSeconds: uncontendedMs / 1000, contendedSeconds: seconds, warmupSeconds: WARMUP_S, processes: procCounts, holdMs: 0 },
     BACKENDS,
     async (backend, errors) => {
       const url = withQuery(rollcallUrl(backend), backend === 'postgresql' || backend === 'mysql' ? '' : QUERY)

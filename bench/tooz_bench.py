@@ -160,6 +160,15 @@ def role_locks(a):
     out({'ready': True})
     if a.get('wait'):
         sys.stdin.readline()
+    # Uncounted first, as the rollcall agent does: every contender loops for warmupSeconds.
+    warm_end = time.perf_counter() + a.get('warmupSeconds', 0)
+    while time.perf_counter() < warm_end:
+        try:
+            got = lock.acquire(blocking=max(0.1, warm_end - time.perf_counter()))
+        except Exception:
+            got = False
+        if got:
+            lock.release()
     waits = []
     end = time.perf_counter() + a['seconds']
     t0 = time.perf_counter()

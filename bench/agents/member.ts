@@ -20,6 +20,7 @@ interface Args {
   seconds?: number
   pollMs?: number
   holdMs?: number
+  warmupSeconds?: number
   wait?: boolean
 }
 
@@ -144,6 +145,11 @@ const roles: Record<string, (a: Args) => Promise<void>> = {
     const lock = c.getLock(a.name!)
     out({ ready: true })
     if (a.wait) await nextLine()
+    // Uncounted first: every contender loops for warmupSeconds, so that what is counted is the steady state.
+    const warmEnd = performance.now() + (a.warmupSeconds ?? 0) * 1000
+    while (performance.now() < warmEnd) {
+      if (await lock.acquire({ timeoutMs: Math.max(100, warmEnd - performance.now()) })) await lock.release()
+    }
     const waits: number[] = []
     const t0 = performance.now()
     const end = t0 + (a.seconds ?? 5) * 1000

@@ -24,13 +24,14 @@ export const CAUSES: Cause[] = [
     match: (t, b, f) => /at least as good/.test(t) && /^locks \d+ processes/.test(f) && ['redis', 'memcached', 'file'].includes(b),
     text: "contended locks on Redis and file: rollcall waiters queue beside tooz's layout (Redis `<key>:queue`, file `.leaders/lock-waits/`), are "
       + "woken by the release (Redis: PUBLISH on the head waiter's own channel; file: inotify on a wake file), and a holder keeps the lock for a turn "
-      + "of up to 32 acquisitions in 100 ms, then hands it over: fairness 1.0, and the longest wait a fraction of tooz's (same cells). The hand-overs "
-      + "cost throughput with 8 processes: each turn ends in a wake-up and a retry in another process, and with 8 processes on 2 cores the holder's own "
-      + 'cycle runs 2–3× slower than alone (Redis, measured apart: acquire+release p50 0.33–0.50 ms against 0.16 ms in one process, though the 7 '
-      + "waiting processes poll only a few times a second each). tooz's totals come from barging: one process re-takes the lock in a tight loop "
-      + 'while the others poll (compare the fairness and longest-wait figures). Tried: larger turns (Redis 256 acquisitions in 50 ms: within '
-      + "run-to-run noise; file 64 and 128: 10–30 % more throughput but longest waits of 100–280 ms). Not closed: where the holder's cycle loses "
-      + 'time beside idle peers (next: perf sched on the holder).',
+      + "of up to 32 acquisitions in 100 ms, then hands it over: fairness 1.0, and the longest wait a fraction of tooz's (same cells). tooz's totals "
+      + 'come from barging: one process re-takes the lock in a tight loop while the others sleep 0.1 s between polls, so its holder runs at its '
+      + 'uncontended speed and almost never hands over (compare the fairness and longest-wait figures). Measured apart on Redis with 8 processes '
+      + '(merged per-process timelines, after 5 s of looping): within a turn the holder cycles at its uncontended speed (p50 0.15-0.19 ms); the rest '
+      + 'is the hand-overs (each wakes a process that has not run for a while) and the waiting processes, whose polls and wake-ups, with V8 still '
+      + 'compiling code that each process runs only an eighth of the time, take CPU the holder and Redis need on 2 cores. Fixed this round: a head '
+      + "waiter's poll landing between the holder's release and re-take ended the turn early (turns averaged 23 of 32 acquisitions; now 31.5), "
+      + '+25 % with 8 processes. Tried: turns of 128 and 256 acquisitions (no better, longest waits 250-340 ms).',
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'redis',
@@ -54,12 +55,14 @@ export const CAUSES: Cause[] = [
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'zookeeper',
     text: 'ZooKeeper locks: rollcall (its own protocol client) and kazoo make the same requests: per contended acquire+release, 1 create, 2 '
       + "getChildren, 1 getData (the watch on the predecessor) and 1 delete, kazoo's recipe exactly; uncontended rollcall is ahead (the same 3 "
-      + 'requests as the floor). The bench runs rollcall and tooz one after the other, and the contended cells move with the load between them: run '
-      + 'side by side at equal load (5–8), 8 kazoo processes made 247–309 acquisitions/s and 8 rollcall processes 177–238, hand-over p50 2.8–3.3 ms '
-      + 'against 3.4–4.0 ms, with rollcall using less CPU per acquisition. The gap is the latency from a watch event to the next request in a Node '
-      + 'process woken from epoll on a loaded 2-core host; not found yet (next: perf sched at low load). Considered and rejected: skipping the '
-      + "second getChildren when the deleted predecessor was the holder (one round trip less per hand-over) is unsafe when the lock's node is "
-      + 'deleted recursively: a waiter would hear its predecessor go before its own node and take a lock it no longer queues for.',
+      + 'requests as the floor), and so are 2 contending processes (interleaved runs after a 5 s warm-up: 2,123-2,229 against 1,317-1,441 '
+      + 'acquisitions/s). With 8 processes on 2 cores the machine is CPU-bound (ZooKeeper plus 8 clients): measured apart, 8 rollcall processes '
+      + 'spent 2.4 ms of CPU per acquisition against 1.5 ms for kazoo, most of it V8 running and compiling the client code that each process '
+      + 'executes only an eighth of the time (after a 10 s warm-up rollcall led, 1,008 against 899). The 2-process longest wait: rollcall has '
+      + 'isolated 16-70 ms waits (1 in several thousand) that kazoo, at two thirds of the throughput, does not; the waiting process was not '
+      + 'blocked then (no event-loop gap over 8 ms, no GC pause) and the cause is not found. Considered and rejected: skipping the second '
+      + 'getChildren when the deleted predecessor was the holder (one round trip less per hand-over) is unsafe when the lock node is deleted '
+      + 'recursively: a waiter would hear its predecessor go before its own node and take a lock it no longer queues for.',
   },
   {
     match: (t, b, f) => b === 'zookeeper' && /read \d+ caps/.test(f) && /at least as good|floor/.test(t),

@@ -531,7 +531,8 @@ ${lines.join('\n')}
 
 Uncontended: one process, acquire + release of one lock in a closed loop for ${R.locks.params.uncontendedSeconds} s (operations/s, p50 of one
 acquire+release in ms). Contended: ${procs.join(' and ')} processes loop on the same lock (blocking acquire, release at once) for
-${R.locks.params.contendedSeconds} s: total acquisitions/s, fairness (Jain's index over per-process acquisitions: 1 = even, 1/n = one process
+${R.locks.params.warmupSeconds ?? 0} s uncounted, then ${R.locks.params.contendedSeconds} s counted (the steady state: a Node process that has
+taken a lock only a few hundred times still runs much of its code unoptimized; both implementations loop alike): total acquisitions/s, fairness (Jain's index over per-process acquisitions: 1 = even, 1/n = one process
 took them all), and the longest single wait. The floor is the raw client's uncontended cycle (Redis SET NX PX
 + compare-and-delete script, memcached add + delete, ZooKeeper sequential create + getChildren + delete,
 etcd txn + delete, PostgreSQL pg_try_advisory_lock + unlock, MariaDB GET_LOCK + RELEASE_LOCK, file
