@@ -280,7 +280,10 @@ export default defineDriver({
   hazards: [
     'Lock names are at most 64 characters, so group ids (whose leader lock is leader_of_<group>) at most 54.',
     'Lock names may compare case-insensitively (MySQL 5.7+; MariaDB 10.11 compared them exactly here): do not rely on names differing only in case.',
-    'A waiting acquire re-enters GET_LOCK every half second: woken at once on release, but waiters are not served in arrival order.',
+    'Contended rollcall acquires wait in turns: they queue in the server on a second GET_LOCK name, `rollcall.turn.<sha1 hex of the lock name>`, '
+    + 'and only its holder waits for the lock itself; that holder may re-take the lock for up to 32 acquisitions in 100 ms while the others wait, '
+    + 'then the next in line gets it. Waits re-enter GET_LOCK every half second, so a waiter whose round ends goes to the back of the line. Python '
+    + 'tooz processes ignore the turn lock and may take a free lock ahead of rollcall waiters (they never overlap a holder).',
     'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to 2 unused '
     + 'lock sessions kept for 10 s after a release.',
     'break() KILLs the holding connection, which needs the right to.',

@@ -348,7 +348,7 @@ export default defineDriver({
     + 'are collected lazily by readers and never reported. Watchers poll. Locks are leases (SET NX PX lock_timeout) extended by the heartbeat, with '
     + 'fencing tokens. Rollcall waiters queue beside the lock key and are woken by the release over pub/sub (one subscriber connection per '
     + 'coordinator, opened on the first contended wait), polling as a fallback; a holder gets turns of up to 32 acquisitions in 100 ms, then hands '
-    + 'over to the first waiter.',
+    + 'over to the first waiter; a holder that releases within its turn and does not take the lock back at once ends its turn, waking that waiter.',
   hazards: [
     'Data lives in Redis memory: a restart without persistence or a failover to a lagging replica loses groups, members and locks. Members rejoin by '
     + "themselves, but a lock may be held twice until the old holder's next refresh tells it the lock is gone.",
@@ -356,6 +356,10 @@ export default defineDriver({
     + 'key) guard against that, but are only as durable as Redis persistence and replication; counters are never deleted.',
     'tooz changed its lock keys in 9.0: processes using different lock_key_style values (e.g. tooz 3.1 and tooz 9) do not exclude each other.',
     'Not Redis Cluster-safe, like tooz: the scripts touch keys in different hash slots.',
+    "A rollcall waiter queues only once its wake channel's SUBSCRIBE is confirmed, and a release (or an attempt that finds the lock free) that "
+    + 'PUBLISHes to a head waiter nobody listens for drops it: a waiter killed while first in line keeps a freed lock from the others only until the '
+    + "next such release or attempt, not for its 1 s liveness. A monitoring client's PSUBSCRIBE on `<key>:wake*` counts as a listener and masks such "
+    + 'a dead waiter until its liveness lapses.',
   ],
   clientPackage: 'ioredis',
   capabilities: [
