@@ -14,6 +14,7 @@
  */
 import { CoordinatorStoppedError, InvalidArgumentError, InvalidStateError, LockLostError, NotSupportedError } from '../errors.js'
 import { keepAlive } from '../internal/keep-alive.js'
+import { linkedSignal } from '../internal/linked-signal.js'
 import { sleep } from '../internal/sleep.js'
 import type { DriverLock } from './driver.js'
 
@@ -226,18 +227,23 @@ export class Lock {
     // A free lock is taken at once, however short the timeout (timeoutMs 0 included): this attempt is not raced,
     // and the signals below (a timer and a combined signal: more than a lock cycle's CPU) are made only for a wait.
     if (!waiting && (await attempt())) return true
-    // The deadline runs from the call, not from the end of the first attempt; AbortSignal.timeout takes whole ms only.
+    // The deadline runs from the call, not from the end of the first attempt.
     const leftMs = timeoutMs === undefined ? undefined : Math.max(0, Math.ceil(timeoutMs - (performance.now() - startedAt)))
-    const timeout = leftMs === undefined ? undefined : AbortSignal.timeout(leftMs)
-    const signal = AbortSignal.any([this.#host.stopSignal, userSignal, timeout].filter((s): s is AbortSignal => s !== undefined))
-    if (signal.aborted) return settle()
+    const linked = linkedSignal([this.#host.stopSignal, userSignal], leftMs)
+    const { signal } = linked
     if (waiting) {
-      const got = await this.#host.call('acquire a lock', () => waiting(signal))
-      return got || settle()
+      try {
+        if (signal.aborted) return settle()
+        const got = await this.#host.call('acquire a lock', () => waiting(signal))
+        return got || settle()
+      } finally {
+        linked.dispose()
+      }
     }
     const wake = driverLock.waitForRelease?.bind(driverLock)
     let got: boolean | 'aborted' = false
     try {
+      if (signal.aborted) return settle()
       for (let delay = POLL_FIRST_MS;; delay = Math.min(delay * 1.5, POLL_MAX_MS)) {
         const pauseMs = delay * (0.5 + Math.random())
         if (wake) await wake(signal, pauseMs)
@@ -248,6 +254,7 @@ export class Lock {
         if (got) return true
       }
     } finally {
+      linked.dispose()
       // Not awaited: leaving the queue must not make a timed-out wait overrun its deadline.
       if (wake && got !== true) driverLock.endWait?.().catch(() => {})
     }

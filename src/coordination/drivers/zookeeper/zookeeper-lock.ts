@@ -28,6 +28,7 @@
 import { randomUUID } from 'node:crypto'
 import { ConnectionError } from '../../../errors.js'
 import type { DriverLock } from '../../driver.js'
+import { linkedSignal } from '../../../internal/linked-signal.js'
 import { isConnectionProblem, ZK_CODES, zkCode, type ZkConnection } from '../../../clients/zookeeper/zookeeper-client.js'
 
 /** What follows the uuid in an exclusive contender's name (kazoo `Lock._NODE_NAME`, `WriteLock._NODE_NAME`). */
@@ -165,9 +166,11 @@ export class ZkLock implements DriverLock {
     }
     const generation = this.#conn.generation
     const session = this.#conn.sessionSignal
-    const until = AbortSignal.any([signal, session])
-    let node: string | undefined = await this.#create(shared)
+    const linked = linkedSignal([signal, session])
+    const until = linked.signal
+    let node: string | undefined
     try {
+      node = await this.#create(shared)
       for (;;) {
         if (signal.aborted) break
         if (session.aborted || generation !== this.#conn.generation) {
@@ -195,6 +198,7 @@ export class ZkLock implements DriverLock {
         await this.#waitForDeletion(`${this.#parent}/${blocker.name}`, until)
       }
     } finally {
+      linked.dispose()
       // A wait that ended at the caller's deadline (or abort) returns at once: the delete is written now, ahead of anything
       // this session sends next (ZooKeeper answers a session's requests in order), so a later try of this object queues
       // behind it. Meanwhile the leftover node may briefly lead the queue, which only keeps others waiting, as a holder would.
