@@ -45,8 +45,10 @@ import { lockToken } from './redis-keys.js'
 import type { ScriptArg, ScriptName, ScriptReply } from './redis-scripts.js'
 import type { RedisWakeups } from './redis-wakeups.js'
 
-/** How long a queued waiter stays queued without another attempt (lock.ts polls at least every 375 ms). */
+/** How long a queued waiter stays queued without another attempt. */
 const WAITER_LEASE_MS = 1_000
+/** How often a queued waiter tries at least (it renews its place in the queue then): well within WAITER_LEASE_MS. */
+const QUEUED_POLL_MS = 300
 /** A holder's turn: how long it may re-take the lock ahead of queued waiters... */
 const TURN_MS = 100
 /** ...and how many acquisitions at most. */
@@ -176,7 +178,9 @@ export class RedisLock implements DriverLock {
         unlisten()
         resolve()
       }
-      const timer = setTimeout(done, Math.min(timeoutMs, chanceMs))
+      // A queued waiter is woken by a PUBLISH when its turn comes: it polls only to renew its place, and in case a message is lost.
+      const pollMs = this.#queued ? Math.max(timeoutMs, QUEUED_POLL_MS) : timeoutMs
+      const timer = setTimeout(done, Math.min(pollMs, chanceMs))
       signal.addEventListener('abort', done, { once: true })
       unlisten = this.#host.wakeups?.listen(this.#channel, this.#token, done) ?? unlisten
     })

@@ -196,8 +196,9 @@ return lost`,
    * wake channel prefix (a try refused a free key kept for the head waiter wakes that waiter).
    * → the new fencing token (≥ 1) when taken (or already held with this token); when not taken,
    * −1 − the ms until the next chance (the holder's PTTL; for the head waiter, at most the end of
-   * the holder's turn; for a free key in another holder's turn, the turn's end; for a free key
-   * kept for the head waiter, the end of that waiter's lease), or 0 when unknown. SET NX PX is exactly what tooz (redis-py's Lock) writes, so Python holders
+   * the holder's turn; for the head waiter and a free key in another holder's turn, the turn's
+   * end; for others and a free key kept for the head waiter or another holder's turn, the end of
+   * the head waiter's lease), or 0 when unknown. SET NX PX is exactly what tooz (redis-py's Lock) writes, so Python holders
    * exclude us; the queue and the turn only make rollcall decline a free key (redis-lock.ts).
    */
   rollcallLockAcquire: `${QUEUE}
@@ -227,7 +228,8 @@ if not holder then
       -- Another rollcall holder's turn is on: it freed the key and takes it back at once, or its client ends the turn
       -- (rollcallLockEndTurn), waking the head. Queued waiters leave the key to it until then.
       if queueMs > 0 then join(token, queueMs) end
-      return -1 - math.max(0, redis.call('pttl', turn))
+      if first == token then return -1 - math.max(0, redis.call('pttl', turn)) end
+      return -1 - math.max(0, redis.call('pttl', waiters .. first))
     end
     -- The key is free and kept for the head, whose wake-up may not have come (a turn that lapsed between a release and the
     -- holder's next try): wake it, or drop it if nobody listens for it any more.
