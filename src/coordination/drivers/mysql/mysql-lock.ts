@@ -90,6 +90,11 @@ function rowsOf(result: [unknown, unknown]): Record<string, unknown>[] {
   return Array.isArray(result[0]) ? (result[0] as Record<string, unknown>[]) : []
 }
 
+/** True when a statement's first row answers `ok` = 1 (GET_LOCK, RELEASE_LOCK and the like; 0 or NULL otherwise). */
+function okOf(result: [unknown, unknown]): boolean {
+  return Number(rowsOf(result)[0]?.ok) === 1
+}
+
 /** One GET_LOCK lock, on a session of the coordinator's LockSessions while held. */
 export class MysqlLock implements SessionLock {
   fencingToken: bigint | undefined
@@ -175,8 +180,7 @@ export class MysqlLock implements SessionLock {
           if (this.#turn?.session !== conn) {
             token = await step(this.#attempt(conn, 0, false))
             while (token === undefined && this.#turn?.session !== conn) {
-              const [rows] = await step(conn.query('SELECT GET_LOCK(?, ?) AS ok', [this.#turnName, WAIT_SLICE_S]))
-              if (Number((rows as Record<string, unknown>[])[0]?.ok) === 1) this.#turn = new Turn(conn)
+              if (okOf(await step(conn.query('SELECT GET_LOCK(?, ?) AS ok', [this.#turnName, WAIT_SLICE_S])))) this.#turn = new Turn(conn)
             }
           }
           while (token === undefined) token = await step(this.#attempt(conn, WAIT_SLICE_S, true))
@@ -214,10 +218,11 @@ export class MysqlLock implements SessionLock {
     const endTurn = turn?.over === true
     let released = false
     try {
-      const [rows] = endTurn
-        ? await conn.query('SELECT RELEASE_LOCK(?) AS ok, RELEASE_LOCK(?) AS turn', [this.#name, this.#turnName])
-        : await conn.query('SELECT RELEASE_LOCK(?) AS ok', [this.#name])
-      released = Number((rows as Record<string, unknown>[])[0]?.ok) === 1
+      released = okOf(
+        endTurn
+          ? await conn.query('SELECT RELEASE_LOCK(?) AS ok, RELEASE_LOCK(?) AS turn', [this.#name, this.#turnName])
+          : await conn.query('SELECT RELEASE_LOCK(?) AS ok', [this.#name]),
+      )
     } catch {
       // The session is gone, and the server released the lock with it.
     }
@@ -239,8 +244,7 @@ export class MysqlLock implements SessionLock {
     const conn = this.#conn
     if (!conn) return false
     try {
-      const ok = rowsOf(await conn.query('SELECT IS_USED_LOCK(?) = CONNECTION_ID() AS ok', [this.#name]))[0]?.ok
-      if (Number(ok) === 1) return true
+      if (okOf(await conn.query('SELECT IS_USED_LOCK(?) = CONNECTION_ID() AS ok', [this.#name]))) return true
     } catch {
       // fall through: a session we cannot talk to is given up, which frees the lock if it held it
     }
@@ -274,8 +278,7 @@ export class MysqlLock implements SessionLock {
   async #attempt(conn: MysqlConnection, waitS: number, always: boolean): Promise<Granted | undefined> {
     const params = [always ? 1 : 0, this.#turnName, this.#name, waitS]
     if (!this.#host.fencing) {
-      const [rows] = await conn.query(this.#host.lockSql, params)
-      return Number((rows as Record<string, unknown>[])[0]?.ok) === 1 ? { fence: undefined } : undefined
+      return okOf(await conn.query(this.#host.lockSql, params)) ? { fence: undefined } : undefined
     }
     const [results] = await conn.query(this.#host.lockSql, [...params, this.#name])
     const [rows, header] = results as [Record<string, unknown>[], { affectedRows: number; insertId: number | string }]
@@ -305,7 +308,7 @@ export class MysqlLock implements SessionLock {
       if (this.#turn !== turn || this.#conn || this.#busy) return
       this.#turn = undefined
       conn.query('SELECT RELEASE_LOCK(?) AS ok', [this.#turnName]).then(
-        ([rows]) => Number((rows as Record<string, unknown>[])[0]?.ok) === 1 ? this.#host.sessions.give(conn) : this.#discard(conn),
+        (result) => okOf(result) ? this.#host.sessions.give(conn) : this.#discard(conn),
         () => this.#discard(conn),
       )
     })
@@ -313,8 +316,13 @@ export class MysqlLock implements SessionLock {
 
   /** Closes a session that may hold the lock or the turn lock; the server frees both. */
   async #discard(conn: MysqlConnection): Promise<void> {
-    if (this.#turn?.session === conn) this.#turn = undefined
+    this.#forgetTurn(conn)
     await this.#host.sessions.discard(conn)
+  }
+
+  /** The turn held on `conn` is gone with it (the session ended or is being closed). */
+  #forgetTurn(conn: MysqlConnection): void {
+    if (this.#turn?.session === conn) this.#turn = undefined
   }
 
   /** Records a granted lock; from now on the end of its session reports the lock lost. */
@@ -323,14 +331,14 @@ export class MysqlLock implements SessionLock {
     this.fencingToken = token.fence
     if (this.#turn?.session === conn) this.#turn.count()
     const alive = this.#host.sessions.hold(conn, (reason) => {
-      if (this.#turn?.session === conn) this.#turn = undefined
+      this.#forgetTurn(conn)
       if (this.#conn !== conn) return
       this.#conn = undefined
       this.#onLost(reason)
     })
     if (!alive) {
       this.#conn = undefined
-      if (this.#turn?.session === conn) this.#turn = undefined
+      this.#forgetTurn(conn)
       throw new ConnectionError('The MySQL session ended just as the lock was granted')
     }
   }
