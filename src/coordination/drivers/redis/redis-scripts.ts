@@ -58,7 +58,8 @@ end`
  * acquisitions so far; it expires at the turn's end), ARGV[6] the turn size, ARGV[7] the prefix of
  * the waiters' wake channels. Only rollcall reads them. head() drops waiters whose liveness key
  * lapsed off the front and names the first one left; join() queues a waiter (once; later calls
- * keep it alive); leave() unqueues it; myTurn() says whether a token's turn is still on;
+ * keep it alive); leave() unqueues it; turnHolder() names the token whose turn is on, if any, and
+ * myTurn() says whether it is a given token's;
  * wakeHead() PUBLISHes on the head's channel and, when nobody receives it (the waiter's process
  * died, or its subscriber connection is down; a waiter queues only once subscribed), drops that
  * head and wakes the next, returning the head that heard it.
@@ -85,9 +86,13 @@ local function leave(token)
   redis.call('zrem', queue, token)
   redis.call('del', waiters .. token)
 end
-local function myTurn(token)
+local function turnHolder()
   local t = redis.call('hmget', turn, 't', 'n')
-  return t[1] == token and (tonumber(t[2]) or 0) < tonumber(ARGV[6])
+  if t[1] and (tonumber(t[2]) or 0) < tonumber(ARGV[6]) then return t[1] end
+  return nil
+end
+local function myTurn(token)
+  return turnHolder() == token
 end
 local function wakeHead()
   while true do
@@ -198,8 +203,9 @@ return lost`,
    * −1 − the ms until the next chance (the holder's PTTL; for the head waiter, at most the end of
    * the holder's turn; for the head waiter and a free key in another holder's turn, the turn's
    * end; for others and a free key kept for the head waiter or another holder's turn, the end of
-   * the head waiter's lease), or 0 when unknown. SET NX PX is exactly what tooz (redis-py's Lock) writes, so Python holders
-   * exclude us; the queue and the turn only make rollcall decline a free key (redis-lock.ts).
+   * the head waiter's lease), or 0 when unknown. SET NX PX is exactly what tooz (redis-py's Lock)
+   * writes, so Python holders exclude us; the queue and the turn only make rollcall decline a free
+   * key (redis-lock.ts).
    */
   rollcallLockAcquire: `${QUEUE}
 local lock, fence, token, ttl, queueMs = KEYS[1], KEYS[2], ARGV[1], ARGV[2], tonumber(ARGV[4])
@@ -221,10 +227,10 @@ if holder == token then
 end
 local first = head()
 if not holder then
-  local mine = myTurn(token)
+  local on = turnHolder()
+  local mine = on == token
   if first and not mine then
-    local other = redis.call('hmget', turn, 't', 'n')
-    if other[1] and (tonumber(other[2]) or 0) < tonumber(ARGV[6]) then
+    if on then
       -- Another rollcall holder's turn is on: it freed the key and takes it back at once, or its client ends the turn
       -- (rollcallLockEndTurn), waking the head. Queued waiters leave the key to it until then.
       if queueMs > 0 then join(token, queueMs) end

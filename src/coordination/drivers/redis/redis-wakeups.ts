@@ -24,6 +24,8 @@ interface Channel {
   linger: NodeJS.Timeout | undefined
   /** When (performance.now() ms) a message came with nobody listening: the waiter was between two attempts. */
   missedAt: number | undefined
+  /** The server confirmed the SUBSCRIBE. */
+  subscribed: boolean
 }
 
 /** A message missed by a waiter between two attempts wakes its next wait at once if it came this recently. */
@@ -33,8 +35,6 @@ const MISSED_FRESH_MS = 1_000
 export class RedisWakeups {
   readonly #open: () => Redis
   readonly #channels = new Map<string, Channel>()
-  /** Channels whose SUBSCRIBE the server confirmed. */
-  readonly #subscribed = new Set<string>()
   #sub: Redis | undefined
   #stopped = false
 
@@ -50,17 +50,7 @@ export class RedisWakeups {
    */
   listen(channel: string, token: string, wake: () => void): () => void {
     if (this.#stopped) return () => {}
-    let c = this.#channels.get(channel)
-    if (!c) {
-      c = { wakes: new Map(), linger: undefined, missedAt: undefined }
-      this.#channels.set(channel, c)
-      const entry = c
-      this.#client().subscribe(channel).then(
-        () => void (this.#channels.get(channel) === entry && this.#subscribed.add(channel)),
-        () => this.#forget(channel),
-      )
-    }
-    const entry = c
+    const entry = this.#channels.get(channel) ?? this.#subscribe(channel)
     clearTimeout(entry.linger)
     entry.linger = undefined
     entry.wakes.set(token, wake)
@@ -87,17 +77,27 @@ export class RedisWakeups {
    * a release drops a queued waiter that nobody listens for (redis-scripts.ts wakeHead).
    */
   isSubscribed(channel: string): boolean {
-    return this.#subscribed.has(channel)
+    return this.#channels.get(channel)?.subscribed === true
   }
 
   /** Closes the subscriber connection; waiters go on polling. */
   stop(): void {
     this.#stopped = true
-    this.#subscribed.clear()
     for (const c of this.#channels.values()) clearTimeout(c.linger)
     this.#channels.clear()
     this.#sub?.disconnect()
     this.#sub = undefined
+  }
+
+  /** Starts listening on `channel` (the SUBSCRIBE is not awaited). */
+  #subscribe(channel: string): Channel {
+    const entry: Channel = { wakes: new Map(), linger: undefined, missedAt: undefined, subscribed: false }
+    this.#channels.set(channel, entry)
+    this.#client().subscribe(channel).then(
+      () => void (entry.subscribed = true),
+      () => this.#forget(channel),
+    )
+    return entry
   }
 
   /** A channel whose SUBSCRIBE failed (or that lingered unused) is subscribed again by its next waiter. */
@@ -106,7 +106,6 @@ export class RedisWakeups {
     if (!c) return
     clearTimeout(c.linger)
     this.#channels.delete(channel)
-    this.#subscribed.delete(channel)
   }
 
   #client(): Redis {
