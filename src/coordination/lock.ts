@@ -231,19 +231,12 @@ export class Lock {
     const leftMs = timeoutMs === undefined ? undefined : Math.max(0, Math.ceil(timeoutMs - (performance.now() - startedAt)))
     const linked = linkedSignal([this.#host.stopSignal, userSignal], leftMs)
     const { signal } = linked
-    if (waiting) {
-      try {
-        if (signal.aborted) return settle()
-        const got = await this.#host.call('acquire a lock', () => waiting(signal))
-        return got || settle()
-      } finally {
-        linked.dispose()
-      }
-    }
-    const wake = driverLock.waitForRelease?.bind(driverLock)
+    // Aborted already: linkedSignal() attached nothing to dispose of.
+    if (signal.aborted) return settle()
+    const wake = waiting ? undefined : driverLock.waitForRelease?.bind(driverLock)
     let got: boolean | 'aborted' = false
     try {
-      if (signal.aborted) return settle()
+      if (waiting) return (await this.#host.call('acquire a lock', () => waiting(signal))) || settle()
       for (let delay = POLL_FIRST_MS;; delay = Math.min(delay * 1.5, POLL_MAX_MS)) {
         const pauseMs = delay * (0.5 + Math.random())
         if (wake) await wake(signal, pauseMs)
