@@ -15,7 +15,7 @@
  *   at once): it fails while any waiter is registered. If so, it writes one byte to the wake file.
  *   Every watching waiter hears it; the one next in line (the earliest ticket not yet served)
  *   tries the lock at once, the others give those ahead of them a millisecond each first.
- * - A holder has a turn: up to {@link TURN_SIZE} acquisitions within {@link TURN_MS}, during which
+ * - A holder has a turn (kit/lock-turn.ts): up to TURN_SIZE acquisitions within TURN_MS, during which
  *   it may release and re-take the lock even when waiters are registered, so that a holder looping
  *   on the lock does not pay a hand-over per acquisition; a release within the turn wakes waiters
  *   only if the holder has not re-taken the lock by the next turn of its event loop.
@@ -51,14 +51,11 @@
  */
 import { closeSync, constants } from 'node:fs'
 import type { DriverLock } from '../../driver.js'
+import { Turn } from '../kit/lock-turn.js'
 import { openMakingDirs, type RecordLock } from './file-lock.js'
 import { WaitRegistry } from './file-wait-registry.js'
 import { fireWake, subscribeWake, type WakeSubscription } from './file-wake.js'
 
-/** A holder's turn: how many acquisitions it may make ahead of registered waiters... */
-const TURN_SIZE = 32
-/** ...and within how long. */
-const TURN_MS = 100
 /** How long a releaser whose turn ended declines the free lock for a registered waiter to take it. */
 const YIELD_MS = 50
 /** After a yield that no waiter used (a stuck waiter), how long releasers do not yield again. */
@@ -87,9 +84,8 @@ export class FairFileLock implements DriverLock {
   readonly #host: FairLockHost
   /** How this object holds the lock, when it does. */
   #mode: 'exclusive' | 'shared' | undefined
-  #turnStartedAt = 0
-  /** Acquisitions in the current turn; 0: no turn. */
-  #turnCount = 0
+  /** The current turn (kit/lock-turn.ts), while this object has one. */
+  #turn: Turn | undefined
   /** While yielding: until when (performance.now() ms); 0 otherwise. */
   #yieldUntil = 0
   /** The registry's turn count when the yield began: a change means a waiter took over. */
@@ -123,11 +119,11 @@ export class FairFileLock implements DriverLock {
     if (this.#declines()) return false
     if (!(await this.#record.tryAcquire(false))) return false
     this.#acquired('exclusive')
-    if (this.#waiting || this.#turnCount === 0) {
-      this.#turnStartedAt = performance.now()
-      this.#turnCount = 1
+    if (this.#waiting || !this.#turn) {
+      this.#turn = new Turn()
       this.#registry.startTurn()
-    } else this.#turnCount += 1
+    }
+    this.#turn.count()
     this.#yieldUntil = 0
     this.#stopWaiting()
     return true
@@ -148,12 +144,12 @@ export class FairFileLock implements DriverLock {
     const mode = this.#mode
     this.#mode = undefined
     this.#host.held.delete(this.#record)
-    const turnOver = mode === 'exclusive' && (this.#turnCount >= TURN_SIZE || performance.now() - this.#turnStartedAt >= TURN_MS)
+    const turnOver = mode === 'exclusive' && this.#turn?.over === true
     // Read while still holding: no other turn can have started yet.
     const turns = turnOver ? this.#registry.turns() : 0
     const ok = await this.#record.release()
     if (turnOver) {
-      this.#turnCount = 0
+      this.#turn = undefined
       if (this.#registry.othersWaiting()) {
         fireWake(this.#wakePath)
         const now = performance.now()

@@ -27,7 +27,7 @@ import { BackendError, ConnectionError } from '../../../errors.js'
 import { sleep } from '../../../internal/sleep.js'
 import type { SessionLock } from '../sql/sql-membership.js'
 import type { LockSessions } from '../sql/sql-sessions.js'
-import { Turn, turnLockName } from './mysql-turn.js'
+import { SessionTurn, turnLockName } from './mysql-turn.js'
 
 /** The subset of a mysql2/promise connection these drivers use. */
 export interface MysqlConnection {
@@ -104,7 +104,7 @@ export class MysqlLock implements SessionLock {
   readonly #onLost: (reason: string) => void
   #conn: MysqlConnection | undefined
   /** The turn this object holds (mysql-turn.ts), on the session that holds the turn lock. */
-  #turn: Turn<MysqlConnection> | undefined
+  #turn: SessionTurn<MysqlConnection> | undefined
   /** An acquire is under way: a held turn must not be freed under it. */
   #busy = false
 
@@ -180,7 +180,7 @@ export class MysqlLock implements SessionLock {
           if (this.#turn?.session !== conn) {
             token = await step(this.#attempt(conn, 0, false))
             while (token === undefined && this.#turn?.session !== conn) {
-              if (okOf(await step(conn.query('SELECT GET_LOCK(?, ?) AS ok', [this.#turnName, WAIT_SLICE_S])))) this.#turn = new Turn(conn)
+              if (okOf(await step(conn.query('SELECT GET_LOCK(?, ?) AS ok', [this.#turnName, WAIT_SLICE_S])))) this.#turn = new SessionTurn(conn)
             }
           }
           while (token === undefined) token = await step(this.#attempt(conn, WAIT_SLICE_S, true))

@@ -8,9 +8,10 @@
  * - beside lock `name` there is a turn lock, `rollcall.turn.<sha1 hex of name>` (a second GET_LOCK
  *   name on the same server; tooz never takes it). A rollcall acquire that has to wait first queues
  *   for the turn lock, in the server's own queue, and only its holder waits for the lock itself;
- * - the turn's holder keeps the turn lock across its releases for up to {@link TURN_SIZE}
- *   acquisitions within {@link TURN_MS} of the first: re-taking the lock meanwhile costs one round trip and no
- *   hand-over, since every other rollcall waiter queues on the turn lock, not on the lock;
+ * - the turn's holder keeps the turn lock across its releases for up to TURN_SIZE acquisitions
+ *   within TURN_MS of the first (kit/lock-turn.ts): re-taking the lock meanwhile costs one round
+ *   trip and no hand-over, since every other rollcall waiter queues on the turn lock, not on the
+ *   lock;
  * - the release that ends the turn frees both in one statement, and the server hands the turn lock
  *   to the next waiter in line. A holder that does not re-take the lock by the next turn of its
  *   event loop frees the turn lock then (one more round trip, off the caller's path);
@@ -29,35 +30,19 @@
  * which degrades this to the server's plain queue, never to a wrong answer.
  */
 import { createHash } from 'node:crypto'
-
-/** A turn: how many acquisitions its holder may make while others wait... */
-export const TURN_SIZE = 32
-/** ...and within how long (ms from the turn's first acquisition: a wait for the lock itself does not use the turn up). */
-export const TURN_MS = 100
+import { Turn } from '../kit/lock-turn.js'
 
 /** The GET_LOCK name of `name`'s turn lock (54 characters, within MySQL's 64). */
 export function turnLockName(name: string): string {
   return `rollcall.turn.${createHash('sha1').update(name, 'utf8').digest('hex')}`
 }
 
-/** A turn held by one lock object: the session that holds the turn lock, and how much of the turn is used. */
-export class Turn<S> {
+/** A turn held by one lock object, on the session that holds the turn lock. */
+export class SessionTurn<S> extends Turn {
   readonly session: S
-  #startedAt = 0
-  #acquisitions = 0
 
   constructor(session: S) {
+    super()
     this.session = session
-  }
-
-  /** Counts an acquisition made under this turn. */
-  count(): void {
-    if (this.#acquisitions === 0) this.#startedAt = performance.now()
-    this.#acquisitions += 1
-  }
-
-  /** True once the turn's acquisitions or time are used up: the next release frees the turn lock. */
-  get over(): boolean {
-    return this.#acquisitions >= TURN_SIZE || performance.now() - this.#startedAt >= TURN_MS
   }
 }

@@ -41,6 +41,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { DriverLock } from '../../driver.js'
+import { TURN_MS, TURN_SIZE } from '../kit/lock-turn.js'
 import { lockToken } from './redis-keys.js'
 import type { ScriptArg, ScriptName, ScriptReply } from './redis-scripts.js'
 import type { RedisWakeups } from './redis-wakeups.js'
@@ -49,10 +50,6 @@ import type { RedisWakeups } from './redis-wakeups.js'
 const WAITER_LEASE_MS = 1_000
 /** How often a queued waiter tries at least (it renews its place in the queue then): well within WAITER_LEASE_MS. */
 const QUEUED_POLL_MS = 300
-/** A holder's turn: how long it may re-take the lock ahead of queued waiters... */
-const TURN_MS = 100
-/** ...and how many acquisitions at most. */
-const TURN_SIZE = 32
 
 /** What a lock needs from its driver. */
 export interface RedisLockHost {
