@@ -6,7 +6,7 @@
  * open. Real files and real processes; bounds are generous, never speed checks.
  */
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { once } from 'node:events'
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync } from 'node:fs'
@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import { connect, type Coordinator } from '../../src/index.js'
 import { watchedWakeFiles } from '../../src/coordination/drivers/file/file-wake.js'
+import { scriptProcess } from '../support/script-process.js'
 import { TIMING } from '../support/timing.js'
 import { rid, waitFor } from '../support/wait.js'
 
@@ -24,7 +25,6 @@ const native = createRequire(import.meta.url)('fs-native-extensions') as {
   tryLock(fd: number, offset: number, length: number): boolean
   unlock(fd: number): void
 }
-const INDEX = JSON.stringify(new URL('../../src/index.ts', import.meta.url).href)
 const LOOP = new URL('../support/lock-loop-process.ts', import.meta.url).pathname
 
 function tempDir(t: TestContext): string {
@@ -37,17 +37,6 @@ async function open(t: TestContext, url: string): Promise<Coordinator> {
   const c = await connect(url, { memberId: rid('m'), heartbeat: false, autoWatch: false })
   t.after(() => c.stop())
   return c
-}
-
-/** A child process running `script` (ES module text, with `connect` imported), its stdout collected. */
-function child(t: TestContext, script: string): { proc: ChildProcess; out: () => string } {
-  const proc = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `const { connect } = await import(${INDEX});\n${script}`], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  })
-  t.after(() => void (proc.exitCode === null && proc.signalCode === null && proc.kill('SIGKILL')))
-  let out = ''
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()))
-  return { proc, out: () => out }
 }
 
 /** The registry sidecar of lock `name` in `dir`. */
@@ -106,7 +95,7 @@ describe('file driver: lock wake-ups and fair hand-over', { concurrency: 2 }, ()
     const dir = tempDir(t)
     const url = `file://${dir}`
     const name = rid('wake')
-    const holder = child(
+    const holder = scriptProcess(
       t,
       `const c = await connect(${JSON.stringify(url)}, { memberId: 'holder', heartbeat: false, autoWatch: false });
 const lock = c.getLock(${JSON.stringify(name)});
@@ -140,7 +129,7 @@ setInterval(() => {}, 60_000);`,
     const c = await open(t, url)
     const lock = c.getLock(name)
     assert.equal(await lock.acquire(), true)
-    const stuck = child(
+    const stuck = scriptProcess(
       t,
       `const c = await connect(${JSON.stringify(url)}, { memberId: 'stuck', heartbeat: false, autoWatch: false });
 console.log('waiting');

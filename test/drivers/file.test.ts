@@ -4,7 +4,6 @@
  * thread-pool hop per call, member files read again only when they changed).
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createHash } from 'node:crypto'
 import fs, { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
@@ -29,6 +28,7 @@ import fileDriver from '../../src/coordination/drivers/file/index.js'
 import { decodeMemberRecord, encodeMemberRecord } from '../../src/coordination/drivers/file/file-format.js'
 import { withFileLock } from '../../src/coordination/drivers/file/file-lock.js'
 import { silentLogger } from '../../src/coordination/logger.js'
+import { scriptProcess } from '../support/script-process.js'
 import { TIMING } from '../support/timing.js'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
 
@@ -454,17 +454,13 @@ describe('file driver', { concurrency: 4 }, () => {
     const url = `file://${dir}`
     const c = await open(t, url)
     const name = rid('l')
-    const script = `const { connect } = await import(${JSON.stringify(new URL('../../src/index.ts', import.meta.url).href)});
-const c = await connect(${JSON.stringify(url)}, { memberId: 'child' });
+    const script = `const c = await connect(${JSON.stringify(url)}, { memberId: 'child' });
 await c.getLock(${JSON.stringify(name)}).acquire();
 c.watchElectedAsLeader('g', () => console.log('leading'));
 console.log('held');
 setInterval(() => {}, 60000);`
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
-    t.after(() => void (child.exitCode === null && child.kill('SIGKILL')))
-    let out = ''
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()))
-    await waitFor('the child to hold the lock and lead', () => out.includes('held') && out.includes('leading'), 20_000)
+    const { proc: child, out } = scriptProcess(t, script)
+    await waitFor('the child to hold the lock and lead', () => out().includes('held') && out().includes('leading'), 20_000)
     assert.equal(await c.getLock(name).acquire({ blocking: false }), false)
     assert.equal(await c.getLeader('g'), 'child')
     child.kill('SIGKILL')
@@ -481,31 +477,27 @@ setInterval(() => {}, 60000);`
     const c = await open(t, url)
     const held = c.getLock('busy')
     await held.acquire()
-    const script = `const { connect } = await import(${JSON.stringify(new URL('../../src/index.ts', import.meta.url).href)});
-const c = await connect(${JSON.stringify(url)}, { memberId: 'waiter' });
+    const script = `const c = await connect(${JSON.stringify(url)}, { memberId: 'waiter' });
 console.log('started');
 await c.createGroup('made-while-waiting');
 console.log('acquired', await c.getLock('busy').acquire());
 await c.stop();`
-    let out = ''
     // Hold .driver_lock from before the child starts until 1.5 s after, then the named lock for 1.5 s more.
-    const child = await withFileLock(join(dir, '.driver_lock'), 1_000, async () => {
-      const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
-      t.after(() => void (p.exitCode === null && p.kill('SIGKILL')))
-      p.stdout!.on('data', (d: Buffer) => (out += d.toString()))
-      await waitFor('the child to start', () => out.includes('started'), 20_000)
+    const { proc: child, out } = await withFileLock(join(dir, '.driver_lock'), 1_000, async () => {
+      const started = scriptProcess(t, script)
+      await waitFor('the child to start', () => started.out().includes('started'), 20_000)
       await new Promise((r) => setTimeout(r, 1_500))
-      assert.equal(p.exitCode, null, `the child exited while waiting for .driver_lock: ${out}`)
-      return p
+      assert.equal(started.proc.exitCode, null, `the child exited while waiting for .driver_lock: ${started.out()}`)
+      return started
     })
     const exited = once(child, 'exit')
     await new Promise((r) => setTimeout(r, 1_500))
-    assert.equal(child.exitCode, null, `the child exited while waiting for the lock: ${out}`)
+    assert.equal(child.exitCode, null, `the child exited while waiting for the lock: ${out()}`)
     assert.ok(existsSync(join(dir, 'groups', sha1('made-while-waiting'), '.metadata')))
     await held.release()
     const [code] = await exited
-    assert.equal(code, 0, out)
-    assert.match(out, /acquired true/)
+    assert.equal(code, 0, out())
+    assert.match(out(), /acquired true/)
   })
 
   it('file: locks: six pending waits (more than the 4 pool threads) stall no fs call of their process, and each is served on release', async (t) => {
@@ -560,17 +552,13 @@ await c.stop();`
     const held = c.getLock(name)
     await held.acquire()
     // A wait blocked in the kernel (F_OFD_SETLKW) cannot be cancelled: if one is left, it must not keep the process alive.
-    const script = `const { connect } = await import(${JSON.stringify(new URL('../../src/index.ts', import.meta.url).href)});
-const c = await connect(${JSON.stringify(url)}, { memberId: 'waiter', heartbeat: false, autoWatch: false });
+    const script = `const c = await connect(${JSON.stringify(url)}, { memberId: 'waiter', heartbeat: false, autoWatch: false });
 console.log('acquired', await c.getLock(${JSON.stringify(name)}).acquire({ timeoutMs: 500 }));
 await c.stop();`
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
-    t.after(() => void (child.exitCode === null && child.kill('SIGKILL')))
-    let out = ''
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()))
+    const { proc: child, out } = scriptProcess(t, script)
     const [code] = await Promise.race([once(child, 'exit'), new Promise<[string]>((r) => setTimeout(r, 20_000, ['still running']))])
-    assert.equal(code, 0, out)
-    assert.match(out, /acquired false/)
+    assert.equal(code, 0, out())
+    assert.match(out(), /acquired false/)
     assert.equal(held.acquired, true)
     await held.release()
   })

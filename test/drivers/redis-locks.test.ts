@@ -5,12 +5,12 @@
  * connection degrades to polling. Keys and channels are read with a raw client.
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { describe, it, type TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import { connect, type Coordinator } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
+import { scriptProcess } from '../support/script-process.js'
 import { rid, waitFor } from '../support/wait.js'
 
 const URL = serverUrl('redis')
@@ -143,16 +143,11 @@ describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
     assert.equal(await holder.acquire(), true)
     // The first waiter is another process, killed while it heads the queue.
     const doomedId = rid('doomed')
-    const doomed = spawn(process.execPath, [
-      '--import',
-      'tsx',
-      '--input-type=module',
-      '-e',
-      `const { connect } = await import(${JSON.stringify(new globalThis.URL('../../src/index.ts', import.meta.url).href)});
-const c = await connect(${JSON.stringify(`${URL}?timeout=10`)}, { memberId: ${JSON.stringify(doomedId)}, autoWatch: false });
+    const { proc: doomed } = scriptProcess(
+      t,
+      `const c = await connect(${JSON.stringify(`${URL}?timeout=10`)}, { memberId: ${JSON.stringify(doomedId)}, autoWatch: false });
 await c.getLock(${JSON.stringify(name)}).acquire({ timeoutMs: 60_000 });`,
-    ], { stdio: 'ignore' })
-    t.after(() => void (doomed.exitCode === null && doomed.signalCode === null && doomed.kill('SIGKILL')))
+    )
     await waitFor('the doomed process to head the queue', async () => (await admin.zrange(`${key}:queue`, '0', '0'))[0]?.endsWith(doomedId) === true, 30_000)
     const waiter = (await open(t)).getLock(name)
     const waiting = waiter.acquire({ timeoutMs: 10_000 })
