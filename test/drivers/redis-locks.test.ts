@@ -44,6 +44,18 @@ async function queuedBehindHolder(t: TestContext, name = rid('lock'), waiterId =
   return { a, b, key, admin, holder, waiter, waiting }
 }
 
+/**
+ * Gives the current holder a turn of 60 s, as if it had taken the lock with waiters queued (an acquisition with nobody
+ * queued starts no turn), so that a queued waiter, which leaves a free key to a holder in its turn, would wait for it
+ * unless the holder ends the turn.
+ */
+async function stretchTurn(admin: Redis, key: string): Promise<void> {
+  const holderToken = await admin.get(key)
+  assert.ok(holderToken, 'the lock is held')
+  await admin.hset(`${key}:turn`, 't', holderToken, 'n', 1)
+  assert.equal(await admin.pexpire(`${key}:turn`, 60_000), 1)
+}
+
 describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
   it('redis: locks: a release after the turn PUBLISHes on <key>:wake:<token> of the queued waiter only, and that waiter takes the lock', async (t) => {
     const name = rid('lock')
@@ -52,7 +64,7 @@ describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
     sub.on('pmessage', (_pattern: string, channel: string, message: string) => heard.push(message, channel))
     await sub.psubscribe(`_tooz_${name}_lock:wake*`)
     const { b, key, admin, holder, waiter, waiting } = await queuedBehindHolder(t, name, rid('waiter'))
-    await sleep(150) // the holder's turn (100 ms) is over
+    await sleep(150) // any turn of the holder's (100 ms) is over
     assert.equal(await holder.release(), true)
     assert.equal(await waiting, true)
     // The raw subscriber's copy may be read after the waiter's own (another socket).
@@ -61,6 +73,16 @@ describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
     assert.ok(heard[0]!.endsWith(b.memberId), `the message names the waiter's token, not ${heard[0]}`)
     assert.equal(heard[1], `${key}:wake:${heard[0]}`, "it goes to that waiter's own channel")
     assert.equal(await admin.zcard(`${key}:queue`), 0, 'the new holder left the queue')
+    await waiter.release()
+  })
+
+  it('redis: locks: a turn starts only for a holder that takes the lock with waiters queued', async (t) => {
+    const { key, admin, holder, waiter, waiting } = await queuedBehindHolder(t)
+    assert.equal(await admin.exists(`${key}:turn`), 0, 'an acquisition with nobody queued wrote a turn')
+    await sleep(150) // any turn of the holder's (100 ms) is over
+    assert.equal(await holder.release(), true)
+    assert.equal(await waiting, true)
+    assert.equal(await admin.hget(`${key}:turn`, 't'), await admin.get(key), 'the head waiter that took the lock has the turn')
     await waiter.release()
   })
 
@@ -96,7 +118,7 @@ describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
 
   it('redis: locks: a releaser whose turn is over does not take the free lock back ahead of a queued waiter', async (t) => {
     const { holder, waiter, waiting } = await queuedBehindHolder(t)
-    await sleep(150) // the holder's turn (100 ms) is over
+    await sleep(150) // any turn of the holder's (100 ms) is over
     assert.equal(await holder.release(), true)
     assert.equal(await holder.acquire({ blocking: false }), false, 'the releaser re-took the lock ahead of the waiter')
     assert.equal(await waiting, true)
@@ -157,7 +179,7 @@ await c.getLock(${JSON.stringify(name)}).acquire({ timeoutMs: 60_000 });`,
     // Its place would otherwise be kept until its liveness key lapses (up to 1 s after its last attempt).
     const [doomedToken] = await admin.zrange(`${key}:queue`, '0', '0')
     const leaseLeftMs = await admin.pttl(`${key}:waiter:${doomedToken}`)
-    await sleep(150) // the holder's turn (100 ms) is over
+    await sleep(150) // any turn of the holder's (100 ms) is over
     const releasedAt = performance.now()
     assert.equal(await holder.release(), true)
     assert.equal(await waiting, true)
@@ -170,8 +192,6 @@ await c.getLock(${JSON.stringify(name)}).acquire({ timeoutMs: 60_000 });`,
     await waiter.release()
   })
 
-  // The holder's turn is stretched to 60 s with a raw PEXPIRE, so that a queued waiter, which leaves a free key to a holder in
-  // its turn, would wait for it unless the holder ends the turn.
   it('redis: locks: a holder that releases within its turn and does not take the lock back ends its turn and wakes the waiter', async (t) => {
     const name = rid('lock')
     const sub = raw(t)
@@ -179,7 +199,7 @@ await c.getLock(${JSON.stringify(name)}).acquire({ timeoutMs: 60_000 });`,
     sub.on('pmessage', (_pattern: string, _channel: string, message: string) => heard.push(message))
     await sub.psubscribe(`_tooz_${name}_lock:wake*`)
     const { b, key, admin, holder, waiter, waiting } = await queuedBehindHolder(t, name, rid('waiter'))
-    assert.equal(await admin.pexpire(`${key}:turn`, 60_000), 1, "the holder's turn is on")
+    await stretchTurn(admin, key)
     assert.equal(await holder.release(), true)
     assert.equal(await waiting, true)
     assert.ok(heard.some((m) => m.endsWith(b.memberId)), 'the waiter was woken by a message, not by its poll')
@@ -188,7 +208,7 @@ await c.getLock(${JSON.stringify(name)}).acquire({ timeoutMs: 60_000 });`,
 
   it("redis: locks: stopping a coordinator right after a release within the holder's turn ends that turn", async (t) => {
     const { a, key, admin, holder, waiter, waiting } = await queuedBehindHolder(t)
-    assert.equal(await admin.pexpire(`${key}:turn`, 60_000), 1, "the holder's turn is on")
+    await stretchTurn(admin, key)
     assert.equal(await holder.release(), true)
     await a.stop()
     assert.equal(await waiting, true)

@@ -209,27 +209,32 @@ return lost`,
    */
   rollcallLockAcquire: `${QUEUE}
 local lock, fence, token, ttl, queueMs = KEYS[1], KEYS[2], ARGV[1], ARGV[2], tonumber(ARGV[4])
-local function taken()
-  leave(token)
-  if myTurn(token) then
-    redis.call('hincrby', turn, 'n', 1)
-  else
+-- A turn is kept only while rollcall waiters are queued (first: the head before this acquisition); with nobody queued
+-- there is nothing to keep the key from, and any other holder's turn is over.
+local function taken(first)
+  if not first then
     redis.call('del', turn)
-    redis.call('hmset', turn, 't', token, 'n', 1)
-    redis.call('pexpire', turn, ARGV[5])
+  else
+    leave(token)
+    if myTurn(token) then
+      redis.call('hincrby', turn, 'n', 1)
+    else
+      redis.call('del', turn)
+      redis.call('hmset', turn, 't', token, 'n', 1)
+      redis.call('pexpire', turn, ARGV[5])
+    end
   end
   return redis.call('incr', fence)
 end
 local holder = redis.call('get', lock)
+local first = head()
 if holder == token then
   redis.call('pexpire', lock, ttl)
-  return taken()
+  return taken(first)
 end
-local first = head()
 if not holder then
-  local on = turnHolder()
-  local mine = on == token
-  if first and not mine then
+  local on = first and turnHolder()
+  if first and on ~= token then
     if on then
       -- Another rollcall holder's turn is on: it freed the key and takes it back at once, or its client ends the turn
       -- (rollcallLockEndTurn), waking the head. Queued waiters leave the key to it until then.
@@ -240,13 +245,13 @@ if not holder then
     -- The key is free and kept for the head, whose wake-up may not have come (a turn that lapsed between a release and the
     -- holder's next try): wake it, or drop it if nobody listens for it any more.
     if first ~= token then first = wakeHead() end
+    if first and first ~= token then
+      if queueMs > 0 then join(token, queueMs) end
+      return -1 - math.max(0, redis.call('pttl', waiters .. first))
+    end
   end
-  if not first or first == token or mine then
-    redis.call('set', lock, token, 'PX', ttl)
-    return taken()
-  end
-  if queueMs > 0 then join(token, queueMs) end
-  return -1 - math.max(0, redis.call('pttl', waiters .. first))
+  redis.call('set', lock, token, 'PX', ttl)
+  return taken(first)
 end
 if queueMs > 0 then
   join(token, queueMs)
@@ -270,12 +275,12 @@ return 0`,
   rollcallLockRelease: `${QUEUE}
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('del', KEYS[1])
+if not head() then return 1 end
 if not myTurn(ARGV[1]) then
   wakeHead()
   return 1
 end
-if head() then return 2 end
-return 1`,
+return 2`,
 
   /**
    * A holder that released within its turn did not take the key back: its turn ends, and the head
