@@ -15,7 +15,7 @@
  *   kept alive by a `<key>:waiter:<token>` key it renews on every attempt (WAITER_LEASE_MS), and
  *   listens on its own channel `<key>:wake:<token>` (redis-wakeups.ts), so that a hand-over wakes
  *   one process, not every process that waits;
- * - a holder has a turn (`<key>:turn`): up to TURN_SIZE acquisitions within TURN_MS, during which
+ * - a holder has a turn (`<key>:turn`): up to LONG_TURN_SIZE acquisitions within TURN_MS, during which
  *   it may free and re-take the key even when waiters are queued, so a holder looping on the lock
  *   does not pay a hand-over per acquisition;
  * - a free key is taken by a rollcall client only when nobody is queued, or its turn is on, or it
@@ -41,7 +41,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { DriverLock } from '../../driver.js'
-import { TURN_MS, TURN_SIZE } from '../kit/lock-turn.js'
+import { LONG_TURN_SIZE, TURN_MS } from '../kit/lock-turn.js'
 import { lockToken } from './redis-keys.js'
 import type { ScriptArg, ScriptName, ScriptReply } from './redis-scripts.js'
 import type { RedisWakeups } from './redis-wakeups.js'
@@ -192,7 +192,7 @@ export class RedisLock implements DriverLock {
   }
 
   #args(queueMs: number): ScriptArg[] {
-    return [this.#token, this.#host.lockTimeoutMs, this.#waiterPrefix, queueMs, TURN_MS, TURN_SIZE, this.#channelPrefix]
+    return [this.#token, this.#host.lockTimeoutMs, this.#waiterPrefix, queueMs, TURN_MS, LONG_TURN_SIZE, this.#channelPrefix]
   }
 
   async refresh(): Promise<boolean> {
