@@ -1,7 +1,7 @@
 /**
  * locks: uncontended acquire+release per second (one process, closed loop), and two and eight
- * processes contending for one lock (throughput, fairness as Jain's index over per-process
- * acquisitions, longest wait). Every process loops acquire (blocking) → release, holding for 0 ms.
+ * processes contending for one lock (throughput, fairness as the fewest acquisitions of one process
+ * over the most, Jain's index beside it, longest wait). Every process loops acquire (blocking) → release, holding for 0 ms.
  * tooz runs the same loops in Python processes; the floor is the raw client's uncontended cycle.
  */
 import { connect } from '../src/index.js'
@@ -9,7 +9,7 @@ import { BACKENDS, rollcallUrl, toozUrl, uniq, withQuery, type BenchBackend } fr
 import { forEachBackend, settleCpu, type BenchContext } from './lib/context.js'
 import { endAll, rollcall, tooz, type Agent } from './lib/procs.js'
 import { rawBackend } from './lib/raw.js'
-import { jain, now, round, summarize } from './lib/stats.js'
+import { jain, minOverMax, now, round, summarize } from './lib/stats.js'
 
 export const SCENARIO = 'locks'
 export const TITLE = 'Locks: uncontended and contended acquire+release'
@@ -23,20 +23,32 @@ const QUERY = 'timeout=10'
  */
 const UNFENCED: ReadonlySet<BenchBackend> = new Set(['mysql'])
 
-async function uncontendedRollcall(url: string, ms: number): Promise<Record<string, unknown>> {
+/** One closed loop of `cycle` for `warmupMs` uncounted, then `ms` counted: samples of one cycle each, and cycles per second. */
+async function closedLoop(cycle: () => Promise<void>, warmupMs: number, ms: number): Promise<Record<string, unknown>> {
+  const warmEnd = now() + warmupMs
+  while (now() < warmEnd) await cycle()
+  const samples: number[] = []
+  const t0 = now()
+  while (now() - t0 < ms) {
+    const t = now()
+    await cycle()
+    samples.push(now() - t)
+  }
+  return { samples: summarize(samples), perSecond: round((samples.length / (now() - t0)) * 1000, 1) }
+}
+
+async function uncontendedRollcall(url: string, warmupMs: number, ms: number): Promise<Record<string, unknown>> {
   const c = await connect(url, { memberId: uniq('lk'), autoWatch: false })
   try {
     const lock = c.getLock(uniq('lock'))
-    const samples: number[] = []
-    const end = now() + ms
-    const t0 = now()
-    while (now() < end) {
-      const t = now()
-      if (!(await lock.acquire({ blocking: false }))) throw new Error('uncontended lock was busy')
-      await lock.release()
-      samples.push(now() - t)
-    }
-    return { samples: summarize(samples), perSecond: round((samples.length / (now() - t0)) * 1000, 1) }
+    return await closedLoop(
+      async () => {
+        if (!(await lock.acquire({ blocking: false }))) throw new Error('uncontended lock was busy')
+        await lock.release()
+      },
+      warmupMs,
+      ms,
+    )
   } finally {
     await c.stop()
   }
@@ -49,6 +61,9 @@ async function uncontendedRollcall(url: string, ms: number): Promise<Record<stri
  * acquisitions/s counted from a cold start, 871-1,008 after 10 s); CPython has no such phase.
  */
 const WARMUP_S = 5
+
+/** The uncontended loops (rollcall, tooz and the raw floor alike) run this long uncounted first, for the same reason. */
+const UNCONTENDED_WARMUP_MS = 2_000
 
 async function contended(impl: 'rollcall' | 'tooz', backend: BenchBackend, url: string, procs: number, seconds: number): Promise<Record<string, unknown>> {
   const name = uniq('contended')
@@ -78,7 +93,14 @@ async function contended(impl: 'rollcall' | 'tooz', backend: BenchBackend, url: 
     const counts = results.map((r) => r.count as number)
     const total = counts.reduce((a, b) => a + b, 0)
     const longest = Math.max(...results.map((r) => (r.waits as { max?: number }).max ?? 0))
-    return { processes: procs, perSecond: round(total / seconds, 1), counts, fairness: jain(counts), longestWaitMs: round(longest, 1) }
+    return {
+      processes: procs,
+      perSecond: round(total / seconds, 1),
+      counts,
+      fairness: minOverMax(counts),
+      jain: jain(counts),
+      longestWaitMs: round(longest, 1),
+    }
   } finally {
     await endAll(agents, 3000)
   }
@@ -86,13 +108,21 @@ async function contended(impl: 'rollcall' | 'tooz', backend: BenchBackend, url: 
 
 export async function run(ctx: BenchContext): Promise<void> {
   const uncontendedMs = ctx.quick ? 1000 : 2000
-  const seconds = ctx.quick ? 2 : 4
+  const uncontendedWarmupMs = ctx.quick ? 500 : UNCONTENDED_WARMUP_MS
+  const seconds = ctx.quick ? 2 : 8
   const procCounts = ctx.quick ? [2] : [2, 8]
   await forEachBackend(
     ctx,
     SCENARIO,
     TITLE,
-    { uncontendedSeconds: uncontendedMs / 1000, contendedSeconds: seconds, warmupSeconds: WARMUP_S, processes: procCounts, holdMs: 0 },
+    {
+      uncontendedSeconds: uncontendedMs / 1000,
+      uncontendedWarmupSeconds: uncontendedWarmupMs / 1000,
+      contendedSeconds: seconds,
+      warmupSeconds: WARMUP_S,
+      processes: procCounts,
+      holdMs: 0,
+    },
     BACKENDS,
     async (backend, errors) => {
       const url = withQuery(rollcallUrl(backend), backend === 'postgresql' || backend === 'mysql' ? '' : QUERY)
@@ -104,23 +134,22 @@ export async function run(ctx: BenchContext): Promise<void> {
           errors.push(`${key}: ${(err as Error).message}`)
         }
       }
-      await attempt('rollcall', () => uncontendedRollcall(url, uncontendedMs))
+      await attempt('rollcall', () => uncontendedRollcall(url, uncontendedWarmupMs, uncontendedMs))
       await attempt('tooz', async () => {
-        const r = await tooz('locks', { url: toozUrl(backend, url), name: uniq('lock'), prefix: uniq('py'), seconds: uncontendedMs / 1000 }).result(120_000)
-        return { samples: r.waits, perSecond: r.perSecond }
+        const r = await tooz('locks', {
+          url: toozUrl(backend, url),
+          name: uniq('lock'),
+          prefix: uniq('py'),
+          seconds: uncontendedMs / 1000,
+          warmupSeconds: uncontendedWarmupMs / 1000,
+        }).result(120_000)
+        return { samples: r.cycles, perSecond: r.perSecond }
       })
       await attempt('raw', async () => {
         const raw = rawBackend(backend, url)
         try {
           const name = uniq('rawlock')
-          const samples: number[] = []
-          const t0 = now()
-          while (now() - t0 < uncontendedMs) {
-            const t = now()
-            await raw.lockCycle(name)
-            samples.push(now() - t)
-          }
-          return { samples: summarize(samples), perSecond: round((samples.length / (now() - t0)) * 1000, 1) }
+          return await closedLoop(() => raw.lockCycle(name), uncontendedWarmupMs, uncontendedMs)
         } finally {
           await raw.close()
         }
@@ -136,7 +165,7 @@ export async function run(ctx: BenchContext): Promise<void> {
       }
       if (UNFENCED.has(backend)) {
         const unfenced = withQuery(url, 'fencing=false')
-        await settled('unfenced', () => uncontendedRollcall(unfenced, uncontendedMs))
+        await settled('unfenced', () => uncontendedRollcall(unfenced, uncontendedWarmupMs, uncontendedMs))
         for (const p of procCounts) await settled(`unfenced${p}`, () => contended('rollcall', backend, unfenced, p, seconds))
       }
       return out

@@ -170,6 +170,7 @@ def role_locks(a):
         if got:
             lock.release()
     waits = []
+    cycles = []
     end = time.perf_counter() + a['seconds']
     t0 = time.perf_counter()
     while time.perf_counter() < end:
@@ -184,9 +185,10 @@ def role_locks(a):
         if a.get('holdMs'):
             time.sleep(a['holdMs'] / 1000.0)
         lock.release()
+        cycles.append((time.perf_counter() - t) * 1000)
     elapsed = time.perf_counter() - t0
     c.stop()
-    out({'count': len(waits), 'perSecond': round(len(waits) / elapsed, 1), 'waits': summary(waits)})
+    out({'count': len(waits), 'perSecond': round(len(waits) / elapsed, 1), 'waits': summary(waits), 'cycles': summary(cycles)})
 
 
 def role_victim(a):

@@ -44,6 +44,12 @@ export function jain(counts: readonly number[]): number {
   return squares === 0 ? Number.NaN : Math.round(((sum * sum) / (counts.length * squares)) * 1000) / 1000
 }
 
+/** The fewest of per-participant counts over the most (the lock issue's fairness): 1 is even, 0 is one starved. */
+export function minOverMax(counts: readonly number[]): number {
+  const most = Math.max(...counts)
+  return counts.length === 0 || most === 0 ? Number.NaN : Math.round((Math.min(...counts) / most) * 1000) / 1000
+}
+
 /** Rounds to `digits` significant-ish decimals for reports. */
 export function round(x: number, digits = 3): number {
   const f = 10 ** digits
