@@ -23,23 +23,41 @@ export const CAUSES: Cause[] = [
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks \d+ processes/.test(f) && ['redis', 'memcached', 'file'].includes(b),
     text: "contended locks on Redis and file: rollcall waiters queue beside tooz's layout (Redis `<key>:queue`, file `.leaders/lock-waits/`), are "
-      + "woken by the release (Redis: PUBLISH on the head waiter's own channel; file: inotify on a wake file), and a holder keeps the lock for a turn "
-      + "of up to 32 acquisitions in 100 ms, then hands it over: fairness 1.0, and the longest wait a fraction of tooz's (same cells). tooz's totals "
-      + 'come from barging: one process re-takes the lock in a tight loop while the others sleep 0.1 s between polls, so its holder runs at its '
-      + 'uncontended speed and almost never hands over (compare the fairness and longest-wait figures). Measured apart on Redis with 8 processes '
-      + '(merged per-process timelines, after 5 s of looping): within a turn the holder cycles at its uncontended speed (p50 0.15-0.19 ms); the rest '
-      + 'is the hand-overs (each wakes a process that has not run for a while) and the waiting processes, whose polls and wake-ups, with V8 still '
-      + 'compiling code that each process runs only an eighth of the time, take CPU the holder and Redis need on 2 cores. Fixed this round: a head '
-      + "waiter's poll landing between the holder's release and re-take ended the turn early (turns averaged 23 of 32 acquisitions; now 31.5), "
-      + '+25 % with 8 processes. Tried: turns of 128 and 256 acquisitions (no better, longest waits 250-340 ms).',
+      + "woken by the release (Redis: PUBLISH on the head waiter's own channel; file: inotify on a wake file), and a holder that took the lock while "
+      + 'others waited keeps it for a turn (up to 128 acquisitions in 100 ms on Redis, 32 on file), then hands it over: fewest/most acquisitions per '
+      + "process 0.9 or more, and the longest wait a fraction of tooz's (same cells). tooz's totals come from barging: one process re-takes the lock "
+      + 'in a tight loop while the others sleep 0.1 s between polls, so its holder runs at its uncontended speed and rarely hands over (compare the '
+      + 'fairness and longest-wait figures). Measured apart on Redis with 8 processes (merged per-process timelines, after 5 s of looping, turns of '
+      + "32): the holder's cycle within a turn matched tooz's (p50 0.125 against 0.123 ms), but rollcall handed over 880 times in 4 s at 0.58 ms each "
+      + "(a PUBLISH, the next process waking, its own round trip), 13 % of the time, against tooz's 474 barging hand-overs at 0.25 ms. Turns of 128 "
+      + 'cut that to about 250 hand-overs (interleaved 8 s runs: 5,930-7,866 against 4,712-6,814 acquisitions/s). On this 2-core VM the holder also '
+      + 'cycles faster when the CPUs are kept busy (a single loop doubled beside two nice-19 spinners, tooz and rollcall alike), so figures from '
+      + 'runs minutes apart differ by 20-50 %.',
+  },
+  {
+    match: (t, b) => /lock fairness/.test(t) && ['memcached', 'etcd3'].includes(b),
+    text: 'lock fairness on memcached and etcd: these locks have no rollcall queue yet. memcached waiters poll (backoff 20 to 250 ms, jittered; the '
+      + 'protocol has no notification), and etcd waiters watch the key and all race for it when it is deleted; on both, a holder looping on the '
+      + 'lock re-takes it before any waiter hears of the release, so who gets it next is chance. tooz is further off in the same cells (memcached '
+      + "0.0, etcd 0.010: one process took nearly every acquisition). What would fix it, as on Redis: rollcall-only waiter keys beside tooz's key, "
+      + 'read by rollcall acquires only (etcd: one key per waiter on its own lease under a rollcall prefix, ordered by create revision, the head '
+      + "woken by its predecessor's delete; memcached: a ticket counter with a liveness key per ticket, the head polling fast), plus turns; "
+      + "tooz's key and its CREATE == 0 / add stay the only exclusion.",
+  },
+  {
+    match: (t, b, f) => /at least as good/.test(t) && /^locks \d+ processes/.test(f) && b === 'etcd3',
+    text: 'etcd locks with 8 processes: every waiter watches the lock key, and each DELETE wakes all 7 to race for it with a txn (a herd of 7 txns '
+      + "per hand-over through the JSON gateway, on 2 cores beside etcd); tooz's waiters poll, and its releasing process takes the key straight "
+      + 'back (fairness 0.010: one process took nearly every acquisition, so it hardly ever hands over). The previous run read 156 against 155 '
+      + 'acquisitions/s; a queue with one watcher per waiter (see lock fairness) would end the herd.',
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'redis',
-    text: 'Redis locks uncontended: acquire and release are one script each (SET NX PX, the fencing INCR and the queue and turn reads in one round '
-      + "trip), as tooz's SET NX PX and compare-and-delete are two commands: the same round trips. The rest is client CPU: profiled in one process, "
-      + 'half of a cycle is the two socket writes (system calls) and most of the remainder ioredis building and parsing commands. lock.ts itself '
-      + 'was cut this round from about a quarter of the cycle (an AbortController, a combined signal and an Error per acquisition) to a few percent. '
-      + 'Run-to-run noise here is ±10 %.',
+    text: 'Redis locks uncontended: acquire and release are one script each (SET NX PX and the fencing INCR, with the queue read in the same round '
+      + "trip; with nobody queued no turn is written: 5 commands per acquire, 3 per release, about 9 µs of server time per cycle), as tooz's SET NX "
+      + 'PX and compare-and-delete are two commands: the same round trips. The rest is client CPU (about 75 µs per cycle, half of it the socket system '
+      + 'calls). Alone, after a warm-up, the two cycle alike (p50 0.151 ms for tooz, 0.154 ms for rollcall, measured apart); run-to-run noise here '
+      + 'is ±10 %.',
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'mysql',
