@@ -15,9 +15,11 @@
  *   kept alive by a `<key>:waiter:<token>` key it renews on every attempt (WAITER_LEASE_MS), and
  *   listens on its own channel `<key>:wake:<token>` (redis-wakeups.ts), so that a hand-over wakes
  *   one process, not every process that waits;
- * - a holder has a turn (`<key>:turn`): up to LONG_TURN_SIZE acquisitions within TURN_MS, during which
- *   it may free and re-take the key even when waiters are queued, so a holder looping on the lock
- *   does not pay a hand-over per acquisition;
+ * - a holder that takes the key while waiters are queued has a turn (`<key>:turn`): up to
+ *   LONG_TURN_SIZE acquisitions within TURN_MS, during which it may free and re-take the key even
+ *   when waiters are queued, so a holder looping on the lock does not pay a hand-over per
+ *   acquisition. With nobody queued no turn is written (an uncontended cycle stays cheap); the
+ *   first waiter to queue behind such a holder gets the key at its next release;
  * - a free key is taken by a rollcall client only when nobody is queued, or its turn is on, or it
  *   is the head waiter and no other holder's turn is on. A release that ends a turn while waiters
  *   are queued PUBLISHes on the head's channel; the head then takes the key with its usual SET NX,
