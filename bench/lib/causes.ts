@@ -76,9 +76,10 @@ export const CAUSES: Cause[] = [
       + 'requests as the floor), and so are 2 contending processes (interleaved runs after a 5 s warm-up: 2,123-2,229 against 1,317-1,441 '
       + 'acquisitions/s). With 8 processes on 2 cores the machine is CPU-bound (ZooKeeper plus 8 clients): measured apart, 8 rollcall processes '
       + 'spent 2.4 ms of CPU per acquisition against 1.5 ms for kazoo, most of it V8 running and compiling the client code that each process '
-      + 'executes only an eighth of the time (after a 10 s warm-up rollcall led, 1,008 against 899, and spent 0.86 ms). The 2-process longest wait: rollcall has '
-      + 'isolated 10-70 ms waits (1 in several thousand) that kazoo, at two thirds of the throughput, does not; the waiting process was not '
-      + 'blocked then (no event-loop gap over 8 ms, no GC pause) and the cause is not found. Considered and rejected: skipping the second '
+      + 'executes only an eighth of the time (after a 10 s warm-up rollcall led, 1,008 against 899, and spent 0.86 ms). The 2-process longest wait is one sample '
+      + 'per run, and kazoo has the same isolated long waits: four interleaved 8 s runs each, after the warm-up, gave rollcall 16.8-26.8 ms '
+      + '(18.0, 16.8, 23.7, 26.8) and kazoo 9.8-27.0 ms (20.5, 16.0, 27.0, 9.8), with rollcall at 1.3-1.8× the acquisitions; so one bench run '
+      + 'can fall either way, and no rollcall-specific stall was found (no event-loop gap over 8 ms, no GC pause at a long wait). Considered and rejected: skipping the second '
       + 'getChildren when the deleted predecessor was the holder (one round trip less per hand-over) is unsafe when the lock node is deleted '
       + 'recursively: a waiter would hear its predecessor go before its own node and take a lock it no longer queues for.',
   },
