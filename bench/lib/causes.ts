@@ -79,8 +79,8 @@ export const CAUSES: Cause[] = [
       + 'executes only an eighth of the time (after a 10 s warm-up rollcall led, 1,008 against 899, and spent 0.86 ms). The 2-process longest wait is one sample '
       + 'per run, and kazoo has the same isolated long waits: four interleaved 8 s runs each, after the warm-up, gave rollcall 16.8-26.8 ms '
       + '(18.0, 16.8, 23.7, 26.8) and kazoo 9.8-27.0 ms (20.5, 16.0, 27.0, 9.8), with rollcall at 1.3-1.8× the acquisitions; so one bench run '
-      + 'can fall either way, and no rollcall-specific stall was found (no event-loop gap over 8 ms, no GC pause at a long wait). Considered and rejected: skipping the second '
-      + 'getChildren when the deleted predecessor was the holder (one round trip less per hand-over) is unsafe when the lock node is deleted '
+      + 'can fall either way, and no rollcall-specific stall was found (no event-loop gap over 8 ms, no GC pause at a long wait). Considered '
+      + 'and rejected: skipping the second getChildren when the deleted predecessor was the holder (one round trip less per hand-over) is unsafe when the lock node is deleted '
       + 'recursively: a waiter would hear its predecessor go before its own node and take a lock it no longer queues for.',
   },
   {
