@@ -80,8 +80,8 @@ export const CAUSES: Cause[] = [
       + 'per run, and kazoo has the same isolated long waits: four interleaved 8 s runs each, after the warm-up, gave rollcall 16.8-26.8 ms '
       + '(18.0, 16.8, 23.7, 26.8) and kazoo 9.8-27.0 ms (20.5, 16.0, 27.0, 9.8), with rollcall at 1.3-1.8× the acquisitions; so one bench run '
       + 'can fall either way, and no rollcall-specific stall was found (no event-loop gap over 8 ms, no GC pause at a long wait). Considered '
-      + 'and rejected: skipping the second getChildren when the deleted predecessor was the holder (one round trip less per hand-over) is unsafe when the lock node is deleted '
-      + 'recursively: a waiter would hear its predecessor go before its own node and take a lock it no longer queues for.',
+      + 'and rejected: skipping the second getChildren when the deleted predecessor was the holder (one round trip less per hand-over) is '
+      + 'unsafe when the lock node is deleted recursively: a waiter would hear its predecessor go before its own node and take a lock it no longer queues for.',
   },
   {
     match: (t, b, f) => b === 'zookeeper' && /read \d+ caps/.test(f) && /at least as good|floor/.test(t),
