@@ -489,6 +489,27 @@ describe('memcached driver', { concurrency: 4 }, () => {
     assert.equal(await m.gets(KEYS.lock(name)), undefined)
   })
 
+  it("memcached: locks: with timeout=2, lock and leader keys are stored with 3 s, so they outlive the holder's 500 ms heartbeat deadline", async (t) => {
+    // memcached may drop a key up to 2 s early: a 2 s key could lapse at once, while its holder still believes it holds it.
+    const proxy = await RecordingProxy.start(t, sharedMemcached())
+    const c = await open(t, `${proxy.url}?timeout=2`)
+    const [name, group] = [rid('l'), rid('g')]
+    const lock = c.getLock(name)
+    await c.createGroup(group)
+    await c.joinGroup(group)
+    const { commands } = await proxy.record(async () => {
+      assert.equal(await lock.acquire({ blocking: false }), true)
+      c.watchElectedAsLeader(group, () => {})
+      await waitFor('election', () => c.isLeader(group), TIMING.eventMs)
+    })
+    for (const key of [KEYS.lock(name), KEYS.leader(group)]) {
+      const writes = commands.filter((l) => l.startsWith(`ms ${key} `))
+      assert.ok(writes.length > 0, `${key} was written: ${commands.join(' | ')}`)
+      for (const w of writes) assert.ok(w.split(' ').includes('T3'), `${key} is stored with 3 s: ${w}`)
+    }
+    await lock.release()
+  })
+
   it('memcached: locks: a lock whose key lapsed is reported lost at the next refresh and never freed for its new holder', async (t) => {
     const a = await open(t, `${sharedMemcached().url}?timeout=2`, { heartbeat: false })
     const b = await open(t, sharedMemcached().url)
@@ -496,7 +517,7 @@ describe('memcached driver', { concurrency: 4 }, () => {
     const held = a.getLock(name)
     assert.equal(await held.acquire({ blocking: false }), true)
     const taken = b.getLock(name)
-    await waitFor('the 2 s lock key to lapse and b to take it', () => taken.acquire({ blocking: false }), 6_000, 100)
+    await waitFor('the lock key (stored with 3 s) to lapse and b to take it', () => taken.acquire({ blocking: false }), 6_000, 100)
     const lost = nextEvent<{ name: string }>(a, 'lockLost', (e) => e.name === name, TIMING.eventMs)
     await a.heartbeat()
     await lost

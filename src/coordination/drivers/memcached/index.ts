@@ -352,7 +352,8 @@ export default defineDriver({
     'No fencing: an evicted or restarted server can give one lock to two holders in turn.',
     'Extra hosts in the URL are a fail-over list, not shards; keys live on whichever server answers first, and a fail-over starts from empty.',
     "Expiry has one-second resolution and memcached's clock can skip a second, so a key may lapse up to 2 s early: heartbeats run at half of (shortest "
-    + 'timeout − 2 s), and timeouts under 3 s are not useful.',
+    + 'timeout − 2 s), and a member key with a timeout under 3 s may lapse between beats. Lock and leader keys are stored with at least 3 s, so that '
+    + "they never lapse before their holder's heartbeat deadline: with lock_timeout or leader_timeout under 3 s a crashed holder's key lasts 3 s.",
   ],
   capabilities: [
     'groups',

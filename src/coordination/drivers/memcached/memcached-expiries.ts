@@ -10,6 +10,15 @@
  * (FirstExpiries) and the watcher re-reads the group then (watchers.ts).
  */
 
+/**
+ * The shortest expiry (s) a lock or leader key is stored with. It may lapse up to 2 s early, so
+ * with 3 s it lives at least 1 s from a refresh, past its holder's heartbeat deadline (at least
+ * 500 ms, memcached-heartbeat.ts); with 2 s it could lapse at once, and another process take a
+ * lock its holder still believes it holds (seen in the fault suite with timeout=2: taken 260 ms
+ * before the holder's lockLost).
+ */
+export const MIN_HOLD_TTL_S = 3
+
 /** How often a watched group is re-read during the last two seconds of its first member's TTL. */
 const LAST_SECONDS_RECHECK_MS = 100
 

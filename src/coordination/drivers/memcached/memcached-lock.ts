@@ -23,7 +23,7 @@
  */
 import type { DriverLock } from '../../driver.js'
 import type { MemcachedClient } from '../../../clients/memcached/memcached-client.js'
-import { LEADER_LAST_SECONDS_RETRY_MS, recheckInMs } from './memcached-expiries.js'
+import { LEADER_LAST_SECONDS_RETRY_MS, MIN_HOLD_TTL_S, recheckInMs } from './memcached-expiries.js'
 import { FLAG_BYTES } from './memcached-layout.js'
 
 /** One lock object; `meta` says whether the server has meta commands. */
@@ -46,7 +46,7 @@ export class MemcachedLock implements DriverLock {
     this.#client = client
     this.#key = key
     this.#owner = Buffer.from(memberId)
-    this.#ttlSeconds = ttlSeconds
+    this.#ttlSeconds = Math.max(ttlSeconds, MIN_HOLD_TTL_S)
     this.#meta = meta
   }
 
