@@ -9,7 +9,7 @@ import { BACKENDS, rollcallUrl, toozUrl, uniq, withQuery, type BenchBackend } fr
 import { forEachBackend, settleCpu, type BenchContext } from './lib/context.js'
 import { endAll, rollcall, tooz, type Agent } from './lib/procs.js'
 import { rawBackend } from './lib/raw.js'
-import { jain, minOverMax, now, round, summarize } from './lib/stats.js'
+import { closedLoop, jain, minOverMax, round, summarize } from './lib/stats.js'
 
 export const SCENARIO = 'locks'
 export const TITLE = 'Locks: uncontended and contended acquire+release'
@@ -23,25 +23,21 @@ const QUERY = 'timeout=10'
  */
 const UNFENCED: ReadonlySet<BenchBackend> = new Set(['mysql'])
 
-/** One closed loop of `cycle` for `warmupMs` uncounted, then `ms` counted: samples of one cycle each, and cycles per second. */
-async function closedLoop(cycle: () => Promise<void>, warmupMs: number, ms: number): Promise<Record<string, unknown>> {
-  const warmEnd = now() + warmupMs
-  while (now() < warmEnd) await cycle()
-  const samples: number[] = []
-  const t0 = now()
-  while (now() - t0 < ms) {
-    const t = now()
-    await cycle()
-    samples.push(now() - t)
-  }
-  return { samples: summarize(samples), perSecond: round((samples.length / (now() - t0)) * 1000, 1) }
+/**
+ * One process's closed loop of `cycle` (lib/stats.ts) for `warmupMs` uncounted, then `ms` counted: samples of one cycle
+ * each, and cycles per second. A failed cycle (a lock found busy) fails the measurement, with that cycle's error.
+ */
+async function uncontendedLoop(cycle: () => Promise<void>, warmupMs: number, ms: number): Promise<Record<string, unknown>> {
+  const r = await closedLoop(1, ms, cycle, warmupMs)
+  if (r.errors > 0) throw r.firstError
+  return { samples: summarize(r.samples), perSecond: r.perSecond }
 }
 
 async function uncontendedRollcall(url: string, warmupMs: number, ms: number): Promise<Record<string, unknown>> {
   const c = await connect(url, { memberId: uniq('lk'), autoWatch: false })
   try {
     const lock = c.getLock(uniq('lock'))
-    return await closedLoop(
+    return await uncontendedLoop(
       async () => {
         if (!(await lock.acquire({ blocking: false }))) throw new Error('uncontended lock was busy')
         await lock.release()
@@ -149,7 +145,7 @@ export async function run(ctx: BenchContext): Promise<void> {
         const raw = rawBackend(backend, url)
         try {
           const name = uniq('rawlock')
-          return await closedLoop(() => raw.lockCycle(name), uncontendedWarmupMs, uncontendedMs)
+          return await uncontendedLoop(() => raw.lockCycle(name), uncontendedWarmupMs, uncontendedMs)
         } finally {
           await raw.close()
         }

@@ -160,14 +160,17 @@ def role_locks(a):
     out({'ready': True})
     if a.get('wait'):
         sys.stdin.readline()
+
+    def acquire_by(deadline):
+        try:
+            return lock.acquire(blocking=max(0.1, deadline - time.perf_counter()))
+        except Exception:  # several tooz 3.1 drivers raise (tenacity RetryError, LockTimeout) on a timed-out wait
+            return False
+
     # Uncounted first, as the rollcall agent does: every contender loops for warmupSeconds.
     warm_end = time.perf_counter() + a.get('warmupSeconds', 0)
     while time.perf_counter() < warm_end:
-        try:
-            got = lock.acquire(blocking=max(0.1, warm_end - time.perf_counter()))
-        except Exception:
-            got = False
-        if got:
+        if acquire_by(warm_end):
             lock.release()
     waits = []
     cycles = []
@@ -175,11 +178,7 @@ def role_locks(a):
     t0 = time.perf_counter()
     while time.perf_counter() < end:
         t = time.perf_counter()
-        try:
-            got = lock.acquire(blocking=max(0.1, end - time.perf_counter()))
-        except Exception:  # several tooz 3.1 drivers raise (tenacity RetryError, LockTimeout) on a timed-out wait
-            got = False
-        if not got:
+        if not acquire_by(end):
             continue
         waits.append((time.perf_counter() - t) * 1000)
         if a.get('holdMs'):

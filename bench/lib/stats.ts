@@ -73,29 +73,36 @@ export async function repeat(op: () => Promise<unknown>, opts: { minRuns?: numbe
 }
 
 /**
- * Closed loop: `workers` concurrent loops each calling `op(worker)` back to back for `durationMs`.
- * Returns every call's latency and the achieved rate per second.
+ * Closed loop: `workers` concurrent loops each calling `op(worker)` back to back for `durationMs`,
+ * after `warmupMs` of the same loops uncounted. Returns every counted call's latency, the achieved
+ * rate per second, and the failed calls (all of them, warm-up included) with the first one's error.
  */
 export async function closedLoop(
   workers: number,
   durationMs: number,
   op: (worker: number) => Promise<unknown>,
-): Promise<{ samples: number[]; perSecond: number; errors: number }> {
-  const samples: number[] = []
+  warmupMs = 0,
+): Promise<{ samples: number[]; perSecond: number; errors: number; firstError?: unknown }> {
   let errors = 0
-  const start = now()
-  const end = start + durationMs
-  await Promise.all(Array.from({ length: workers }, async (_, w) => {
-    while (now() < end) {
-      const t = now()
-      try {
-        await op(w)
-        samples.push(now() - t)
-      } catch {
-        errors++
+  let firstError: unknown
+  const loops = (ms: number, samples?: number[]): Promise<unknown> => {
+    const end = now() + ms
+    return Promise.all(Array.from({ length: workers }, async (_, w) => {
+      while (now() < end) {
+        const t = now()
+        try {
+          await op(w)
+          samples?.push(now() - t)
+        } catch (err) {
+          if (errors++ === 0) firstError = err
+        }
       }
-    }
-  }))
+    }))
+  }
+  if (warmupMs > 0) await loops(warmupMs)
+  const samples: number[] = []
+  const start = now()
+  await loops(durationMs, samples)
   const elapsed = now() - start
-  return { samples, perSecond: round((samples.length / elapsed) * 1000, 1), errors }
+  return { samples, perSecond: round((samples.length / elapsed) * 1000, 1), errors, firstError }
 }
