@@ -1,7 +1,7 @@
 /**
  * A lock holder's turn, the same on every backend that hands contended locks over in turns (file,
- * Redis, MySQL/MariaDB): while rollcall waiters wait, a holder may release and re-take the lock up
- * to {@link TURN_SIZE} (Redis: {@link LONG_TURN_SIZE}) times within {@link TURN_MS} of its turn's
+ * Redis, MySQL/MariaDB, etcd): while rollcall waiters wait, a holder may release and re-take the lock
+ * up to {@link TURN_SIZE} (Redis: {@link LONG_TURN_SIZE}; etcd: 12, etcd3-lock.ts says why) times within {@link TURN_MS} of its turn's
  * first acquisition; the release that ends the turn lets the next in line have it. Each driver
  * says how its waiters line up.
  * @internal
@@ -23,8 +23,14 @@ export const TURN_MS = 100
 
 /** The acquisitions and time one turn has used. */
 export class Turn {
+  readonly #size: number
   #startedAt = 0
   #acquisitions = 0
+
+  /** A turn of up to `size` acquisitions (and TURN_MS). */
+  constructor(size = TURN_SIZE) {
+    this.#size = size
+  }
 
   /** Counts an acquisition made under this turn (the first starts its clock). */
   count(): void {
@@ -34,6 +40,6 @@ export class Turn {
 
   /** True once the turn's acquisitions or time are used up: the next release ends it. */
   get over(): boolean {
-    return this.#acquisitions >= TURN_SIZE || performance.now() - this.#startedAt >= TURN_MS
+    return this.#acquisitions >= this.#size || performance.now() - this.#startedAt >= TURN_MS
   }
 }
