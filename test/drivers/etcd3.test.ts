@@ -255,17 +255,16 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     const spare = proxy.paths.length
     assert.deepEqual(await requests(() => lock.acquire({ blocking: false })), ['kv/txn'])
     await waitFor('the unused spare lease to be revoked', () => proxy.paths.slice(spare).includes('kv/lease/revoke'), 3_000)
-    // A waiter keeps one watch for its whole wait, however often the rival takes the lock back first.
+    // A waiter queues (etcd3-lock-queue.ts) and keeps its watches for its whole wait: one on the queue, one on the lock key as the head.
     const waitFrom = proxy.paths.length
     const waiting = lock.acquire({ timeoutMs: 10_000 })
-    await waitFor("the waiter's watch", () => proxy.paths.slice(waitFrom).includes('watch'), TIMING.eventMs)
-    for (let i = 0; i < 5; i++) {
-      await rival.release()
-      await rival.acquire({ blocking: false })
-    }
+    const watches = (): number => proxy.paths.slice(waitFrom).filter((p) => p === 'watch').length
+    await waitFor("the waiter's watches", () => watches() === 2, TIMING.eventMs)
+    // The rival took the lock with nobody queued, so it has no turn: once it releases, the free lock is the waiter's.
     await rival.release()
+    assert.equal(await rival.acquire({ blocking: false }), false)
     assert.equal(await waiting, true)
-    assert.equal(proxy.paths.slice(waitFrom).filter((p) => p === 'watch').length, 1)
+    assert.equal(watches(), 2)
   })
 
   it('etcd3: heartbeat: nextBeatMs is the smaller of the membership and lock TTLs', async (t) => {

@@ -14,7 +14,9 @@
  * - lock `/tooz/locks<name>` (no separator), value = 16 random bytes per lock object, on a lease
  *   of its own (TTL lock_timeout), taken by a txn `CREATE(key) == 0`;
  * - leader of `<g>` (tooz has no etcd election): the lock `leader_of_<g>`, whose value is
- *   msgpack `{member, nonce}` so that getLeader() can name the holder.
+ *   msgpack `{member, nonce}` so that getLeader() can name the holder;
+ * - rollcall only, beside it (tooz never reads them): the wait queue and turn of each lock under
+ *   `/rollcall/locks/<base64url name>/` (etcd3-lock-queue.ts).
  *
  * Ids: keys are the UTF-8 bytes of the ids, so NUL and any Unicode are fine. Refused: a "/" in a
  * group id (`tooz/groups/a/b/` would read as group `a` with member `b/`, and tooz's get_groups
@@ -38,6 +40,7 @@ import { defineDriver, type CoordinationDriver, type DriverContext, type DriverL
 import { OPTIONS, readTls, ttlSeconds, type Etcd3Options } from './etcd3-options.js'
 import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
 import { Etcd3Lock, lockKey, type Etcd3LockHost } from './etcd3-lock.js'
+import { WaiterLease } from './etcd3-waiter-lease.js'
 import { absent, exists, GROUP_PREFIX, groupIds, groupKey, groupMembers, key, memberKey, type SkipWarning } from './etcd3-layout.js'
 import { openWatch } from './etcd3-watch.js'
 import { utf8IdProblem } from '../kit/ids.js'
@@ -49,6 +52,7 @@ class Etcd3Driver implements CoordinationDriver {
   readonly #ctx: DriverContext<Etcd3Options>
   readonly #endpoints: Endpoint[]
   readonly #holding = new Set<Etcd3Lock>()
+  readonly #waiters = new WaiterLease(() => this.#client)
   #gw: EtcdGateway | undefined
   #lease: string | undefined
   #leaseTtlSeconds: number
@@ -115,7 +119,12 @@ class Etcd3Driver implements CoordinationDriver {
     // tooz leaves its leases to expire; revoking frees member keys and locks at once.
     const lease = this.#lease
     this.#lease = undefined
-    await Promise.allSettled([lease ? gw.leaseRevoke(lease) : undefined, ...[...this.#holding].map((l) => l.abandon()), ...this.#background])
+    await Promise.allSettled([
+      lease ? gw.leaseRevoke(lease) : undefined,
+      this.#waiters.revoke(),
+      ...[...this.#holding].map((l) => l.abandon()),
+      ...this.#background,
+    ])
     gw.close()
   }
 
@@ -234,6 +243,7 @@ class Etcd3Driver implements CoordinationDriver {
       holding: this.#holding,
       lastBeatAt: () => this.#beatStartedAt,
       background: (what, task) => this.#inBackground(what, task),
+      waiters: this.#waiters,
     }
   }
 
@@ -339,6 +349,9 @@ export default defineDriver({
     'Group ids cannot contain "/" (tooz\'s layout would make them ambiguous).',
     'A user lock named "leader_of_<group>" is the leader lock of that group.',
     'Python tooz 3.1 leaves its locks to expire after stop() (up to lock_timeout); rollcall revokes its leases.',
+    'Blocked rollcall acquires queue (keys under /rollcall/locks/, on a 2 s lease) and get a free lock in order; a queued waiter whose process dies '
+    + 'holds the waiters behind it up for about 2.5 s (its lease lapsing), and a turn left by a holder that died between two acquisitions for 1 s. '
+    + 'Python tooz does not queue: it takes a free lock whenever it polls, ahead of the queue (exclusion is unaffected).',
   ],
   capabilities: [
     'groups',
