@@ -7,7 +7,8 @@
  * that no two holders' intervals overlap (a killed holder's ends at its kill: what it held must be
  * freed, by its lease lapsing or its session ending, before anyone enters again), that at most
  * one member believed it led at any instant, and that fencing tokens strictly increase where the
- * backend issues them. Servers are the shared ones: only contenders are harmed.
+ * backend issues them. Servers are the shared ones, except in the server-fault variants (backends
+ * whose waiters are woken: Redis, etcd), whose private servers are restarted and cut as well.
  */
 import assert from 'node:assert/strict'
 import type { ChildProcess } from 'node:child_process'
@@ -17,7 +18,7 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { AppendLog, checkExclusive, readLog, type CheckReport, type LogLine } from '../support/lock-checker.js'
 import { TcpProxy } from '../support/proxy.js'
-import { startRedis } from '../support/servers.js'
+import { startEtcd, startRedis, type PrivateServer } from '../support/servers.js'
 import { rid } from '../support/wait.js'
 import { declares, faultBackends, withQuery, type FaultBackend } from './support/backends.js'
 import { killChild, repeat, sleep, spawnContender, stopChild, type RunOutcome, type Scope, testTimeout } from './support/harness.js'
@@ -172,20 +173,21 @@ function outcome(report: CheckReport, kills: number, died: readonly string[]): R
 }
 
 /**
- * Redis under server faults as well as SIGKILLs: a private server with every write fsynced (so
- * that a restart keeps the locks, their waiter queues and the fencing counters, and exclusion is
- * owed across it), behind a proxy. Odd ticks alternately SIGKILL + restart the server and cut
- * every connection for half a second (wake-up subscribers included: releases announced meanwhile
- * are lost). Waiters must get through by polling, never stick.
+ * A private server behind a proxy, hurt as well as the contenders: odd ticks alternately SIGKILL +
+ * restart the server and cut every connection for half a second (wake-up subscribers and watches
+ * included: releases announced meanwhile are lost). Waiters must get through by polling or by
+ * reading the queue again, never stick. The server keeps its data across the restart (Redis: every
+ * write fsynced; etcd: its WAL), so that the locks, their waiter queues and the fencing counters
+ * survive, and exclusion is owed across it.
  */
-async function redisServerFaults(scope: Scope): Promise<ServerFaults> {
-  const server = await startRedis({ fsyncEveryWrite: true })
+async function serverFaults(scope: Scope, start: () => Promise<PrivateServer>): Promise<ServerFaults> {
+  const server = await start()
   scope.defer(() => server.stop())
   const proxy = await TcpProxy.start(server.port)
   scope.defer(() => proxy.close())
   let next = 0
   return {
-    url: `redis://127.0.0.1:${proxy.port}`,
+    url: server.url.replace(`:${server.port}`, `:${proxy.port}`),
     faults: 0,
     async fault() {
       if (next++ % 2 === 0) {
@@ -199,28 +201,35 @@ async function redisServerFaults(scope: Scope): Promise<ServerFaults> {
   }
 }
 
+/** The backends whose lock waiters have a wake-up path that a server fault can break, and their private servers. */
+const WAKE_UPS: { backend: string; how: string; start: () => Promise<PrivateServer> }[] = [
+  { backend: 'redis', how: 'a private Redis (appendfsync always)', start: () => startRedis({ fsyncEveryWrite: true }) },
+  { backend: 'etcd3', how: 'a private etcd', start: startEtcd },
+]
+
 describe('fault: lock and leadership safety', { concurrency: 2 }, () => {
-  const redis = backends.find((b) => b.name === 'redis')
-  if (redis) {
+  for (const { backend, how, start } of WAKE_UPS) {
+    const b = backends.find((x) => x.name === backend)
+    if (!b) continue
     it(
-      `redis: fault: ${CONTENDERS} processes contend on one lock for ${SECONDS} s through server restarts, cuts and SIGKILLs; no overlap; none stuck`,
+      `${backend}: fault: ${CONTENDERS} processes contend on one lock for ${SECONDS} s through server restarts, cuts and SIGKILLs; no overlap; none stuck`,
       {
         timeout: testTimeout(SECONDS * 1000 + 180_000, RUNS),
       },
       async (t) => {
         await repeat(t, {
           writer,
-          scenario: 'lock.safety.redis-server-faults',
-          backend: 'redis',
+          scenario: `lock.safety.${backend}-server-faults`,
+          backend,
           runs: RUNS,
           runTimeoutMs: SECONDS * 1000 + 180_000,
-          title: `${CONTENDERS} processes take one lock in turn for ${SECONDS} s on a private Redis (appendfsync always) behind a proxy; every 1-2 s either a `
-            + `contender is SIGKILLed or the server is hurt (all connections cut for 0.5 s, or SIGKILL + restart), so wake-up messages are lost and `
-            + `subscribers reconnect. No overlapping holds, strictly increasing fencing tokens, and the lock keeps changing hands.`,
+          title: `${CONTENDERS} processes take one lock in turn for ${SECONDS} s on ${how} behind a proxy; every 1-2 s either a `
+            + `contender is SIGKILLed or the server is hurt (all connections cut for 0.5 s, or SIGKILL + restart), so wake-ups are lost and `
+            + `subscribers and watches reconnect. No overlapping holds, strictly increasing fencing tokens, and the lock keeps changing hands.`,
           measure: 'holder SIGKILLed → next holder enters',
         }, async (scope) => {
-          const faults = await redisServerFaults(scope)
-          const r = await contention(scope, redis, faults)
+          const faults = await serverFaults(scope, start)
+          const r = await contention(scope, b, faults)
           const out = outcome(r.lock!, r.kills, r.died)
           // Holds after the last fault show that no waiter was left stuck by a lost wake-up.
           if (r.lock!.holds < 4 * (faults.faults + 1)) throw new Error(`only ${r.lock!.holds} holds around ${faults.faults} server faults: waiters got stuck`)
