@@ -91,7 +91,7 @@ const STORE_PARSERS = {
 }
 const DELETE_PARSER = simple('delete', { DELETED: true, NOT_FOUND: false })
 const TOUCH_PARSER = simple('touch', { TOUCHED: true, NOT_FOUND: false })
-const META_PARSERS = { mg: parseMeta('mg'), ms: parseMeta('ms'), md: parseMeta('md') }
+const META_PARSERS = { mg: parseMeta('mg'), ms: parseMeta('ms'), md: parseMeta('md'), ma: parseMeta('ma') }
 
 /** A pipelined connection to one memcached server (of a fail-over list). */
 export class MemcachedClient {
@@ -194,10 +194,11 @@ export class MemcachedClient {
   }
 
   /**
-   * A meta command (`mg`, `ms`, `md`; memcached ≥ 1.6.10) with its flags, e.g.
-   * `meta('ms', key, ['ME', 'F1', 'T30', 'c'], value)` adds a key and returns its CAS.
+   * A meta command (`mg`, `ms`, `md`, `ma`; memcached ≥ 1.6.10) with its flags, e.g.
+   * `meta('ms', key, ['ME', 'F1', 'T30', 'c'], value)` adds a key and returns its CAS, and
+   * `meta('ma', key, ['N0', 'J0', 'v'])` increments a counter (created at 0) and returns its value.
    */
-  meta(command: 'mg' | 'ms' | 'md', key: string, flags: readonly string[], value?: Uint8Array): Promise<MetaReply> {
+  meta(command: 'mg' | 'ms' | 'md' | 'ma', key: string, flags: readonly string[], value?: Uint8Array): Promise<MetaReply> {
     checkKey(key)
     const head = `${command} ${key}${command === 'ms' ? ` ${value?.length ?? 0}` : ''}${flags.map((f) => ` ${f}`).join('')}\r\n`
     return this.#request(head, command === 'ms' ? value ?? new Uint8Array() : undefined, META_PARSERS[command], command)
