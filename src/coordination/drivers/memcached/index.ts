@@ -14,7 +14,8 @@
  * reads it (never the reader itself), as tooz does. Reading a group costs two round trips at any
  * size (`gets` of the group, then one multi-key `get` of every member key; tooz does one per
  * member). Locks and leadership are `add`-ed keys with an expiry; release and refresh compare the
- * CAS value of our own hold (memcached-lock.ts), which tooz cannot do. Watchers poll, and a
+ * CAS value of our own hold (memcached-lock.ts), which tooz cannot do; blocked rollcall acquires
+ * queue beside them, in keys tooz never reads (memcached-lock-queue.ts). Watchers poll, and a
  * watched group is also re-read through the last two seconds of its first member key's TTL (read with
  * `mg <key> t` alongside the listing), so a crashed member is seen leaving within about 0.1 s of
  * memcached's own expiry (servers with meta commands; older ones are polled only).
@@ -354,6 +355,9 @@ export default defineDriver({
     "Expiry has one-second resolution and memcached's clock can skip a second, so a key may lapse up to 2 s early: heartbeats run at half of (shortest "
     + 'timeout − 2 s), and a member key with a timeout under 3 s may lapse between beats. Lock and leader keys are stored with at least 3 s, so that '
     + "they never lapse before their holder's heartbeat deadline: with lock_timeout or leader_timeout under 3 s a crashed holder's key lasts 3 s.",
+    'Blocked rollcall acquires queue (keys __ROLLCALL_LQ_<sha1>_*, on servers with meta commands) and get a free lock in order; a queued waiter '
+    + 'whose process dies holds the waiters behind it up until its key lapses (up to 3 s), and so does the turn of a holder that died between two '
+    + 'acquisitions. Python tooz does not queue: it takes a free lock whenever it polls, ahead of the queue (exclusion is unaffected).',
   ],
   capabilities: [
     'groups',

@@ -20,11 +20,25 @@
  * After a failed acquire, nextChanceInMs() reads the holder's TTL (`mg <key> t`, whole seconds)
  * and answers when to try again on the schedule of memcached-expiries.ts, whose clock caveats
  * apply to a leader key as to a member key.
+ *
+ * Fair hand-over (rollcall only, meta servers): a blocked acquire takes a ticket in the lock's
+ * queue (memcached-lock-queue.ts) at its first wait; only the head waiter tries the key, once no
+ * turn is on (it looks every HEAD_POLL_MS), and taking it starts a turn of LONG_TURN_SIZE
+ * acquisitions within TURN_MS, during which its holder may free and re-take the key however many
+ * wait. The release that uses the turn up ends it, and so does one that this object does not follow
+ * with another attempt at once (it stopped looping). Any other rollcall attempt reads
+ * whether anyone waits in the same write as its add, and gives a key it got that way straight back
+ * (compare-and-delete on its CAS). This cannot break mutual exclusion: the key is still taken only
+ * by an add, and the queue only makes rollcall give up a key it could have kept. Python tooz
+ * ignores the queue and takes a free key whenever it polls (ahead of the queue).
  */
 import type { DriverLock } from '../../driver.js'
 import type { MemcachedClient } from '../../../clients/memcached/memcached-client.js'
+import { sleep } from '../../../internal/sleep.js'
+import { LONG_TURN_SIZE, Turn } from '../kit/lock-turn.js'
 import { LEADER_LAST_SECONDS_RETRY_MS, MIN_HOLD_TTL_S, recheckInMs } from './memcached-expiries.js'
 import { FLAG_BYTES } from './memcached-layout.js'
+import { HEAD_POLL_MS, MemcachedLockQueue, SCAN_MS } from './memcached-lock-queue.js'
 
 /** One lock object; `meta` says whether the server has meta commands. */
 export class MemcachedLock implements DriverLock {
@@ -41,6 +55,14 @@ export class MemcachedLock implements DriverLock {
   #refreshing: Promise<boolean> | undefined
   /** A write whose reply was lost may have changed the CAS: check the value before declaring a loss. */
   #uncertain = false
+  /** This object's place in the lock's queue (meta servers). */
+  readonly #queue: MemcachedLockQueue
+  /** This object's turn, from taking the key as the head waiter until its acquisitions or time are used up. */
+  #turn: Turn | undefined
+  /** The release that ended this object's turn was its last: its next attempt asks whether anyone waits first. */
+  #handedOver = false
+  /** Attempts in flight: a release within the turn ends it unless an attempt follows at once. */
+  #attempts = 0
 
   constructor(client: MemcachedClient, key: string, memberId: string, ttlSeconds: number, meta: () => boolean) {
     this.#client = client
@@ -48,18 +70,94 @@ export class MemcachedLock implements DriverLock {
     this.#owner = Buffer.from(memberId)
     this.#ttlSeconds = Math.max(ttlSeconds, MIN_HOLD_TTL_S)
     this.#meta = meta
+    this.#queue = new MemcachedLockQueue(client, key)
   }
 
+  /** As the head waiter, or within this object's turn: the add alone. Otherwise the add, given back if anyone waits. */
   async tryAcquire(): Promise<boolean> {
-    if (this.#meta()) {
-      const r = await this.#client.meta('ms', this.#key, ['ME', `F${FLAG_BYTES}`, `T${this.#ttlSeconds}`, 'c'], this.#owner)
-      if (r.code !== 'HD') return false
-      this.#hold(r.flags.get('c'))
+    if (!this.#meta()) {
+      if ((await this.#client.store('add', this.#key, this.#owner, FLAG_BYTES, this.#ttlSeconds)) !== 'stored') return false
+      this.#setCas((await this.#client.gets(this.#key))?.cas)
+      return this.#cas !== undefined
+    }
+    this.#attempts += 1
+    try {
+      return await this.#attempt()
+    } finally {
+      this.#attempts -= 1
+    }
+  }
+
+  async #attempt(): Promise<boolean> {
+    const queue = this.#queue
+    if (queue.queued) {
+      if (!queue.head || queue.turnSeen || !(await this.#add())) return false
+      queue.leave(true)
+      this.#turn = new Turn(LONG_TURN_SIZE)
+      this.#turn.count()
       return true
     }
-    if ((await this.#client.store('add', this.#key, this.#owner, FLAG_BYTES, this.#ttlSeconds)) !== 'stored') return false
-    this.#setCas((await this.#client.gets(this.#key))?.cas)
-    return this.#cas !== undefined
+    if (this.#turn !== undefined) {
+      if (await this.#add()) {
+        this.#turn.count()
+        return true
+      }
+      this.#endTurn()
+    }
+    if (this.#handedOver) {
+      // This object's turn just ended, so someone is likely queued: ask before taking the key (and giving it back).
+      this.#handedOver = false
+      return !(await queue.busy()) && this.#add()
+    }
+    // Asked in the same write as the add (both leave in this tick); unanswered, the key is kept.
+    const busy = queue.busy().catch(() => false)
+    if (!(await this.#add())) return false
+    if (!(await busy)) return true
+    await this.release()
+    return false
+  }
+
+  /**
+   * Between two attempts of a blocked acquire: queues (at the first call), then returns once this
+   * object is the head waiter and no turn is on (looking every HEAD_POLL_MS), or `timeoutMs`
+   * passes. Without meta commands it only sleeps. Never throws.
+   */
+  async waitForRelease(signal: AbortSignal, timeoutMs: number): Promise<void> {
+    const until = performance.now() + timeoutMs
+    try {
+      if (!this.#meta()) return await sleep(timeoutMs, signal)
+      if (!this.#queue.queued) await this.#queue.enqueue()
+      while (!(await this.#queue.scan())) {
+        const leftMs = until - performance.now()
+        if (leftMs <= 0) return
+        await sleep(Math.min(SCAN_MS, leftMs), signal)
+      }
+      // The head: while another holder's turn is on, the key is theirs to free and take back.
+      do await sleep(HEAD_POLL_MS, signal)
+      while ((await this.#queue.turnOn()) && performance.now() < until)
+    } catch {
+      // Aborted, or the server failed: the Coordinator's next attempt tells.
+    }
+  }
+
+  /** The wait ended without the lock: leave the queue. */
+  async endWait(): Promise<void> {
+    this.#queue.leave()
+  }
+
+  /** Ends this object's turn, if it has one: the head waiter may take the key once it is free. */
+  #endTurn(): void {
+    if (this.#turn === undefined) return
+    this.#turn = undefined
+    this.#queue.endTurn()
+  }
+
+  /** `ms` with mode E (add): creates the key if absent and keeps its CAS. */
+  async #add(): Promise<boolean> {
+    const r = await this.#client.meta('ms', this.#key, ['ME', `F${FLAG_BYTES}`, `T${this.#ttlSeconds}`, 'c'], this.#owner)
+    if (r.code !== 'HD') return false
+    this.#hold(r.flags.get('c'))
+    return true
   }
 
   async release(): Promise<boolean> {
@@ -68,7 +166,22 @@ export class MemcachedLock implements DriverLock {
     const cas = this.#cas
     this.#setCas(undefined)
     if (cas === undefined) return false
-    if (this.#meta()) return (await this.#client.meta('md', this.#key, [`C${cas}`])).code === 'HD'
+    if (this.#meta()) {
+      const deleted = this.#client.meta('md', this.#key, [`C${cas}`])
+      // Sent after the delete, in the same write: the head waiter then finds the key free.
+      if (this.#turn?.over) {
+        this.#endTurn()
+        this.#handedOver = true
+      }
+      const done = (await deleted).code === 'HD'
+      // Within the turn: unless this object asks again at once (it loops on the lock), the turn ends.
+      if (this.#turn !== undefined) {
+        setImmediate(() => {
+          if (this.#attempts === 0 && this.#cas === undefined) this.#endTurn()
+        })
+      }
+      return done
+    }
     const item = await this.#client.gets(this.#key)
     return item?.cas === cas && (await this.#client.delete(this.#key))
   }

@@ -1,0 +1,62 @@
+/**
+ * memcached lock queue and turns (src/coordination/drivers/memcached/memcached-lock-queue.ts): the
+ * cases every queue passes (test/support/lock-queue-cases.ts), and memcached's own: a turn whose
+ * holder died holds the head back until its key lapses. Queue keys are read raw, named as the
+ * layout names them.
+ */
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { describe, it, type TestContext } from 'node:test'
+import { MemcachedClient } from '../../src/clients/memcached/memcached-client.js'
+import { LONG_TURN_SIZE } from '../../src/coordination/drivers/kit/lock-turn.js'
+import { lockQueueCases, queueBehind, type QueueBackend } from '../support/lock-queue-cases.js'
+import { sharedMemcached } from './memcached-support.js'
+
+const { host, port, url: URL } = sharedMemcached()
+
+const clients = new WeakMap<TestContext, MemcachedClient>()
+
+/** A raw client of the test's own, closed when it ends. */
+function raw(t: TestContext): MemcachedClient {
+  let c = clients.get(t)
+  if (c === undefined) {
+    const made = new MemcachedClient({ hosts: [{ host, port }], connectTimeoutMs: 2_000, requestTimeoutMs: 2_000 })
+    t.after(() => made.close())
+    clients.set(t, made)
+    c = made
+  }
+  return c
+}
+
+/** The queue keys of lock `name`: `__ROLLCALL_LQ_<sha1 of the lock key>_` + n, low, turn, w<ticket>. */
+const queueKey = (name: string, suffix: string): string => `__ROLLCALL_LQ_${createHash('sha1').update(`__TOOZ_LOCK_${name}`).digest('hex')}_${suffix}`
+
+/** How many waiter keys are present, for the tickets from `low` to the counter. */
+async function queued(t: TestContext, name: string): Promise<number> {
+  const mc = raw(t)
+  const values = await mc.get([queueKey(name, 'n'), queueKey(name, 'low')])
+  const n = values.get(queueKey(name, 'n'))
+  if (n === undefined) return 0
+  const low = Number(values.get(queueKey(name, 'low'))?.value.toString() ?? 0)
+  const tickets = Array.from({ length: Math.max(0, Number(n.value.toString()) - low + 1) }, (_, i) => low + i)
+  return (await mc.present(tickets.map((tk) => queueKey(name, `w${tk}`)))).size
+}
+
+const BACKEND: QueueBackend = { name: 'memcached', url: `${URL}?timeout=10`, queued, turnSize: LONG_TURN_SIZE }
+
+describe('memcached lock queue and turns', { concurrency: 3 }, () => {
+  lockQueueCases(BACKEND)
+
+  it('memcached: locks: a turn whose holder died is over when its key lapses', async (t) => {
+    const { name, holder, waiters: [w] } = await queueBehind(t, BACKEND, 1)
+    // The turn key of a holder that died between a release and its next acquisition: with 3 s it lives at least 1 s (the clock may skip 2).
+    await raw(t).meta('ms', queueKey(name, 'turn'), ['T3'], Buffer.alloc(0))
+    const releasedAt = performance.now()
+    assert.equal(await holder.release(), true)
+    assert.equal(await w!.waiting, true)
+    const tookMs = performance.now() - releasedAt
+    assert.ok(tookMs >= 500, `the waiter ignored the turn: it took the lock ${tookMs.toFixed(0)} ms after the release`)
+    assert.ok(tookMs < 6_000, `the waiter took the lock ${tookMs.toFixed(0)} ms after the release`)
+    await w!.lock.release()
+  })
+})
