@@ -22,9 +22,10 @@ export const CAUSES: Cause[] = [
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks \d+ processes/.test(f) && ['redis', 'memcached', 'file'].includes(b),
-    text: "contended locks on Redis and file: rollcall waiters queue beside tooz's layout (Redis `<key>:queue`, file `.leaders/lock-waits/`), are "
-      + "woken by the release (Redis: PUBLISH on the head waiter's own channel; file: inotify on a wake file), and a holder that took the lock while "
-      + 'others waited keeps it for a turn (up to 128 acquisitions in 100 ms on Redis, 32 on file), then hands it over: fewest/most acquisitions per '
+    text: "contended locks on Redis, memcached and file: rollcall waiters queue beside tooz's layout (Redis `<key>:queue`, memcached tickets "
+      + "`__ROLLCALL_LQ_<sha1>_*`, file `.leaders/lock-waits/`), are woken by the release (Redis: PUBLISH on the head waiter's own channel; file: "
+      + 'inotify on a wake file; memcached, which cannot notify: the head alone polls, every 2 ms), and a holder that took the lock while others '
+      + 'waited keeps it for a turn (up to 128 acquisitions in 100 ms on Redis and memcached, 32 on file), then hands it over: fewest/most acquisitions per '
       + "process 0.9 or more, and the longest wait a fraction of tooz's (same cells). tooz's totals come from barging: one process re-takes the lock "
       + 'in a tight loop while the others sleep 0.1 s between polls, so its holder runs at its uncontended speed and rarely hands over (compare the '
       + 'fairness and longest-wait figures). Measured apart on Redis with 8 processes (merged per-process timelines, after 5 s of looping, turns of '
@@ -33,14 +34,6 @@ export const CAUSES: Cause[] = [
       + 'cut that to about 250 hand-overs (interleaved 8 s runs: 5,930-7,866 against 4,712-6,814 acquisitions/s). On this 2-core VM the holder also '
       + 'cycles faster when the CPUs are kept busy (a single loop doubled beside two nice-19 spinners, tooz and rollcall alike), so figures from '
       + 'runs minutes apart differ by 20-50 %.',
-  },
-  {
-    match: (t, b) => /lock fairness/.test(t) && b === 'memcached',
-    text: 'lock fairness on memcached: these locks have no rollcall queue yet. Waiters poll (backoff 20 to 250 ms, jittered; the protocol has no '
-      + 'notification), and a holder looping on the lock re-takes it before any waiter polls, so who gets it next is chance. tooz is further off in '
-      + 'the same cell (0.0: one process took nearly every acquisition). What would fix it, as on Redis and etcd: rollcall-only waiter keys beside '
-      + "tooz's key, read by rollcall acquires only (a ticket counter with a liveness key per ticket, the head polling fast), plus turns; tooz's key "
-      + 'and its add stay the only exclusion.',
   },
   {
     match: (t, b, f) => b === 'etcd3' && /(at least as good|lock fairness)/.test(t) && /^(locks )?\d+ processes/.test(f),
