@@ -24,7 +24,7 @@ export const CAUSES: Cause[] = [
     match: (t, b, f) => /at least as good/.test(t) && /^locks \d+ processes/.test(f) && ['redis', 'memcached', 'file'].includes(b),
     text: "contended locks on Redis, memcached and file: rollcall waiters queue beside tooz's layout (Redis `<key>:queue`, memcached tickets "
       + "`__ROLLCALL_LQ_<sha1>_*`, file `.leaders/lock-waits/`), are woken by the release (Redis: PUBLISH on the head waiter's own channel; file: "
-      + 'inotify on a wake file; memcached, which cannot notify: the head alone polls, every 2 ms), and a holder that took the lock while others '
+      + 'inotify on a wake file; memcached, which cannot notify: the head alone polls, every 2 ms at first), and a holder that took the lock while others '
       + 'waited keeps it for a turn (up to 128 acquisitions in 100 ms on Redis and memcached, 32 on file), then hands it over: fewest/most acquisitions per '
       + "process 0.9 or more, and the longest wait a fraction of tooz's (same cells). tooz's totals come from barging: one process re-takes the lock "
       + 'in a tight loop while the others sleep 0.1 s between polls, so its holder runs at its uncontended speed and rarely hands over (compare the '

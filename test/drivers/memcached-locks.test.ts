@@ -10,7 +10,9 @@ import { describe, it, type TestContext } from 'node:test'
 import { MemcachedClient } from '../../src/clients/memcached/memcached-client.js'
 import { LONG_TURN_SIZE } from '../../src/coordination/drivers/kit/lock-turn.js'
 import { lockQueueCases, queueBehind, type QueueBackend } from '../support/lock-queue-cases.js'
-import { sharedMemcached } from './memcached-support.js'
+import { connect } from '../../src/index.js'
+import { rid } from '../support/wait.js'
+import { RecordingProxy, sharedMemcached } from './memcached-support.js'
 
 const { host, port, url: URL } = sharedMemcached()
 
@@ -58,5 +60,26 @@ describe('memcached lock queue and turns', { concurrency: 3 }, () => {
     assert.ok(tookMs >= 500, `the waiter ignored the turn: it took the lock ${tookMs.toFixed(0)} ms after the release`)
     assert.ok(tookMs < 6_000, `the waiter took the lock ${tookMs.toFixed(0)} ms after the release`)
     await w!.lock.release()
+  })
+  it('memcached: locks: the head waiter behind a long hold tries less and less often, and still gets the lock soon after the release', async (t) => {
+    const { name, holder } = await queueBehind(t, BACKEND, 0)
+    const proxy = await RecordingProxy.start(t, { host, port })
+    const c = await connect(`${proxy.url}?timeout=10`, { memberId: rid('m'), autoWatch: false })
+    t.after(() => c.stop())
+    const waiter = c.getLock(name)
+    const { result: tookMs, commands } = await proxy.record(async () => {
+      const waiting = waiter.acquire({ timeoutMs: 20_000 })
+      await new Promise((r) => setTimeout(r, 3_000))
+      const releasedAt = performance.now()
+      assert.equal(await holder.release(), true)
+      assert.equal(await waiting, true)
+      return performance.now() - releasedAt
+    })
+    // Every 2 ms for 3 s would be 1,500 tries; growing by 5 % of the wait, about 110.
+    const tries = commands.filter((l) => l.startsWith('ms __TOOZ_LOCK_')).length
+    assert.ok(tries < 400, `the waiter tried ${tries} times in 3 s`)
+    // After 3 s it looks every 100 ms at most.
+    assert.ok(tookMs < 1_000, `the waiter took the lock ${tookMs.toFixed(0)} ms after the release`)
+    await waiter.release()
   })
 })

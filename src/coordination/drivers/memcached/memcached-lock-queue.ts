@@ -10,7 +10,8 @@
  * - `turn`: present while the holder that took the key as the head has its turn (TURN_TTL_S).
  *
  * A waiter is the head once no ticket key between `low` (as it read it) and its own is present;
- * it alone tries the lock, every HEAD_POLL_MS; the others look every SCAN_MS. Someone waits while
+ * it alone tries the lock, once no turn is on; it looks every HEAD_POLL_MS, the others every SCAN_MS,
+ * and both less often as their wait grows (POLL_FRACTION, up to POLL_MAX_MS). Someone waits while
  * the key of a ticket issued past `low` is present: rollcall attempts outside a turn then decline
  * a free key. A waiter that gives up deletes its key; one whose process died drops out with it.
  */
@@ -23,10 +24,14 @@ const WAITER_TTL_S = 3
 const TURN_TTL_S = 3
 /** How often a queued waiter re-sets its key: well within the second it is sure to live. */
 const REFRESH_MS = 500
-/** How often the head tries the lock: the hand-over delay, at most. */
-export const HEAD_POLL_MS = 2
-/** How often a waiter that is not the head looks again whether it is. */
-export const SCAN_MS = 10
+/** How often the head looks whether it may try the lock, at first: the hand-over delay in a contended loop. */
+const HEAD_POLL_MS = 2
+/** How often a waiter that is not the head looks again whether it is, at first. */
+const SCAN_MS = 10
+/** Both look less often the longer they have waited, by this fraction of the time waited: a long hold costs its waiters at most 5 % more. */
+const POLL_FRACTION = 0.05
+/** ...up to this interval. */
+const POLL_MAX_MS = 100
 /** At most this many tickets below its own are looked at: older ones count as gone. */
 const MAX_SCAN = 256
 
@@ -41,6 +46,9 @@ export class MemcachedLockQueue {
   /** The lowest ticket below this object's that may still be queued. */
   #from = 0n
   #head = false
+  /** performance.now() when this object queued, and when it became the head. */
+  #queuedAt = 0
+  #headAt = 0
   #turnSeen = false
   #refresh: NodeJS.Timeout | undefined
 
@@ -83,6 +91,7 @@ export class MemcachedLockQueue {
     const ticket = BigInt(n.value!.toString())
     this.#ticket = ticket
     this.#head = false
+    this.#queuedAt = performance.now()
     this.#turnSeen = true
     const from = low.value === undefined ? 0n : BigInt(low.value.toString())
     this.#from = ticket - from > MAX_SCAN ? ticket - BigInt(MAX_SCAN) : from
@@ -101,6 +110,7 @@ export class MemcachedLockQueue {
     // Every key below the first one present is gone for good (a waiter never re-queues on an old ticket).
     this.#from = first < 0 ? ticket : this.#from + BigInt(first)
     this.#head = first < 0
+    if (this.#head) this.#headAt = performance.now()
     return this.#head
   }
 
@@ -122,6 +132,12 @@ export class MemcachedLockQueue {
   async turnOn(): Promise<boolean> {
     this.#turnSeen = (await this.#client.meta('mg', this.#key('turn'), [])).code === 'HD'
     return this.#turnSeen
+  }
+
+  /** How long to wait before looking again (whether this object is the head, or whether the turn is over). */
+  pollMs(): number {
+    const [since, leastMs] = this.#head ? [this.#headAt, HEAD_POLL_MS] : [this.#queuedAt, SCAN_MS]
+    return Math.min(Math.max(leastMs, (performance.now() - since) * POLL_FRACTION), POLL_MAX_MS)
   }
 
   /** Whether the last look ({@link turnOn}) found a turn on. */

@@ -23,7 +23,7 @@
  *
  * Fair hand-over (rollcall only, meta servers): a blocked acquire takes a ticket in the lock's
  * queue (memcached-lock-queue.ts) at its first wait; only the head waiter tries the key, once no
- * turn is on (it looks every HEAD_POLL_MS), and taking it starts a turn of LONG_TURN_SIZE
+ * turn is on (it looks every 2 ms, less often as its wait grows), and taking it starts a turn of LONG_TURN_SIZE
  * acquisitions within TURN_MS, during which its holder may free and re-take the key however many
  * wait. The release that uses the turn up ends it, and so does one that this object does not follow
  * with another attempt at once (it stopped looping). Any other rollcall attempt reads
@@ -38,7 +38,7 @@ import { sleep } from '../../../internal/sleep.js'
 import { LONG_TURN_SIZE, Turn } from '../kit/lock-turn.js'
 import { LEADER_LAST_SECONDS_RETRY_MS, MIN_HOLD_TTL_S, recheckInMs } from './memcached-expiries.js'
 import { FLAG_BYTES } from './memcached-layout.js'
-import { HEAD_POLL_MS, MemcachedLockQueue, SCAN_MS } from './memcached-lock-queue.js'
+import { MemcachedLockQueue } from './memcached-lock-queue.js'
 
 /** One lock object; `meta` says whether the server has meta commands. */
 export class MemcachedLock implements DriverLock {
@@ -119,8 +119,8 @@ export class MemcachedLock implements DriverLock {
 
   /**
    * Between two attempts of a blocked acquire: queues (at the first call), then returns once this
-   * object is the head waiter and no turn is on (looking every HEAD_POLL_MS), or `timeoutMs`
-   * passes. Without meta commands it only sleeps. Never throws.
+   * object is the head waiter and no turn is on (looking as often as the queue's pollMs() says),
+   * or `timeoutMs` passes. Without meta commands it only sleeps. Never throws.
    */
   async waitForRelease(signal: AbortSignal, timeoutMs: number): Promise<void> {
     const until = performance.now() + timeoutMs
@@ -130,10 +130,10 @@ export class MemcachedLock implements DriverLock {
       while (!(await this.#queue.scan())) {
         const leftMs = until - performance.now()
         if (leftMs <= 0) return
-        await sleep(Math.min(SCAN_MS, leftMs), signal)
+        await sleep(Math.min(this.#queue.pollMs(), leftMs), signal)
       }
       // The head: while another holder's turn is on, the key is theirs to free and take back.
-      do await sleep(HEAD_POLL_MS, signal)
+      do await sleep(this.#queue.pollMs(), signal)
       while ((await this.#queue.turnOn()) && performance.now() < until)
     } catch {
       // Aborted, or the server failed: the Coordinator's next attempt tells.
