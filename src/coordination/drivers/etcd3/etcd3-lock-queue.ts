@@ -75,8 +75,12 @@ export interface QueueWaitHost {
 interface SeenTurn {
   value: Buffer
   modRevision: bigint
-  /** performance.now() when this waiter first saw it. */
-  seenAt: number
+  /**
+   * Set by the timer TURN_STALE_MS after this waiter first saw it (its own turns are stale at
+   * once). The timer decides, not a clock read: a timer may fire a little before performance.now()
+   * says its delay is over, and a waiter that then found the turn fresh would never look again.
+   */
+  stale: boolean
 }
 
 /** One queued wait, from the enqueue txn's answer until the lock is taken or the signal aborts. */
@@ -170,20 +174,20 @@ export class QueueWait {
   }
 
   /**
-   * Learns why a head attempt failed, from what it read at its revision: the lock held (wait for
-   * its DELETE), or a turn other than the one this waiter knew of (take it as the turn). With
+   * Learns why a head attempt failed, from what it read at its revision: a turn other than the one
+   * this waiter tried against (take it as the turn), and the lock held (wait for its DELETE). With
    * neither, a key older than this waiter's is in the queue although none was seen: read again.
    */
   #failedTry(r: TxnResult, triedTurn: bigint | undefined): void {
-    const [lock = [], turn = []] = r.responses
+    const [lock = [], [turn] = []] = r.responses
+    const turnChanged = turn?.modRevision !== triedTurn
+    if (turnChanged) this.#setTurn(turn)
     if (lock.length > 0) {
       if (r.revision > this.#triedAt) this.#triedAt = r.revision
       return
     }
     this.#mayFree(r.revision)
-    const [kv] = turn
-    if (kv?.modRevision !== triedTurn) this.#setTurn(kv)
-    else this.#gap = true
+    if (!turnChanged) this.#gap = true
   }
 
   #onPrefixEvents(events: EtcdWatchEvent[]): void {
@@ -214,9 +218,13 @@ export class QueueWait {
 
   #setTurn(kv: KeyValue | undefined): void {
     clearTimeout(this.#staleTimer)
-    this.#turn = kv && { value: kv.value, modRevision: kv.modRevision, seenAt: performance.now() }
-    if (this.#turn && !this.#turn.value.equals(this.#host.value)) {
-      this.#staleTimer = setTimeout(() => this.#wake(), TURN_STALE_MS)
+    const seen = kv && { value: kv.value, modRevision: kv.modRevision, stale: kv.value.equals(this.#host.value) }
+    this.#turn = seen
+    if (seen && !seen.stale) {
+      this.#staleTimer = setTimeout(() => {
+        seen.stale = true
+        this.#wake()
+      }, TURN_STALE_MS)
       this.#staleTimer.unref()
     }
   }
@@ -225,7 +233,7 @@ export class QueueWait {
   #staleTurn(): bigint | undefined {
     const t = this.#turn
     if (t === undefined) return undefined
-    return t.value.equals(this.#host.value) || performance.now() - t.seenAt >= TURN_STALE_MS ? t.modRevision : undefined
+    return t.stale ? t.modRevision : undefined
   }
 
   /** The head also watches the lock key, from the revision it became head at (no earlier DELETE matters to it any more). */
