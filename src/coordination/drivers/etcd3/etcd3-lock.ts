@@ -10,8 +10,8 @@
  *
  * Fair hand-over (rollcall only): a blocked acquire queues a key of its own beside the lock and
  * waits for its turn (etcd3-lock-queue.ts). The head waiter takes the lock in one txn that also
- * starts its turn, and for TURN_SIZE_ETCD acquisitions (or TURN_MS) its holder may release and take
- * the lock again while others wait; any other rollcall attempt needs an empty queue. A release
+ * starts its turn, and for its share of ROUND_ACQUISITIONS (within TURN_MS) its holder may release
+ * and take the lock again while others wait; any other rollcall attempt needs an empty queue. A release
  * ends a used-up turn in its own txn, and a holder that does not take the lock back at once ends it
  * a moment later. This cannot break mutual exclusion: every rollcall txn that writes the lock key
  * still requires `CREATE(key) == 0`, exactly tooz's condition; the queue and turn keys only add
@@ -29,13 +29,18 @@ import type { WaiterLease } from './etcd3-waiter-lease.js'
 const LOCK_PREFIX = '/tooz/locks'
 
 /**
- * The acquisitions in one turn (and at most TURN_MS). An acquire + release costs about 2.5 ms
- * through the gateway, so a turn lasts about 30 ms, and each of 8 looping processes gets over ten
- * turns in 4 s: who got the last one then moves fewest/most acquisitions by under a tenth (0.94-0.97
- * measured; 0.77 with Redis's 128, which ran into TURN_MS: five turns each). Each hand-over costs
- * about one acquire, so 2 processes did 290 acquisitions/s against 430 with 128.
+ * The acquisitions that the turns of a holder and the waiters behind it allow together: a turn
+ * allows this divided by their number (at least MIN_TURN, within TURN_MS), so that with many
+ * waiters each gets a turn often and the fewest/most acquisitions per process stays near 1. At
+ * about 2.5-3.5 ms per acquire + release through the gateway, 8 looping processes over 4 s
+ * (interleaved runs): turns of 8 (64 / 8) gave fairness 0.92-0.96 and 276-281 acquisitions/s;
+ * fixed turns of 12 gave 0.88-0.89 once the machine ran slower (8 or 9 turns each), and turns of
+ * TURN_MS 0.75-0.77 (five each: who got the last one decided). 2 processes get turns of 32, and
+ * did 382-387 acquisitions/s, against 297-308 with turns of 12.
  */
-export const TURN_SIZE_ETCD = 12
+const ROUND_ACQUISITIONS = 64
+/** The fewest acquisitions a turn allows, however many wait: a hand-over costs about one. */
+const MIN_TURN = 4
 
 /** How long a lease outlives the hold it carried (after a release or a failed attempt) unused, before it is revoked. */
 const SPARE_LEASE_IDLE_MS = 1_000
@@ -265,13 +270,18 @@ export class Etcd3Lock implements DriverLock {
     return { compare: [queueEmpty(this.#queue)], then: [], otherwise: [] }
   }
 
-  /** The head waiter's attempt (QueueWaitHost.tryAsHead): its turn starts and it leaves the queue in the same txn. */
+  /** The head waiter's attempt (QueueWaitHost.tryAsHead): its turn starts and it leaves the queue in the same txn, which reads who waits behind it. */
   #headTry(queuedAt: bigint, staleTurn: bigint | undefined): Attempt {
     const first: Compare = { key: this.#queue.queue, rangeEnd: this.#queue.queueEnd, target: 'CREATE', result: 'GREATER', operand: queuedAt - 1n }
     const turnFree: Compare = staleTurn === undefined
       ? absent(this.#queue.turn)
       : { key: this.#queue.turn, target: 'MOD', result: 'EQUAL', operand: staleTurn }
-    const then: RequestOp[] = [{ put: { key: this.#queue.turn, value: this.#value } }, { deleteRange: { key: this.#waiterKey } }]
+    const then: RequestOp[] = [
+      { put: { key: this.#queue.turn, value: this.#value } },
+      { deleteRange: { key: this.#waiterKey } },
+      // Last, as the turn's length needs it (#attemptOnce): the waiters left behind this one.
+      { range: { key: this.#queue.queue, rangeEnd: this.#queue.queueEnd, keysOnly: true } },
+    ]
     return { compare: [first, turnFree], then, otherwise: headFailureOps(this.#queue, this.#key) }
   }
 
@@ -307,7 +317,8 @@ export class Etcd3Lock implements DriverLock {
     this.#held = lease
     // The put of the lock key is the txn's first write, so the txn's revision is the key's create revision.
     this.fencingToken = r.revision
-    if (how.then.length > 0) this.#turn = new Turn(TURN_SIZE_ETCD)
+    // The head's txn ends with a read of the queue: the waiters behind it.
+    if (how.then.length > 0) this.#turn = new Turn(Math.max(MIN_TURN, Math.floor(ROUND_ACQUISITIONS / ((r.responses.at(-1)?.length ?? 0) + 1))))
     this.#turn?.count()
     this.#track()
     return { ...r, acquired: true }
