@@ -38,10 +38,11 @@ export const CAUSES: Cause[] = [
   {
     match: (t, b, f) => b === 'etcd3' && /(at least as good|lock fairness)/.test(t) && /^(locks )?\d+ processes/.test(f),
     text: "etcd locks: rollcall waiters queue beside tooz's key (one key each under /rollcall/locks/<name>/q/, on a 2 s lease, ordered by create "
-      + 'revision); only the head watches the lock key, and takes it with one txn that also starts its turn (up to 12 acquisitions in 100 ms, about '
-      + '30 ms at 2.5 ms per cycle, so each of 8 processes gets over ten turns in the 4 counted seconds). Interleaved 4 s runs, 8 processes: turns of '
-      + '12 gave fairness 0.94-0.97 and 363-367 acquisitions/s, of 128 (Redis) 0.75-0.77 and 400 (five turns each: who got the last one decides), of '
-      + "8 0.95 and 330; 2 processes did 290 with 12, 430 with 128. tooz's waiters poll every second, and its holder takes the key straight back.",
+      + 'revision); only the head watches the lock key, and takes it with one txn that also starts its turn: 64 acquisitions shared by the holder '
+      + 'and the waiters behind it (at least 4 each, within 100 ms), so 8 processes get turns of 8 and each of them over ten turns in the 4 counted '
+      + 'seconds. Interleaved 4 s runs, 8 processes: turns of 8 gave fairness 0.92-0.96, fixed turns of 12 0.88-0.89 once the machine ran '
+      + "slower, turns of 100 ms 0.75-0.77 (five each: who got the last one decides). tooz's waiters poll every second, and its holder takes the "
+      + 'key straight back.',
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'redis',
