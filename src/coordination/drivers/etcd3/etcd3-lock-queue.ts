@@ -105,7 +105,9 @@ export class QueueWait {
   #prefixWatch: Watch | undefined
   #lockWatch: Watch | undefined
   #staleTimer: NodeJS.Timeout | undefined
-  #wake = (): void => {}
+  /** Set by every event (and abort) since the loop last looked; the loop blocks only while it is clear. */
+  #news = false
+  #resolveWait = (): void => {}
 
   constructor(host: QueueWaitHost, signal: AbortSignal) {
     this.#host = host
@@ -144,7 +146,9 @@ export class QueueWait {
             continue
           }
         }
-        await new Promise<void>((resolve) => (this.#wake = resolve))
+        // Events that came while the loop awaited something else (opening a watch) are not lost: it looks again.
+        if (!this.#news) await new Promise<void>((resolve) => (this.#resolveWait = resolve))
+        this.#news = false
       }
     } finally {
       this.#signal.removeEventListener('abort', onAbort)
@@ -152,6 +156,11 @@ export class QueueWait {
       this.#prefixWatch?.close()
       this.#lockWatch?.close()
     }
+  }
+
+  #wake(): void {
+    this.#news = true
+    this.#resolveWait()
   }
 
   /** Takes the state from an enqueue txn's answer (the range sees the txn's own put). */
