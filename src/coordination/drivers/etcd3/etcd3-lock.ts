@@ -11,9 +11,9 @@
  * Fair hand-over (rollcall only): a blocked acquire queues a key of its own beside the lock and
  * waits for its turn (etcd3-lock-queue.ts). The head waiter takes the lock in one txn that also
  * starts its turn, and for its share of ROUND_ACQUISITIONS (within TURN_MS) its holder may release
- * and take the lock again while others wait; any other rollcall attempt needs an empty queue. A release
- * ends a used-up turn in its own txn, and a holder that does not take the lock back at once ends it
- * a moment later. This cannot break mutual exclusion: every rollcall txn that writes the lock key
+ * and take the lock again while others wait; any other rollcall attempt needs an empty queue. A
+ * release ends a used-up turn in its own txn, and a holder that does not take the lock back at once
+ * ends it a moment later. This cannot break mutual exclusion: every rollcall txn that writes the lock key
  * still requires `CREATE(key) == 0`, exactly tooz's condition; the queue and turn keys only add
  * conditions under which a rollcall attempt declines a free key. tooz neither reads nor writes
  * them, so a tooz process polls and takes a free key as before (ahead of the queue).
@@ -101,6 +101,8 @@ export class Etcd3Lock implements DriverLock {
   #turn: Turn | undefined
   /** Attempts in flight: a release within the turn ends it unless an attempt follows at once. */
   #attempts = 0
+  /** Holds while the turn key names this object. */
+  readonly #myTurn: Compare
 
   constructor(host: Etcd3LockHost, name: string, value: Uint8Array) {
     this.#host = host
@@ -109,6 +111,7 @@ export class Etcd3Lock implements DriverLock {
     this.#value = Buffer.from(value)
     this.#queue = queueKeys(name)
     this.#waiterKey = Buffer.concat([this.#queue.queue, Buffer.from(randomBytes(8).toString('hex'))])
+    this.#myTurn = { key: this.#queue.turn, target: 'VALUE', result: 'EQUAL', operand: this.#value }
   }
 
   async tryAcquire(): Promise<boolean> {
@@ -166,18 +169,17 @@ export class Etcd3Lock implements DriverLock {
 
   /** Puts this object's waiter key on the waiter lease (again, if it lapsed) and reads the queue. */
   async #enqueue(): Promise<TxnResult> {
-    const lease = await this.#host.waiters.use()
-    try {
-      return await this.#host.gw.txn([], enqueueOps(this.#queue, this.#key, this.#waiterKey, lease))
-    } catch (err) {
-      if (!isLeaseGone(err)) throw err
-      this.#host.waiters.lost(lease)
-      return await this.#host.gw.txn(
-        [],
-        enqueueOps(this.#queue, this.#key, this.#waiterKey, await this.#host.waiters.use().finally(() => this.#host.waiters.done())),
-      )
-    } finally {
-      this.#host.waiters.done()
+    for (let retried = false;; retried = true) {
+      const lease = await this.#host.waiters.use()
+      try {
+        return await this.#host.gw.txn([], enqueueOps(this.#queue, this.#key, this.#waiterKey, lease))
+      } catch (err) {
+        // The lease lapsed (an outage longer than its TTL): once more, on a new one.
+        if (!isLeaseGone(err) || retried) throw err
+        this.#host.waiters.lost(lease)
+      } finally {
+        this.#host.waiters.done()
+      }
     }
   }
 
@@ -215,9 +217,8 @@ export class Etcd3Lock implements DriverLock {
   async endTurn(): Promise<void> {
     if (this.#turn === undefined) return
     this.#turn = undefined
-    const mine: Compare = { key: this.#queue.turn, target: 'VALUE', result: 'EQUAL', operand: this.#value }
     // A failure leaves the turn to the head waiter, which overrides it after TURN_STALE_MS.
-    await this.#host.gw.txn([mine], [{ deleteRange: { key: this.#queue.turn } }]).catch(() => {})
+    await this.#host.gw.txn([this.#myTurn], [{ deleteRange: { key: this.#queue.turn } }]).catch(() => {})
   }
 
   async refresh(): Promise<boolean> {
@@ -264,10 +265,7 @@ export class Etcd3Lock implements DriverLock {
    * if the turn key still holds this object's value; otherwise only while nobody is queued.
    */
   #ownTry(): Attempt {
-    if (this.#turn !== undefined) {
-      return { compare: [{ key: this.#queue.turn, target: 'VALUE', result: 'EQUAL', operand: this.#value }], then: [], otherwise: [] }
-    }
-    return { compare: [queueEmpty(this.#queue)], then: [], otherwise: [] }
+    return { compare: [this.#turn !== undefined ? this.#myTurn : queueEmpty(this.#queue)], then: [], otherwise: [] }
   }
 
   /** The head waiter's attempt (QueueWaitHost.tryAsHead): its turn starts and it leaves the queue in the same txn, which reads who waits behind it. */

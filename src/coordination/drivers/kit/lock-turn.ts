@@ -2,8 +2,9 @@
  * A lock holder's turn, the same on every backend that hands contended locks over in turns (file,
  * Redis, memcached, MySQL/MariaDB, etcd): while rollcall waiters wait, a holder may release and
  * re-take the lock up to {@link TURN_SIZE} (Redis and memcached: {@link LONG_TURN_SIZE}; etcd: 64
- * shared by the holder and its waiters, etcd3-lock.ts says why) times within {@link TURN_MS} of its turn's first acquisition; the release
- * that ends the turn lets the next in line have it. Each driver says how its waiters line up.
+ * shared by the holder and its waiters, etcd3-lock.ts says why) times within {@link TURN_MS} of
+ * its turn's first acquisition; the release that ends the turn lets the next in line have it. Each
+ * driver says how its waiters line up.
  * @internal
  */
 

@@ -37,6 +37,12 @@ const MAX_SCAN = 256
 
 const EMPTY = Buffer.alloc(0)
 
+/** A ticket number as stored (decimal text); an absent value is ticket 0. */
+const ticketOf = (value: Buffer | undefined): bigint => (value === undefined ? 0n : BigInt(value.toString()))
+
+/** Where a look at the tickets from `low` up to `to` (exclusive) starts: at most MAX_SCAN of them. */
+const scanFrom = (low: bigint, to: bigint): bigint => (to - low > MAX_SCAN ? to - BigInt(MAX_SCAN) : low)
+
 /** One lock object's place in the queue of its lock. */
 export class MemcachedLockQueue {
   readonly #client: MemcachedClient
@@ -68,17 +74,19 @@ export class MemcachedLockQueue {
   }
 
   /**
-   * Whether anyone waits: a ticket issued past `low` whose key is present. Its first read is sent
-   * at once, so that it shares a write with a request made in the same tick; the keys are read
-   * only when tickets were issued past `low`. Finding none, it moves `low` past them.
+   * Whether anyone waits: a ticket issued past `low` whose key is present. Its first read (one get
+   * of the counter and `low`) is sent at once, so that it shares a write with a request made in
+   * the same tick; the keys are read only when tickets were issued past `low`. Finding none, it
+   * moves `low` past them.
    */
   async busy(): Promise<boolean> {
-    const [n, low] = await Promise.all([this.#client.meta('mg', this.#key('n'), ['v']), this.#client.meta('mg', this.#key('low'), ['v'])])
-    if (n.value === undefined) return false
-    const last = BigInt(n.value.toString())
-    const from = low.value === undefined ? 0n : BigInt(low.value.toString())
-    if (last < from) return false
-    const present = await this.#client.present(this.#waiterKeys(last - from >= MAX_SCAN ? last - BigInt(MAX_SCAN) + 1n : from, last + 1n))
+    const values = await this.#client.get([this.#key('n'), this.#key('low')])
+    const n = values.get(this.#key('n'))
+    if (n === undefined) return false
+    const last = ticketOf(n.value)
+    const low = ticketOf(values.get(this.#key('low'))?.value)
+    if (last < low) return false
+    const present = await this.#client.present(this.#waiterKeys(scanFrom(low, last + 1n), last + 1n))
     if (present.size > 0) return true
     // Everyone who queued has gone (served, timed out, or dead): the next attempt need not look.
     this.#setLow(last + 1n)
@@ -88,13 +96,12 @@ export class MemcachedLockQueue {
   /** Takes a ticket and puts this object's key in the queue. */
   async enqueue(): Promise<void> {
     const [n, low] = await Promise.all([this.#client.meta('ma', this.#key('n'), ['N0', 'J0', 'v']), this.#client.meta('mg', this.#key('low'), ['v'])])
-    const ticket = BigInt(n.value!.toString())
+    const ticket = ticketOf(n.value)
     this.#ticket = ticket
     this.#head = false
     this.#queuedAt = performance.now()
     this.#turnSeen = true
-    const from = low.value === undefined ? 0n : BigInt(low.value.toString())
-    this.#from = ticket - from > MAX_SCAN ? ticket - BigInt(MAX_SCAN) : from
+    this.#from = scanFrom(ticketOf(low.value), ticket)
     await this.#putKey(ticket)
     this.#refresh = setInterval(() => void this.#putKey(ticket).catch(() => {}), REFRESH_MS).unref()
   }
