@@ -9,6 +9,9 @@ import { once } from 'node:events'
 import { describe, it, type TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import { connect, type Coordinator } from '../../src/index.js'
+import { MIN_TURN, ROUND_ACQUISITIONS } from '../../src/coordination/drivers/redis/redis-lock.js'
+import { SCRIPTS } from '../../src/coordination/drivers/redis/redis-scripts.js'
+import { TURN_MS } from '../../src/coordination/drivers/kit/lock-turn.js'
 import { serverUrl } from '../support/backends.js'
 import { scriptProcess } from '../support/script-process.js'
 import { rid, waitFor } from '../support/wait.js'
@@ -56,7 +59,112 @@ async function stretchTurn(admin: Redis, key: string): Promise<void> {
   assert.equal(await admin.pexpire(`${key}:turn`, 60_000), 1)
 }
 
+/** Runs a lock script as a lock object with `token` would (redis-lock.ts #args), with a raw client: the script's own rules, no client logic. */
+async function script(admin: Redis, name: 'rollcallLockAcquire' | 'rollcallLockRelease', key: string, token: string, queueMs = 0): Promise<number> {
+  const keys = [key, `${key}:fence`, `${key}:queue`, `${key}:turn`]
+  const args = [token, 10_000, `${key}:waiter:`, queueMs, TURN_MS, ROUND_ACQUISITIONS, `${key}:wake:`, MIN_TURN]
+  return Number(await admin.eval(SCRIPTS[name], keys.length, ...keys, ...args))
+}
+
+/** Queues `n` live waiters (tokens w0…) behind lock `key`, as their acquire scripts would. */
+async function queueWaiters(admin: Redis, key: string, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    await admin.zadd(`${key}:queue`, i + 1, `w${i}`)
+    await admin.set(`${key}:waiter:w${i}`, '1', 'PX', 60_000)
+  }
+}
+
+/** A turn for `token` with `n` acquisitions used, lasting 60 s. */
+async function giveTurn(admin: Redis, key: string, token: string, n: number): Promise<void> {
+  await admin.hset(`${key}:turn`, 't', token, 'n', n)
+  await admin.pexpire(`${key}:turn`, 60_000)
+}
+
 describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
+  it("redis: locks: a holder's turn keeps the free key from every other rollcall attempt, queued or not, and from nobody else", async (t) => {
+    const admin = raw(t)
+    const key = `_tooz_${rid('lock')}_lock`
+    await giveTurn(admin, key, 'holder', 1)
+    // Nobody is queued: the releaser of the turn before (its first attempt of a new acquire queues nothing) is refused.
+    assert.ok((await script(admin, 'rollcallLockAcquire', key, 'other')) <= 0, "another attempt took the key in the holder's turn")
+    assert.ok((await script(admin, 'rollcallLockAcquire', key, 'other', 1_000)) <= 0, 'a queueing attempt took the key')
+    assert.deepEqual(await admin.zrange(`${key}:queue`, '0', '-1'), ['other'], 'the queueing attempt queued')
+    assert.equal(await admin.exists(key), 0)
+    assert.ok((await script(admin, 'rollcallLockAcquire', key, 'holder')) >= 1, 'the holder could not take its key back')
+    assert.equal(await admin.hget(`${key}:turn`, 'n'), '2', 'the re-take counts in the turn')
+    assert.equal(await script(admin, 'rollcallLockRelease', key, 'holder'), 2, 'a release within the turn says so')
+    // A Python tooz process ignores the turn: SET NX is all it does, and it gets the free key.
+    assert.equal(await admin.set(key, 'python', 'PX', 10_000, 'NX'), 'OK')
+  })
+
+  it(`redis: locks: a turn is the holder's share of ${ROUND_ACQUISITIONS} acquisitions with the waiters queued (at least ${MIN_TURN}); the release that uses it up ends it and wakes the head`, async (t) => {
+    const admin = raw(t)
+    const key = `_tooz_${rid('lock')}_lock`
+    const sub = raw(t)
+    const heard: string[] = []
+    sub.on('message', (_channel: string, message: string) => heard.push(message))
+    await sub.subscribe(`${key}:wake:w0`)
+    await queueWaiters(admin, key, 1)
+    const share = ROUND_ACQUISITIONS / 2
+    await giveTurn(admin, key, 'holder', share - 2)
+    assert.ok((await script(admin, 'rollcallLockAcquire', key, 'holder')) >= 1)
+    assert.equal(await script(admin, 'rollcallLockRelease', key, 'holder'), 2, `acquisition ${share - 1} of a turn of ${share}`)
+    assert.ok((await script(admin, 'rollcallLockAcquire', key, 'holder')) >= 1)
+    assert.equal(await script(admin, 'rollcallLockRelease', key, 'holder'), 1, `acquisition ${share} uses the turn up`)
+    assert.equal(await admin.exists(`${key}:turn`), 0, 'the used-up turn is gone')
+    await waitFor('the head woken', () => heard.includes('w0'), 2_000)
+    // More waiters, smaller turns: with many queued a turn allows MIN_TURN.
+    const many = Math.ceil(ROUND_ACQUISITIONS / MIN_TURN)
+    await queueWaiters(admin, key, many)
+    await giveTurn(admin, key, 'holder', MIN_TURN - 1)
+    assert.ok((await script(admin, 'rollcallLockAcquire', key, 'holder')) >= 1)
+    assert.equal(await script(admin, 'rollcallLockRelease', key, 'holder'), 1, `with ${many} queued a turn allows ${MIN_TURN}`)
+  })
+
+  it('redis: locks: two processes looping on one lock alternate in whole turns', async (t) => {
+    const name = rid('lock')
+    // Each process loops acquire → release for 2 s once told to go, then prints when (epoch ms) it took the lock each time.
+    const looper = (): ReturnType<typeof scriptProcess> =>
+      scriptProcess(
+        t,
+        `const c = await connect(${JSON.stringify(`${URL}?timeout=10`)}, { autoWatch: false });
+const lock = c.getLock(${JSON.stringify(name)});
+process.stdout.write('ready\\n');
+await new Promise((r) => process.stdin.once('data', r));
+const took = [];
+const end = performance.now() + 2000;
+while (performance.now() < end) {
+  if (!(await lock.acquire({ timeoutMs: 10000 }))) continue;
+  took.push(performance.timeOrigin + performance.now());
+  await lock.release();
+}
+await c.stop();
+process.stdout.write(JSON.stringify(took) + '\\n');`,
+      )
+    const procs = [looper(), looper()]
+    await waitFor('both loopers connected', () => procs.every((p) => p.out().includes('ready')), 30_000)
+    for (const p of procs) p.proc.stdin!.end('go\n')
+    await Promise.all(procs.map((p) => once(p.proc, 'exit')))
+    const order = procs
+      .flatMap((p, who) => (JSON.parse(p.out().split('\n')[1]!) as number[]).map((at) => [at, who] as const))
+      .sort((x, y) => x[0] - y[0])
+      .map(([, who]) => who)
+    const runs: number[] = []
+    for (let i = 0, len = 0; i < order.length; i++) {
+      len += 1
+      if (order[i + 1] !== order[i]) runs.push(len), (len = 0)
+    }
+    // The first and last runs are cut by the loops' start and end.
+    const whole = runs.slice(1, -1).sort((x, y) => x - y)
+    t.diagnostic(`${order.length} acquisitions in ${runs.length} runs; whole runs: min ${whole[0]}, median ${whole[whole.length >> 1]}, max ${whole.at(-1)}`)
+    assert.ok(whole.length >= 2, `the lock changed hands ${runs.length - 1} times in 2 s`)
+    // A turn ends early only at TURN_MS: a holder stalled that long (a loaded machine, a cold process) loses the rest of it,
+    // so a few runs may be short. Most being short means turns were cut: the releaser, whose first attempt of its next
+    // acquire is not queued yet, took the key back whenever the new holder freed it (the turn script test above pins that).
+    assert.ok(whole[whole.length >> 1]! >= MIN_TURN, `runs: ${whole.join(' ')}`)
+    assert.ok(whole.at(-1)! <= ROUND_ACQUISITIONS, `a run longer than a round: ${whole.at(-1)}`)
+  })
+
   it('redis: locks: a release after the turn PUBLISHes on <key>:wake:<token> of the queued waiter only, and that waiter takes the lock', async (t) => {
     const name = rid('lock')
     const sub = raw(t)

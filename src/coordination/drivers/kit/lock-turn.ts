@@ -1,8 +1,9 @@
 /**
  * A lock holder's turn, the same on every backend that hands contended locks over in turns (file,
  * Redis, memcached, MySQL/MariaDB, etcd): while rollcall waiters wait, a holder may release and
- * re-take the lock up to {@link TURN_SIZE} (Redis and memcached: {@link LONG_TURN_SIZE}; etcd: 64
- * shared by the holder and its waiters, etcd3-lock.ts says why) times within {@link TURN_MS} of
+ * re-take the lock up to {@link TURN_SIZE} (memcached: {@link LONG_TURN_SIZE}; Redis and etcd: a
+ * share of a round divided among the holder and its waiters, as redis-lock.ts and etcd3-lock.ts
+ * say) times within {@link TURN_MS} of
  * its turn's first acquisition; the release that ends the turn lets the next in line have it. Each
  * driver says how its waiters line up.
  * @internal
@@ -11,11 +12,11 @@
 /** How many acquisitions a turn allows... */
 export const TURN_SIZE = 32
 /**
- * ...where a hand-over costs several lock cycles: on Redis the release PUBLISHes, the next waiter's
- * process wakes and takes the key in another round trip (about 0.6 ms, against a 0.12 ms cycle of a
- * holder looping on the lock), so turns of 32 spent an eighth of the time handing over. With 8
- * processes, interleaved 8 s runs gave 5,930-7,866 acquisitions/s against 4,712-6,814, the
- * longest wait 176-484 ms against 72-94 ms (tooz: 1,407 ms), fewest/most per process 0.94-0.98.
+ * ...where a hand-over costs several lock cycles: on memcached the head waiter polls (every 2 ms
+ * at first) and takes the key in another round trip, against a 0.06 ms cycle of a holder looping
+ * on the lock. On Redis (a PUBLISH, then the waiter's process waking: about 0.6 ms against a
+ * 0.12 ms cycle then) turns of 32 spent an eighth of the time handing over: with 8 processes,
+ * turns of 128 did 5,930-7,866 acquisitions/s against 4,712-6,814 (interleaved 8 s runs).
  * File and MariaDB hand over in about a cycle and gained nothing from longer turns.
  */
 export const LONG_TURN_SIZE = 128

@@ -347,9 +347,9 @@ export default defineDriver({
     'Every check-and-act is one atomic Lua script on a single server. A member is alive while its beat key (TTL membership_timeout) exists; dead members '
     + 'are collected lazily by readers and never reported. Watchers poll. Locks are leases (SET NX PX lock_timeout) extended by the heartbeat, with '
     + 'fencing tokens. Rollcall waiters queue beside the lock key and are woken by the release over pub/sub (one subscriber connection per '
-    + 'coordinator, opened on the first contended wait), polling as a fallback; a holder that takes the lock while waiters are queued gets turns '
-    + 'of up to 128 acquisitions in 100 ms, then hands over to the first waiter; a holder that releases within its turn and does not take the lock '
-    + 'back at once ends its turn, waking that waiter.',
+    + 'coordinator, opened on the first contended wait), polling as a fallback; a holder that takes the lock from the queue gets a turn, its share of '
+    + '1024 acquisitions with the waiters behind it (at least 32, within 100 ms), then hands over to the first waiter; a holder that releases within '
+    + 'its turn and does not take the lock back at once ends its turn, waking that waiter.',
   hazards: [
     'Data lives in Redis memory: a restart without persistence or a failover to a lagging replica loses groups, members and locks. Members rejoin by '
     + "themselves, but a lock may be held twice until the old holder's next refresh tells it the lock is gone.",

@@ -55,11 +55,13 @@ end`
  * The waiter queue and the turn of a lock, once for every lock script (redis-lock.ts explains
  * both). KEYS[3] is the queue (a ZSET of waiting tokens scored by arrival), ARGV[3] the prefix of
  * the waiters' liveness keys, KEYS[4] the turn (a HASH: t = the token whose turn it is, n = its
- * acquisitions so far; it expires at the turn's end), ARGV[6] the turn size, ARGV[7] the prefix of
- * the waiters' wake channels. Only rollcall reads them. head() drops waiters whose liveness key
- * lapsed off the front and names the first one left; join() queues a waiter (once; later calls
- * keep it alive); leave() unqueues it; turnHolder() names the token whose turn is on, if any, and
- * myTurn() says whether it is a given token's;
+ * acquisitions so far; it expires at the turn's end), ARGV[6] the acquisitions a round of turns
+ * allows, ARGV[7] the prefix of the waiters' wake channels, ARGV[8] the fewest a turn allows. Only
+ * rollcall reads them. head() drops waiters whose liveness key lapsed off the front and names the
+ * first one left; join() queues a waiter (once; later calls keep it alive); leave() unqueues it;
+ * turnSize() is the holder's share of the round (ARGV[6] over the holder and the waiters queued
+ * now, at least ARGV[8]); turnHolder() names the token whose turn is on, if any, and myTurn()
+ * says whether it is a given token's;
  * wakeHead() PUBLISHes on the head's channel and, when nobody receives it (the waiter's process
  * died, or its subscriber connection is down; a waiter queues only once subscribed), drops that
  * head and wakes the next, returning the head that heard it.
@@ -86,9 +88,12 @@ local function leave(token)
   redis.call('zrem', queue, token)
   redis.call('del', waiters .. token)
 end
+local function turnSize()
+  return math.max(tonumber(ARGV[8]), math.floor(tonumber(ARGV[6]) / (redis.call('zcard', queue) + 1)))
+end
 local function turnHolder()
   local t = redis.call('hmget', turn, 't', 'n')
-  if t[1] and (tonumber(t[2]) or 0) < tonumber(ARGV[6]) then return t[1] end
+  if t[1] and (tonumber(t[2]) or 0) < turnSize() then return t[1] end
   return nil
 end
 local function myTurn(token)
@@ -197,61 +202,66 @@ return lost`,
 
   /**
    * KEYS: lock, fencing counter, waiter queue, turn. ARGV: token, lock timeout (ms), waiter key
-   * prefix, queue for (ms; 0: a try that does not queue), turn length (ms), turn size (acquisitions),
-   * wake channel prefix (a try refused a free key kept for the head waiter wakes that waiter).
+   * prefix, queue for (ms; 0: a try that does not queue), turn length (ms), acquisitions a round of
+   * turns allows, wake channel prefix, fewest acquisitions a turn allows (a try refused a free key
+   * kept for the head waiter wakes that waiter).
    * → the new fencing token (≥ 1) when taken (or already held with this token); when not taken,
    * −1 − the ms until the next chance (the holder's PTTL; for the head waiter, at most the end of
-   * the holder's turn; for the head waiter and a free key in another holder's turn, the turn's
-   * end; for others and a free key kept for the head waiter or another holder's turn, the end of
-   * the head waiter's lease), or 0 when unknown. SET NX PX is exactly what tooz (redis-py's Lock)
-   * writes, so Python holders exclude us; the queue and the turn only make rollcall decline a free
-   * key (redis-lock.ts).
+   * the holder's turn; for the head waiter, or anyone while nobody is queued, and a free key in
+   * another holder's turn, the turn's end; for others and a free key kept for the head waiter or
+   * another holder's turn, the end of the head waiter's lease), or 0 when unknown. SET NX PX is
+   * exactly what tooz (redis-py's Lock) writes, so Python holders exclude us; the queue and the
+   * turn only make rollcall decline a free key (redis-lock.ts).
    */
   rollcallLockAcquire: `${QUEUE}
 local lock, fence, token, ttl, queueMs = KEYS[1], KEYS[2], ARGV[1], ARGV[2], tonumber(ARGV[4])
--- A turn is kept only while rollcall waiters are queued (first: the head before this acquisition); with nobody queued
--- there is nothing to keep the key from, and any other holder's turn is over.
-local function taken(first)
-  if not first then
+-- A holder that takes the key from the queue (first: the head before this acquisition) starts a turn; one that takes it
+-- with nobody queued and no turn of its own ends any turn left over.
+local function taken(first, mine)
+  if mine then
+    redis.call('hincrby', turn, 'n', 1)
+  elseif not first then
     redis.call('del', turn)
   else
     leave(token)
-    if myTurn(token) then
-      redis.call('hincrby', turn, 'n', 1)
-    else
-      redis.call('del', turn)
-      redis.call('hmset', turn, 't', token, 'n', 1)
-      redis.call('pexpire', turn, ARGV[5])
-    end
+    redis.call('del', turn)
+    redis.call('hmset', turn, 't', token, 'n', 1)
+    redis.call('pexpire', turn, ARGV[5])
   end
   return redis.call('incr', fence)
 end
 local holder = redis.call('get', lock)
-local first = head()
-if holder == token then
-  redis.call('pexpire', lock, ttl)
-  return taken(first)
-end
 if not holder then
-  local on = first and turnHolder()
-  if first and on ~= token then
-    if on then
-      -- Another rollcall holder's turn is on: it freed the key and takes it back at once, or its client ends the turn
-      -- (rollcallLockEndTurn), waking the head. Queued waiters leave the key to it until then.
-      if queueMs > 0 then join(token, queueMs) end
-      if first == token then return -1 - math.max(0, redis.call('pttl', turn)) end
-      return -1 - math.max(0, redis.call('pttl', waiters .. first))
-    end
+  local on = turnHolder()
+  -- The turn's holder takes its key back: the hot path of a holder looping on a contended lock.
+  if on == token then
+    redis.call('set', lock, token, 'PX', ttl)
+    return taken(nil, true)
+  end
+  local first = head()
+  if on then
+    -- Another rollcall holder's turn is on: it freed the key and takes it back at once, or its client ends the turn
+    -- (rollcallLockEndTurn), waking the head. Others leave the key to it until then, queued or not.
+    if queueMs > 0 then join(token, queueMs) end
+    if not first or first == token then return -1 - math.max(0, redis.call('pttl', turn)) end
+    return -1 - math.max(0, redis.call('pttl', waiters .. first))
+  end
+  if first and first ~= token then
     -- The key is free and kept for the head, whose wake-up may not have come (a turn that lapsed between a release and the
     -- holder's next try): wake it, or drop it if nobody listens for it any more.
-    if first ~= token then first = wakeHead() end
+    first = wakeHead()
     if first and first ~= token then
       if queueMs > 0 then join(token, queueMs) end
       return -1 - math.max(0, redis.call('pttl', waiters .. first))
     end
   end
   redis.call('set', lock, token, 'PX', ttl)
-  return taken(first)
+  return taken(first, false)
+end
+local first = head()
+if holder == token then
+  redis.call('pexpire', lock, ttl)
+  return taken(first, myTurn(token))
 end
 if queueMs > 0 then
   join(token, queueMs)
@@ -267,20 +277,22 @@ return 0`,
 
   /**
    * KEYS and ARGV as rollcallLockAcquire. → 1 released, 0 not ours (redis-py's compare-and-delete),
-   * 2 released within the holder's turn while rollcall waiters are queued (the client then ends
-   * the turn with rollcallLockEndTurn unless it takes the key back at once). When the holder's turn
-   * is over and a rollcall waiter is queued, PUBLISHes the head waiter's token on that waiter's
-   * channel (prefix .. token), dropping heads nobody listens for.
+   * 2 released within the holder's turn (the client then ends the turn with rollcallLockEndTurn
+   * unless it takes the key back at once). Otherwise deletes the holder's used-up turn and, when a
+   * rollcall waiter is queued, PUBLISHes the head waiter's token on that waiter's channel (prefix
+   * .. token), dropping heads nobody listens for.
    */
   rollcallLockRelease: `${QUEUE}
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('del', KEYS[1])
-if not head() then return 1 end
-if not myTurn(ARGV[1]) then
-  wakeHead()
-  return 1
+local t = redis.call('hmget', turn, 't', 'n')
+if t[1] == ARGV[1] then
+  if (tonumber(t[2]) or 0) < turnSize() then return 2 end
+  -- Used up: gone, so that it cannot count as on again when fewer wait (a turn's size follows the queue's length).
+  redis.call('del', turn)
 end
-return 2`,
+wakeHead()
+return 1`,
 
   /**
    * A holder that released within its turn did not take the key back: its turn ends, and the head

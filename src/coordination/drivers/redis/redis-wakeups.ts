@@ -26,6 +26,8 @@ interface Channel {
   missedAt: number | undefined
   /** The server confirmed the SUBSCRIBE. */
   subscribed: boolean
+  /** Waiters to wake once it does (they queue then: see isSubscribed()). */
+  readonly onSubscribed: Set<() => void>
 }
 
 /** A message missed by a waiter between two attempts wakes its next wait at once if it came this recently. */
@@ -80,6 +82,21 @@ export class RedisWakeups {
     return this.#channels.get(channel)?.subscribed === true
   }
 
+  /**
+   * Calls `wake` once `channel` is subscribed (at once, in a microtask, if it is), until the returned
+   * function is called: a waiter that could not queue yet tries again the moment it can.
+   */
+  whenSubscribed(channel: string, wake: () => void): () => void {
+    const entry = this.#channels.get(channel)
+    if (!entry) return () => {}
+    if (entry.subscribed) {
+      queueMicrotask(wake)
+      return () => {}
+    }
+    entry.onSubscribed.add(wake)
+    return () => void entry.onSubscribed.delete(wake)
+  }
+
   /** Closes the subscriber connection; waiters go on polling. */
   stop(): void {
     this.#stopped = true
@@ -91,10 +108,14 @@ export class RedisWakeups {
 
   /** Starts listening on `channel` (the SUBSCRIBE is not awaited). */
   #subscribe(channel: string): Channel {
-    const entry: Channel = { wakes: new Map(), linger: undefined, missedAt: undefined, subscribed: false }
+    const entry: Channel = { wakes: new Map(), linger: undefined, missedAt: undefined, subscribed: false, onSubscribed: new Set() }
     this.#channels.set(channel, entry)
     this.#client().subscribe(channel).then(
-      () => void (entry.subscribed = true),
+      () => {
+        entry.subscribed = true
+        for (const wake of entry.onSubscribed) wake()
+        entry.onSubscribed.clear()
+      },
       () => this.#forget(channel),
     )
     return entry
