@@ -25,15 +25,16 @@ export const CAUSES: Cause[] = [
     text: "contended locks on Redis, memcached and file: rollcall waiters queue beside tooz's layout (Redis `<key>:queue`, memcached tickets "
       + "`__ROLLCALL_LQ_<sha1>_*`, file `.leaders/lock-waits/`), are woken by the release (Redis: PUBLISH on the head waiter's own channel; file: "
       + 'inotify on a wake file; memcached, which cannot notify: the head alone polls, every 2 ms at first), and a holder that took the lock while others '
-      + 'waited keeps it for a turn (up to 128 acquisitions in 100 ms on Redis and memcached, 32 on file), then hands it over: fewest/most acquisitions per '
-      + "process 0.9 or more, and the longest wait a fraction of tooz's (same cells). tooz's totals come from barging: one process re-takes the lock "
-      + 'in a tight loop while the others sleep 0.1 s between polls, so its holder runs at its uncontended speed and rarely hands over (compare the '
-      + 'fairness and longest-wait figures). Measured apart on Redis with 8 processes (merged per-process timelines, after 5 s of looping, turns of '
-      + "32): the holder's cycle within a turn matched tooz's (p50 0.125 against 0.123 ms), but rollcall handed over 880 times in 4 s at 0.58 ms each "
-      + "(a PUBLISH, the next process waking, its own round trip), 13 % of the time, against tooz's 474 barging hand-overs at 0.25 ms. Turns of 128 "
-      + 'cut that to about 250 hand-overs (interleaved 8 s runs: 5,930-7,866 against 4,712-6,814 acquisitions/s). On this 2-core VM the holder also '
-      + 'cycles faster when the CPUs are kept busy (a single loop doubled beside two nice-19 spinners, tooz and rollcall alike), so figures from '
-      + 'runs minutes apart differ by 20-50 %.',
+      + 'waited keeps it for a turn (on Redis its share of 1024 acquisitions with the waiters behind it, at least 32; 128 on memcached, 32 on file; '
+      + "within 100 ms), then hands it over: fewest/most acquisitions per process 0.9 or more, and the longest wait a fraction of tooz's (same cells). "
+      + "tooz's totals come from barging: one process re-takes the lock in a tight loop while the others sleep 0.1 s between polls, so its holder "
+      + 'runs at its uncontended speed and never pays a hand-over (compare the fairness and longest-wait figures). Measured apart on Redis with 8 '
+      + "processes (merged per-process timelines after 5 s of looping): a hand-over takes 0.5 ms, nearly all of it the idle waiter's process waking "
+      + '(from its wake message to holding the lock: p50 0.037 ms), against a 0.07 ms cycle within a turn, so turns of 128 spend about 6 % of the '
+      + 'time handing over. Waking the head 8 acquisitions before the turn ends, to retry at once, halved the hand-over (0.55 to 0.28 ms) but on 2 '
+      + "cores the retrying process slowed the holder's cycle as much (0.077 to 0.081-0.086 ms): no gain, not kept. On this 2-core VM the holder "
+      + 'also cycles faster when the CPUs are kept busy (a single loop doubled beside two nice-19 spinners, tooz and rollcall alike), so figures '
+      + 'from runs minutes apart differ by 20-50 %.',
   },
   {
     match: (t, b, f) => b === 'etcd3' && /(at least as good|lock fairness)/.test(t) && /^(locks )?\d+ processes/.test(f),
