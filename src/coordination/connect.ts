@@ -8,6 +8,7 @@
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
 import { CapabilityMismatchError, InvalidIdError, InvalidOptionError } from '../errors.js'
+import { keepListenedTo } from '../internal/linked-signal.js'
 import { isCapability } from './capabilities.js'
 import type { ConnectOptions, ConnectOptionsFor } from './connect-options.js'
 import { Coordinator } from './coordinator.js'
@@ -112,6 +113,8 @@ export async function createCoordinator<U extends string>(url: U, options: Conne
   const resolved = resolveOptions(specs, parsed.query, rest, definition.name)
   const { watchIntervalMs, rejoin, ...driverOptions } = resolved
   const stopController = new AbortController()
+  // Every lock wait and heartbeat listens on it for a while.
+  keepListenedTo(stopController.signal)
   const secrets = [parsed.password, ...Object.entries(driverOptions).filter(([k]) => /password|token|secret/i.test(k)).map(([, v]) => v)]
     .filter((s): s is string => typeof s === 'string' && s !== '')
 

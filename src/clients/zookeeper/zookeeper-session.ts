@@ -13,6 +13,7 @@
  */
 import type { ConnectionOptions as TlsOptions } from 'node:tls'
 import { OperationTimeoutError } from '../../errors.js'
+import { keepListenedTo } from '../../internal/linked-signal.js'
 import { sessionHex } from './zookeeper-frames.js'
 import type { ZkRequest, ZkResponses } from './zookeeper-ops.js'
 import { WatchRegistry, type WatchKind, type ZkWatcher } from './zookeeper-watches.js'
@@ -93,6 +94,8 @@ export class ZkSession {
     this.#options = options
     this.generation = generation
     this.#onEvent = onEvent
+    // Every lock wait of this session listens on it for a while.
+    keepListenedTo(this.controller.signal)
     this.#timeoutMs = options.sessionTimeoutMs
     this.#servers = options.servers.map((h) => ({ ...h }))
     if (options.randomizeHosts) {

@@ -166,8 +166,7 @@ export class ZkLock implements DriverLock {
     }
     const generation = this.#conn.generation
     const session = this.#conn.sessionSignal
-    const linked = linkedSignal([signal, session])
-    const until = linked.signal
+    const ends = [signal, session]
     let node: string | undefined
     try {
       node = await this.#create(shared)
@@ -181,7 +180,7 @@ export class ZkLock implements DriverLock {
           order = sortContenders(await this.#conn.getChildren(this.#parent))
         } catch (err) {
           if (!isConnectionProblem(err) || this.#conn.stopped) throw err
-          await this.#conn.whenConnected(until).catch(() => {})
+          await this.#reconnected(ends)
           continue
         }
         const blocker = blockerOf(order, node)
@@ -195,10 +194,9 @@ export class ZkLock implements DriverLock {
           node = await this.#create(shared)
           continue
         }
-        await this.#waitForDeletion(`${this.#parent}/${blocker.name}`, until)
+        await this.#waitForDeletion(`${this.#parent}/${blocker.name}`, ends)
       }
     } finally {
-      linked.dispose()
       // A wait that ended at the caller's deadline (or abort) returns at once: the delete is written now, ahead of anything
       // this session sends next (ZooKeeper answers a session's requests in order), so a later try of this object queues
       // behind it. Meanwhile the leftover node may briefly lead the queue, which only keeps others waiting, as a holder would.
@@ -325,9 +323,17 @@ export class ZkLock implements DriverLock {
     }
   }
 
-  /** Waits until `path` is deleted (or changes), or `until` aborts. Returns at once if it is gone. */
-  async #waitForDeletion(path: string, until: AbortSignal): Promise<void> {
-    if (until.aborted) return
+  /** Until the connection is back, or one of `ends` aborts (a rare path, which may combine them into one signal). */
+  async #reconnected(ends: readonly AbortSignal[]): Promise<void> {
+    const linked = linkedSignal(ends)
+    await this.#conn.whenConnected(linked.signal).catch(() => {})
+    linked.dispose()
+  }
+
+  /** Waits until `path` is deleted (or changes), or one of `ends` aborts. Returns at once if it is gone. */
+  async #waitForDeletion(path: string, ends: readonly AbortSignal[]): Promise<void> {
+    const ended = (): boolean => ends.some((s) => s.aborted)
+    if (ended()) return
     let wake: (() => void) | undefined
     const fired = new Promise<void>((resolve) => (wake = resolve))
     try {
@@ -335,18 +341,20 @@ export class ZkLock implements DriverLock {
     } catch (err) {
       if (zkCode(err) === ZK_CODES.NO_NODE) return
       if (!isConnectionProblem(err)) throw err
-      await this.#conn.whenConnected(until).catch(() => {})
+      await this.#reconnected(ends)
       return
     }
-    // `until` may have aborted while the read was under way: a listener added now would never fire.
-    if (until.aborted) return
-    // The watch survives reconnects within the session (setWatches re-registers it); a lost session aborts `until`.
+    // An end may have come while the read was under way: a listener added now would never fire.
+    if (ended()) return
+    // The watch survives reconnects within the session (setWatches re-registers it); a lost session ends the wait.
+    // Listeners on the signals themselves, not one combined signal: an AbortController per wait is garbage that Node 20
+    // leaves in V8's old space (internal/linked-signal.ts), and a contended acquisition waits here once.
     await new Promise<void>((resolve) => {
       const done = (): void => {
-        until.removeEventListener('abort', done)
+        for (const s of ends) s.removeEventListener('abort', done)
         resolve()
       }
-      until.addEventListener('abort', done, { once: true })
+      for (const s of ends) s.addEventListener('abort', done, { once: true })
       void fired.then(done)
     })
   }
