@@ -67,16 +67,17 @@ export const CAUSES: Cause[] = [
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'zookeeper',
     text: 'ZooKeeper locks: rollcall (its own protocol client) and kazoo make the same requests: per contended acquire+release, 1 create, 2 '
       + "getChildren, 1 getData (the watch on the predecessor) and 1 delete, kazoo's recipe exactly; uncontended rollcall is ahead (the same 3 "
-      + 'requests as the floor), and so are 2 contending processes (interleaved runs after a 5 s warm-up: 2,123-2,229 against 1,317-1,441 '
-      + 'acquisitions/s). With 8 processes on 2 cores the machine is CPU-bound (ZooKeeper plus 8 clients): measured apart, 8 rollcall processes '
-      + 'spent 2.4 ms of CPU per acquisition against 1.5 ms for kazoo, most of it V8 running and compiling the client code that each process '
-      + 'executes only an eighth of the time (after a 10 s warm-up rollcall led, 1,008 against 899, and spent 0.86 ms). A longest wait is one sample '
-      + 'per run (8 processes: 123 against 119 ms in one run, 47.3 against 148 ms in the run before), and kazoo has the '
-      + 'same isolated long waits: with 2 processes, four interleaved 8 s runs each, after the warm-up, gave rollcall 16.8-26.8 ms '
-      + '(18.0, 16.8, 23.7, 26.8) and kazoo 9.8-27.0 ms (20.5, 16.0, 27.0, 9.8), with rollcall at 1.3-1.8× the acquisitions; so one bench run '
-      + 'can fall either way, and no rollcall-specific stall was found (no event-loop gap over 8 ms, no GC pause at a long wait). Considered '
-      + 'and rejected: skipping the second getChildren when the deleted predecessor was the holder (one round trip less per hand-over) is '
-      + 'unsafe when the lock node is deleted recursively: a waiter would hear its predecessor go before its own node and take a lock it no longer queues for.',
+      + 'requests as the floor), and so are 2 and 8 contending processes (same cells). A longest wait is one sample per run, and with 2 processes '
+      + 'the long ones (8-20 ms) come from the server or the machine, not from a client: with a rollcall pair and a kazoo pair looping on two locks '
+      + "of one server at the same time, kazoo's long waits (8-12 ms) started at the same instants as rollcall's (within 1 ms), some exactly 1 s "
+      + 'apart; in the rollcall processes the event loop never lagged more than 6 ms, and no GC pause over 1 ms fell on a long wait. Alone, '
+      + "kazoo's pair sends half the requests per second (1.8× fewer acquisitions) and met fewer of these stalls (longest 3.8-5.5 ms in four "
+      + "runs, against 8.9-15.4 ms in nine of rollcall's). Found on the way and fixed: on Node 20 every AbortController, and every listener "
+      + "added to and removed from a long-lived AbortSignal, leaves garbage in V8's old space, and each contended acquisition made both: a "
+      + 'mark-compact every second stalled each looping process for 5-8 ms (2 processes: old space grew about 4 MB/s; now under 0.1 MB/s, and '
+      + 'waits over 8 ms fell from 6-14 to 0-4 per process in 8 s). Considered and rejected: skipping the second getChildren when the deleted predecessor '
+      + 'was the holder (one round trip less per hand-over) is unsafe when the lock node is deleted recursively: a waiter would hear its '
+      + 'predecessor go before its own node and take a lock it no longer queues for.',
   },
   {
     match: (t, b, f) => b === 'zookeeper' && /read \d+ caps/.test(f) && /at least as good|floor/.test(t),
