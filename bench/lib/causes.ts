@@ -71,8 +71,10 @@ export const CAUSES: Cause[] = [
       + 'the long ones (8-20 ms) come from the server or the machine, not from a client: with a rollcall pair and a kazoo pair looping on two locks '
       + "of one server at the same time, kazoo's long waits (8-12 ms) started at the same instants as rollcall's (within 1 ms), some exactly 1 s "
       + 'apart; in the rollcall processes the event loop never lagged more than 6 ms, and no GC pause over 1 ms fell on a long wait. Alone, '
-      + "kazoo's pair sends half the requests per second (1.8× fewer acquisitions) and met fewer of these stalls (longest 3.8-5.5 ms in four "
-      + "runs, against 8.9-15.4 ms in nine of rollcall's). Found on the way and fixed: on Node 20 every AbortController, and every listener "
+      + "kazoo's pair met fewer of these stalls (longest 3.8-5.5 ms in four runs, against 8.9-15.4 ms in nine of rollcall's; so on a fresh "
+      + "server with tickTime 2000), and not for sending fewer requests: held to kazoo's rate by a 0.2 ms hold, rollcall's pair still met "
+      + "14.5-15.1 ms in two runs of three. What in rollcall's session traffic brings them on is not found yet. Found on the way and fixed: on "
+      + 'Node 20 every AbortController, and every listener '
       + "added to and removed from a long-lived AbortSignal, leaves garbage in V8's old space, and each contended acquisition made both: a "
       + 'mark-compact every second stalled each looping process for 5-8 ms (2 processes: old space grew about 4 MB/s; now under 0.1 MB/s, and '
       + 'waits over 8 ms fell from 6-14 to 0-4 per process in 8 s). Considered and rejected: skipping the second getChildren when the deleted predecessor '
