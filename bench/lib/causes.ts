@@ -67,14 +67,15 @@ export const CAUSES: Cause[] = [
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'zookeeper',
     text: 'ZooKeeper locks: rollcall (its own protocol client) and kazoo make the same requests: per contended acquire+release, 1 create, 2 '
       + "getChildren, 1 getData (the watch on the predecessor) and 1 delete, kazoo's recipe exactly; uncontended rollcall is ahead (the same 3 "
-      + 'requests as the floor), and so are 2 and 8 contending processes (same cells). A longest wait is one sample per run, and with 2 processes '
-      + 'the long ones (8-20 ms) come from the server or the machine, not from a client: with a rollcall pair and a kazoo pair looping on two locks '
-      + "of one server at the same time, kazoo's long waits (8-12 ms) started at the same instants as rollcall's (within 1 ms), some exactly 1 s "
-      + 'apart; in the rollcall processes the event loop never lagged more than 6 ms, and no GC pause over 1 ms fell on a long wait. Alone, '
-      + "kazoo's pair met fewer of these stalls (longest 3.8-5.5 ms in four runs, against 8.9-15.4 ms in nine of rollcall's; so on a fresh "
-      + "server with tickTime 2000), and not for sending fewer requests: held to kazoo's rate by a 0.2 ms hold, rollcall's pair still met "
-      + "14.5-15.1 ms in two runs of three. What in rollcall's session traffic brings them on is not found yet. Found on the way and fixed: on "
-      + 'Node 20 every AbortController, and every listener '
+      + 'requests as the floor), and so are 2 and 8 contending processes (same cells). A longest wait is one sample per run; with 2 processes the '
+      + "long ones (8-20 ms) are V8's parallel garbage collection on this 2-vCPU machine: each rollcall process scavenges about every 200 ms (the "
+      + 'ZooKeeper lock loop allocates about 33 KB per acquisition), and the helper threads of a collection take both vCPUs from the ZooKeeper '
+      + "server and the other process for a few ms. Every process's waits stall at once (a kazoo pair looping on another lock of the same server "
+      + 'at the same time stalled at the same instants, within 1 ms), while each rollcall event loop lagged at most 6 ms. With '
+      + '--single-threaded-gc in the rollcall processes the longest wait fell to 7.9-8.4 ms in three runs (against 8.9-15.4 ms in nine without), '
+      + "at the same rate; kazoo's pair alone, in CPython, which frees by reference counting, had 3.8-5.5 ms. A library cannot set that flag for "
+      + 'its host process: fewer bytes allocated per acquisition is the lever (not done yet). Found on the way and fixed: on Node 20 every '
+      + 'AbortController, and every listener '
       + "added to and removed from a long-lived AbortSignal, leaves garbage in V8's old space, and each contended acquisition made both: a "
       + 'mark-compact every second stalled each looping process for 5-8 ms (2 processes: old space grew about 4 MB/s; now under 0.1 MB/s, and '
       + 'waits over 8 ms fell from 6-14 to 0-4 per process in 8 s). Considered and rejected: skipping the second getChildren when the deleted predecessor '
