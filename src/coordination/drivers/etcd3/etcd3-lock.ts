@@ -20,7 +20,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { DriverLock } from '../../driver.js'
-import { Turn } from '../kit/lock-turn.js'
+import { RetakeWatch, Turn } from '../kit/lock-turn.js'
 import { isLeaseGone, type Compare, type EtcdGateway, type RequestOp, type TxnResult } from './etcd3-gateway.js'
 import { absent } from './etcd3-layout.js'
 import { enqueueOps, headFailureOps, queueEmpty, queueKeys, QueueWait, type QueueKeys } from './etcd3-lock-queue.js'
@@ -100,7 +100,7 @@ export class Etcd3Lock implements DriverLock {
   /** This object's turn, from taking the lock as the head waiter until a release ends it (the turn key holds this object's value meanwhile). */
   #turn: Turn | undefined
   /** Attempts in flight: a release within the turn ends it unless an attempt follows at once. */
-  #attempts = 0
+  readonly #retakes = new RetakeWatch()
   /** Holds while the turn key names this object. */
   readonly #myTurn: Compare
 
@@ -205,11 +205,7 @@ export class Etcd3Lock implements DriverLock {
     }
     if (lease && r.succeeded) this.#keepSpare(lease)
     else if (lease) this.#revokeLater(lease)
-    if (this.#turn !== undefined) {
-      setImmediate(() => {
-        if (this.#attempts === 0 && this.#held === undefined) void this.endTurn()
-      })
-    }
+    if (this.#turn !== undefined) this.#retakes.endUnlessRetaken(() => this.#held !== undefined, () => void this.endTurn())
     return r.succeeded
   }
 
@@ -283,13 +279,8 @@ export class Etcd3Lock implements DriverLock {
     return { compare: [first, turnFree], then, otherwise: headFailureOps(this.#queue, this.#key) }
   }
 
-  async #attempt(how: Attempt): Promise<TxnResult & { acquired: boolean }> {
-    this.#attempts += 1
-    try {
-      return await this.#attemptOnce(how)
-    } finally {
-      this.#attempts -= 1
-    }
+  #attempt(how: Attempt): Promise<TxnResult & { acquired: boolean }> {
+    return this.#retakes.attempt(() => this.#attemptOnce(how))
   }
 
   async #attemptOnce(how: Attempt): Promise<TxnResult & { acquired: boolean }> {

@@ -3,9 +3,8 @@
  * Redis, memcached, MySQL/MariaDB, etcd): while rollcall waiters wait, a holder may release and
  * re-take the lock up to {@link TURN_SIZE} (memcached: {@link LONG_TURN_SIZE}; Redis and etcd: a
  * share of a round divided among the holder and its waiters, as redis-lock.ts and etcd3-lock.ts
- * say) times within {@link TURN_MS} of
- * its turn's first acquisition; the release that ends the turn lets the next in line have it. Each
- * driver says how its waiters line up.
+ * say) times within {@link TURN_MS} of its turn's first acquisition; the release that ends the
+ * turn lets the next in line have it. Each driver says how its waiters line up.
  * @internal
  */
 
@@ -43,5 +42,31 @@ export class Turn {
   /** True once the turn's acquisitions or time are used up: the next release ends it. */
   get over(): boolean {
     return this.#acquisitions >= this.#size || performance.now() - this.#startedAt >= TURN_MS
+  }
+}
+
+/**
+ * A lock object's attempts in flight, for the turn a release within it leaves open: unless the
+ * object asks for the lock again by the next turn of the event loop (a holder looping on it), that
+ * turn ends then (Redis, memcached, etcd).
+ */
+export class RetakeWatch {
+  #attempts = 0
+
+  /** Runs one attempt, counted while it is in flight. */
+  async attempt<T>(run: () => Promise<T>): Promise<T> {
+    this.#attempts += 1
+    try {
+      return await run()
+    } finally {
+      this.#attempts -= 1
+    }
+  }
+
+  /** After a release within a turn: on the next turn of the event loop, calls `end` unless an attempt is in flight or `held()`. */
+  endUnlessRetaken(held: () => boolean, end: () => void): void {
+    setImmediate(() => {
+      if (this.#attempts === 0 && !held()) end()
+    })
   }
 }

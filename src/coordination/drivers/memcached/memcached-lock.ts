@@ -35,7 +35,7 @@
 import type { DriverLock } from '../../driver.js'
 import type { MemcachedClient } from '../../../clients/memcached/memcached-client.js'
 import { sleep } from '../../../internal/sleep.js'
-import { LONG_TURN_SIZE, Turn } from '../kit/lock-turn.js'
+import { LONG_TURN_SIZE, RetakeWatch, Turn } from '../kit/lock-turn.js'
 import { LEADER_LAST_SECONDS_RETRY_MS, MIN_HOLD_TTL_S, recheckInMs } from './memcached-expiries.js'
 import { FLAG_BYTES } from './memcached-layout.js'
 import { MemcachedLockQueue } from './memcached-lock-queue.js'
@@ -62,7 +62,7 @@ export class MemcachedLock implements DriverLock {
   /** The release that ended this object's turn was its last: its next attempt asks whether anyone waits first. */
   #handedOver = false
   /** Attempts in flight: a release within the turn ends it unless an attempt follows at once. */
-  #attempts = 0
+  readonly #retakes = new RetakeWatch()
 
   constructor(client: MemcachedClient, key: string, memberId: string, ttlSeconds: number, meta: () => boolean) {
     this.#client = client
@@ -80,12 +80,7 @@ export class MemcachedLock implements DriverLock {
       this.#setCas((await this.#client.gets(this.#key))?.cas)
       return this.#cas !== undefined
     }
-    this.#attempts += 1
-    try {
-      return await this.#attempt()
-    } finally {
-      this.#attempts -= 1
-    }
+    return this.#retakes.attempt(() => this.#attempt())
   }
 
   async #attempt(): Promise<boolean> {
@@ -175,11 +170,7 @@ export class MemcachedLock implements DriverLock {
       }
       const done = (await deleted).code === 'HD'
       // Within the turn: unless this object asks again at once (it loops on the lock), the turn ends.
-      if (this.#turn !== undefined) {
-        setImmediate(() => {
-          if (this.#attempts === 0 && this.#cas === undefined) this.#endTurn()
-        })
-      }
+      if (this.#turn !== undefined) this.#retakes.endUnlessRetaken(() => this.#cas !== undefined, () => this.#endTurn())
       return done
     }
     const item = await this.#client.gets(this.#key)

@@ -45,7 +45,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { DriverLock } from '../../driver.js'
-import { TURN_MS } from '../kit/lock-turn.js'
+import { RetakeWatch, TURN_MS } from '../kit/lock-turn.js'
 import { lockToken } from './redis-keys.js'
 import type { ScriptArg, ScriptName, ScriptReply } from './redis-scripts.js'
 import type { RedisWakeups } from './redis-wakeups.js'
@@ -101,8 +101,8 @@ export class RedisLock implements DriverLock {
   /** The last failed attempt queued this lock's token. */
   #queued = false
   readonly #host: RedisLockHost
-  /** Acquire attempts in flight. */
-  #attempts = 0
+  /** Acquire attempts in flight: a release within the turn ends it unless one follows at once. */
+  readonly #retakes = new RetakeWatch()
   /** A release within this object's turn left it open while waiters are queued (rollcallLockRelease answered 2). */
   #turnOpen = false
   /** When (performance.now() ms) the holder seen by the last failed acquire lapses; undefined: unknown. */
@@ -123,13 +123,7 @@ export class RedisLock implements DriverLock {
   async tryAcquire(): Promise<boolean> {
     // A waiter queues once its wake channel is subscribed: a release drops a queued waiter nobody listens for.
     const queueMs = this.#waiting && this.#host.wakeups?.isSubscribed(this.#channel) ? WAITER_LEASE_MS : 0
-    let fence: ScriptReply
-    this.#attempts += 1
-    try {
-      fence = await this.#host.run('rollcallLockAcquire', this.#keys, this.#args(queueMs))
-    } finally {
-      this.#attempts -= 1
-    }
+    const fence = await this.#retakes.attempt(() => this.#host.run('rollcallLockAcquire', this.#keys, this.#args(queueMs)))
     if (typeof fence !== 'number' || fence <= 0) {
       this.#holderLapsesAt = typeof fence === 'number' && fence < 0 ? performance.now() + (-1 - fence) : undefined
       this.#queued ||= queueMs > 0
@@ -147,13 +141,11 @@ export class RedisLock implements DriverLock {
     this.fencingToken = undefined
     this.#host.held(this, false)
     const answer = await this.#host.run('rollcallLockRelease', this.#keys, this.#args(0))
-    // Released within the turn with waiters queued: they leave the key to this holder while its turn is on, so the turn
+    // Released within the turn: other rollcall attempts leave the key to this holder while its turn is on, so the turn
     // ends now unless this object asks for the key again by the next turn of the event loop (a holder looping on the lock).
     if (answer === 2) {
       this.#setTurnOpen(true)
-      setImmediate(() => {
-        if (this.#attempts === 0 && this.fencingToken === undefined) void this.endTurn()
-      })
+      this.#retakes.endUnlessRetaken(() => this.fencingToken !== undefined, () => void this.endTurn())
     }
     return answer === 1 || answer === 2
   }
