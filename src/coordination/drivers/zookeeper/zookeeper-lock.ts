@@ -141,9 +141,9 @@ export class ZkLock implements DriverLock {
   async #try(shared: boolean): Promise<boolean> {
     if (await this.#stillHeld(shared)) return true
     const generation = this.#conn.generation
-    const node = await this.#create(shared)
+    const { node, listed } = await this.#createAndList(shared)
     try {
-      if (blockerOf(sortContenders(await this.#conn.getChildren(this.#parent)), node) === null) {
+      if (blockerOf(sortContenders(await listed), node) === null) {
         this.#take(node, generation)
         return true
       }
@@ -169,7 +169,9 @@ export class ZkLock implements DriverLock {
     const ends = [signal, session]
     let node: string | undefined
     try {
-      node = await this.#create(shared)
+      const created = await this.#createAndList(shared)
+      node = created.node
+      let listed: Promise<string[]> | undefined = created.listed
       for (;;) {
         if (signal.aborted) break
         if (session.aborted || generation !== this.#conn.generation) {
@@ -177,8 +179,10 @@ export class ZkLock implements DriverLock {
         }
         let order: Contender[]
         try {
-          order = sortContenders(await this.#conn.getChildren(this.#parent))
+          order = sortContenders(await (listed ?? this.#conn.getChildren(this.#parent)))
+          listed = undefined
         } catch (err) {
+          listed = undefined
           if (!isConnectionProblem(err) || this.#conn.stopped) throw err
           await this.#reconnected(ends)
           continue
@@ -191,7 +195,7 @@ export class ZkLock implements DriverLock {
         }
         if (blocker === undefined) {
           // Someone deleted our node (break()) while the session lives on: queue again, as kazoo does.
-          node = await this.#create(shared)
+          ;({ node, listed } = await this.#createAndList(shared))
           continue
         }
         await this.#waitForDeletion(`${this.#parent}/${blocker.name}`, ends)
@@ -292,20 +296,35 @@ export class ZkLock implements DriverLock {
     this.fencingToken = undefined
   }
 
-  /** Creates our contender node and returns its name. A create that may have happened is cleaned up later. */
-  async #create(shared: boolean): Promise<string> {
+  /**
+   * Creates our contender node and lists the lock's children in the same round trip: ZooKeeper
+   * answers one session's requests in the order they were sent, so the listing is read after the
+   * create and includes the node (kazoo sends the two one after the other). Resolves to the node's
+   * name and the listing (awaited by the caller, which may fail on its own). A create that may have
+   * happened is cleaned up later.
+   */
+  async #createAndList(shared: boolean): Promise<{ node: string; listed: Promise<string[]> }> {
     const prefix = `${randomUUID().replaceAll('-', '')}${shared ? READ_LOCK_NODE_NAME : LOCK_NODE_NAME}`
     const path = `${this.#parent}/${prefix}`
+    const createAndList = (): [Promise<string>, Promise<string[]>] => {
+      const created = this.#conn.create(path, this.#data, 'EPHEMERAL_SEQUENTIAL')
+      const listed = this.#conn.getChildren(this.#parent)
+      // Awaited only once the create succeeds: a listing that fails with it (no parent yet) is nobody's error.
+      listed.catch(() => {})
+      return [created, listed]
+    }
     try {
-      let created: string
+      let [created, listed] = createAndList()
+      let name: string
       try {
-        created = await this.#conn.create(path, this.#data, 'EPHEMERAL_SEQUENTIAL')
+        name = await created
       } catch (err) {
         if (zkCode(err) !== ZK_CODES.NO_NODE) throw err
         await this.#conn.ensurePath(this.#parent)
-        created = await this.#conn.create(path, this.#data, 'EPHEMERAL_SEQUENTIAL')
+        ;[created, listed] = createAndList()
+        name = await created
       }
-      return created.slice(this.#parent.length + 1)
+      return { node: name.slice(this.#parent.length + 1), listed }
     } catch (err) {
       // The server may have created it before the connection broke (kazoo finds it by the uuid prefix).
       if (isConnectionProblem(err)) this.#conn.deleteWhenConnected(this.#parent, (c) => c.startsWith(prefix))
