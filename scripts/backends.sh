@@ -120,6 +120,9 @@ clientPortAddress=127.0.0.1
 admin.enableServer=false
 4lw.commands.whitelist=srvr,ruok,stat,cons
 maxClientCnxns=0
+# Three snapshots and their transaction logs are kept, the rest purged hourly: a day of lock benches wrote 774 MB here.
+autopurge.snapRetainCount=3
+autopurge.purgeInterval=1
 EOF
   printf 'log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n' > "$dir/conf/log4j.properties"
   nohup java -Xmx512m -Dzookeeper.admin.enableServer=false -Dzookeeper.4lw.commands.whitelist='*' \
