@@ -65,22 +65,26 @@ export const CAUSES: Cause[] = [
   },
   {
     match: (t, b, f) => /at least as good/.test(t) && /^locks/.test(f) && b === 'zookeeper',
-    text: 'ZooKeeper locks: rollcall (its own protocol client) and kazoo make the same requests: per contended acquire+release, 1 create, 2 '
-      + "getChildren, 1 getData (the watch on the predecessor) and 1 delete, kazoo's recipe exactly; uncontended rollcall is ahead (the same 3 "
-      + 'requests as the floor), and so are 2 and 8 contending processes (same cells). A longest wait is one sample per run; with 2 processes the '
-      + "long ones (8-20 ms) are V8's parallel garbage collection on this 2-vCPU machine: each rollcall process scavenges about every 200 ms (the "
-      + 'ZooKeeper lock loop allocates about 33 KB per acquisition), and the helper threads of a collection take both vCPUs from the ZooKeeper '
-      + "server and the other process for a few ms. Every process's waits stall at once (a kazoo pair looping on another lock of the same server "
-      + 'at the same time stalled at the same instants, within 1 ms), while each rollcall event loop lagged at most 6 ms. With '
-      + '--single-threaded-gc in the rollcall processes the longest wait fell to 7.9-8.4 ms in three runs (against 8.9-15.4 ms in nine without), '
-      + "at the same rate; kazoo's pair alone, in CPython, which frees by reference counting, had 3.8-5.5 ms. A library cannot set that flag for "
-      + 'its host process: fewer bytes allocated per acquisition is the lever (not done yet). Found on the way and fixed: on Node 20 every '
-      + 'AbortController, and every listener '
-      + "added to and removed from a long-lived AbortSignal, leaves garbage in V8's old space, and each contended acquisition made both: a "
-      + 'mark-compact every second stalled each looping process for 5-8 ms (2 processes: old space grew about 4 MB/s; now under 0.1 MB/s, and '
-      + 'waits over 8 ms fell from 6-14 to 0-4 per process in 8 s). Considered and rejected: skipping the second getChildren when the deleted predecessor '
-      + 'was the holder (one round trip less per hand-over) is unsafe when the lock node is deleted recursively: a waiter would hear its '
-      + 'predecessor go before its own node and take a lock it no longer queues for.',
+    text: "ZooKeeper locks: rollcall (its own protocol client) makes kazoo's requests, per contended acquire+release 1 create, 2 getChildren, 1 "
+      + 'getData (the watch on the predecessor) and 1 delete, but sends the create and the first getChildren together (ZooKeeper answers one '
+      + "session's requests in order, so the listing holds the new node): an uncontended cycle takes 2 round trips, as the floor, against kazoo's 3. "
+      + 'Uncontended, 2 and 8 processes are ahead in acquisitions per second, and 8 processes in longest wait (same cells). A longest wait is one '
+      + 'sample per run. With 2 processes looping on this 2-vCPU machine every party is short of CPU: the ZooKeeper server alone spends 0.6-0.8 ms '
+      + "of CPU per acquisition (about one vCPU at rollcall's rate), and the long waits, 15-25 ms for rollcall and kazoo alike, are moments when the "
+      + "server or a contender waits for a CPU. On an idle machine a probe client saw the server's reply take 5-11 ms about twice a second; a "
+      + "looping rollcall process had its event loop stopped 6-13 ms with no garbage collection inside. The bench's 2-process phase run 8 times "
+      + "each, interleaved (2026-12-04): rollcall 17.1-23.9 ms (median 20.7) at 1.3-1.6 times kazoo's rate, kazoo 14.8-20.8 ms (median 17.3). The "
+      + "gap follows the load: with a 1 ms hold, rollcall at 420-490 acquisitions/s (kazoo 680-790) waited at most 16.6-19.2 ms against kazoo's "
+      + '17.3-21.9 in the same runs, each of its waits including the hold. Not the cause here: garbage collection (7 scavenges a second of at most '
+      + "1.4 ms; with --single-threaded-gc 23.0-30.7 ms against 17.7-22.1 without), the server's priority (renice -10: the same), its JVM pauses "
+      + '(3.5 ms young collections seconds apart), its tickTime (2000: the same). On an earlier machine, whose ZooKeeper ran 2.5 times faster, '
+      + "V8's parallel scavenges were part of it (--single-threaded-gc: 7.9-8.4 ms against 8.9-15.4), and a library cannot set that flag for its "
+      + 'host. Found on the way and fixed: on Node 20 every AbortController, and every listener added to and removed from a long-lived '
+      + "AbortSignal, leaves garbage in V8's old space, and each contended acquisition made both: a mark-compact every second stalled each looping "
+      + 'process for 5-8 ms (2 processes: old space grew about 4 MB/s; now under 0.1 MB/s). Tried and not kept: a child watch set by the listing '
+      + 'sent with the create, so that a contender right behind the holder needs no getData (requests per acquisition stayed 3.9, longest wait '
+      + '22.7-29.1 against 21.0-23.5 ms). Rejected: skipping the second getChildren when the deleted predecessor was the holder is unsafe when '
+      + 'the lock node is deleted recursively: a waiter would hear its predecessor go before its own node and take a lock it no longer queues for.',
   },
   {
     match: (t, b, f) => b === 'zookeeper' && /read \d+ caps/.test(f) && /at least as good|floor/.test(t),

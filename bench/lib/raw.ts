@@ -8,7 +8,7 @@
  * |------------|--------------------------|-----------------------------------|-----------------|---------------|-----------------------|
  * | redis      | HKEYS + EXISTS pipeline  | HGETALL + EXISTS pipeline          | PSETEX          | HSETNX        | SET NX PX + EVAL del  |
  * | memcached  | get group + multi-get    | same                              | set             | gets + cas    | add + delete          |
- * | zookeeper  | getChildren              | getChildren + getData pipeline    | exists(/tooz)   | create        | create seq + children + delete |
+ * | zookeeper  | getChildren              | getChildren + getData pipeline    | exists(/tooz)   | create        | create seq + children pipeline, delete |
  * | etcd       | range keys_only          | range                             | lease keepalive | txn           | txn put + delete      |
  * | file       | readdir + stat each      | readdir + stat + read each        | utimes          | write         | open + lock + close   |
  * | SQL        | SELECT                   | SELECT                            | UPDATE          | INSERT        | lock + unlock         |

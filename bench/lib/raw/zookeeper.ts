@@ -62,8 +62,11 @@ export class ZookeeperRaw implements RawBackend {
       await this.#c.ensurePath(parent)
       this.#parents.add(parent)
     }
-    const path = await this.#c.create(`${parent}/${randomBytes(16).toString('hex')}__lock__`, Buffer.from('raw'), 'EPHEMERAL_SEQUENTIAL')
-    const children = await this.#c.getChildren(parent)
+    // One round trip for both: the server answers a session's requests in order, so the listing includes the new node.
+    const [path, children] = await Promise.all([
+      this.#c.create(`${parent}/${randomBytes(16).toString('hex')}__lock__`, Buffer.from('raw'), 'EPHEMERAL_SEQUENTIAL'),
+      this.#c.getChildren(parent),
+    ])
     const mine = path.slice(parent.length + 1)
     if (children.sort((a, b) => a.slice(-10).localeCompare(b.slice(-10)))[0] !== mine) throw new Error('raw zookeeper lock busy')
     await this.#c.remove(path)
