@@ -47,6 +47,22 @@ export function lockCases(h: Harness): void {
     assert.ok(took >= TIMING.shortWaitMs - 20 && took < TIMING.shortWaitMs + 3_000, `took ${took} ms`)
   })
 
+  h.gated('locks', 'locks: a wait whose 1 ms deadline passes before its first statement (on a coordinator with no session yet) resolves false', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const name = rid('l')
+    await a.getLock(name).acquire()
+    // b has no server session to reuse: it opens one, which takes longer than the deadline, so the wait must notice an
+    // abort that happened before it could listen for one.
+    let timer: NodeJS.Timeout | undefined
+    const stuck = new Promise<'still waiting'>((r) => (timer = setTimeout(() => r('still waiting'), TIMING.shortWaitMs + 3_000)))
+    try {
+      assert.equal(await Promise.race([b.getLock(name).acquire({ timeoutMs: 1 }), stuck]), false)
+    } finally {
+      clearTimeout(timer)
+    }
+  })
+
   h.gated('locks', 'locks: a timed wait ends within 50 ms of its timeout, beyond what the event loop adds (median of three)', async (t) => {
     const a = await h.open(t)
     const b = await h.open(t)

@@ -161,6 +161,11 @@ export class MysqlLock implements SessionLock {
     try {
       for (;;) {
         const { session: conn, reused } = await this.#session()
+        // Aborted while a session was being opened: the listener below would never hear it, and the rounds would go on for good.
+        if (signal.aborted) {
+          this.#idle(conn)
+          return false
+        }
         let onAbort = (): void => {}
         const aborted = new Promise<typeof ABORTED>((resolve) => {
           onAbort = () => {
