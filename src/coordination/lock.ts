@@ -236,7 +236,14 @@ export class Lock {
     const wake = waiting ? undefined : driverLock.waitForRelease?.bind(driverLock)
     let got: boolean | 'aborted' = false
     try {
-      if (waiting) return (await this.#host.call('acquire a lock', () => waiting(signal))) || settle()
+      if (waiting) {
+        const wait = (): Promise<boolean> => this.#host.call('acquire a lock', () => waiting(signal))
+        // Without a deadline or a caller's signal only stop() ends the wait, and the driver answers that itself.
+        if (leftMs === undefined && !userSignal) return (await wait()) || settle()
+        // Raced like a polling attempt: a driver's last round trip (leaving its queue: a durable write on etcd) must not
+        // make the wait overrun its deadline. The next acquire() of this object waits for it (#late).
+        return (await this.#attemptUntil(wait, signal)) === true || settle()
+      }
       for (let delay = POLL_FIRST_MS;; delay = Math.min(delay * 1.5, POLL_MAX_MS)) {
         const pauseMs = delay * (0.5 + Math.random())
         if (wake) await wake(signal, pauseMs)
@@ -254,9 +261,10 @@ export class Lock {
   }
 
   /**
-   * One attempt raced against `signal`, so that a round trip still in flight at the deadline does
-   * not make the wait overrun it: when the signal wins, an attempt that succeeds later is released
-   * at once (nobody holds that Lock object's acquisition), and the next acquire() waits for that.
+   * One attempt (or a driver's whole wait) raced against `signal`, so that a round trip still in
+   * flight at the deadline does not make the wait overrun it: when the signal wins, an attempt that
+   * succeeds later is released at once (nobody holds that Lock object's acquisition), and the next
+   * acquire() waits for that.
    */
   async #attemptUntil(attempt: () => Promise<boolean>, signal: AbortSignal): Promise<boolean | 'aborted'> {
     const pending = attempt()
