@@ -145,24 +145,28 @@ process.stdout.write(JSON.stringify(took) + '\\n');`,
     await waitFor('both loopers connected', () => procs.every((p) => p.out().includes('ready')), 30_000)
     for (const p of procs) p.proc.stdin!.end('go\n')
     await Promise.all(procs.map((p) => once(p.proc, 'exit')))
-    const order = procs
+    const took = procs
       .flatMap((p, who) => (JSON.parse(p.out().split('\n')[1]!) as number[]).map((at) => [at, who] as const))
       .sort((x, y) => x[0] - y[0])
-      .map(([, who]) => who)
-    const runs: number[] = []
-    for (let i = 0, len = 0; i < order.length; i++) {
-      len += 1
-      if (order[i + 1] !== order[i]) runs.push(len), (len = 0)
+    // Runs of one process's acquisitions: how many, and how long from the run's first to the next run's first.
+    const runs: { len: number; ms: number }[] = []
+    for (let i = 0, start = 0; i < took.length; i++) {
+      if (took[i + 1]?.[1] === took[i]![1]) continue
+      runs.push({ len: i + 1 - start, ms: (took[i + 1]?.[0] ?? took[i]![0]) - took[start]![0] })
+      start = i + 1
     }
     // The first and last runs are cut by the loops' start and end.
-    const whole = runs.slice(1, -1).sort((x, y) => x - y)
-    t.diagnostic(`${order.length} acquisitions in ${runs.length} runs; whole runs: min ${whole[0]}, median ${whole[whole.length >> 1]}, max ${whole.at(-1)}`)
+    const whole = runs.slice(1, -1)
+    const lens = whole.map((r) => r.len).sort((x, y) => x - y)
+    t.diagnostic(`${took.length} acquisitions in ${runs.length} runs; whole runs: min ${lens[0]}, median ${lens[lens.length >> 1]}, max ${lens.at(-1)}`)
     assert.ok(whole.length >= 2, `the lock changed hands ${runs.length - 1} times in 2 s`)
-    // A turn ends early only at TURN_MS: a holder stalled that long (a loaded machine, a cold process) loses the rest of it,
-    // so a few runs may be short. Most being short means turns were cut: the releaser, whose first attempt of its next
-    // acquire is not queued yet, took the key back whenever the new holder freed it (the turn script test above pins that).
-    assert.ok(whole[whole.length >> 1]! >= MIN_TURN, `runs: ${whole.join(' ')}`)
-    assert.ok(whole.at(-1)! <= ROUND_ACQUISITIONS, `a run longer than a round: ${whole.at(-1)}`)
+    // A turn is MIN_TURN acquisitions or more, unless TURN_MS ends it first: on a loaded machine, where a cycle takes a few
+    // ms, a turn may end at its time after fewer. Most runs ending both short and quick means turns were cut: the releaser,
+    // whose first attempt of its next acquire is not queued yet, took the key back whenever the new holder freed it (runs of
+    // 1-7 acquisitions in a few ms; the turn script test above pins the rule).
+    const cut = whole.filter((r) => r.len < MIN_TURN && r.ms < TURN_MS / 2)
+    assert.ok(cut.length <= whole.length / 2, `runs (acquisitions in ms): ${whole.map((r) => `${r.len} in ${r.ms.toFixed(0)}`).join(', ')}`)
+    assert.ok(lens.at(-1)! <= ROUND_ACQUISITIONS, `a run longer than a round: ${lens.at(-1)}`)
   })
 
   it('redis: locks: a release after the turn PUBLISHes on <key>:wake:<token> of the queued waiter only, and that waiter takes the lock', async (t) => {
