@@ -65,7 +65,7 @@ export class HeartbeatLoop {
   /** Starts the loop after a beat sent at `sentAt` returned `firstIntervalMs`; the next follows after about half of it. */
   start(firstIntervalMs: number, sentAt = Date.now()): void {
     this.#record(firstIntervalMs, sentAt)
-    this.#schedule(this.#delayAfterSuccess(firstIntervalMs))
+    this.#schedule(this.#delayAfterSuccess(firstIntervalMs, sentAt))
   }
 
   /** Runs one beat now (or joins the one under way) and reschedules. Never rejects. */
@@ -96,7 +96,7 @@ export class HeartbeatLoop {
       this.#failures = 0
       this.#record(next, startedAt)
       this.#hooks.onSuccess(Math.max(0, lateBy))
-      this.#schedule(this.#delayAfterSuccess(next))
+      this.#schedule(this.#delayAfterSuccess(next, startedAt))
     } catch (err) {
       this.#failures += 1
       const error = asRollcallError(err, 'Heartbeat')
@@ -117,8 +117,13 @@ export class HeartbeatLoop {
     this.#expiry.unref()
   }
 
-  #delayAfterSuccess(intervalMs: number): number {
-    return (intervalMs / 2) * (1 - this.#timing.jitter * Math.random())
+  /**
+   * The next beat is due half an interval after the last good one was sent, not after it answered:
+   * the lapse deadline runs from the send, so a slow answer (a server flushing its log on a busy
+   * disk) must shorten the pause, or a few slow beats in a row pass the deadline with none failed.
+   */
+  #delayAfterSuccess(intervalMs: number, sentAt: number): number {
+    return Math.max(0, sentAt + (intervalMs / 2) * (1 - this.#timing.jitter * Math.random()) - Date.now())
   }
 
   #schedule(delayMs: number): void {

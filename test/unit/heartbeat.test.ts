@@ -73,6 +73,32 @@ describe('unit: heartbeat', () => {
   })
 })
 
+describe('unit: heartbeat slow answers', () => {
+  it('heartbeat: the next beat is sent half an interval after the last one was sent, however long its answer took', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'] })
+    t.after(() => mock.timers.reset())
+    const sentAt: number[] = []
+    let late = 0
+    // Each answer takes 2.6 s of a 10 s interval. Timed from the answers, beats would be sent 7.6 s apart, and each would
+    // answer 0.2 s past the deadline of the one before: late, though no beat failed.
+    const loop = new HeartbeatLoop({
+      beat: () => (sentAt.push(Date.now()), new Promise<number>((r) => setTimeout(() => r(10_000), 2_600))),
+      onFailure: () => {},
+      onSuccess: (lateByMs) => (late += lateByMs > 0 ? 1 : 0),
+    })
+    loop.start(10_000, Date.now())
+    for (let i = 0; i < 40; i++) {
+      mock.timers.tick(500)
+      await flush()
+    }
+    loop.stop()
+    const gaps = sentAt.slice(1).map((at, i) => at - sentAt[i]!)
+    assert.ok(gaps.length >= 3, `beats sent at ${sentAt.join(', ')}`)
+    for (const gap of gaps) assert.ok(gap >= 4_500 && gap <= 5_000, `beats sent ${gaps.join(', ')} ms apart`)
+    assert.equal(late, 0)
+  })
+})
+
 describe('unit: heartbeat expiry', () => {
   it('heartbeat: a beat that hangs past the deadline expires the liveness at the deadline, counted from when the last good beat was sent', async (t) => {
     mock.timers.enable({ apis: ['setTimeout'] })
