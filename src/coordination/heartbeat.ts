@@ -119,8 +119,8 @@ export class HeartbeatLoop {
 
   /**
    * The next beat is due half an interval after the last good one was sent, not after it answered:
-   * the lapse deadline runs from the send, so a slow answer (a server flushing its log on a busy
-   * disk) must shorten the pause, or a few slow beats in a row pass the deadline with none failed.
+   * the lapse deadline runs from the send, so a slow answer (a loaded server or machine) must
+   * shorten the pause, or a slow beat and the next one in flight pass the deadline with none failed.
    */
   #delayAfterSuccess(intervalMs: number, sentAt: number): number {
     return Math.max(0, sentAt + (intervalMs / 2) * (1 - this.#timing.jitter * Math.random()) - Date.now())
