@@ -13,7 +13,7 @@ import { isCapability } from './capabilities.js'
 import type { ConnectOptions, ConnectOptionsFor } from './connect-options.js'
 import { Coordinator } from './coordinator.js'
 import type { DriverDefinition } from './driver.js'
-import { silentLogger } from './logger.js'
+import { adaptLogger, silentLogger } from './logger.js'
 import { opt, resolveOptions, type OptionSpecs } from './options.js'
 import { loadDriver } from './registry.js'
 import { shorten } from './redact.js'
@@ -100,8 +100,11 @@ export async function createCoordinator<U extends string>(url: U, options: Conne
   }
   const methods = ['debug', 'info', 'warn', 'error'] as const
   if (logger === null || typeof logger !== 'object' || methods.some((m) => typeof (logger as unknown as Record<string, unknown>)[m] !== 'function')) {
-    throw new InvalidOptionError(`Option logger must be an object with debug, info, warn and error methods (console and pino fit), not ${describe(logger)}`)
+    throw new InvalidOptionError(
+      `Option logger must be an object with debug, info, warn and error methods (console, pino and winston fit), not ${describe(logger)}`,
+    )
   }
+  const log = adaptLogger(logger)
   const unknownCaps = require.filter((c) => !isCapability(c))
   if (unknownCaps.length) {
     throw new InvalidOptionError(`Unknown capabilities in require: ${unknownCaps.map((c) => (typeof c === 'string' ? shorten(c) : describe(c))).join(', ')}`)
@@ -120,7 +123,7 @@ export async function createCoordinator<U extends string>(url: U, options: Conne
 
   return new Coordinator({
     definition,
-    createDriver: (events) => definition.create({ url: parsed, options: driverOptions, memberId, signal: stopController.signal, log: logger, events }),
+    createDriver: (events) => definition.create({ url: parsed, options: driverOptions, memberId, signal: stopController.signal, log, events }),
     memberId,
     redactedUrl: parsed.redacted,
     secrets,
@@ -128,7 +131,7 @@ export async function createCoordinator<U extends string>(url: U, options: Conne
     autoWatch,
     rejoin: rejoin as boolean,
     watchIntervalMs: watchIntervalMs as number,
-    logger,
+    logger: log,
     stopController,
   })
 }

@@ -10,6 +10,7 @@
  */
 import { EventEmitter } from 'node:events'
 import { InvalidArgumentError, NotSupportedError, silentLogger, type Logger } from '../index.js'
+import { adaptLogger } from '../coordination/logger.js'
 import type { Catalog, ListFilter } from './catalog/catalog.js'
 import type { LiveView, ServiceGroupDriver } from './driver.js'
 import { Reporter, type ReporterTimers } from './reporter.js'
@@ -87,7 +88,7 @@ export interface ReporterHealth {
  * ```
  */
 export async function createServiceGroup(options: ServiceGroupOptions): Promise<ServiceGroup> {
-  const logger = options.logger ?? silentLogger
+  const logger = adaptLogger(options.logger ?? silentLogger)
   const settings: DriverSettings = {
     driver: options.driver ?? 'db',
     reportIntervalSeconds: options.reportIntervalSeconds ?? TIMING_DEFAULTS.reportIntervalSeconds,

@@ -9,6 +9,7 @@
  * forced_down is left out: it is the catalog's, identical on both sides.
  */
 import { InvalidArgumentError, silentLogger, type Logger } from '../index.js'
+import { adaptLogger } from '../coordination/logger.js'
 import { coerce, oneOf } from '../internal/coerce.js'
 import { openCatalog, type Catalog } from './catalog/catalog.js'
 import type { ServiceGroupConfig } from './config.js'
@@ -84,7 +85,7 @@ export async function checkMigration(
   // Each side must be configured as if it were the driver.
   checkDriverSettings({ ...config, driver: from, reportToPreviousDriver: undefined })
   checkDriverSettings({ ...config, driver: to, reportToPreviousDriver: undefined })
-  const logger = options.logger ?? silentLogger
+  const logger = adaptLogger(options.logger ?? silentLogger)
   const catalog = await openCatalog(config.database.connection, { tablePrefix: config.database.tablePrefix, baseDir: config.database.baseDir })
   const drivers: ServiceGroupDriver[] = []
   try {

@@ -14,6 +14,7 @@
  * - Timers are unref'd, so a reporter never keeps a process alive.
  */
 import { isRetryable, ServiceNotFoundError, type Logger, type RollcallError } from '../index.js'
+import { adaptLogger } from '../coordination/logger.js'
 import type { ServiceGroupDriver } from './driver.js'
 import type { ServiceRecord } from './types.js'
 
@@ -67,7 +68,7 @@ export class Reporter {
   #failures = 0
 
   constructor(options: ReporterOptions) {
-    this.#options = options
+    this.#options = { ...options, logger: adaptLogger(options.logger) }
     this.#timers = options.timers ?? REAL_TIMERS
   }
 
