@@ -8,6 +8,7 @@ import { DEPRECATION_CODES, DRIVER_NAMES, SETTINGS, TIMING_DEFAULTS, ZOOKEEPER_D
   type SettingSpec } from '../../src/servicegroup/index.js'
 import { serviceCommands } from '../../src/cli/commands/service.js'
 import { migrateCommands } from '../../src/cli/commands/migrate.js'
+import { fencedBlocks } from '../support/doc-blocks.js'
 
 const sg = readFileSync('docs/servicegroup.md', 'utf8')
 const migration = readFileSync('docs/migration.md', 'utf8')
@@ -59,7 +60,7 @@ describe('servicegroup: docs', () => {
   it('docs: every INI snippet of migration.md and servicegroup.md parses and validates', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rollcall-docs-'))
     try {
-      const snippets = [...`${sg}\n${migration}`.matchAll(/```ini\n([\s\S]*?)```/g)].map((m) => m[1]!)
+      const snippets = fencedBlocks(['docs/servicegroup.md', 'docs/migration.md'], ['ini']).map((b) => b.code)
       assert.ok(snippets.length >= 5)
       for (const [i, text] of snippets.entries()) {
         parseIni(text, `snippet ${i}`)

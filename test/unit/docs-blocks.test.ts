@@ -16,13 +16,14 @@
  */
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, describe, it } from 'node:test'
 import ts from 'typescript'
 import { connect } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
+import { fencedBlocks } from '../support/doc-blocks.js'
 import { rid } from '../support/wait.js'
 
 const ROOT = process.cwd()
@@ -72,37 +73,23 @@ interface Block {
   skip?: string
 }
 
-/** The TypeScript/JavaScript blocks of one Markdown file. */
-function blocksOf(file: string): Block[] {
-  const lines = readFileSync(file, 'utf8').split('\n')
-  const out: Block[] = []
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^(\s*)```\s*(\S+)?\s*(.*)$/.exec(lines[i]!)
-    if (!open) continue
-    const indent = open[1]!
-    let end = i + 1
-    while (end < lines.length && lines[end]!.trimEnd() !== `${indent}\`\`\``) end++
-    const lang = LANGS[open[2] ?? '']
-    if (lang) {
-      const info = open[3]!.trim()
-      const code = lines.slice(i + 1, end).map((l) => l.slice(indent.length)).join('\n')
-      const block: Block = { where: `${file}:${i + 1}`, codeLine: i + 2, lang, code }
-      const m = /^(run=([\w-]+)|partial:\s*(.*)|skip:\s*(.*)|)$/.exec(info)
-      assert.ok(m, `${block.where}: unknown fence words "${info}" (allowed: run=NAME, partial: DECLARATIONS, skip: REASON)`)
-      if (m[2]) block.run = m[2]
-      if (m[3] !== undefined) block.partial = m[3]
-      if (m[4] !== undefined) {
-        assert.ok(m[4].length > 10, `${block.where}: a skip says why`)
-        block.skip = m[4]
-      }
-      out.push(block)
+/** The TypeScript/JavaScript blocks, with what their fences say. */
+function tsBlocks(): Block[] {
+  return fencedBlocks(SOURCES, Object.keys(LANGS)).map((f) => {
+    const block: Block = { where: `${f.file}:${f.line}`, codeLine: f.line + 1, lang: LANGS[f.lang]!, code: f.code }
+    const m = /^(run=([\w-]+)|partial:\s*(.*)|skip:\s*(.*)|)$/.exec(f.info)
+    assert.ok(m, `${block.where}: unknown fence words "${f.info}" (allowed: run=NAME, partial: DECLARATIONS, skip: REASON)`)
+    if (m[2]) block.run = m[2]
+    if (m[3] !== undefined) block.partial = m[3]
+    if (m[4] !== undefined) {
+      assert.ok(m[4].length > 10, `${block.where}: a skip says why`)
+      block.skip = m[4]
     }
-    i = end
-  }
-  return out
+    return block
+  })
 }
 
-const BLOCKS = SOURCES.flatMap(blocksOf)
+const BLOCKS = tsBlocks()
 const dir = mkdtempSync(join(tmpdir(), 'rollcall-docs-blocks-'))
 after(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -130,7 +117,7 @@ describe('unit: docs blocks', () => {
       const prelude = b.partial ? `${b.partial}\n` : ''
       // export {} keeps a block without imports a module, so that top-level await and names stay its own.
       const file = join(dir, `block-${i}.${b.lang === 'ts' ? 'mts' : 'mjs'}`)
-      writeFileSync(file, `${prelude}${b.code}\nexport {}\n`)
+      writeFileSync(file, `${prelude}${b.code}export {}\n`)
       files.set(resolve(file), { block: b, preludeLines: prelude ? prelude.split('\n').length - 1 : 0 })
     }
     const program = ts.createProgram([...files.keys()], compilerOptions())
