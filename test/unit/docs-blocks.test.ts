@@ -40,6 +40,8 @@ interface Run {
   prints: RegExp[]
   /** Checked once the block has exited, with the names it used (name as written → name in the run). */
   afterwards?: (names: Map<string, string>) => Promise<void>
+  /** When given, the block is also run a second time and SIGKILLed at `stopWith.after`; then this is checked. */
+  crashed?: (names: Map<string, string>, killedAtMs: number) => Promise<void>
 }
 
 const RUNS: Record<string, Run> = {
@@ -53,6 +55,18 @@ const RUNS: Record<string, Run> = {
       try {
         assert.deepEqual(await c.getMembers(names.get('api')!), [])
         assert.equal(await c.getLeader(names.get('api')!), null)
+      } finally {
+        await c.stop()
+      }
+    },
+    // What the README says of a crash: with ?timeout=5 the leadership is free 5 s later, not tooz's 30 s.
+    crashed: async (names, killedAtMs) => {
+      const c = await connect(serverUrl('redis'), { memberId: rid('next') })
+      try {
+        const elected = new Promise<number>((done) => c.watchElectedAsLeader(names.get('api')!, () => done(performance.now())))
+        const limit = new Promise<never>((_, fail) => setTimeout(() => fail(new Error('no new leader 20 s after the leader was killed')), 20_000).unref())
+        const afterMs = (await Promise.race([elected, limit])) - killedAtMs
+        assert.ok(afterMs < 5_000 + 5_000, `a new leader took ${Math.round(afterMs)} ms after the leader was killed (timeout=5)`)
       } finally {
         await c.stop()
       }
@@ -148,46 +162,81 @@ describe('unit: docs blocks', () => {
   })
 
   for (const block of BLOCKS.filter((b) => b.run)) {
+    const run = RUNS[block.run!]
     it(`docs blocks: ${block.run} (${block.where}) runs against the test servers and prints what it says`, async () => {
-      const run = RUNS[block.run!]
       assert.ok(run, `no RUNS entry for ${block.run}`)
-      const suffix = rid('').slice(1)
-      let code = block.code
-        .replaceAll("from 'rollcall/servicegroup'", `from '${join(ROOT, 'src/servicegroup/index.ts')}'`)
-        .replaceAll("from 'rollcall'", `from '${join(ROOT, 'src/index.ts')}'`)
-        .replaceAll('redis://127.0.0.1:6379', serverUrl('redis'))
-      const names = new Map(run.names.map((n) => [n, `${n}-${suffix}`]))
-      for (const [name, unique] of names) {
-        assert.ok(code.includes(`'${name}'`), `${block.where} no longer names '${name}'`)
-        code = code.replaceAll(`'${name}'`, `'${unique}'`)
-      }
-      const file = join(dir, `run-${block.run}.${block.lang === 'ts' ? 'mts' : 'mjs'}`)
-      writeFileSync(file, code)
-      const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
-      let stdout = ''
-      let stderr = ''
-      let signalled = false
-      child.stdout.on('data', (chunk: Buffer) => {
-        stdout += chunk.toString('utf8')
-        if (run.stopWith && !signalled && run.stopWith.after.test(stdout)) {
-          signalled = true
-          child.kill(run.stopWith.signal)
-        }
-      })
-      child.stderr.on('data', (chunk: Buffer) => void (stderr += chunk.toString('utf8')))
-      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-      const [status, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((done) => child.on('exit', (c, s) => done([c, s])))
-      clearTimeout(timer)
-      assert.equal(signal, null, `${block.where} was killed (${signal}) after 60 s; stdout:\n${stdout}\nstderr:\n${stderr}`)
-      assert.equal(status, 0, `${block.where} exited ${status}; stdout:\n${stdout}\nstderr:\n${stderr}`)
-      if (run.stopWith) assert.ok(signalled, `${block.where} ended before printing ${run.stopWith.after}:\n${stdout}`)
+      const r = await runBlock(block, run, run.stopWith?.signal)
+      assert.equal(r.signal, null, `${block.where} was killed (${r.signal}); stdout:\n${r.stdout}\nstderr:\n${r.stderr}`)
+      assert.equal(r.status, 0, `${block.where} exited ${r.status}; stdout:\n${r.stdout}\nstderr:\n${r.stderr}`)
       let from = 0
       for (const re of run.prints) {
-        const m = re.exec(stdout.slice(from))
-        assert.ok(m, `${block.where} did not print ${re} (after offset ${from}); stdout:\n${stdout}\nstderr:\n${stderr}`)
+        const m = re.exec(r.stdout.slice(from))
+        assert.ok(m, `${block.where} did not print ${re} (after offset ${from}); stdout:\n${r.stdout}\nstderr:\n${r.stderr}`)
         from += m.index + m[0].length
       }
-      await run.afterwards?.(names)
+      await run.afterwards?.(r.names)
     })
+    if (run?.crashed) {
+      it(`docs blocks: ${block.run} (${block.where}) killed with SIGKILL is replaced as its text says`, async () => {
+        const r = await runBlock(block, run, 'SIGKILL')
+        assert.equal(r.signal, 'SIGKILL', `${block.where} ended by itself; stdout:\n${r.stdout}\nstderr:\n${r.stderr}`)
+        await run.crashed!(r.names, r.signalledAtMs!)
+      })
+    }
   }
 })
+
+/** What one run of a block did. */
+interface Ran {
+  stdout: string
+  stderr: string
+  status: number | null
+  signal: NodeJS.Signals | null
+  /** When the block was sent the signal (performance.now()), if it was. */
+  signalledAtMs: number | undefined
+  names: Map<string, string>
+}
+
+/**
+ * Runs a block as the user would (`node --import tsx`), with 'rollcall' resolved to the source, the
+ * test server's URL and unique names; sends `signal` once stdout matches `run.stopWith.after`.
+ * A run that has not ended after 60 s is killed, and fails.
+ */
+async function runBlock(block: Block, run: Run, signal: NodeJS.Signals | undefined): Promise<Ran> {
+  const suffix = rid('').slice(1)
+  let code = block.code
+    .replaceAll("from 'rollcall/servicegroup'", `from '${join(ROOT, 'src/servicegroup/index.ts')}'`)
+    .replaceAll("from 'rollcall'", `from '${join(ROOT, 'src/index.ts')}'`)
+    .replaceAll('redis://127.0.0.1:6379', serverUrl('redis'))
+  const names = new Map(run.names.map((n) => [n, `${n}-${suffix}`]))
+  for (const [name, unique] of names) {
+    assert.ok(code.includes(`'${name}'`), `${block.where} no longer names '${name}'`)
+    code = code.replaceAll(`'${name}'`, `'${unique}'`)
+  }
+  const file = join(dir, `run-${block.run}-${suffix}.${block.lang === 'ts' ? 'mts' : 'mjs'}`)
+  writeFileSync(file, code)
+  const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  let signalledAtMs: number | undefined
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString('utf8')
+    if (signal && run.stopWith && signalledAtMs === undefined && run.stopWith.after.test(stdout)) {
+      signalledAtMs = performance.now()
+      child.kill(signal)
+    }
+  })
+  child.stderr.on('data', (chunk: Buffer) => void (stderr += chunk.toString('utf8')))
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    child.kill('SIGKILL')
+  }, 60_000)
+  const [status, ended] = await new Promise<[number | null, NodeJS.Signals | null]>((done) => child.on('exit', (c, s) => done([c, s])))
+  clearTimeout(timer)
+  assert.ok(!timedOut, `${block.where} had not ended after 60 s; stdout:\n${stdout}\nstderr:\n${stderr}`)
+  if (signal && run.stopWith) {
+    assert.ok(signalledAtMs !== undefined, `${block.where} ended before printing ${run.stopWith.after}:\n${stdout}\nstderr:\n${stderr}`)
+  }
+  return { stdout, stderr, status, signal: ended, signalledAtMs, names }
+}
