@@ -17,7 +17,6 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, describe, it } from 'node:test'
 import ts from 'typescript'
@@ -104,7 +103,8 @@ function tsBlocks(): Block[] {
 }
 
 const BLOCKS = tsBlocks()
-const dir = mkdtempSync(join(tmpdir(), 'rollcall-docs-blocks-'))
+// Inside node_modules/, so that a block's other imports (pino, winston) resolve as in a user's project.
+const dir = mkdtempSync(join(ROOT, 'node_modules', '.docs-blocks-'))
 after(() => rmSync(dir, { recursive: true, force: true }))
 
 /** The compiler options of tsconfig.json, with the package names mapped to this checkout's source. */
