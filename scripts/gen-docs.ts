@@ -5,6 +5,7 @@
  */
 import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { MAX_TLS_FILE_BYTES } from '../src/coordination/drivers/kit/tls-files.js'
 import { ALL_CAPABILITIES, BUILTIN_DRIVERS, CAPABILITY_DOCS, COMMON_OPTIONS, loadDriver, type DriverDefinition, type OptionSpecs } from '../src/index.js'
 
 function optionRows(options: OptionSpecs): string[] {
@@ -33,6 +34,11 @@ export async function renderDriversDoc(): Promise<string> {
     'below as capabilities. `connect(url, { require: [...] })` refuses a driver that lacks a capability you need.',
     "URL query options keep tooz's spelling and units (seconds); in code the same option has the camelCase name,",
     'in milliseconds for durations. Code overrides the URL. An unknown option is an error that lists the known ones.',
+    '',
+    `An option that names a file (a TLS certificate, key or CA bundle: \`ca\`, \`ca_cert\`, \`ssl_ca_certs\`, ...) must name a regular file of at`,
+    `most ${MAX_TLS_FILE_BYTES / 1024 / 1024} MiB (a PEM certificate is a few kilobytes, a system CA bundle about 220 KB). A device (\`/dev/zero\`), a FIFO, a`,
+    'directory or a larger file is refused by `connect()` at once with `InvalidOptionError` naming the option and the file (never reading more',
+    'than the limit), rather than filling memory or waiting for a writer. The files are read once, at start.',
     '',
     '## Capabilities',
     '',

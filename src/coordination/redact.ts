@@ -12,8 +12,9 @@
  *   the last `@` (the host), control characters escaped, cut to {@link MAX_SHOWN_CHARS}.
  */
 
-/** Longest URL text an error message shows; longer input is cut with `…`. */
-export const MAX_SHOWN_CHARS = 200
+import { shorten } from '../internal/shown-text.js'
+
+export { MAX_SHOWN_CHARS, shorten } from '../internal/shown-text.js'
 
 /**
  * Starts of URLs in text: a scheme at the start of a word. The lookbehind makes every position
@@ -114,11 +115,4 @@ export function displayUrl(text: string): string {
   const at = rest.lastIndexOf('@')
   if (at >= 0) rest = `***${rest.slice(at)}`
   return shorten(`${prefix}${rest}`.replace(SECRET_QUERY, '$1***'))
-}
-
-/** Escapes control characters (a value must not start a new log line) and cuts long text. */
-export function shorten(text: string, max = MAX_SHOWN_CHARS): string {
-  const cut = text.length > max ? `${text.slice(0, max)}…` : text
-  // eslint-disable-next-line no-control-regex
-  return cut.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }

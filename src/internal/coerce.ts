@@ -8,7 +8,7 @@
  * `0x10`, `0b1` or `Infinity`, which neither tooz's URL parsing nor oslo.config's numbers accept.
  * @internal
  */
-import { shorten } from '../coordination/redact.js'
+import { shorten } from './shown-text.js'
 
 /**
  * The longest duration a Node timer can wait (2^31−1 ms, about 24.8 days): above it, setTimeout

@@ -29,11 +29,10 @@ export type Etcd3Options = ResolvedOptions<typeof OPTIONS>
 export const ttlSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
 
 /** The PEM files named by ca_cert, cert_cert and cert_key, read (etcd3+https). */
-export async function readTls(options: Etcd3Options): Promise<{ ca?: Buffer; cert?: Buffer; key?: Buffer }> {
-  const [ca, cert, key] = await Promise.all([
-    readTlsFile('etcd3', 'ca_cert', options.caCert as string | undefined),
-    readTlsFile('etcd3', 'cert_cert', options.certCert as string | undefined),
-    readTlsFile('etcd3', 'cert_key', options.certKey as string | undefined),
-  ])
-  return { ca, cert, key }
+export function readTls(options: Etcd3Options): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
+  return {
+    ca: readTlsFile('etcd3', 'ca_cert', options.caCert as string | undefined),
+    cert: readTlsFile('etcd3', 'cert_cert', options.certCert as string | undefined),
+    key: readTlsFile('etcd3', 'cert_key', options.certKey as string | undefined),
+  }
 }

@@ -90,7 +90,7 @@ class Etcd3Driver implements CoordinationDriver {
     const gw = new EtcdGateway({
       endpoints: this.#endpoints,
       timeoutMs: options.timeoutMs,
-      tls: url.scheme === 'etcd3+https' ? await readTls(options) : undefined,
+      tls: url.scheme === 'etcd3+https' ? readTls(options) : undefined,
       auth: url.username === undefined ? undefined : { user: url.username, password: url.password ?? '' },
       onTransport: (ok, cause) => this.#onTransport(ok, cause),
     })

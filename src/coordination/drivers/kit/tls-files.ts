@@ -1,18 +1,34 @@
 /**
- * Certificate and key files named by a driver's ssl options, read at start so that a missing
- * or unreadable file fails connect() with the option's name, not a TLS handshake later.
+ * Certificate and key files named by a driver's TLS options (ZooKeeper's `ca`, memcached's
+ * `ca_cert`, Redis's `ssl_ca_certs`, ...), read at start so that a missing or unreadable file fails
+ * connect() with the option's name, not a TLS handshake later. Each is read as a configuration
+ * file is (internal/regular-file.ts): a regular file of at most {@link MAX_TLS_FILE_BYTES}, so
+ * `ca=/dev/zero` or a FIFO is refused at once instead of filling memory or blocking for good.
  * @internal
  */
-import { readFile } from 'node:fs/promises'
 import { InvalidOptionError } from '../../../errors.js'
+import { FileRefused, readRegularFile } from '../../../internal/regular-file.js'
+import { shorten } from '../../../internal/shown-text.js'
 
-/** The bytes of the file that option `option` of driver `driver` names; undefined when the option is unset or empty. */
-export async function readTlsFile(driver: string, option: string, path: string | undefined): Promise<Buffer | undefined> {
+/**
+ * Largest TLS file read: 1 MiB. A PEM certificate or key is a few kilobytes; the system's whole CA
+ * bundle (Debian's /etc/ssl/certs/ca-certificates.crt) is about 220 KB.
+ */
+export const MAX_TLS_FILE_BYTES = 1024 * 1024
+
+/**
+ * The bytes of the file that option `option` of driver `driver` names; undefined when the option
+ * is unset or empty. A file that is not a regular one, is over {@link MAX_TLS_FILE_BYTES} or
+ * cannot be read is an InvalidOptionError naming the option and the file.
+ */
+export function readTlsFile(driver: string, option: string, path: string | undefined): Buffer | undefined {
   if (path === undefined || path === '') return undefined
   try {
-    return await readFile(path)
+    return readRegularFile(path, MAX_TLS_FILE_BYTES)
   } catch (err) {
-    const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message
-    throw new InvalidOptionError(`Option ${option} of the ${driver} driver names ${JSON.stringify(path)}, which cannot be read (${reason})`)
+    if (!(err instanceof FileRefused)) throw err
+    throw new InvalidOptionError(
+      `Option ${option} of the ${driver} driver names "${shorten(path)}", which cannot be read: ${err.message}; give the path of a PEM file`,
+    )
   }
 }

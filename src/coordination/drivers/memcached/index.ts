@@ -117,7 +117,7 @@ class MemcachedDriver implements CoordinationDriver {
       hosts,
       connectTimeoutMs: options.timeoutMs,
       requestTimeoutMs: options.timeoutMs,
-      tls: options.useSsl ? await tlsOptions(options) : undefined,
+      tls: options.useSsl ? tlsOptions(options) : undefined,
       onConnected: (server, reconnect) => this.#onConnected(server, reconnect),
       onDisconnected: (cause) => this.#ctx.events.connectionState('suspended', cause),
     })

@@ -42,11 +42,11 @@ export const MEMCACHED_OPTIONS = {
 export type MemcachedOptions = ResolvedOptions<typeof MEMCACHED_OPTIONS>
 
 export /** node:tls options from use_ssl and friends; the files are read here, at start. */
-async function tlsOptions(o: MemcachedOptions): Promise<ConnectionOptions> {
+function tlsOptions(o: MemcachedOptions): ConnectionOptions {
   return {
-    ca: await readTlsFile('memcached', 'ca_cert', o.caCert),
-    cert: await readTlsFile('memcached', 'ssl_cert', o.sslCert),
-    key: await readTlsFile('memcached', 'ssl_key', o.sslKey),
+    ca: readTlsFile('memcached', 'ca_cert', o.caCert),
+    cert: readTlsFile('memcached', 'ssl_cert', o.sslCert),
+    key: readTlsFile('memcached', 'ssl_key', o.sslKey),
     passphrase: o.sslKeyPassword || undefined,
     ciphers: o.sslCiphers || undefined,
     rejectUnauthorized: true,

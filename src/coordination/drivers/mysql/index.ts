@@ -26,7 +26,7 @@
  * Consistency and hazards (name limits, case, waiters' order, connections, break()) are declared
  * in defineDriver below, from which docs/drivers.md is made.
  */
-import { readdir, readFile } from 'node:fs/promises'
+import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
 import { defineDriver } from '../../driver.js'
@@ -40,7 +40,8 @@ import { LockSessions } from '../sql/sql-sessions.js'
 import { namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from '../sql/sql-schema.js'
 import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql } from './mysql-schema.js'
 import { isMysqlConnectionFailure } from '../../../internal/network-errors.js'
-import { readTlsFile } from '../kit/tls-files.js'
+import { MAX_TLS_FILE_BYTES, readTlsFile } from '../kit/tls-files.js'
+import { FileRefused, readRegularFile } from '../../../internal/regular-file.js'
 
 type Mysql = typeof import('mysql2/promise')
 type MysqlPool = ReturnType<Mysql['createPool']>
@@ -106,13 +107,14 @@ const VERIFY_MODES: Record<string, boolean> = {
 export async function tlsConfig(o: MysqlTlsOptions): Promise<SslConfig | undefined> {
   if (Object.values(o).every((v) => v === undefined || v === '')) return undefined
   const ca: string[] = []
-  if (o.sslCa) ca.push((await readTlsFile('mysql', 'ssl_ca', o.sslCa))!.toString('utf8'))
+  if (o.sslCa) ca.push(readTlsFile('mysql', 'ssl_ca', o.sslCa)!.toString('utf8'))
   if (o.sslCapath) {
     const names = await readdir(o.sslCapath).catch((err: Error) => {
       throw new InvalidOptionError(`Option ssl_capath of the mysql driver names ${o.sslCapath}, which cannot be listed: ${err.message}`)
     })
     for (const name of names.sort()) {
-      const text = await readFile(join(o.sslCapath, name), 'utf8').catch(() => '')
+      // As pymysql's capath: what is not a readable PEM file (a FIFO, a device, a huge file) is skipped.
+      const text = readOrEmpty(join(o.sslCapath, name))
       if (text.includes('-----BEGIN CERTIFICATE-----')) ca.push(text)
     }
   }
@@ -120,11 +122,21 @@ export async function tlsConfig(o: MysqlTlsOptions): Promise<SslConfig | undefin
   const verify = o.sslVerifyMode ? VERIFY_MODES[o.sslVerifyMode.toLowerCase()] ?? false : ca.length > 0
   return {
     ...(ca.length ? { ca } : {}),
-    ...(o.sslCert ? { cert: (await readTlsFile('mysql', 'ssl_cert', o.sslCert))!.toString('utf8') } : {}),
-    ...(o.sslKey ? { key: (await readTlsFile('mysql', 'ssl_key', o.sslKey))!.toString('utf8') } : {}),
+    ...(o.sslCert ? { cert: readTlsFile('mysql', 'ssl_cert', o.sslCert)!.toString('utf8') } : {}),
+    ...(o.sslKey ? { key: readTlsFile('mysql', 'ssl_key', o.sslKey)!.toString('utf8') } : {}),
     ...(o.sslCipher ? { ciphers: o.sslCipher } : {}),
     rejectUnauthorized: verify,
     verifyIdentity: ca.length > 0 && (o.sslCheckHostname ?? true),
+  }
+}
+
+/** The text of a file of ssl_capath, or '' when it is not a regular file of at most MAX_TLS_FILE_BYTES or cannot be read. */
+function readOrEmpty(path: string): string {
+  try {
+    return readRegularFile(path, MAX_TLS_FILE_BYTES).toString('utf8')
+  } catch (err) {
+    if (err instanceof FileRefused) return ''
+    throw err
   }
 }
 

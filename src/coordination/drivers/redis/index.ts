@@ -82,7 +82,7 @@ class RedisDriver implements CoordinationDriver {
     const { Redis: RedisClient } = await import('ioredis').catch((err: unknown) => {
       throw new DriverUnavailableError('redis', 'ioredis', { cause: err })
     })
-    const tls = await readTlsMaterial(this.#options)
+    const tls = readTlsMaterial(this.#options)
     // Until start() succeeds ioredis must not retry: a wrong port fails start() instead of
     // reconnecting forever. Afterwards a dropped connection is retried with backoff.
     const retry = (attempt: number): number | null => (this.#started && !this.#stopping ? backoffMs(attempt) : null)

@@ -86,12 +86,10 @@ export function redisTarget(url: BackendUrl, o: RedisOptions, warn: (message: st
 }
 
 /** Reads the ssl_* files named by the options; InvalidOptionError naming the option when one cannot be read. */
-export async function readTlsMaterial(o: RedisOptions): Promise<TlsMaterial> {
-  const [cert, key, ca] = await Promise.all([
-    readTlsFile('redis', 'ssl_certfile', o.sslCertfile),
-    readTlsFile('redis', 'ssl_keyfile', o.sslKeyfile),
-    readTlsFile('redis', 'ssl_ca_certs', o.sslCaCerts),
-  ])
+export function readTlsMaterial(o: RedisOptions): TlsMaterial {
+  const cert = readTlsFile('redis', 'ssl_certfile', o.sslCertfile)
+  const key = readTlsFile('redis', 'ssl_keyfile', o.sslKeyfile)
+  const ca = readTlsFile('redis', 'ssl_ca_certs', o.sslCaCerts)
   const out: TlsMaterial = {}
   if (cert) out.cert = cert
   if (key) out.key = key

@@ -3,12 +3,12 @@
  * its URL becomes servers, a base path and credentials.
  */
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import type { ConnectionOptions as TlsOptions } from 'node:tls'
 import { InvalidOptionError, InvalidUrlError } from '../../../errors.js'
 import type { IdKind } from '../../driver.js'
 import { opt, type ResolvedOptions } from '../../options.js'
 import { shorten } from '../../redact.js'
+import { readTlsFile } from '../kit/tls-files.js'
 import { parseHostPort, type BackendUrl } from '../../url.js'
 
 /** ZooKeeper's client port. */
@@ -105,23 +105,14 @@ export function serversOf(url: BackendUrl, extra: readonly string[]): { host: st
 
 /**
  * kazoo's TLS options as Node's TLS settings (undefined without use_ssl); a file that cannot be
- * read is an InvalidOptionError naming the option and the file.
+ * read, is not a regular file or is over 1 MiB is an InvalidOptionError naming the option and the
+ * file (kit/tls-files.ts).
  */
 export function tlsOptionsOf(options: ZookeeperOptions, shownAs: string): TlsOptions | undefined {
   if (!options.useSsl) {
     const stray = (['ca', 'certfile', 'keyfile'] as const).filter((k) => options[k] !== undefined)
     if (stray.length) throw new InvalidOptionError(`${stray.join(', ')} in ${shownAs} only apply with use_ssl=true; add use_ssl=true to connect with TLS`)
     return undefined
-  }
-  const read = (name: string, file: string | undefined): Buffer | undefined => {
-    if (file === undefined) return undefined
-    try {
-      return readFileSync(file)
-    } catch (err) {
-      throw new InvalidOptionError(
-        `${name}=${file} in ${shownAs}: cannot read this TLS file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); give a readable PEM file`,
-      )
-    }
   }
   if ((options.certfile === undefined) !== (options.keyfile === undefined)) {
     throw new InvalidOptionError(
@@ -131,9 +122,9 @@ export function tlsOptionsOf(options: ZookeeperOptions, shownAs: string): TlsOpt
     )
   }
   return {
-    ca: read('ca', options.ca),
-    cert: read('certfile', options.certfile),
-    key: read('keyfile', options.keyfile),
+    ca: readTlsFile('zookeeper', 'ca', options.ca),
+    cert: readTlsFile('zookeeper', 'certfile', options.certfile),
+    key: readTlsFile('zookeeper', 'keyfile', options.keyfile),
     passphrase: options.keyfilePassword,
     rejectUnauthorized: options.verifyCerts,
     ...(options.verifyCerts ? {} : { checkServerIdentity: () => undefined }),
