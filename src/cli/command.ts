@@ -97,7 +97,7 @@ export const OPTION_HELP: Record<string, string> = {
   json: 'print JSON',
   config: 'configuration file (default: $ROLLCALL_CONFIG)',
   'config-file': 'configuration file; repeatable, later files override earlier ones',
-  'config-dir': 'directory of *.conf files, read in name order after --config-file',
+  'config-dir': 'directory of *.conf files, read in name order after --config-file; repeatable, later directories override earlier ones',
   set: 'KEY=VALUE: one setting, over the file and the environment; repeatable',
   help: 'show this help',
 }

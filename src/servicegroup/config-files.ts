@@ -4,9 +4,11 @@
  * warnings about what a file holds that rollcall ignores: a section spelt in the wrong case, a
  * key that looks like a misspelt known one.
  */
-import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs'
+import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { InvalidConfigError } from '../index.js'
+import { FileRefused, readRegularFile } from '../internal/regular-file.js'
+import { escapeControls } from '../internal/shown-text.js'
 import type { LoadConfigOptions } from './config.js'
 import { parseIni, type IniDocument, type IniValue } from './ini.js'
 
@@ -22,22 +24,27 @@ export interface ConfigWarning {
 /** One value of the merged files, with the file and line it came from. */
 export type FileValue = IniValue & { file: string }
 
-/** The files loadConfig() reads, in order: `files`, else `file`, else ROLLCALL_CONFIG (when no `dir`); then `dir`'s *.conf. */
-export function configFiles(options: Pick<LoadConfigOptions, 'file' | 'files' | 'dir'>, env: NodeJS.ProcessEnv): string[] {
+/**
+ * The files loadConfig() reads, in order: `files`, else `file`, else ROLLCALL_CONFIG (when no
+ * directory is given); then the *.conf files of each of `dirs` (else `dir`), directory by
+ * directory, each in name order.
+ */
+export function configFiles(options: Pick<LoadConfigOptions, 'file' | 'files' | 'dir' | 'dirs'>, env: NodeJS.ProcessEnv): string[] {
+  const dirs = options.dirs ?? (options.dir !== undefined ? [options.dir] : [])
   const files = [
-    ...(options.files ?? (options.file !== undefined ? [options.file] : options.dir === undefined && env.ROLLCALL_CONFIG ? [env.ROLLCALL_CONFIG] : [])),
+    ...(options.files ?? (options.file !== undefined ? [options.file] : dirs.length === 0 && env.ROLLCALL_CONFIG ? [env.ROLLCALL_CONFIG] : [])),
   ]
-  if (options.dir !== undefined) {
+  for (const dir of dirs) {
     let names: string[]
     try {
-      names = readdirSync(options.dir).filter((n) => n.endsWith('.conf')).sort()
+      names = readdirSync(dir).filter((n) => n.endsWith('.conf')).sort()
     } catch (err) {
       throw new InvalidConfigError(
         '--config-dir',
-        `Cannot read the configuration directory ${options.dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+        `Cannot read the configuration directory ${escapeControls(dir)}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
       )
     }
-    files.push(...names.map((n) => join(options.dir!, n)))
+    files.push(...names.map((n) => join(dir, n)))
   }
   return files
 }
@@ -53,8 +60,10 @@ export function readConfigFiles(
   const merged = new Map<string, Map<string, FileValue>>()
   const warnings: ConfigWarning[] = []
   for (const file of files) {
-    const doc = parseIni(readConfigFile(file), file)
-    warnings.push(...unknownKeys(doc, file, known), ...miscasedSections(doc, file, known))
+    // Names read from a directory may hold anything, an escape sequence included: shown escaped.
+    const shown = escapeControls(file)
+    const doc = parseIni(readConfigFile(file), shown)
+    warnings.push(...unknownKeys(doc, shown, known), ...miscasedSections(doc, shown, known))
     for (const [section, keys] of doc) {
       const into = merged.get(section) ?? new Map<string, FileValue>()
       merged.set(section, into)
@@ -64,33 +73,14 @@ export function readConfigFiles(
   return { merged, warnings }
 }
 
-/**
- * Reads a configuration file: a regular file of at most MAX_CONFIG_BYTES. Opened non-blocking,
- * so a FIFO cannot stall the open; /dev/zero, /dev/urandom, FIFOs and directories are refused.
- */
+/** Reads a configuration file: a regular file of at most MAX_CONFIG_BYTES (internal/regular-file.ts). */
 function readConfigFile(file: string): string {
-  const refuse = (why: string): InvalidConfigError => new InvalidConfigError('--config', `Cannot read the configuration file ${file}: ${why}`)
-  let fd: number
   try {
-    const st = statSync(file)
-    if (!st.isFile()) throw refuse('not a regular file (a device, FIFO or directory); give the path of an INI file')
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
+    return readRegularFile(file, MAX_CONFIG_BYTES).toString('utf8')
   } catch (err) {
-    if (err instanceof InvalidConfigError) throw err
-    throw refuse((err as NodeJS.ErrnoException).code ?? (err as Error).message)
-  }
-  try {
-    if (!fstatSync(fd).isFile()) throw refuse('not a regular file (a device, FIFO or directory); give the path of an INI file')
-    const buf = Buffer.alloc(MAX_CONFIG_BYTES + 1)
-    let n = 0
-    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null)
-    if (n > MAX_CONFIG_BYTES) throw refuse(`larger than ${MAX_CONFIG_BYTES} bytes (1 MiB); a configuration file is a few kilobytes`)
-    return buf.toString('utf8', 0, n)
-  } catch (err) {
-    if (err instanceof InvalidConfigError) throw err
-    throw refuse((err as NodeJS.ErrnoException).code ?? (err as Error).message)
-  } finally {
-    closeSync(fd)
+    if (!(err instanceof FileRefused)) throw err
+    const fix = { notRegular: '; give the path of an INI file', tooLarge: '; a configuration file is a few kilobytes', system: '' }[err.kind]
+    throw new InvalidConfigError('--config', `Cannot read the configuration file ${escapeControls(file)}: ${err.message}${fix}`)
   }
 }
 

@@ -11,6 +11,7 @@
  */
 import { dirname, resolve } from 'node:path'
 import { InvalidConfigError, type Logger } from '../index.js'
+import { escapeControls } from '../internal/shown-text.js'
 import { booleanWord, coerce, hostPort, oneOf, OSLO_CONFIG_BOOLEANS, secondsText, Unfit, wholeMsText, type HostAndPort } from '../internal/coerce.js'
 import { createServiceGroup, type ServiceGroup } from './api.js'
 import { DEFAULT_SQLITE_FILE, openCatalog, parseCatalogUrl } from './catalog/catalog.js'
@@ -19,7 +20,8 @@ import { configFiles, readConfigFiles, type ConfigWarning, type FileValue } from
 import { SETTINGS, type SettingSpec } from './config-table.js'
 import { checkToozUrl } from './config-tooz.js'
 import { chooseMemcacheServers } from './nova-memcache.js'
-import { SETTING_NAMES, ZOOKEEPER_PATH, ZOOKEEPER_PATH_ALLOWED, checkDriverSettings, invalid, type DriverSettings, type ZookeeperSettings } from './settings.js'
+import { SETTING_NAMES, ZOOKEEPER_PATH, ZOOKEEPER_PATH_ALLOWED, checkDriverSettings, invalid, redactServers, serverAddress, type DriverSettings,
+  type ZookeeperSettings } from './settings.js'
 import { effectiveDownTime } from './times.js'
 import { DRIVER_NAMES, type DriverName, type PreviousDriverName } from './types.js'
 
@@ -49,6 +51,8 @@ export interface LoadConfigOptions {
   files?: readonly string[]
   /** A directory whose `*.conf` files are read after `files`, in name order (oslo.config's --config-dir). */
   dir?: string
+  /** Directories read in turn after `files`, each one's `*.conf` in name order (oslo.config's repeated --config-dir); replaces `dir`. */
+  dirs?: readonly string[]
   /** Environment (default process.env). */
   env?: NodeJS.ProcessEnv
   /** Overrides by `section.key` (or `key` for DEFAULT), e.g. from flags: `{ report_interval: '5' }`. */
@@ -121,7 +125,7 @@ function layerSettings(
   let dbFile: string | undefined
   for (const spec of SETTINGS) {
     const inFile = merged.get(spec.section)?.get(spec.key)
-    if (inFile) raw.set(spec, { value: inFile.value, from: ` (from ${inFile.file}:${inFile.line})` })
+    if (inFile) raw.set(spec, { value: inFile.value, from: ` (from ${escapeControls(inFile.file)}:${inFile.line})` })
     if (inFile && spec === spec_('connection', 'database')) dbFile = inFile.file
     if (env[spec.env] !== undefined) raw.set(spec, { value: env[spec.env]!, from: ` (from ${spec.env})` })
   }
@@ -168,7 +172,11 @@ class SettingsText {
 
   /** A list of host:port servers, comma- or newline-separated. */
   servers(key: string, section: SettingSpec['section']): string[] {
-    return this.read(key, section, (v) => v.split(/[,\n]/).map((x) => x.trim()).filter(Boolean).map((item) => (hostPort(item), item)), (phrase) => phrase)
+    const { spec, value, from } = this.get(key, section)
+    return coerce(
+      () => value.split(/[,\n]/).map((x) => x.trim()).filter(Boolean).map((item) => (serverAddress(item), item)),
+      (phrase) => invalid(name(spec), redactServers(value), phrase, from),
+    )
   }
 }
 

@@ -4,9 +4,9 @@
  * is an InvalidConfigError naming the setting as the INI file spells it, the value (redacted when
  * it may hold a credential) and what is allowed. Nothing here does I/O.
  */
-import { shorten } from '../coordination/redact.js'
+import { shorten } from '../internal/shown-text.js'
 import { InvalidConfigError, redactUrl } from '../index.js'
-import { coerce, hostPort, oneOf } from '../internal/coerce.js'
+import { coerce, hostPort, oneOf, Unfit, type HostAndPort } from '../internal/coerce.js'
 import { DRIVER_NAMES, PREVIOUS_DRIVER_NAMES, type DriverName, type PreviousDriverName } from './types.js'
 
 /** ZooKeeper settings of the zk driver (Nova's `[zookeeper]` group). */
@@ -74,7 +74,32 @@ function seconds(setting: string, value: unknown, min: number, minText: string):
 }
 
 function servers(setting: string, list: readonly string[], shown: string): void {
-  for (const server of list) coerce(() => hostPort(server), (phrase) => invalid(setting, shown, phrase))
+  for (const server of list) coerce(() => serverAddress(server), (phrase) => invalid(setting, redactServers(shown), phrase))
+}
+
+/**
+ * A list of servers (`[memcache] servers`, `[zookeeper] address`) as an error shows it: each
+ * `user:password@host:port` as `***@host:port`, whatever the user name and password hold.
+ */
+export function redactServers(text: string): string {
+  return text.split(/([,\n])/).map((item) => {
+    const at = item.lastIndexOf('@')
+    return at < 0 ? item : `***${item.slice(at)}`
+  }).join('')
+}
+
+/**
+ * One server of a list: `host:port`. Unfit: `"<server>" is not host:port (port 1–65535)`, or, for
+ * `user:password@host:port`, a phrase that shows `***@host:port`: the mc and zk drivers send no
+ * credentials, so a user name or password there is refused, never shown.
+ */
+export function serverAddress(text: string): HostAndPort {
+  if (text.includes('@')) {
+    throw new Unfit(
+      `"${shorten(redactServers(text))}" has a user name or password before "@" (not shown); write host:port, the mc and zk drivers send no credentials`,
+    )
+  }
+  return hostPort(text)
 }
 
 /**

@@ -186,3 +186,72 @@ describe('cli: edges', { concurrency: 4 }, () => {
     assert.ok(!r.stderr.includes('Zq9'))
   })
 })
+
+/** Issue 28, item 7 and 8: what an operator's files hold and are called reaches the terminal only as it should. */
+describe('cli: configuration files an operator provides', { concurrency: 4 }, () => {
+  it('cli: a 1 MiB line of "a", spaces, then "x" is refused at once (exit 8, file and line named), not after 15 minutes of CPU', async (t) => {
+    const file = join(tempDir(t), 'long.conf')
+    writeFileSync(file, `[DEFAULT]\na${' '.repeat(1024 * 1024 - 20)}x\n`)
+    const r = await run(['service', 'list', '--config', file], {}, 60_000)
+    assert.equal(r.code, 8, `status ${r.code} after ${Math.round(r.ms)} ms: ${r.stderr.slice(0, 500)}`)
+    assert.match(r.stderr, /long\.conf:2: it has no "=" or ":"/)
+    assert.ok(r.stderr.length < 1000, `${r.stderr.length} characters of error`)
+  })
+
+  it('cli: a line without "=" is not echoed, and user:password@ in [memcache] servers or [zookeeper] address is never printed', async (t) => {
+    const dir = tempDir(t)
+    const cases = [
+      '[api]\ntoken Sup3rS3cretTokenValue1234\n',
+      '[DEFAULT]\nservicegroup_driver = mc\n[memcache]\nservers = 127.0.0.1:11211,nova:Sup3rS3cret@127.0.0.1:11212\n',
+      '[DEFAULT]\nservicegroup_driver = mc\nmemcached_servers = nova:Sup3rS3cret@127.0.0.1:11211\n',
+      '[DEFAULT]\nservicegroup_driver = zk\n[zookeeper]\naddress = nova:Sup3rS3cret@127.0.0.1:2181\n',
+      '[DEFAULT]\nservicegroup_driver = zk\n[zookeeper]\naddress = 127.0.0.1:2181,\n  Sup3rS3cret@127.0.0.1\n',
+    ]
+    for (const [i, text] of cases.entries()) {
+      const file = join(dir, `c${i}.conf`)
+      writeFileSync(file, text)
+      const r = await run(['service', 'list', '--config', file])
+      assert.equal(r.code, 8, `${text}: ${r.stderr}`)
+      assert.ok(r.stderr.includes(`c${i}.conf:`), `${text}: ${r.stderr}`)
+      assert.ok(!r.stderr.includes('Sup3rS3cret'), `${text} printed the secret: ${r.stderr}`)
+      if (i > 0) assert.match(r.stderr, /"[^"]*\*\*\*@127\.0\.0\.1[^"]*" has a user name or password before "@"/, r.stderr)
+    }
+  })
+
+  it('cli: --config-dir file names reach the terminal with control characters escaped', async (t) => {
+    const dir = tempDir(t)
+    const name = 'e\x1b[31mvil\x9b2J\u202e.conf'
+    const shown = 'e\\u001b[31mvil\\u009b2J\\u202e.conf'
+    // A warning (a misspelt key) names the file...
+    writeFileSync(join(dir, name), `[database]\nconnection = sqlite:///${join(dir, 'c.sqlite')}\n[DEFAULT]\nreport_intervall = 5\n`)
+    const warned = await run(['service', 'list', '--config-dir', dir])
+    assert.equal(warned.code, 0, warned.stderr)
+    assert.ok(warned.stderr.includes(`${shown}:4: unknown setting [DEFAULT] report_intervall`), warned.stderr)
+    // ...and so does an error.
+    writeFileSync(join(dir, name), '[DEFAULT]\nservice_down_time = soon\n')
+    const refused = await run(['service', 'list', '--config-dir', dir])
+    assert.equal(refused.code, 8, refused.stderr)
+    assert.ok(refused.stderr.includes(`(from ${join(dir, shown)}:2)`), refused.stderr)
+    for (const r of [warned, refused]) assert.doesNotMatch(r.stderr, /[\x1b\x9b\u202e]/)
+  })
+
+  it('cli: --config-dir given twice reads both directories in order, later ones overriding earlier ones key by key (as oslo.config does)', async (t) => {
+    const dir = tempDir(t)
+    const [d1, d2] = [join(dir, 'one'), join(dir, 'two')]
+    mkdirSync(d1)
+    mkdirSync(d2)
+    writeFileSync(
+      join(d1, 'a.conf'),
+      `[database]\nconnection = sqlite:///${join(dir, 'c.sqlite')}\n[DEFAULT]\nservice_down_time = later\nreport_intervall = 1\n`,
+    )
+    writeFileSync(join(d2, 'b.conf'), '[DEFAULT]\nservice_down_time = 60\nservice_down_tme = 1\n')
+    const both = await run(['service', 'list', '--config-dir', d1, '--config-dir', d2])
+    assert.equal(both.code, 0, both.stderr)
+    // Both were read: each file's misspelt key is reported; two's service_down_time replaced one's.
+    assert.match(both.stderr, /one\/a\.conf:5: unknown setting \[DEFAULT\] report_intervall/)
+    assert.match(both.stderr, /two\/b\.conf:3: unknown setting \[DEFAULT\] service_down_tme/)
+    const reversed = await run(['service', 'list', '--config-dir', d2, '--config-dir', d1])
+    assert.equal(reversed.code, 8, reversed.stderr)
+    assert.match(reversed.stderr, /Invalid \[DEFAULT\] service_down_time = "later" \(from .*one\/a\.conf:4\)/)
+  })
+})

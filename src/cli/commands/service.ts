@@ -22,12 +22,13 @@ export const CONFIG_OPTIONS: OptionsConfig = {
   // multiple, so that a repeated --config is reported instead of the last one silently winning.
   config: { type: 'string', multiple: true },
   'config-file': { type: 'string', multiple: true },
-  'config-dir': { type: 'string' },
+  // multiple: each directory is read in turn, as oslo.config reads a repeated --config-dir.
+  'config-dir': { type: 'string', multiple: true },
   set: { type: 'string', multiple: true },
   verbose: { type: 'boolean' },
 }
 
-const CONFIG_USAGE = '[--config FILE | --config-file FILE... | --config-dir DIR] [--set KEY=VALUE]...'
+const CONFIG_USAGE = '[--config FILE | --config-file FILE...] [--config-dir DIR]... [--set KEY=VALUE]...'
 
 /** Writes warnings and errors (and with --verbose, info) to stderr, credentials redacted. */
 function stderrLogger(out: Output, verbose: boolean): Logger {
@@ -60,7 +61,7 @@ export async function commandConfig(ctx: CommandContext): Promise<{ config: Serv
   const files = [...once, ...((ctx.values['config-file'] as string[] | undefined) ?? [])]
   const { config, warnings } = await loadConfig({
     files: files.length ? files : undefined,
-    dir: ctx.values['config-dir'] as string | undefined,
+    dirs: ctx.values['config-dir'] as string[] | undefined,
     env: ctx.env,
     overrides,
   })
