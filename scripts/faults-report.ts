@@ -32,6 +32,8 @@ const SCENARIO_ORDER = [
   'fuzz.long-strings',
   'fuzz.numbers',
   'fuzz.config-files',
+  'fuzz.option-files',
+  'fuzz.ini-lines',
   'fuzz.ids',
   'fuzz.capabilities',
   'fuzz.strings',

@@ -20,6 +20,10 @@
  *   numeric setting: refused with a typed error naming the limit, never a timer past 2^31−1 ms.
  * - configuration files that are not regular files (devices, FIFOs, directories, sockets, symlinks
  *   to those) or over 1 MiB: InvalidConfigError at once, never a hang.
+ * - files named by TLS options (every driver that reads one) that are not regular files or over
+ *   1 MiB: connect() ends in InvalidOptionError naming the option at once, never a hang.
+ * - INI lines with long runs of white space, separators and brackets: parsed in time linear in their
+ *   length, an error never showing the line.
  */
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
@@ -44,8 +48,8 @@ import {
   type Coordinator,
 } from '../../src/index.js'
 import { MAX_TIMER_MS } from '../../src/coordination/options.js'
-import { InvalidConfigError, loadConfig } from '../../src/servicegroup/index.js'
-import { backend } from '../support/backends.js'
+import { InvalidConfigError, loadConfig, parseIni } from '../../src/servicegroup/index.js'
+import { backend, serverUrl } from '../support/backends.js'
 import { rid } from '../support/wait.js'
 import { withTimeout } from './support/harness.js'
 import { FAULT_FULL, positiveInt, ResultsWriter } from './support/results.js'
@@ -501,6 +505,102 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
           return
         }
         assert.ok(!refused.includes(file), `${file} was read as a configuration`)
+      }),
+    )
+  })
+
+  it('fuzz: files named by TLS options that are not regular files, or too large, end connect() at once', { timeout: 600_000 }, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'rollcall-fuzz-tls-'))
+    t.after(() => rmSync(dir, { recursive: true, force: true }))
+    const fifo = join(dir, 'fifo')
+    execFileSync('mkfifo', [fifo])
+    mkdirSync(join(dir, 'directory'))
+    writeFileSync(join(dir, 'huge'), Buffer.alloc(1024 * 1024 + 1, 0x41))
+    const socket = createServer()
+    await new Promise<void>((resolve) => socket.listen(join(dir, 'socket'), () => resolve()))
+    t.after(() => socket.close())
+    for (const [link, to] of [['to-zero', '/dev/zero'], ['to-fifo', fifo], ['to-dir', join(dir, 'directory')]]) symlinkSync(to!, join(dir, link!))
+    const files = [
+      '/dev/zero',
+      '/dev/urandom',
+      '/dev/null',
+      '/dev/full',
+      '/dev/tty',
+      fifo,
+      join(dir, 'directory'),
+      join(dir, 'huge'),
+      join(dir, 'socket'),
+      join(dir, 'to-zero'),
+      join(dir, 'to-fifo'),
+      join(dir, 'to-dir'),
+      '/proc/self',
+      '/proc/self/fd/0',
+    ]
+    // Every option that names a file, on the shared servers (nothing is sent: the file is refused first).
+    const zk = 'zookeeper://127.0.0.1:2281?use_ssl=true&'
+    const options: [string, string][] = [
+      [`${zk}ca=`, 'ca'],
+      [`${zk}certfile=${serverUrl('zookeeper-tls-certfile')}&keyfile=`, 'keyfile'],
+      ['memcached://127.0.0.1:11211?use_ssl=true&ca_cert=', 'ca_cert'],
+      ['memcached://127.0.0.1:11211?use_ssl=true&ssl_key=', 'ssl_key'],
+      ['redis://127.0.0.1:6379?ssl=true&ssl_ca_certs=', 'ssl_ca_certs'],
+      ['redis://127.0.0.1:6379?ssl=true&ssl_certfile=', 'ssl_certfile'],
+      ['etcd3+https://127.0.0.1:2379?ca_cert=', 'ca_cert'],
+      ['etcd3+https://127.0.0.1:2379?cert_key=', 'cert_key'],
+      ['mysql://root@127.0.0.1:3306/test?ssl_ca=', 'ssl_ca'],
+      ['mysql://root@127.0.0.1:3306/test?ssl_cert=', 'ssl_cert'],
+    ]
+    await property(
+      t,
+      'fuzz.option-files',
+      'Files named by TLS options (ZooKeeper ca/keyfile, memcached ca_cert/ssl_key, Redis ssl_ca_certs/ssl_certfile, etcd3 ca_cert/cert_key, MySQL '
+        + 'ssl_ca/ssl_cert) that are not regular files (/dev/zero, /dev/urandom, /dev/null, /dev/full, /dev/tty, a FIFO, a directory, a socket, '
+        + 'symlinks to those, /proc entries) or over 1 MiB: connect() ends in InvalidOptionError naming the option within 5 s, never a hang or a '
+        + 'read of the whole device.',
+      'all drivers',
+      Math.max(50, Math.ceil(RUNS / 10)),
+      fc.asyncProperty(fc.constantFrom(...options), fc.constantFrom(...files), async ([prefix, option], file) => {
+        const err = await withTimeout(connect(`${prefix}${file}`, { memberId: rid('m') }), 5_000, `connect(${prefix}${file})`).then(
+          async (c) => {
+            await c.stop()
+            return undefined
+          },
+          (e: unknown) => e,
+        )
+        assert.ok(err instanceof RollcallError && err.code === 'INVALID_OPTION', `${prefix}${file}: ${String(err)}`)
+        assert.ok(err.message.includes(`Option ${option} `) && err.message.includes(file), err.message)
+      }),
+    )
+  })
+
+  it('fuzz: INI lines of any shape parse in time linear in their length and are never echoed', { timeout: 600_000 }, async (t) => {
+    const MARK = 'Zq7Secret'
+    const run = fc.tuple(fc.constantFrom(' ', '\t', '\u3000', 'a', '=', ':', '[', ']', '#', '\r'), fc.integer({ min: 1, max: 100_000 })).map(([c, n]) =>
+      c.repeat(n)
+    )
+    const line = fc.array(fc.oneof(run, fc.string({ maxLength: 20, unit: 'binary' }), fc.constant(MARK)), { minLength: 1, maxLength: 6 }).map((parts) =>
+      parts.join('')
+    )
+    await property(
+      t,
+      'fuzz.ini-lines',
+      'Fuzzed INI lines (runs of up to 100,000 spaces, tabs, ideographic spaces, letters, separators, brackets, comment marks and carriage returns, '
+        + 'mixed with any text) after [DEFAULT]: a document or InvalidConfigError naming the file and line, in under 1 s of CPU per file, the '
+        + "error never showing the line's text.",
+      'file',
+      Math.max(50, Math.ceil(RUNS / 10)),
+      fc.asyncProperty(fc.array(line, { minLength: 1, maxLength: 4 }), async (lines) => {
+        const text = `[DEFAULT]\n${lines.join('\n')}\n`
+        const before = process.cpuUsage()
+        try {
+          parseIni(text, 'fuzz.conf')
+        } catch (err) {
+          assert.ok(err instanceof InvalidConfigError, String(err))
+          assert.match(err.message, /^fuzz\.conf:\d+: /)
+          assert.ok(!err.message.includes(MARK), err.message.slice(0, 300))
+        }
+        const used = process.cpuUsage(before)
+        assert.ok((used.user + used.system) / 1000 < 1_000, `${(used.user + used.system) / 1000} ms of CPU for ${text.length} characters`)
       }),
     )
   })
