@@ -157,6 +157,40 @@ function urlArbitrary(options: string[], fileRoot: string): fc.Arbitrary<string>
   return fc.oneof(structured, fc.webUrl({ withQueryParameters: true }), fc.string({ maxLength: 60 }), fc.string({ maxLength: 40, unit: 'binary' }))
 }
 
+/**
+ * Files no reader may read whole or wait on, in a temporary directory removed after the test:
+ * devices, a FIFO, a directory, a file over 1 MiB, a socket, symlinks to those, /proc entries.
+ */
+async function unreadableFiles(t: TestContext): Promise<{ dir: string; refused: string[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'rollcall-fuzz-files-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const fifo = join(dir, 'fifo')
+  execFileSync('mkfifo', [fifo])
+  mkdirSync(join(dir, 'directory'))
+  writeFileSync(join(dir, 'huge'), Buffer.alloc(1024 * 1024 + 1, 0x41))
+  const socket = createServer()
+  await new Promise<void>((resolve) => socket.listen(join(dir, 'socket'), () => resolve()))
+  t.after(() => socket.close())
+  for (const [link, to] of [['to-zero', '/dev/zero'], ['to-fifo', fifo], ['to-dir', join(dir, 'directory')]]) symlinkSync(to!, join(dir, link!))
+  const refused = [
+    '/dev/zero',
+    '/dev/urandom',
+    '/dev/null',
+    '/dev/full',
+    '/dev/tty',
+    fifo,
+    join(dir, 'directory'),
+    join(dir, 'huge'),
+    join(dir, 'socket'),
+    join(dir, 'to-zero'),
+    join(dir, 'to-fifo'),
+    join(dir, 'to-dir'),
+    '/proc/self',
+    '/proc/self/fd/0',
+  ]
+  return { dir, refused }
+}
+
 describe('fault: fuzzing', { concurrency: 3 }, () => {
   it(
     'fuzz: URLs: any text or scheme/host/option mix gives a Coordinator or a typed configuration error, never the password, no I/O',
@@ -457,32 +491,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
   })
 
   it('fuzz: configuration files that are not regular files, or too large, are refused at once', { timeout: 600_000 }, async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'rollcall-fuzz-config-'))
-    t.after(() => rmSync(dir, { recursive: true, force: true }))
-    const fifo = join(dir, 'fifo')
-    execFileSync('mkfifo', [fifo])
-    mkdirSync(join(dir, 'directory'))
-    writeFileSync(join(dir, 'huge'), Buffer.alloc(1024 * 1024 + 1, 0x41))
-    const socket = createServer()
-    await new Promise<void>((resolve) => socket.listen(join(dir, 'socket'), () => resolve()))
-    t.after(() => socket.close())
-    for (const [link, to] of [['to-zero', '/dev/zero'], ['to-fifo', fifo], ['to-dir', join(dir, 'directory')]]) symlinkSync(to!, join(dir, link!))
-    const refused = [
-      '/dev/zero',
-      '/dev/urandom',
-      '/dev/null',
-      '/dev/full',
-      '/dev/tty',
-      fifo,
-      join(dir, 'directory'),
-      join(dir, 'huge'),
-      join(dir, 'socket'),
-      join(dir, 'to-zero'),
-      join(dir, 'to-fifo'),
-      join(dir, 'to-dir'),
-      '/proc/self',
-      '/proc/self/fd/0',
-    ]
+    const { dir, refused } = await unreadableFiles(t)
     const regular = fc.uint8Array({ maxLength: 4096 }).map((bytes) => {
       const file = join(dir, `${rid('f')}.conf`)
       writeFileSync(file, bytes)
@@ -510,32 +519,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
   })
 
   it('fuzz: files named by TLS options that are not regular files, or too large, end connect() at once', { timeout: 600_000 }, async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'rollcall-fuzz-tls-'))
-    t.after(() => rmSync(dir, { recursive: true, force: true }))
-    const fifo = join(dir, 'fifo')
-    execFileSync('mkfifo', [fifo])
-    mkdirSync(join(dir, 'directory'))
-    writeFileSync(join(dir, 'huge'), Buffer.alloc(1024 * 1024 + 1, 0x41))
-    const socket = createServer()
-    await new Promise<void>((resolve) => socket.listen(join(dir, 'socket'), () => resolve()))
-    t.after(() => socket.close())
-    for (const [link, to] of [['to-zero', '/dev/zero'], ['to-fifo', fifo], ['to-dir', join(dir, 'directory')]]) symlinkSync(to!, join(dir, link!))
-    const files = [
-      '/dev/zero',
-      '/dev/urandom',
-      '/dev/null',
-      '/dev/full',
-      '/dev/tty',
-      fifo,
-      join(dir, 'directory'),
-      join(dir, 'huge'),
-      join(dir, 'socket'),
-      join(dir, 'to-zero'),
-      join(dir, 'to-fifo'),
-      join(dir, 'to-dir'),
-      '/proc/self',
-      '/proc/self/fd/0',
-    ]
+    const files = (await unreadableFiles(t)).refused
     // Every option that names a file, on the shared servers (nothing is sent: the file is refused first).
     const zk = 'zookeeper://127.0.0.1:2281?use_ssl=true&'
     const options: [string, string][] = [
