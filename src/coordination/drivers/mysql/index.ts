@@ -42,6 +42,7 @@ import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql } fr
 import { isMysqlConnectionFailure } from '../../../internal/network-errors.js'
 import { MAX_TLS_FILE_BYTES, readTlsFile } from '../kit/tls-files.js'
 import { FileRefused, readRegularFile } from '../../../internal/regular-file.js'
+import { shorten } from '../../../internal/shown-text.js'
 
 type Mysql = typeof import('mysql2/promise')
 type MysqlPool = ReturnType<Mysql['createPool']>
@@ -110,7 +111,9 @@ export async function tlsConfig(o: MysqlTlsOptions): Promise<SslConfig | undefin
   if (o.sslCa) ca.push(readTlsFile('mysql', 'ssl_ca', o.sslCa)!.toString('utf8'))
   if (o.sslCapath) {
     const names = await readdir(o.sslCapath).catch((err: Error) => {
-      throw new InvalidOptionError(`Option ssl_capath of the mysql driver names ${o.sslCapath}, which cannot be listed: ${err.message}`)
+      throw new InvalidOptionError(
+        `Option ssl_capath of the mysql driver names "${shorten(o.sslCapath!)}", which cannot be listed: ${(err as NodeJS.ErrnoException).code ?? err.message}`,
+      )
     })
     for (const name of names.sort()) {
       // As pymysql's capath: what is not a readable PEM file (a FIFO, a device, a huge file) is skipped.
