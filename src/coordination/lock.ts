@@ -20,9 +20,12 @@ import type { DriverLock } from './driver.js'
 
 /** How acquire() waits. */
 export interface AcquireOptions {
-  /** Wait for the lock (default true). false: one attempt, resolves at once. */
+  /** Wait for the lock (default true). false: one attempt, resolves at once; not with `timeoutMs`. */
   blocking?: boolean
-  /** Give up after this long and resolve false. Implies blocking. */
+  /**
+   * Give up after this long and resolve false. Implies blocking (with `blocking: false` it is an
+   * InvalidArgumentError). 0: exactly one attempt, which takes a free lock on every backend.
+   */
   timeoutMs?: number
   /** Cancels the wait; acquire() then rejects with the signal's reason. */
   signal?: AbortSignal
@@ -136,6 +139,11 @@ export class Lock {
     if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
       throw new InvalidArgumentError(`timeoutMs must be a number of milliseconds >= 0, not ${String(timeoutMs)}`)
     }
+    if (timeoutMs !== undefined && options.blocking === false) {
+      throw new InvalidArgumentError(
+        `acquire() was given both blocking: false and timeoutMs: ${timeoutMs}, which contradict each other; pass blocking: false for one attempt, or timeoutMs alone to wait that long`,
+      )
+    }
     if (shared && (!this.#host.sharedLocks || !this.driverLock.tryAcquireShared)) {
       throw new NotSupportedError('sharedLocks', 'shared locks', this.#host.driverName, 'take the lock exclusively')
     }
@@ -156,7 +164,7 @@ export class Lock {
       // An attempt of an earlier wait that outlived its deadline settles (and frees what it took) first:
       // its driver lock is this one, so a new attempt must not overlap it.
       await this.#late
-      const got = blocking || timeoutMs !== undefined
+      const got = blocking
         ? await this.#wait(timeoutMs, signal, shared)
         : await this.#host.call('acquire a lock', () => this.#try(shared))
       if (got) this.#onAcquired(shared)
@@ -226,7 +234,9 @@ export class Lock {
     const startedAt = performance.now()
     // A free lock is taken at once, however short the timeout (timeoutMs 0 included): this attempt is not raced,
     // and the signals below (a timer and a combined signal: more than a lock cycle's CPU) are made only for a wait.
-    if (!waiting && (await attempt())) return true
+    // A driver with its own queue waits there instead, except at a zero deadline: its wait would start with the
+    // deadline passed and make no attempt at all, so that is one plain attempt too (then the expired signal says false).
+    if ((!waiting || timeoutMs === 0) && (await attempt())) return true
     // The deadline runs from the call, not from the end of the first attempt.
     const leftMs = timeoutMs === undefined ? undefined : Math.max(0, Math.ceil(timeoutMs - (performance.now() - startedAt)))
     const linked = linkedSignal([this.#host.stopSignal, userSignal], leftMs)

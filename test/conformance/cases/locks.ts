@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { LockAcquireFailedError, LockLostError } from '../../../src/index.js'
+import { InvalidArgumentError, LockAcquireFailedError, LockLostError } from '../../../src/index.js'
 import { TIMING } from '../../support/timing.js'
 import { nextEvent, rid } from '../../support/wait.js'
 import type { Harness } from '../harness.js'
@@ -45,6 +45,38 @@ export function lockCases(h: Harness): void {
     assert.equal(await b.getLock(name).acquire({ timeoutMs: TIMING.shortWaitMs }), false)
     const took = Date.now() - started
     assert.ok(took >= TIMING.shortWaitMs - 20 && took < TIMING.shortWaitMs + 3_000, `took ${took} ms`)
+  })
+
+  h.gated('locks', 'locks: timeoutMs 0 takes a free lock (10 of 10) with exactly one attempt, and is false on a busy one', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const name = rid('l')
+    const taken: boolean[] = []
+    for (let i = 0; i < 10; i++) {
+      const lock = a.getLock(name)
+      taken.push(await lock.acquire({ timeoutMs: 0 }))
+      await lock.release()
+    }
+    assert.deepEqual(taken, Array(10).fill(true), `${taken.filter(Boolean).length} of 10 taken`)
+    const held = a.getLock(name)
+    assert.equal(await held.acquire(), true)
+    const started = performance.now()
+    assert.equal(await b.getLock(name).acquire({ timeoutMs: 0 }), false)
+    const took = performance.now() - started
+    assert.ok(took < 3_000, `took ${Math.round(took)} ms`)
+    assert.equal(await held.isStillOwner(), true)
+  })
+
+  h.gated('locks', 'locks: blocking: false with timeoutMs is an InvalidArgumentError naming both, and takes nothing', async (t) => {
+    const a = await h.open(t)
+    const name = rid('l')
+    const lock = a.getLock(name)
+    const contradiction = (err: unknown): boolean =>
+      err instanceof InvalidArgumentError && /blocking: false/.test(err.message) && /timeoutMs: 100/.test(err.message)
+    await assert.rejects(lock.acquire({ timeoutMs: 100, blocking: false }), contradiction)
+    await assert.rejects(a.acquireLock(name, { timeoutMs: 100, blocking: false }), contradiction)
+    assert.equal(lock.acquired, false)
+    assert.equal(await a.getLock(name).acquire({ blocking: false }), true, 'the lock is still free')
   })
 
   h.gated('locks', 'locks: a wait whose 1 ms deadline passes before its first statement (on a coordinator with no session yet) resolves false', async (t) => {
