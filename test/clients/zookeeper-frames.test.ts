@@ -171,12 +171,14 @@ describe('ZooKeeper frames: operations, byte-identical to kazoo', () => {
   it('create2 (OpCode 15): the reply has the path and a stat, read to its end', () => {
     const req = create(`${K_BASE}/c2`, 'c2', 'PERSISTENT', true)
     assert.equal(sameAsKazoo('create2', req).readInt32BE(8), OP.create2)
-    assert.equal(replyOf(KAZOO, 'create2', req).value, `${K_BASE}/c2`)
+    const created = replyOf(KAZOO, 'create2', req).value as { path: string; stat: { czxid: bigint } }
+    assert.equal(created.path, `${K_BASE}/c2`)
     const r = decodeReply(body(frame(KAZOO, 'create2', 'reply')))
     r.body.string()
     const stat = readStat(r.body)
     assert.deepEqual([stat.version, stat.dataLength, stat.numChildren, stat.ephemeralOwner], [0, 2, 0, '0000000000000000'])
     assert.equal(stat.czxid, r.zxid)
+    assert.equal(created.stat.czxid, r.zxid)
   })
 
   it('exists: a stat; NoNode (-101) when the node is missing', () => {

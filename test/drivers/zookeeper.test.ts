@@ -68,7 +68,7 @@ describe('zookeeper driver', { concurrency: 4 }, () => {
     assert.ok(await raw.exists(`/tooz/${g}`))
   })
 
-  it('zookeeper: layout: locks and leaders are kazoo lock contenders holding the member id; the token is the sequence', async (t) => {
+  it("zookeeper: layout: locks and leaders are kazoo lock contenders holding the member id; the token is the contender's czxid", async (t) => {
     const raw = await rawZk(t)
     const c = await open(t)
     const name = rid('l')
@@ -78,8 +78,8 @@ describe('zookeeper driver', { concurrency: 4 }, () => {
     assert.deepEqual(others, [])
     const m = /^[0-9a-f]{32}__lock__(\d{10})$/.exec(node!)
     assert.ok(m, `contender node ${node}`)
-    assert.equal(lock.fencingToken, BigInt(m[1]!))
     const contender = await raw.get(`/tooz/locks/${name}/${node}`)
+    assert.equal(lock.fencingToken, contender.stat.czxid)
     assert.equal(contender.data.toString(), c.memberId)
     assert.notEqual(hex(contender.stat.ephemeralOwner), '0000000000000000')
     assert.equal(hex((await raw.get(`/tooz/locks/${name}`)).stat.ephemeralOwner), '0000000000000000')
@@ -95,6 +95,36 @@ describe('zookeeper driver', { concurrency: 4 }, () => {
     assert.equal((await raw.get(`/tooz/${g}/leader/${leader}`)).data.toString(), c.memberId)
     assert.deepEqual((await raw.children(`/tooz/${g}`)).sort(), [c.memberId, 'leader'].sort())
     assert.deepEqual(await c.getMembers(g), [c.memberId], 'leader is hidden from members')
+  })
+
+  it('zookeeper: locks: fencing tokens keep growing when an operator deletes the empty lock node between holders', async (t) => {
+    const raw = await rawZk(t)
+    const a = await open(t)
+    const b = await open(t)
+    const name = rid('l')
+    const tokens: bigint[] = []
+    // Four holders in turn, so that the sequence numbers of the node's children are past 0 before the cleanup.
+    for (const c of [a, b, a, b]) {
+      const lock = c.getLock(name)
+      assert.equal(await lock.acquire({ timeoutMs: TIMING.eventMs }), true)
+      tokens.push(lock.fencingToken!)
+      await lock.release()
+    }
+    // The routine cleanup: the lock's node is empty between holders, and an operator deletes it.
+    assert.deepEqual(await raw.children(`/tooz/locks/${name}`), [])
+    await raw.remove(`/tooz/locks/${name}`)
+    for (const c of [b, a]) {
+      const lock = c.getLock(name)
+      assert.equal(await lock.acquire({ timeoutMs: TIMING.eventMs }), true)
+      tokens.push(lock.fencingToken!)
+      // The node was made again with tooz's layout: the sequence starts over (kazoo still orders by it), the token does not.
+      const [node] = await raw.children(`/tooz/locks/${name}`)
+      assert.match(node!, /^[0-9a-f]{32}__lock__\d{10}$/)
+      await lock.release()
+    }
+    for (let i = 1; i < tokens.length; i++) {
+      assert.ok(tokens[i]! > tokens[i - 1]!, `token ${i} (${tokens[i]}) is larger than token ${i - 1} (${tokens[i - 1]}): ${tokens.join(', ')}`)
+    }
   })
 
   it('zookeeper: locks: a waiter queues one node, watches its predecessor, and withdraws it when the wait ends', async (t) => {

@@ -17,7 +17,7 @@ import { ZkError, zkCode, ZK_CODES } from './zookeeper-errors.js'
 import type { ZkAcl, ZkStat } from './zookeeper-frames.js'
 import { ensurePath, multiReadData, readEach, readMany } from './zookeeper-bulk.js'
 import { OrphanNodes } from './zookeeper-orphans.js'
-import type { ZkCreateMode, ZkRequest, ZkResponses, ZkWatchMode } from './zookeeper-ops.js'
+import type { ZkCreated, ZkCreateMode, ZkRequest, ZkResponses, ZkWatchMode } from './zookeeper-ops.js'
 import { addPersistentWatch, removePersistentWatch } from './zookeeper-persistent.js'
 import { expiryMarginMs, ZkSession, type ZkSessionEvent } from './zookeeper-session.js'
 import type { ZkWatcher } from './zookeeper-watches.js'
@@ -26,7 +26,7 @@ import { now } from './zookeeper-wire.js'
 
 export { isConnectionProblem, ZK_CODES, zkCode, ZkError } from './zookeeper-errors.js'
 export { OPEN_ACL, PERM, type ZkAcl, type ZkStat } from './zookeeper-frames.js'
-export type { ZkCreateMode, ZkWatchMode } from './zookeeper-ops.js'
+export type { ZkCreated, ZkCreateMode, ZkWatchMode } from './zookeeper-ops.js'
 export type { ZkWatcher, ZkWatchEvent } from './zookeeper-watches.js'
 export type { ZkConnectionOptions, ZkSessionState } from './zookeeper-settings.js'
 
@@ -180,7 +180,14 @@ export class ZkConnection {
 
   /** Creates a node; resolves to its path (with the sequence number for a sequential mode). */
   create(path: string, data: Uint8Array | undefined, mode: ZkCreateMode): Promise<string> {
-    return this.#op('create', `create ${path}`, { op: 'create', path, data: data ?? EMPTY, acl: this.#options.acl, mode, withStat: false })
+    const req = { op: 'create', path, data: data ?? EMPTY, acl: this.#options.acl, mode, withStat: false } as const
+    return this.#op('create', `create ${path}`, req) as Promise<string>
+  }
+
+  /** Creates a node (create2, ZooKeeper 3.5+); resolves to its path and Stat, whose czxid is the zxid of this create. */
+  createWithStat(path: string, data: Uint8Array | undefined, mode: ZkCreateMode): Promise<ZkCreated> {
+    const req = { op: 'create', path, data: data ?? EMPTY, acl: this.#options.acl, mode, withStat: true } as const
+    return this.#op('create', `create ${path}`, req) as Promise<ZkCreated>
   }
 
   remove(path: string, version = -1): Promise<void> {

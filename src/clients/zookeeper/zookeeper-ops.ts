@@ -147,9 +147,16 @@ export function readOpBytes(path: string): number {
   return 14 + Buffer.byteLength(path, 'utf8')
 }
 
+/** What a create2 (a create `withStat`) resolves to: the node's path and its Stat (czxid: the zxid of the create). */
+export interface ZkCreated {
+  path: string
+  stat: ZkStat
+}
+
 /** What each request resolves to. */
 export interface ZkResponses {
-  create: string
+  /** The path; a ZkCreated for a create `withStat`. */
+  create: string | ZkCreated
   delete: void
   exists: ZkStat
   getData: { data: Buffer; stat: ZkStat }
@@ -169,8 +176,7 @@ export function decodeResponse(req: ZkRequest, r: JuteReader): unknown {
   switch (req.op) {
     case 'create': {
       const path = r.string('create.path')
-      if (req.withStat) readStat(r)
-      return path
+      return req.withStat ? { path, stat: readStat(r) } : path
     }
     case 'delete':
     case 'removeWatches':

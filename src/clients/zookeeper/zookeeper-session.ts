@@ -216,10 +216,15 @@ export class ZkSession {
     return path.length === chroot.length ? '/' : path.slice(chroot.length)
   }
 
+  /** A create's answer (a path, or a create2's path and Stat) with the chroot taken off the path. */
+  #unrootedCreate(created: ZkResponses['create']): ZkResponses['create'] {
+    return typeof created === 'string' ? this.#unrooted(created) : { ...created, path: this.#unrooted(created.path) }
+  }
+
   #send(q: Queued, wire: ZkWire): void {
     q.sent = true
     wire.send(q.req, (err, value) => {
-      const v = q.req.op === 'create' && typeof value === 'string' ? this.#unrooted(value) : value
+      const v = q.req.op === 'create' && value !== undefined ? this.#unrootedCreate(value as ZkResponses['create']) : value
       if (q.onReply && !this.abandoned) q.onReply(err, v)
       this.#settle(q, err, v)
     })

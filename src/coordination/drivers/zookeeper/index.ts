@@ -296,7 +296,8 @@ export default defineDriver({
     + 'writes made through other servers. A member is alive while its session is: a crashed or partitioned member disappears after the '
     + 'session timeout (`timeout`, 10 s), removed by the server. Membership changes reach watchers by push (one persistent watch per '
     + 'watched group on ZooKeeper 3.6+, one-shot child watches before); lock waiters '
-    + 'queue in ZooKeeper and are woken by watches. Lock tokens are node sequence numbers; a shared hold has none.',
+    + 'queue in ZooKeeper and are woken by watches. Lock tokens are the czxid of the contender node (the zxid of its create), which only grows for the life of the ensemble, '
+    + "even when an operator deletes a lock's node between holders; a shared hold has none.",
   hazards: [
     'tooz lists `locks` as a group and `leader` as a member once locks or elections were used; rollcall hides them when reading and '
     + 'refuses them as group and member ids.',

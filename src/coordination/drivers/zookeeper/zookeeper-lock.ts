@@ -21,15 +21,20 @@
  * in the queue would otherwise make every later contender wait on a holder that never comes.
  * And unlike kazoo, a lock taken in a session that was lost answers false to isStillOwner().
  *
- * The fencing token of an exclusive hold is the node's sequence number: ZooKeeper draws it from the
- * parent's child version, which grows with every create and delete, so each new holder's is larger.
- * A shared hold has none (several hold at once).
+ * The fencing token of an exclusive hold is the contender node's czxid, the zxid of the transaction
+ * that created it (create2, ZooKeeper 3.5+, returns it with the name in the same round trip). zxids
+ * only grow for the life of the ensemble (epoch in the high 32 bits, counter in the low), and holders
+ * follow creation order (the sequence order within one lock node; a lock node is deleted only when
+ * empty, so every contender of a new one came later), so each new holder's token is larger. Not the
+ * sequence number kazoo orders by: it is drawn from the lock node's child version, which starts again
+ * at 0 once an operator deletes an empty `/<ns>/locks/<name>` (a routine cleanup) and turns negative
+ * at its 32-bit wrap. A shared hold has none (several hold at once).
  */
 import { randomUUID } from 'node:crypto'
 import { ConnectionError } from '../../../errors.js'
 import type { DriverLock } from '../../driver.js'
 import { linkedSignal } from '../../../internal/linked-signal.js'
-import { isConnectionProblem, ZK_CODES, zkCode, type ZkConnection } from '../../../clients/zookeeper/zookeeper-client.js'
+import { isConnectionProblem, ZK_CODES, zkCode, type ZkConnection, type ZkCreated } from '../../../clients/zookeeper/zookeeper-client.js'
 
 /** What follows the uuid in an exclusive contender's name (kazoo `Lock._NODE_NAME`, `WriteLock._NODE_NAME`). */
 export const LOCK_NODE_NAME = '__lock__'
@@ -141,10 +146,10 @@ export class ZkLock implements DriverLock {
   async #try(shared: boolean): Promise<boolean> {
     if (await this.#stillHeld(shared)) return true
     const generation = this.#conn.generation
-    const { node, listed } = await this.#createAndList(shared)
+    const { node, czxid, listed } = await this.#createAndList(shared)
     try {
       if (blockerOf(sortContenders(await listed), node) === null) {
-        this.#take(node, generation)
+        this.#take(node, czxid, generation)
         return true
       }
     } catch (err) {
@@ -168,9 +173,10 @@ export class ZkLock implements DriverLock {
     const session = this.#conn.sessionSignal
     const ends = [signal, session]
     let node: string | undefined
+    let czxid: bigint
     try {
       const created = await this.#createAndList(shared)
-      node = created.node
+      ;({ node, czxid } = created)
       let listed: Promise<string[]> | undefined = created.listed
       for (;;) {
         if (signal.aborted) break
@@ -189,13 +195,13 @@ export class ZkLock implements DriverLock {
         }
         const blocker = blockerOf(order, node)
         if (blocker === null) {
-          this.#take(node, generation)
+          this.#take(node, czxid, generation)
           node = undefined
           return true
         }
         if (blocker === undefined) {
           // Someone deleted our node (break()) while the session lives on: queue again, as kazoo does.
-          ;({ node, listed } = await this.#createAndList(shared))
+          ;({ node, czxid, listed } = await this.#createAndList(shared))
           continue
         }
         await this.#waitForDeletion(`${this.#parent}/${blocker.name}`, ends)
@@ -284,11 +290,10 @@ export class ZkLock implements DriverLock {
     return false
   }
 
-  #take(node: string, generation: number): void {
+  #take(node: string, czxid: bigint, generation: number): void {
     this.#node = node
     this.#generation = generation
-    const [, kind, sequence] = CONTENDER.exec(node)!
-    this.fencingToken = kind === LOCK_NODE_NAME ? BigInt(sequence!) : undefined
+    this.fencingToken = node.includes(READ_LOCK_NODE_NAME) ? undefined : czxid
   }
 
   #forget(): void {
@@ -300,14 +305,14 @@ export class ZkLock implements DriverLock {
    * Creates our contender node and lists the lock's children in the same round trip: ZooKeeper
    * answers one session's requests in the order they were sent, so the listing is read after the
    * create and includes the node (kazoo sends the two one after the other). Resolves to the node's
-   * name and the listing (awaited by the caller, which may fail on its own). A create that may have
-   * happened is cleaned up later.
+   * name, its czxid (the fencing token) and the listing (awaited by the caller, which may fail on its
+   * own). A create that may have happened is cleaned up later.
    */
-  async #createAndList(shared: boolean): Promise<{ node: string; listed: Promise<string[]> }> {
+  async #createAndList(shared: boolean): Promise<{ node: string; czxid: bigint; listed: Promise<string[]> }> {
     const prefix = `${randomUUID().replaceAll('-', '')}${shared ? READ_LOCK_NODE_NAME : LOCK_NODE_NAME}`
     const path = `${this.#parent}/${prefix}`
-    const createAndList = (): [Promise<string>, Promise<string[]>] => {
-      const created = this.#conn.create(path, this.#data, 'EPHEMERAL_SEQUENTIAL')
+    const createAndList = (): [Promise<ZkCreated>, Promise<string[]>] => {
+      const created = this.#conn.createWithStat(path, this.#data, 'EPHEMERAL_SEQUENTIAL')
       const listed = this.#conn.getChildren(this.#parent)
       // Awaited only once the create succeeds: a listing that fails with it (no parent yet) is nobody's error.
       listed.catch(() => {})
@@ -315,16 +320,16 @@ export class ZkLock implements DriverLock {
     }
     try {
       let [created, listed] = createAndList()
-      let name: string
+      let made: ZkCreated
       try {
-        name = await created
+        made = await created
       } catch (err) {
         if (zkCode(err) !== ZK_CODES.NO_NODE) throw err
         await this.#conn.ensurePath(this.#parent)
         ;[created, listed] = createAndList()
-        name = await created
+        made = await created
       }
-      return { node: name.slice(this.#parent.length + 1), listed }
+      return { node: made.path.slice(this.#parent.length + 1), czxid: made.stat.czxid, listed }
     } catch (err) {
       // The server may have created it before the connection broke (kazoo finds it by the uuid prefix).
       if (isConnectionProblem(err)) this.#conn.deleteWhenConnected(this.#parent, (c) => c.startsWith(prefix))
