@@ -59,7 +59,8 @@ interface FakeConn {
 /** How the fake behaves; by default it shakes hands, answers pings and closeSession, and is silent otherwise. */
 interface Script {
   handshake?(c: FakeConn): void | Promise<void>
-  request?(c: FakeConn, xid: number, type: number): void | Promise<void>
+  /** `frame` is the request's frame after its length (xid, type, body). */
+  request?(c: FakeConn, xid: number, type: number, frame: Buffer): void | Promise<void>
 }
 
 /** A fake ZooKeeper on 127.0.0.1:0 following `script`. */
@@ -106,7 +107,7 @@ class FakeZk {
         const xid = frame.readInt32BE(0)
         const type = frame.readInt32BE(4)
         if (type === OP.ping || type === OP.closeSession) sock.write(reply(xid, 0))
-        else void script.request?.(c, xid, type)
+        else void script.request?.(c, xid, type, frame)
       }
     })
   }
@@ -525,5 +526,176 @@ describe('ZooKeeper client against a hostile server: seeded random bytes', () =>
     } finally {
       await fake.close()
     }
+  })
+})
+
+describe('ZooKeeper client against a server with one valid 16 MiB children reply (1.3 M names)', () => {
+  /** How many getData reads a multiRead request carries (its ops, up to the closing header). */
+  const multiReadOps = (frame: Buffer): number => {
+    let at = 8
+    let n = 0
+    for (;;) {
+      const done = frame[at + 4] !== 0
+      at += 9
+      if (done) return n
+      at += 4 + frame.readInt32BE(at) + 1
+      n += 1
+    }
+  }
+  /** A multiRead reply of `n` reads, each holding `value`. */
+  const multiReadReply = (xid: number, n: number, value: Buffer): Buffer =>
+    reply(xid, 0, (w) => {
+      for (let i = 0; i < n; i++) stat(w.int(OP.getData).bool(false).int(-1).buffer(value), value.length)
+      w.int(-1).bool(true).int(-1)
+    })
+  const VALUE = Buffer.from('caps')
+  /**
+   * CPU time one turn of the event loop may take while a read runs (a batch's encoding and decoding, the fake's too, and
+   * a GC: 70-80 ms seen). A guard, generous for a loaded machine: what fails on the old code is the batches out at once
+   * (29 here, the rest queued in the session; at 1.3 M names its one turn encoding every batch took 3.3 s).
+   */
+  const WORST_TURN_MS = 1_000
+  const names = (n: number): string[] => Array.from({ length: n }, (_, i) => `m${String(i).padStart(7, '0')}`)
+
+  /**
+   * A fake that knows getChildren2 (answered with `children`), multiRead and getData (answered
+   * with VALUE after `delayMs`), counting what it was asked; `onMultiRead` may drop the connection
+   * instead (returns true).
+   */
+  class Counting implements Script {
+    multiReads = 0
+    singles = 0
+    inFlight = 0
+    maxInFlight = 0
+    multiReadsByConnection: number[] = []
+    readonly #children: Buffer
+    readonly #delayMs: number
+    readonly #drop: (c: FakeConn, multiReads: number) => boolean
+    constructor(children: readonly string[], delayMs = 1, drop: (c: FakeConn, multiReads: number) => boolean = () => false) {
+      this.#children = reply(0, 0, (w) => stat(w.stringVector(children)))
+      this.#delayMs = delayMs
+      this.#drop = drop
+    }
+
+    request(c: FakeConn, xid: number, type: number, frame: Buffer): void {
+      if (type === OP.getChildren2) {
+        const f = Buffer.from(this.#children)
+        f.writeInt32BE(xid, 4)
+        c.sock.write(f)
+      } else if (type === OP.multiRead) {
+        this.multiReads += 1
+        this.multiReadsByConnection[c.index] = (this.multiReadsByConnection[c.index] ?? 0) + 1
+        if (this.#drop(c, this.multiReads)) return void c.sock.destroy()
+        const n = multiReadOps(frame)
+        this.inFlight += 1
+        this.maxInFlight = Math.max(this.maxInFlight, this.inFlight)
+        setTimeout(() => {
+          this.inFlight -= 1
+          if (!c.sock.destroyed) c.sock.write(multiReadReply(xid, n, VALUE))
+        }, this.#delayMs)
+      } else if (type === OP.getData) {
+        this.singles += 1
+        c.sock.write(reply(xid, 0, (w) => stat(w.buffer(VALUE), VALUE.length)))
+      }
+    }
+  }
+
+  it('reading the data of every member a large listing names: at most 4 multiReads out at once, little work per turn, no single reads', async (t) => {
+    // 300 k of the 1.3 M names a 16 MiB reply holds: enough for 100 batches, a quarter of the CPU.
+    const all = names(300_000)
+    const fake = new Counting(all)
+    await withFake(fake, async (c) => {
+      // What listMembers() reads once the listing is in (the listing itself is the frame reader's and the decoder's work).
+      const paths = all.map((m) => `/g/${m}`)
+      // The CPU time this process spends between two runs of a 20 ms interval: the work done in one turn of the event
+      // loop, which delays every timer (a lock's deadline, an operation's timeout). CPU time, not wall time: a loaded
+      // machine stretches wall time whatever the code does.
+      let last = process.cpuUsage()
+      let worstTurnMs = 0
+      const probe = setInterval(() => {
+        const used = process.cpuUsage(last)
+        worstTurnMs = Math.max(worstTurnMs, (used.user + used.system) / 1000)
+        last = process.cpuUsage()
+      }, 20)
+      const started = performance.now()
+      let values: (Buffer | undefined)[]
+      try {
+        values = await c.getDataMany(paths)
+      } finally {
+        clearInterval(probe)
+      }
+      t.diagnostic(
+        `${fake.multiReads} multiReads in ${Math.round(performance.now() - started)} ms, at most ${fake.maxInFlight} out at once; `
+          + `worst CPU between two interval runs ${Math.round(worstTurnMs)} ms; rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB`,
+      )
+      assert.equal(values.length, all.length)
+      assert.ok(values.every((v) => v?.equals(VALUE)))
+      assert.ok(fake.maxInFlight <= 4, `${fake.maxInFlight} multiReads out at once`)
+      assert.equal(fake.singles, 0)
+      assert.ok(worstTurnMs < WORST_TURN_MS, `${Math.round(worstTurnMs)} ms of CPU in one turn of the event loop`)
+    })
+  })
+
+  it('a connection lost during the batches: CONNECTION_LOSS, nothing sent after it and no single reads; the next read uses multiRead', async () => {
+    const all = names(60_000)
+    // The first connection drops at its fifth multiRead.
+    const fake = new Counting(all, 5, (c, n) => c.index === 0 && n === 5)
+    await withFake(fake, async (c) => {
+      const paths = all.map((m) => `/g/${m}`)
+      const lost = await rejection(c.getDataMany(paths), 3_000)
+      assert.equal((lost as ZkError).code, ZK_CODES.CONNECTION_LOSS, lost.message)
+      await sleep(300)
+      assert.equal(fake.singles, 0, 'no getData per node in place of the lost batches')
+      assert.equal(fake.multiReadsByConnection[1] ?? 0, 0, 'no batch sent after the loss')
+      const values = await c.getDataMany(paths)
+      assert.equal(values.length, all.length)
+      assert.equal(fake.singles, 0, 'one loss does not make it an old server')
+      assert.ok((fake.multiReadsByConnection[1] ?? 0) > 1)
+    })
+  })
+
+  it('a server that drops the connection at every multiRead (older than 3.6): lost twice, then one getData per node, a few batches at a time', async () => {
+    const all = names(20_000)
+    const fake = new Counting(all, 1, () => true)
+    let inFlight = 0
+    let maxInFlight = 0
+    const counting: Script = {
+      request(c, xid, type, frame) {
+        if (type !== OP.getData) return fake.request(c, xid, type, frame)
+        fake.singles += 1
+        inFlight += 1
+        maxInFlight = Math.max(maxInFlight, inFlight)
+        setTimeout(() => {
+          inFlight -= 1
+          if (!c.sock.destroyed) c.sock.write(reply(xid, 0, (w) => stat(w.buffer(VALUE), VALUE.length)))
+        }, 1)
+      },
+    }
+    await withFake(counting, async (c) => {
+      const paths = all.map((m) => `/g/${m}`)
+      assert.equal(((await rejection(c.getDataMany(paths), 3_000)) as ZkError).code, ZK_CODES.CONNECTION_LOSS)
+      const values = await c.getDataMany(paths)
+      assert.ok(values.length === all.length && values.every((v) => v?.equals(VALUE)))
+      assert.equal(fake.multiReads, 2, 'multiRead given up after two lost connections in a row')
+      assert.equal(fake.singles, all.length)
+      assert.ok(maxInFlight < all.length / 2, `${maxInFlight} getData out at once`)
+    })
+  })
+
+  it('an aborted signal ends a long read before its next batch', async () => {
+    const all = names(200_000)
+    const fake = new Counting(all, 20)
+    await withFake(fake, async (c) => {
+      const controller = new AbortController()
+      const reason = new Error('the deadline passed')
+      const reading = c.getDataMany(all.map((m) => `/g/${m}`), controller.signal)
+      while (fake.multiReads < 6) await sleep(5)
+      controller.abort(reason)
+      assert.equal(await rejection(reading, 3_000), reason)
+      const sent = fake.multiReads
+      await sleep(200)
+      assert.equal(fake.multiReads, sent, 'no batch sent after the abort')
+      assert.ok(sent < 20, `${sent} batches sent of about 120`)
+    })
   })
 })

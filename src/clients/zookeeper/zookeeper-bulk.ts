@@ -2,6 +2,13 @@
  * Reading the data of many nodes at once: multiRead batches (ZooKeeper 3.6+) sized to stay within
  * the server's jute.maxbuffer, both for the request and for the reply it will send; one pipelined
  * getData per node on older servers. Also kazoo's ensure_path.
+ *
+ * The work is bounded whatever the node count (one valid 16 MiB children reply names 1.3 M nodes):
+ * at most MAX_BATCHES_IN_FLIGHT batches are out at once, so requests are encoded and replies held a
+ * few MiB at a time, each batch's operation timeout measures the server's answer and not a queue of
+ * hundreds of batches sent together, and a lock's or a heartbeat's request on the same session waits
+ * behind a few batches only. Between two batches the event loop runs (timers fire on time), a
+ * failed batch ends the read (no batch is sent after it), and an aborted `signal` ends it too.
  */
 import { ZK_CODES, zkCode, ZkError } from './zookeeper-errors.js'
 import { readOpBytes, type ZkReadResult } from './zookeeper-ops.js'
@@ -12,34 +19,55 @@ const READ_BATCH_BYTES = 512 * 1024
 const REPLY_BATCH_BYTES = 1024 * 1024
 /** Nodes read by the first batch, which measures them. */
 const FIRST_BATCH = 256
+/** Batches sent and not yet answered, at most: enough to keep the link busy, few enough to bound memory and queueing. */
+export const MAX_BATCHES_IN_FLIGHT = 4
 
 /** Reads one batch of nodes' data, in order; undefined for a node that does not exist. */
 export type BatchReader = (paths: readonly string[]) => Promise<(Buffer | undefined)[]>
 
 /**
- * The data of `paths`, in order: a first batch measures the nodes, then the rest go out together
- * in batches sized by what it found.
+ * The data of `paths`, in order: a first batch measures the nodes, then the rest go out in batches
+ * sized by what it found, at most MAX_BATCHES_IN_FLIGHT at once. Rejects with the first batch's
+ * error (sending no more), or with `signal`'s reason once it aborts (checked before each batch).
  */
-export async function readMany(paths: readonly string[], readBatch: BatchReader): Promise<(Buffer | undefined)[]> {
+export async function readMany(paths: readonly string[], readBatch: BatchReader, signal?: AbortSignal): Promise<(Buffer | undefined)[]> {
+  signal?.throwIfAborted()
   const first = Math.min(paths.length, FIRST_BATCH)
-  const head = await readBatch(paths.slice(0, first))
-  const largest = head.reduce((m, v) => Math.max(m, v?.length ?? 0), 0)
+  const out = await readBatch(paths.slice(0, first))
+  const largest = out.reduce((m, v) => Math.max(m, v?.length ?? 0), 0)
   const perReply = 100 + Math.max(256, largest * 2)
-  const batches: [number, number][] = []
+  out.length = paths.length
   let from = first
-  let bytes = 0
-  for (let i = first; i < paths.length; i++) {
-    const n = readOpBytes(paths[i]!)
-    if (i > from && (bytes + n > READ_BATCH_BYTES || (i - from + 1) * perReply > REPLY_BATCH_BYTES)) {
-      batches.push([from, i])
-      from = i
-      bytes = 0
+  // The next batch, cut when it is sent: planning them all at once is a loop over every path in one turn.
+  const nextBatch = (): [number, number] | undefined => {
+    if (from >= paths.length) return undefined
+    const a = from
+    let bytes = 0
+    let i = a
+    for (; i < paths.length; i++) {
+      const n = readOpBytes(paths[i]!)
+      if (i > a && (bytes + n > READ_BATCH_BYTES || (i - a + 1) * perReply > REPLY_BATCH_BYTES)) break
+      bytes += n
     }
-    bytes += n
+    from = i
+    return [a, i]
   }
-  if (from < paths.length) batches.push([from, paths.length])
-  const rest = await Promise.all(batches.map(([a, b]) => readBatch(paths.slice(a, b))))
-  return head.concat(...rest)
+  let failed = false
+  const worker = async (): Promise<void> => {
+    for (let batch = nextBatch(); batch; batch = failed ? undefined : nextBatch()) {
+      signal?.throwIfAborted()
+      const [a, b] = batch
+      try {
+        const values = await readBatch(paths.slice(a, b))
+        for (let i = 0; i < values.length; i++) out[a + i] = values[i]
+      } catch (err) {
+        failed = true
+        throw err
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: MAX_BATCHES_IN_FLIGHT }, worker))
+  return out
 }
 
 /** A multiRead's getData results as data, undefined for a missing node; any other error is thrown. */

@@ -262,25 +262,40 @@ export class ZkConnection {
   /**
    * The data of many nodes, in order (undefined for a node that does not exist): multiRead
    * batches (ZooKeeper 3.6+) within the server's jute.maxbuffer, or one pipelined getData per
-   * node on a server without multiRead.
+   * node on a server without multiRead; a few batches at a time (zookeeper-bulk.ts). Rejects once
+   * `signal` aborts, and with CONNECTION_LOSS when the connection breaks during a multiRead (the
+   * caller reads again): never a getData per node in its place, which for a large group was a
+   * storm of single reads after every connection loss.
    */
-  getDataMany(paths: readonly string[]): Promise<(Buffer | undefined)[]> {
-    return readMany(paths, (batch) => this.#readBatch(batch))
+  getDataMany(paths: readonly string[], signal?: AbortSignal): Promise<(Buffer | undefined)[]> {
+    return readMany(paths, (batch) => this.#readBatch(batch), signal)
   }
 
   async #readBatch(paths: readonly string[]): Promise<(Buffer | undefined)[]> {
     const s = this.#session()
     if (s.multiRead && paths.length > 1) {
       try {
-        return multiReadData(
-          await this.#op('multiRead', `read ${paths.length} nodes`, { op: 'multiRead', ops: paths.map((p) => ({ op: 'getData' as const, path: p })) }),
-        )
+        const results = await this.#op('multiRead', `read ${paths.length} nodes`, {
+          op: 'multiRead',
+          ops: paths.map((p) => ({ op: 'getData' as const, path: p })),
+        })
+        s.multiReadDrops = 0
+        return multiReadData(results)
       } catch (err) {
-        // An older server: it does not know the OpCode (UNIMPLEMENTED, or it drops the connection).
         const code = zkCode(err)
-        if (code === ZK_CODES.UNIMPLEMENTED || code === ZK_CODES.MARSHALLING_ERROR || code === ZK_CODES.CONNECTION_LOSS) {
-          if (code !== ZK_CODES.CONNECTION_LOSS) s.multiRead = false
-        } else throw err
+        if (code === ZK_CODES.UNIMPLEMENTED || code === ZK_CODES.MARSHALLING_ERROR) s.multiRead = false
+        else if (code === ZK_CODES.CONNECTION_LOSS && s.multiRead) {
+          // A server before 3.6 may drop the connection on an OpCode it does not know instead of answering: two connections
+          // in a row lost during a multiRead (several batches lost with one count once: they are failed as it closes, before
+          // the next connection is counted) count as such a server.
+          if (s.multiReadDroppedOn !== s.connects) {
+            s.multiReadDroppedOn = s.connects
+            s.multiReadDrops += 1
+          }
+          if (s.multiReadDrops >= 2) s.multiRead = false
+          else throw err
+        } else if (code !== ZK_CODES.CONNECTION_LOSS) throw err
+        // Here multiRead is given up (by this error or by a batch lost with this one): one getData per node of this batch.
       }
     }
     return readEach(paths, (p) => this.getData(p))

@@ -71,6 +71,10 @@ export class ZkSession {
   lastSocketError: string | undefined
   /** The server's version answer to multiRead: false once a server said it does not know it. */
   multiRead = true
+  /** Connections in a row whose multiRead requests were lost with them, before any multiRead answer. */
+  multiReadDrops = 0
+  /** The connection (its `connects` number) that last lost a multiRead: several batches lost at once count once. */
+  multiReadDroppedOn = 0
   /** Likewise for addWatch (persistent watches): false once a server said it does not know it. */
   persistentWatches = true
   /** addWatch requests in a row whose connection was lost before the answer. */

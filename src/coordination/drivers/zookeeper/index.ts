@@ -217,8 +217,9 @@ class ZookeeperDriver implements CoordinationDriver {
   async listMembers(group: string): Promise<Map<string, Uint8Array>> {
     const conn = this.#connection()
     const ids = await this.listMemberIds(group)
-    // multiRead batches (one getData per member pipelined on servers before 3.6); each value is already a copy.
-    const values = await conn.getDataMany(ids.map((m) => this.#member(group, m)))
+    // multiRead batches (one getData per member pipelined on servers before 3.6), a few at a time; stop() ends a long read.
+    // Each value is already a copy.
+    const values = await conn.getDataMany(ids.map((m) => this.#member(group, m)), this.#ctx.signal)
     const out = new Map<string, Uint8Array>()
     ids.forEach((m, i) => {
       const v = values[i]
