@@ -38,6 +38,7 @@ export type ErrorCode =
   | 'SERVICE_NOT_FOUND'
   | 'SERVICEGROUP_UNAVAILABLE'
   | 'AUTH_FAILED'
+  | 'LISTENER_FAILED'
 
 /** Construction options shared by every rollcall error. */
 export interface RollcallErrorOptions {
@@ -207,6 +208,27 @@ export class UnknownNodeError extends RollcallError {
 export class CoordinatorStoppedError extends RollcallError {
   constructor(operation: string) {
     super(`Cannot ${operation}: the coordinator is stopped; call connect() again for a new one`, 'COORDINATOR_STOPPED')
+  }
+}
+
+/**
+ * The application's own code failed inside rollcall: an event listener, a watch callback or a
+ * leader callback threw, or the promise it returned rejected. Never thrown: rollcall carries on
+ * with what it was doing and reports it in a `warning` event (see docs/api.md, "Listeners and
+ * callbacks"). `event` names what was being delivered (`memberJoined`, `changed`,
+ * `watchJoinGroup`, `watchElectedAsLeader`, ...), `group` the group concerned when there is one,
+ * and `cause` holds what the listener threw.
+ */
+export class ListenerFailedError extends RollcallError {
+  constructor(readonly event: string, kind: 'listener' | 'callback', cause: unknown, readonly group?: string) {
+    const what = cause instanceof Error ? cause.message : String(cause)
+    super(
+      `A ${event} ${kind}${
+        group === undefined ? '' : ` on group ${JSON.stringify(group)}`
+      } failed: ${what}; rollcall carried on (catch errors inside the ${kind} to handle them there)`,
+      'LISTENER_FAILED',
+      { cause },
+    )
   }
 }
 

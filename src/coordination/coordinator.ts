@@ -21,6 +21,7 @@ import { GroupView, type GroupViewOptions } from './group-view.js'
 import { Lock, type AcquireOptions } from './lock.js'
 import { Partitioner, type PartitionerOptions } from './partitioner.js'
 import { DriverRuntime, type CoordinatorParts, type CoordinatorState, type Health } from './runtime.js'
+import { emitSafely } from './user-code.js'
 import type { WatchCallback } from './watchers.js'
 
 export type { CoordinatorState, Health }
@@ -64,13 +65,28 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   /** @internal Use connect(). */
   constructor(parts: CoordinatorParts) {
     super()
-    this.#rt = new DriverRuntime(parts, (event, ...args) => (this.emit as (e: string, ...a: unknown[]) => boolean)(event, ...args))
+    this.#rt = new DriverRuntime(parts, this)
     this.memberId = parts.memberId
     this.driverName = parts.definition.name
     this.capabilities = this.#rt.capabilities
     this.url = parts.redactedUrl
     this.watchIntervalMs = parts.watchIntervalMs
     this.#manual = !parts.autoWatch
+  }
+
+  /**
+   * Delivers an event to its listeners. A listener that throws, or whose promise rejects, does not
+   * stop the others nor what rollcall was doing: its error comes back as a `warning` event with a
+   * ListenerFailedError (code `LISTENER_FAILED`). An `error` event with no listener throws, as in Node.
+   */
+  override emit<K extends keyof CoordinatorEvents>(event: K, ...args: CoordinatorEvents[K]): boolean {
+    return emitSafely(
+      this,
+      (e, ...a) => (super.emit as (e: string | symbol, ...a: unknown[]) => boolean).call(this, e, ...a),
+      event,
+      args,
+      (err) => this.#rt.listenerFailed(err),
+    )
   }
 
   /** Lifecycle state. */
@@ -266,7 +282,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     const w = this.#rt.watchers
     const view = new GroupView(group, options, {
       manual: this.#manual,
-      events: this,
+      report: (err) => this.#rt.listenerFailed(err),
       add: (sink) => w.addView(group, sink),
       remove: (sink) => w.removeView(group, sink),
       refreshFull: () => w.refreshFull(group),

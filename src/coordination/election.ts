@@ -17,12 +17,12 @@
  * (`leadershipLost`): a member must not go on believing it leads.
  */
 import { asRollcallError, type RollcallError } from '../errors.js'
-import { invokeCallback } from '../internal/invoke.js'
 import { keepAlive } from '../internal/keep-alive.js'
 import { sleep } from '../internal/sleep.js'
 import type { DriverLock } from './driver.js'
 import type { LeaderEvent } from './events.js'
 import type { HeldLock } from './lock.js'
+import { callUserCode, type ReportFailure } from './user-code.js'
 
 /** Called when this member is elected. */
 export type LeaderCallback = (event: LeaderEvent) => unknown
@@ -43,6 +43,8 @@ export interface ElectionHost {
   emitElected(event: LeaderEvent): void
   emitLost(group: string, reason: string): void
   warn(err: RollcallError): void
+  /** A leader callback failed. */
+  callbackFailed: ReportFailure
 }
 
 interface Candidacy {
@@ -265,8 +267,7 @@ export class Elections {
     this.#host.track(c.held)
     const event = { group: c.group, member: this.#host.memberId }
     this.#host.emitElected(event)
-    const onError = (err: unknown): void => this.#host.warn(asRollcallError(err, `A leader callback on ${c.group}`))
-    await Promise.allSettled([...c.callbacks].map((cb) => invokeCallback(cb, event, onError)))
+    await Promise.allSettled([...c.callbacks].map((cb) => callUserCode(cb, event, 'watchElectedAsLeader', 'callback', this.#host.callbackFailed)))
   }
 
   async #release(c: Candidacy): Promise<void> {

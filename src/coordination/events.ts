@@ -58,6 +58,11 @@ export interface CoordinatorEvents {
   connectionStateChanged: [{ state: ConnectionState; previous: ConnectionState | undefined }]
   /** A heartbeat failed (it is retried) or landed after liveness had lapsed. Never an unhandled rejection. */
   heartbeatFailed: [HeartbeatFailure]
-  /** Something odd that did not stop work: a corrupt value from another writer, a watcher callback that threw. */
+  /**
+   * Something odd that did not stop work: a corrupt value from another writer, a backend failure
+   * that is retried, a listener or callback of the application that threw or rejected
+   * (ListenerFailedError, code `LISTENER_FAILED`). Not fired for work in flight when stop() was
+   * called, nor for a failing `warning` listener (that goes to process.emitWarning()).
+   */
   warning: [RollcallError]
 }

@@ -8,8 +8,8 @@
  * same read, so a change cannot be seen by one and missed by the other, whatever the timing.
  */
 import { EventEmitter } from 'node:events'
-import { GroupNotFoundError, InvalidStateError, SerializationError, type RollcallError } from '../errors.js'
-import type { CoordinatorEvents } from './events.js'
+import { GroupNotFoundError, InvalidStateError, SerializationError } from '../errors.js'
+import { emitSafely, type ReportFailure } from './user-code.js'
 import type { RawMembers, ViewRead, ViewSink } from './watchers.js'
 
 /** Options of Coordinator.viewGroup(). */
@@ -52,8 +52,8 @@ export const GROUP_VIEW_DEFAULTS = { resyncIntervalMs: 30_000 } as const
 export interface GroupViewHost {
   /** autoWatch off: no full re-read timer. */
   manual: boolean
-  /** The Coordinator's events, for doubt (connection changes, failed heartbeats, outages). */
-  events: EventEmitter<CoordinatorEvents>
+  /** Where a failing `changed` or `closed` listener is reported (the Coordinator's `warning`). */
+  report: ReportFailure
   add(sink: ViewSink): Promise<void>
   remove(sink: ViewSink): Promise<void>
   refreshFull(): Promise<void>
@@ -85,10 +85,12 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
   #lastRead: ViewRead | undefined
   #timer: NodeJS.Timeout | undefined
   #closed = false
-  readonly #sink: ViewSink = { read: (outcome) => this.#apply(outcome), ended: () => this.#end() }
-  readonly #onConnection = (): void => this.#doubt()
-  readonly #onHeartbeat = ({ reason }: { reason: string }): void => (reason === 'error' ? this.#doubt() : undefined)
-  readonly #onWarning = (err: RollcallError): void => (err.retryable ? this.#doubt() : undefined)
+  /**
+   * The view's end of its watcher. Doubt (a connection state change, a failed heartbeat, a
+   * retryable warning) comes through it too, from the Coordinator's one internal fan-out: a view
+   * adds no listener to the Coordinator, so the application's listener budget is its own.
+   */
+  readonly #sink: ViewSink = { read: (outcome) => this.#apply(outcome), ended: () => this.#end(), doubt: () => this.#doubt() }
 
   /** @internal Use Coordinator.viewGroup(). */
   constructor(group: string, options: GroupViewOptions, host: GroupViewHost) {
@@ -101,8 +103,6 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
   /** @internal Registers the view with its watcher and waits for the first read (GroupNotFoundError, or the backend's error). */
   async open(): Promise<void> {
     if (this.#version > 0 || this.#closed) throw new InvalidStateError(`The view of group ${JSON.stringify(this.group)} is already open`)
-    const events = this.#host.events
-    events.on('connectionStateChanged', this.#onConnection).on('heartbeatFailed', this.#onHeartbeat).on('warning', this.#onWarning)
     try {
       await this.#host.add(this.#sink)
     } catch (err) {
@@ -112,6 +112,14 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
     if (this.#host.manual) return
     this.#timer = setInterval(() => void this.#host.refreshFull(), this.#resyncIntervalMs)
     this.#timer.unref()
+  }
+
+  /**
+   * Delivers `changed` or `closed`; a listener that throws, or whose promise rejects, is reported
+   * as the Coordinator's `warning` (ListenerFailedError) and the view carries on.
+   */
+  override emit<K extends keyof GroupViewEvents>(event: K, ...args: GroupViewEvents[K]): boolean {
+    return emitSafely(this, (e, ...a) => (super.emit as (e: string | symbol, ...a: unknown[]) => boolean).call(this, e, ...a), event, args, this.#host.report)
   }
 
   /** Live members with their decoded capabilities, sorted by id (a corrupt value maps to its SerializationError). */
@@ -212,7 +220,6 @@ export class GroupView extends EventEmitter<GroupViewEvents> {
     if (this.#closed) return
     this.#closed = true
     clearInterval(this.#timer)
-    this.#host.events.off('connectionStateChanged', this.#onConnection).off('heartbeatFailed', this.#onHeartbeat).off('warning', this.#onWarning)
     if (notify) this.emit('closed')
   }
 }

@@ -12,7 +12,16 @@
  * holds is never safe.
  * @internal
  */
-import { CoordinatorStoppedError, InvalidArgumentError, InvalidStateError, NotSupportedError, RollcallError, SerializationError } from '../errors.js'
+import type { EventEmitter } from 'node:events'
+import {
+  CoordinatorStoppedError,
+  InvalidArgumentError,
+  InvalidStateError,
+  type ListenerFailedError,
+  NotSupportedError,
+  RollcallError,
+  SerializationError,
+} from '../errors.js'
 import type { Capability } from './capabilities.js'
 import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, DriverLock, HeartbeatResult, IdKind } from './driver.js'
 import { Elections } from './election.js'
@@ -91,10 +100,25 @@ export class DriverRuntime {
   #deferred: (() => void)[] = []
   /** The log's view of warnings: a backend that is down is one line, not one per group per poll. */
   readonly #warnings: RepeatedWarnings
+  /** The same for the application's failing listeners, at error level: a listener failing on every event is one line. */
+  readonly #listenerFailures: RepeatedWarnings
+  readonly #events: EventEmitter<CoordinatorEvents>
 
-  constructor(parts: CoordinatorParts, emit: Emit) {
+  constructor(parts: CoordinatorParts, events: EventEmitter<CoordinatorEvents>) {
     this.#parts = parts
     this.#warnings = new RepeatedWarnings(parts.logger)
+    this.#listenerFailures = new RepeatedWarnings({
+      warn: (msg, fields) => parts.logger.error(msg, fields),
+      info: (msg, fields) => parts.logger.info(msg, fields),
+    })
+    this.#events = events
+    // rollcall's own reaction to its events comes first, in one internal fan-out: no listener on
+    // the Coordinator (the application's listener budget, MaxListeners, is the application's).
+    const deliver = events.emit.bind(events) as (event: string, ...args: unknown[]) => boolean
+    const emit: Emit = (event, ...args) => {
+      this.#observe(event, args[0])
+      deliver(event, ...args)
+    }
     this.#emit = emit
     this.definition = parts.definition
     this.memberId = parts.memberId
@@ -131,6 +155,7 @@ export class DriverRuntime {
       emitJoined: (e) => emit('memberJoined', e),
       emitLeft: (e) => emit('memberLeft', e),
       warn: (err) => this.warn(err),
+      callbackFailed: (err) => this.listenerFailed(err),
       subscribe: d.watchGroup ? (g, onChange) => this.call('watch a group', () => d.watchGroup!(g, onChange)) : undefined,
       pushesEverything: this.capabilities.has('pushWatch'),
       nextExpiryAt: d.nextExpiryAt && this.capabilities.has('expiryWake') && parts.autoWatch ? (g) => d.nextExpiryAt!(g) : undefined,
@@ -150,6 +175,7 @@ export class DriverRuntime {
       emitElected: (e) => emit('leaderElected', e),
       emitLost: (group, reason) => emit('leadershipLost', { group, reason }),
       warn: (err) => this.warn(err),
+      callbackFailed: (err) => this.listenerFailed(err),
     })
     this.#heart = new HeartbeatLoop({
       beat: () => this.beat(),
@@ -369,10 +395,32 @@ export class DriverRuntime {
   }
 
   /**
+   * The application's listener or callback failed. It is told in a `warning` event (never from a
+   * `warning` listener's own failure: that would loop), and logged at error level once per kind;
+   * with no `warning` listener to hear it, it also goes to process.emitWarning() (stderr by
+   * default), so that a failure is never silent.
+   */
+  listenerFailed(err: ListenerFailedError): void {
+    const logged = this.#listenerFailures.warn(`${err.event}:${err.group ?? ''}`, err.message, { code: err.code, event: err.event, group: err.group })
+    if (err.event !== 'warning' && this.#events.listenerCount('warning') > 0) this.#emit('warning', err)
+    else if (logged) process.emitWarning(err)
+  }
+
+  /** rollcall's own reaction to one of its events: views doubt their snapshot when the connection or an outage might have hidden a change. */
+  #observe<K extends keyof CoordinatorEvents>(event: K, payload: CoordinatorEvents[K][0]): void {
+    const doubt = event === 'connectionStateChanged'
+      || (event === 'heartbeatFailed' && (payload as CoordinatorEvents['heartbeatFailed'][0]).reason === 'error')
+      || (event === 'warning' && (payload as RollcallError).retryable)
+    if (doubt) this.watchers.doubtViews()
+  }
+
+  /**
    * Reports a warning: always as a `warning` event; in the log, once per kind (a retryable error
    * is one kind per code: the backend is down, whichever group noticed), then a summary now and then.
    */
   warn(err: RollcallError): void {
+    // Work in flight when stop() was called ends quietly: being stopped is what the caller asked for.
+    if (err instanceof CoordinatorStoppedError && this.#state !== 'started') return
     this.#warnings.warn(err.retryable ? `${OUTAGE}${err.code}` : `${err.code}:${err.message}`, err.message, { code: err.code })
     this.#emit('warning', err)
   }
@@ -386,13 +434,15 @@ export class DriverRuntime {
     this.#state = 'stopping'
     this.#heart.stop()
     clearInterval(this.#tick)
+    // Watches end first: a read in flight is dropped without a word, and leaving our own groups
+    // below wakes no new one (every read would fail now anyway, the coordinator being stopped).
+    await this.watchers.stop()
     await this.elections.stop()
     await this.locks.releaseAll()
     await Promise.allSettled(this.membership.groups.map((g) => {
       this.membership.delete(g)
       return this.driver.leaveGroup(g)
     }))
-    await this.watchers.stop()
     this.#parts.stopController.abort(new CoordinatorStoppedError('continue'))
     await this.driver.stop().catch((err: unknown) => this.#parts.logger.warn('driver stop failed', { error: String(err) }))
     this.#state = 'stopped'

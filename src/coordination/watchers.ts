@@ -26,10 +26,10 @@
  */
 import { asRollcallError, CoordinatorStoppedError, GroupNotFoundError, type RollcallError, type SerializationError,
   WatchCallbackNotFoundError } from '../errors.js'
-import { invokeCallback } from '../internal/invoke.js'
 import { keepAlive } from '../internal/keep-alive.js'
 import { SingleFlight } from '../internal/single-flight.js'
 import type { MemberEvent } from './events.js'
+import { callUserCode, type ReportFailure } from './user-code.js'
 
 /** A join or leave callback. Its return value is collected for runWatchers(). */
 export type WatchCallback = (event: MemberEvent) => unknown
@@ -52,6 +52,8 @@ export interface ViewSink {
   read(outcome: ViewRead): void
   /** The watch ended (the Coordinator stopped). */
   ended(): void
+  /** Something (a connection change, a failed heartbeat, an outage) may have hidden a change since the last read. */
+  doubt(): void
 }
 
 /** What the watcher engine needs from its Coordinator. */
@@ -70,6 +72,8 @@ export interface WatcherHost {
   emitJoined(event: MemberEvent): void
   emitLeft(event: MemberEvent): void
   warn(err: RollcallError): void
+  /** A join or leave callback failed. */
+  callbackFailed: ReportFailure
   /** The driver's push subscription, when it has one. */
   subscribe?: (group: string, onChange: () => void) => Promise<() => Promise<void>>
   /**
@@ -158,9 +162,11 @@ export class Watchers {
       await this.#open(group, sink)
       return
     }
-    // The full read asked for here runs after this call, so it is the last one the recorder sees.
+    // The full read asked for here runs after this call. A run woken meanwhile (a poll, a push)
+    // may follow it within the same refresh and find the ids unchanged: that confirms the full
+    // read, so the recorder keeps the last read that was not 'unchanged'.
     let last: ViewRead | undefined
-    const recorder: ViewSink = { read: (outcome) => (last = outcome), ended: () => {} }
+    const recorder: ViewSink = { read: (outcome) => void (outcome.kind === 'unchanged' || (last = outcome)), ended: () => {}, doubt: () => {} }
     watch.views.add(sink).add(recorder)
     try {
       await this.refreshFull(group)
@@ -176,6 +182,11 @@ export class Watchers {
   async removeView(group: string, sink: ViewSink): Promise<void> {
     const watch = this.#groups.get(group)
     if (watch?.views.delete(sink)) await this.#closeIfUnused(group, watch)
+  }
+
+  /** Every view of every group doubts its snapshot (see ViewSink.doubt). */
+  doubtViews(): void {
+    for (const w of this.#groups.values()) for (const v of w.views) v.doubt()
   }
 
   /** Re-reads one group now, with its members' capabilities (views want them); coalesces. Never rejects. */
@@ -280,6 +291,8 @@ export class Watchers {
       now = read.ids
       if (read.members) outcome = { kind: 'members', members: read.members }
     } catch (err) {
+      // The watch ended while its read was in flight (stop(), or its last watcher went): nobody wants this read.
+      if (this.#groups.get(group) !== watch) return
       if (!(err instanceof GroupNotFoundError)) {
         const error = asRollcallError(err, `Refreshing the members of ${group}`)
         this.#host.warn(error)
@@ -294,8 +307,8 @@ export class Watchers {
     const joined = [...now].filter((m) => !watch.members.has(m))
     const left = [...watch.members].filter((m) => !now.has(m))
     watch.members = now
-    for (const member of left) this.#fire(watch.onLeave, { group, member }, this.#host.emitLeft)
-    for (const member of joined) this.#fire(watch.onJoin, { group, member }, this.#host.emitJoined)
+    for (const member of left) this.#fire(watch.onLeave, 'watchLeaveGroup', { group, member }, this.#host.emitLeft)
+    for (const member of joined) this.#fire(watch.onJoin, 'watchJoinGroup', { group, member }, this.#host.emitJoined)
     for (const v of watch.views) v.read(outcome)
     if (epoch !== undefined && epoch === this.#host.joinEpoch(group) && !now.has(this.#host.memberId)) {
       this.#host.selfMissing(group, epoch)
@@ -339,10 +352,9 @@ export class Watchers {
     watch.expiryTimer.unref()
   }
 
-  #fire(callbacks: Set<WatchCallback>, event: MemberEvent, emit: (e: MemberEvent) => void): void {
+  #fire(callbacks: Set<WatchCallback>, kind: 'watchJoinGroup' | 'watchLeaveGroup', event: MemberEvent, emit: (e: MemberEvent) => void): void {
     emit(event)
-    const onError = (err: unknown): void => this.#host.warn(asRollcallError(err, `A watch callback on ${event.group}`))
-    for (const cb of callbacks) this.#results.push(invokeCallback(cb, event, onError))
+    for (const cb of callbacks) this.#results.push(callUserCode(cb, event, kind, 'callback', this.#host.callbackFailed))
     if (!this.#host.manual && this.#results.length > MAX_KEPT_RESULTS) this.#results.splice(0, this.#results.length - MAX_KEPT_RESULTS)
   }
 }

@@ -15,6 +15,7 @@ import { toozGroupCases } from './cases/tooz/api-groups.js'
 import { toozLockCases } from './cases/tooz/api-locks.js'
 import { toozWatchCases } from './cases/tooz/api-watch.js'
 import { toozPartitionerCases } from './cases/tooz/partitioner.js'
+import { userCodeCases } from './cases/user-code.js'
 import { watcherCases } from './cases/watchers.js'
 import { harness } from './harness.js'
 
@@ -29,6 +30,7 @@ export async function describeConformance(name: Backend): Promise<void> {
     lockCases(h)
     sharedLockCases(h)
     partitionerCases(h)
+    userCodeCases(h)
   })
   // tooz's own tests (test_coordination.py TestAPI, test_partitioner.py), ported case by case.
   describe(`${name} tooz conformance`, { concurrency: 6 }, () => {
