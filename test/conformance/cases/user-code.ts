@@ -158,6 +158,28 @@ export function userCodeCases(h: Harness): void {
     assert.deepEqual(leaks, [])
   })
 
+  h.gated(['groups', 'acrossHosts'], 'views: with no listener on the coordinator, a view still doubts its snapshot when the link breaks', async (t) => {
+    // autoWatch off: no poll runs, so only the coordinator's own events can tell the view.
+    const { coordinator: a, proxy } = await h.openProxied(t, { autoWatch: false })
+    const g = rid('g')
+    await a.joinGroupCreate(g)
+    const view = await a.viewGroup(g)
+    t.after(() => view.close())
+    assert.equal(view.fresh, true)
+    proxy.cut()
+    await waitFor('the view to doubt its snapshot', () => !view.fresh, TIMING.expirySeconds * 1000 + TIMING.expirySlackMs)
+    proxy.restore()
+    await waitFor(
+      'a refresh() to bring it back',
+      async () => {
+        await view.refresh()
+        return view.fresh
+      },
+      TIMING.expirySeconds * 1000 + 2 * TIMING.expirySlackMs,
+      200,
+    )
+  })
+
   h.gated('groups', 'stop: a clean stop() after watchGroup() logs nothing and warns nothing', async (t) => {
     const logger = capturingLogger()
     const a = await h.open(t, { logger })
