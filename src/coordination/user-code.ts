@@ -7,7 +7,7 @@
  * caller's, and rejects withLock().
  *
  * Node's convention stays where it is stronger: an `error` event with no listener throws.
- * @internal
+ * (Each export is @internal; a tag here would strip the imports below from the .d.ts.)
  */
 import type { EventEmitter } from 'node:events'
 import { ListenerFailedError } from '../errors.js'
@@ -20,6 +20,7 @@ export type ReportFailure = (err: ListenerFailedError) => void
  * Calls `cb(arg)`; a throw or a rejection is reported as a ListenerFailedError naming `event` (an
  * event name, or the API that registered the callback) and the group of `arg`, if it has one.
  * Returns what `cb` returned (undefined when it threw).
+ * @internal
  */
 export function callUserCode<A>(cb: (arg: A) => unknown, arg: A, event: string, kind: 'listener' | 'callback', report: ReportFailure): unknown {
   return invokeCallback(cb, arg, (err) => report(new ListenerFailedError(event, kind, err, groupOf(arg))))
@@ -29,6 +30,7 @@ export function callUserCode<A>(cb: (arg: A) => unknown, arg: A, event: string, 
  * EventEmitter.emit(), except that a listener cannot break the emitter's caller: each listener is
  * called through callUserCode(), in order, and every one is called even when an earlier one
  * threw. `once` listeners are removed as emit() removes them. `error` keeps Node's behaviour.
+ * @internal
  */
 export function emitSafely(
   emitter: EventEmitter,
