@@ -66,6 +66,31 @@ export function userCodeCases(h: Harness): void {
     await waitFor('the second join', () => heard.length === 2, TIMING.eventMs)
   })
 
+  h.gated('groups', 'listeners: a throwing `warning` listener is not fed its own failure: it goes to process.emitWarning()', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const g = rid('g')
+    await a.joinGroupCreate(g)
+    await a.watchGroup(g)
+    const onProcess: Error[] = []
+    const onWarning = (w: Error): void => void (w instanceof ListenerFailedError && w.group === g && onProcess.push(w))
+    process.on('warning', onWarning)
+    t.after(() => process.off('warning', onWarning))
+    let calls = 0
+    a.on('warning', () => {
+      calls += 1
+      throw new Error('warning listener bug')
+    })
+    a.on('memberJoined', () => {
+      throw new Error('listener bug')
+    })
+    await b.joinGroup(g)
+    const report = await waitFor('a process warning', () => onProcess[0], TIMING.eventMs)
+    assert.equal((report as ListenerFailedError).event, 'warning')
+    assert.equal((report.cause as Error).message, 'warning listener bug')
+    assert.equal(calls, 1)
+  })
+
   h.gated('groups', 'listeners: a throwing watch callback is reported as LISTENER_FAILED naming watchJoinGroup', async (t) => {
     const a = await h.open(t)
     const b = await h.open(t)
