@@ -73,7 +73,7 @@ export const electCommands: Command[] = [
         } else {
           const running = await startCommand(ctx.rest, ctx.out)
           onLost = () => {
-            if (!running.exited) running.child.kill('SIGTERM')
+            if (!running.exited) running.kill('SIGTERM')
           }
           const status = await running.status
           if (lost === undefined) {

@@ -50,7 +50,7 @@ export const lockCommands: Command[] = [
           if (running.exited) return
           lost = true
           ctx.out.error(`rollcall: lock ${name} was lost; stopping the command`)
-          running.child.kill('SIGTERM')
+          running.kill('SIGTERM')
         }
         lock.signal.addEventListener('abort', onLost, { once: true })
         const status = await running.status

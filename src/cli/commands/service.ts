@@ -373,7 +373,7 @@ async function superviseCommand(ctx: CommandContext, sg: ServiceGroup, record: S
   if (running.exited) return await running.status
   {
     const joined = sg.join(record.host, record.topic, record, { reportImmediately: true })
-    ctx.out.status(`rollcall: ${record.binary} on ${record.host} (id ${record.id}) is up while pid ${running.child.pid} runs`, true)
+    ctx.out.status(`rollcall: ${record.binary} on ${record.host} (id ${record.id}) is up while pid ${running.pid} runs`, true)
     const status = await running.status
     await joined
     // Down at once: leave before anything else.

@@ -6,12 +6,13 @@
  * scripts/backends.sh are never touched.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { promisify } from 'node:util'
 import { join } from 'node:path'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
+import { descendants } from '../../support/processes.js'
 import { freePort, type PrivateServer } from '../../support/servers.js'
 import { until } from './harness.js'
 
@@ -34,33 +35,6 @@ function killGroup(p: ChildProcess, sig: NodeJS.Signals): void {
       // Already gone.
     }
   }
-}
-
-/** PIDs of every descendant of `root`, from /proc. */
-function descendants(root: number): number[] {
-  const children = new Map<number, number[]>()
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    let stat: string
-    try {
-      stat = readFileSync(`/proc/${name}/stat`, 'utf8')
-    } catch {
-      continue
-    }
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-    const list = children.get(ppid) ?? []
-    list.push(Number(name))
-    children.set(ppid, list)
-  }
-  const out: number[] = []
-  const walk = (pid: number): void => {
-    for (const c of children.get(pid) ?? []) {
-      out.push(c)
-      walk(c)
-    }
-  }
-  walk(root)
-  return out
 }
 
 /** The PostgreSQL binaries (Debian installs them under a versioned directory). */
