@@ -200,10 +200,21 @@ export interface DriverDefinition<S extends OptionSpecs = OptionSpecs> {
   readonly options: S
   /** Returns why `id` cannot be stored (a sentence naming the rule), or undefined when it can. */
   validateId?(kind: IdKind, id: string): string | undefined
-  /** Maps a client-library error to a rollcall error; undefined leaves it to the generic wrapper. */
-  translateError?(err: unknown): RollcallError | undefined
+  /**
+   * Maps a client-library error to a rollcall error; undefined leaves it to the generic wrapper.
+   * `context` says what was being done and to which backend (its URL redacted), for the message.
+   */
+  translateError?(err: unknown, context: TranslateContext): RollcallError | undefined
   /** Builds the driver. Must not do I/O (start() does); may throw InvalidUrlError. */
   create(ctx: DriverContext<ResolvedOptions<S>>): CoordinationDriver
+}
+
+/** What a driver's translateError() is told, to word its message. */
+export interface TranslateContext {
+  /** What failed, as a verb phrase (`join group "api"`). */
+  operation: string
+  /** The backend URL without credentials. */
+  redactedUrl: string
 }
 
 /** Declares a driver; only an identity function that keeps the option types. */

@@ -29,7 +29,7 @@ export function translateError(err: unknown, operation: string, def: DriverDefin
     })
   }
   if (err instanceof RollcallError) return stampDriver(err, def.name)
-  const mapped = def.translateError?.(err)
+  const mapped = def.translateError?.(err, { operation, redactedUrl })
   if (mapped) return stampDriver(scrub(mapped, secrets), def.name)
   const message = (err as Error)?.message ?? String(err)
   if (isNetworkError(err)) {

@@ -34,6 +34,7 @@ import { ioredisOptions, redisTarget } from '../../src/coordination/drivers/redi
 import { holderOfToken, pythonBytesRepr } from '../../src/coordination/drivers/redis/redis-keys.js'
 import { REDIS_OPTIONS } from '../../src/coordination/drivers/redis/redis-options.js'
 import { serverUrl } from '../support/backends.js'
+import { TcpProxy } from '../support/proxy.js'
 import { TIMING } from '../support/timing.js'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
 
@@ -390,6 +391,20 @@ describe('redis driver', { concurrency: 4 }, () => {
     const g = rid('g')
     await c.joinGroupCreate(g)
     assert.deepEqual(await c.getMembers(g), [c.memberId])
+  })
+
+  it("redis: connection: a request during an outage says what happened in rollcall's words; the ioredis text is the cause", async (t) => {
+    const proxy = await TcpProxy.start(Number(PORT))
+    t.after(() => proxy.close())
+    const c = await connect(`redis://:pw-q7w6@127.0.0.1:${proxy.port}?timeout=5`)
+    t.after(() => c.stop().catch(() => {}))
+    proxy.cut()
+    const err = await c.getGroups().then(() => undefined, (e: unknown) => e as Error)
+    assert.ok(err instanceof ConnectionError, String(err))
+    assert.match(err.message, new RegExp(`^Cannot list groups: Redis at redis://\\*\\*\\*@127\\.0\\.0\\.1:${proxy.port}\\?timeout=5 is unreachable \\(`))
+    // ioredis's own option names (maxRetriesPerRequest) are set by rollcall, not by the user.
+    assert.doesNotMatch(err.message, /maxRetriesPerRequest|max retries|pw-q7w6/)
+    assert.ok(err.cause instanceof Error && err.cause.name !== 'ConnectionError', 'the client error is kept as the cause')
   })
 
   it('redis: sentinel: options map as tooz maps them (master gets URL credentials, db and ssl; sentinels their own)', () => {

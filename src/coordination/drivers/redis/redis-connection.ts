@@ -13,6 +13,7 @@
  */
 import type { RedisOptions as IoRedisOptions } from 'ioredis'
 import { BackendError, ConnectionError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
+import type { TranslateContext } from '../../driver.js'
 import { parseHostPort, type BackendUrl, type HostPort } from '../../url.js'
 import type { RedisOptions } from './redis-options.js'
 import { warnIgnoredPath } from '../kit/ignored-path.js'
@@ -173,18 +174,27 @@ export function describeTarget(target: RedisTarget): string {
   }
 }
 
-const CONNECTION_MESSAGES = [
-  'Connection is closed',
-  "Stream isn't writeable",
-  'Command timed out',
-  'Socket timeout',
-  'All sentinels are unreachable',
-  'Reached the max retries per request limit',
-  'Failed to refresh slots cache',
+/**
+ * ioredis's connection-level messages (which name its own options, such as maxRetriesPerRequest,
+ * that rollcall sets and the user cannot), each with what it means in rollcall's words.
+ */
+const CONNECTION_MESSAGES: ReadonlyArray<readonly [prefix: string, meaning: string]> = [
+  ['Connection is closed', 'the connection is closed'],
+  ["Stream isn't writeable", 'the connection broke before the request was sent'],
+  ['Command timed out', 'no answer within socket_timeout'],
+  ['Socket timeout', 'no answer within socket_timeout'],
+  ['All sentinels are unreachable', 'none of the sentinels answered'],
+  ['Failed to refresh slots cache', "the cluster's slot map could not be read"],
 ]
 
-/** Maps an ioredis error to a rollcall error; undefined leaves it to the generic wrapper. */
-export function translateRedisError(err: unknown): RollcallError | undefined {
+/** ioredis's MaxRetriesPerRequestError: a request made while the connection was down (rollcall gives each no retry). */
+const DOWN = 'the connection is down and reconnecting has not succeeded yet'
+
+/**
+ * Maps an ioredis error to a rollcall error whose message says what happened (the ioredis error
+ * is its `cause`); undefined leaves it to the generic wrapper.
+ */
+export function translateRedisError(err: unknown, context: TranslateContext): RollcallError | undefined {
   if (!(err instanceof Error)) return undefined
   const message = err.message
   if (err.name === 'ReplyError') {
@@ -197,8 +207,7 @@ export function translateRedisError(err: unknown): RollcallError | undefined {
     }
     return new BackendError(`Redis answered with an error: ${message}`, { cause: err })
   }
-  if (err.name === 'MaxRetriesPerRequestError' || CONNECTION_MESSAGES.some((m) => message.startsWith(m))) {
-    return new ConnectionError(`The connection to Redis broke: ${message}`, { cause: err })
-  }
+  const meaning = err.name === 'MaxRetriesPerRequestError' ? DOWN : CONNECTION_MESSAGES.find(([prefix]) => message.startsWith(prefix))?.[1]
+  if (meaning) return new ConnectionError(`Cannot ${context.operation}: Redis at ${context.redactedUrl} is unreachable (${meaning})`, { cause: err })
   return undefined
 }
