@@ -38,8 +38,8 @@ export function defaultMemberId(): string {
 }
 
 /**
- * Connects to the backend named by `url` and returns a started Coordinator. The options are typed
- * by the URL's scheme (see {@link ConnectOptionsFor}); `signal` aborts the connection attempt.
+ * Connects to the backend named by `url` (a string, or a `URL` object) and returns a started
+ * Coordinator. The options are typed by the URL's scheme (see {@link ConnectOptionsFor}); `signal` aborts the connection attempt.
  * The Coordinator is `AsyncDisposable`: `await using c = await connect(url)` stops it at the end
  * of the block.
  *
@@ -49,7 +49,7 @@ export function defaultMemberId(): string {
  * await c.joinGroupCreate('api', { zone: 'az1' })
  * ```
  */
-export async function connect<U extends string>(url: U, options: ConnectOptionsFor<U> = {} as ConnectOptionsFor<U>): Promise<Coordinator> {
+export async function connect<U extends string>(url: U | URL, options: ConnectOptionsFor<U> = {} as ConnectOptionsFor<U>): Promise<Coordinator> {
   // createCoordinator() refuses options that are not an object, before anything reads them.
   const coordinator = await createCoordinator(url, options)
   const { signal } = options as ConnectOptions
@@ -77,7 +77,7 @@ export async function connect<U extends string>(url: U, options: ConnectOptionsF
 }
 
 /** Like connect() but does not start it: for code that wires events first. */
-export async function createCoordinator<U extends string>(url: U, options: ConnectOptionsFor<U> = {} as ConnectOptionsFor<U>): Promise<Coordinator> {
+export async function createCoordinator<U extends string>(url: U | URL, options: ConnectOptionsFor<U> = {} as ConnectOptionsFor<U>): Promise<Coordinator> {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new InvalidOptionError(`The options of connect() must be an object such as { memberId: 'api-1' }, not ${describe(options)}`)
   }
@@ -138,9 +138,9 @@ export async function createCoordinator<U extends string>(url: U, options: Conne
 
 /** A short description of a wrong value, for messages: its type, or the value when it is short. */
 function describe(value: unknown): string {
-  if (value === null) return 'null'
+  if (value === null || value === undefined) return String(value)
   if (Array.isArray(value)) return 'an array'
   if (typeof value === 'string') return JSON.stringify(shorten(value, 40))
   if (typeof value === 'number' || typeof value === 'boolean') return String(value)
-  return `a ${typeof value}`
+  return `${typeof value === 'object' ? 'an' : 'a'} ${typeof value}`
 }

@@ -10,6 +10,7 @@
  */
 import { InvalidOptionError } from '../errors.js'
 import { MAX_TIMER_MS, STRUTILS_BOOLEANS, booleanWord, coerce, decimal, inRange, oneOf, timerMs, Unfit, type Bounds } from '../internal/coerce.js'
+import { didYouMean, nearestName } from '../internal/did-you-mean.js'
 import { shorten } from './redact.js'
 
 export { MAX_TIMER_MS } from '../internal/coerce.js'
@@ -156,9 +157,9 @@ export const opt = {
   },
 }
 
-/** A problem with one key of a URL query, for the caller to word as its own error. */
+/** A problem with one key of a URL query, for the caller to word as its own error (`near`: the key probably meant). */
 export type QueryProblem =
-  | { kind: 'unknown'; key: string; known: string[] }
+  | { kind: 'unknown'; key: string; known: string[]; near: string | undefined }
   | { kind: 'empty'; key: string; type: string }
   | { kind: 'unfit'; key: string; phrase: string }
 
@@ -172,7 +173,7 @@ export function readQuery(specs: OptionSpecs, query: Map<string, string[]>, fail
   const out = new Map<string, unknown>()
   for (const [key, values] of query) {
     const name = byQuery.get(key)
-    if (name === undefined) throw fail({ kind: 'unknown', key, known: [...byQuery.keys()].sort() })
+    if (name === undefined) throw fail({ kind: 'unknown', key, known: [...byQuery.keys()].sort(), near: nearestOption(specs, key, 'query') })
     const spec = specs[name]!
     if (!spec.repeated && !parseEmpty && values.some((v) => v === '')) throw fail({ kind: 'empty', key, type: spec.type })
     try {
@@ -182,6 +183,21 @@ export function readQuery(specs: OptionSpecs, query: Map<string, string[]>, fail
     }
   }
   return out
+}
+
+/**
+ * The option probably meant by an unknown `name`, spelt as `as` wants it (the URL key or the
+ * programmatic name), whichever spelling the typo is near: `membership_timout` and
+ * `membershipTimeoutMs` in a URL both suggest `membership_timeout`. Undefined when none is near.
+ */
+export function nearestOption(specs: OptionSpecs, name: string, as: 'query' | 'code'): string | undefined {
+  const spelt = new Map<string, string>()
+  for (const [code, spec] of Object.entries(specs)) {
+    const wanted = as === 'query' ? spec.query : code
+    spelt.set(code, wanted).set(spec.query, wanted)
+  }
+  const near = nearestName(name, spelt.keys())
+  return near === undefined ? undefined : spelt.get(near)
 }
 
 /** The values given, and for every other option its default: a defaultFrom follows the resolved value of the option it names. */
@@ -210,7 +226,7 @@ export function resolveOptions<S extends OptionSpecs>(
   const given = readQuery(specs, query, (p) =>
     new InvalidOptionError(
       p.kind === 'unknown'
-        ? `Unknown option "${shorten(p.key)}" in the ${owner} URL; known options: ${p.known.join(', ') || '(none)'}`
+        ? `Unknown option "${shorten(p.key)}" in the ${owner} URL${didYouMean(p.near)}; known options: ${p.known.join(', ') || '(none)'}`
         : p.kind === 'empty'
         ? `Option "${p.key}" in the ${owner} URL has no value; write ${p.key}=<${p.type}>`
         : `Option "${p.key}" in the ${owner} URL ${p.phrase}`,
@@ -220,7 +236,9 @@ export function resolveOptions<S extends OptionSpecs>(
     const spec = specs[name]
     if (spec === undefined) {
       throw new InvalidOptionError(
-        `Unknown option "${shorten(name)}" for the ${owner} driver; known options: ${Object.keys(specs).sort().join(', ') || '(none)'}`,
+        `Unknown option "${shorten(name)}" for the ${owner} driver${didYouMean(nearestOption(specs, name, 'code'))}; known options: ${
+          Object.keys(specs).sort().join(', ') || '(none)'
+        }`,
       )
     }
     try {

@@ -39,13 +39,21 @@ export interface BackendUrl {
 const SCHEME = /^([a-z][a-z0-9+.-]*):/i
 
 /**
- * Parses `scheme://[user[:pass]@]host[:port][,host[:port]...][/path][?query]`.
- * Throws InvalidUrlError when it does not fit that shape. No message shows what lies between
+ * Parses `scheme://[user[:pass]@]host[:port][,host[:port]...][/path][?query]`, given as a string or
+ * as a WHATWG `URL` (read as its `href`). Throws InvalidUrlError when it does not fit that shape. No message shows what lies between
  * `scheme:` and the last `@` (the user name and password, whatever they contain), and a URL whose
  * shape cannot be made out is shown by its scheme and host only ({@link displayUrl}).
  */
-export function parseBackendUrl(input: string): BackendUrl {
-  if (typeof input !== 'string' || input.trim() === '') {
+export function parseBackendUrl(given: string | URL): BackendUrl {
+  const input = given instanceof URL ? given.href : given
+  if (typeof input !== 'string') {
+    throw new InvalidUrlError(
+      `The backend URL must be a string or a URL object, not ${
+        input === null ? 'null' : typeof input
+      }; e.g. redis://127.0.0.1:6379 or file:///var/lib/rollcall`,
+    )
+  }
+  if (input.trim() === '') {
     throw new InvalidUrlError('The backend URL is empty; expected something like redis://127.0.0.1:6379 or file:///var/lib/rollcall')
   }
   const m = SCHEME.exec(input)

@@ -6,6 +6,7 @@
  */
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { nearestName } from '../internal/did-you-mean.js'
 import { InvalidConfigError } from '../index.js'
 import { FileRefused, readRegularFile } from '../internal/regular-file.js'
 import { escapeControls } from '../internal/shown-text.js'
@@ -108,21 +109,11 @@ function unknownKeys(doc: IniDocument, file: string, settings: readonly { sectio
     const known = settings.filter((x) => x.section === section).map((x) => x.key)
     for (const [key, v] of keys) {
       if (known.includes(key)) continue
-      // Within 2 edits only when the lengths are: a long key costs nothing.
-      const near = known.find((k) => Math.abs(k.length - key.length) <= 2 && distance(k, key) <= 2)
+      const near = nearestName(key, known)
       if (near) {
         out.push({ setting: `[${section}] ${key}`, message: `${file}:${v.line}: unknown setting [${section}] ${key} is ignored; did you mean ${near}?` })
       }
     }
   }
   return out
-}
-
-function distance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)])
-  for (let j = 1; j <= b.length; j++) d[0]![j] = j
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
-  }
-  return d[a.length]![b.length]!
 }

@@ -6,6 +6,7 @@
  * the consequence.
  */
 import { readQuery, withDefaults } from '../coordination/options.js'
+import { didYouMean } from '../internal/did-you-mean.js'
 import { displayUrl } from '../coordination/redact.js'
 import { COMMON_OPTIONS, InvalidConfigError, knownSchemes, loadDriver, parseBackendUrl, type OptionSpecs } from '../index.js'
 import type { ConfigWarning } from './config-files.js'
@@ -33,7 +34,7 @@ export async function checkToozUrl(config: DriverSettings, from: string): Promis
       setting,
       url,
       p.kind === 'unknown'
-        ? `the ${def.name} driver has no option "${p.key}"; known options: ${p.known.join(', ')}`
+        ? `the ${def.name} driver has no option "${p.key}"${didYouMean(p.near)}; known options: ${p.known.join(', ')}`
         : `option ${p.key} ${p.kind === 'unfit' ? p.phrase : 'has no value'}`,
       from,
     ), true)
