@@ -3,7 +3,7 @@
  * src/cli/commands/ and uses only the public API. Errors are printed as one line (their message
  * is already free of credentials) and mapped to an exit status by their code.
  */
-import { RollcallError, InvalidArgumentError } from '../errors.js'
+import { GroupNotFoundError, RollcallError, InvalidArgumentError } from '../errors.js'
 import { redactUrl } from '../coordination/url.js'
 import { commandHelpText, parseCommandArgs, processOutput, type Command, type Output } from './command.js'
 import { groupCommands } from './commands/group.js'
@@ -108,7 +108,7 @@ export async function main(argv: string[], out: Output = processOutput(), env: N
   } catch (err) {
     if (err instanceof RollcallError) {
       if (interruptedBy === 'SIGINT' && (err.code === 'COORDINATOR_STOPPED' || err.name === 'AbortError')) return EXIT.interrupted
-      out.error(`rollcall: ${redactUrl(err.message)}`)
+      out.error(`rollcall: ${redactUrl(cliMessage(err))}`)
       return err instanceof InvalidArgumentError ? EXIT.usage : exitStatusFor(err.code)
     }
     if (controller.signal.aborted) return EXIT.interrupted
@@ -117,4 +117,17 @@ export async function main(argv: string[], out: Output = processOutput(), env: N
   } finally {
     process.off('SIGINT', onSignal).off('SIGTERM', onSignal)
   }
+}
+
+/**
+ * An error's message as a CLI user needs it: where the library's message names a library call
+ * (joinGroupCreate()), the command that does the same.
+ */
+function cliMessage(err: RollcallError): string {
+  if (err instanceof GroupNotFoundError) {
+    const group = JSON.stringify(err.groupId)
+    const arg = /^[\w.:@+-]+$/.test(err.groupId) ? err.groupId : `'${err.groupId.replace(/'/g, "'\\''")}'`
+    return `Group ${group} does not exist; rollcall group list shows the groups there are, rollcall group create ${arg} creates it`
+  }
+  return err.message
 }
