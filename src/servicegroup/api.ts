@@ -9,6 +9,7 @@
  * - isUp() does no logging: the scheduler calls it per host per request.
  */
 import { EventEmitter } from 'node:events'
+import { keepAlive } from '../internal/keep-alive.js'
 import { InvalidArgumentError, NotSupportedError, silentLogger, type Logger } from '../index.js'
 import { adaptLogger } from '../coordination/logger.js'
 import type { Catalog, ListFilter } from './catalog/catalog.js'
@@ -59,6 +60,8 @@ export interface JoinOptions {
 interface JoinedService {
   service: ServiceRecord
   reporters: Reporter[]
+  /** Ends the hold on the process (see join()). */
+  letGo: () => void
 }
 
 /** Per joined service and driver: the report loop's health, for status pages and metrics. */
@@ -168,6 +171,10 @@ export class ServiceGroup extends EventEmitter<ServiceGroupEvents> {
    * Nova's RuntimeError). Resolves to undefined. Joining the same host and topic again is a no-op.
    * With `reportImmediately`, every driver reports at once (`rollcall service run` does, so that
    * a service is up from the moment its command starts).
+   *
+   * A joined service keeps its process alive until leave() or close(), with every driver, as a
+   * listening server does (the report timers themselves are unref'd). When join() resolves, every
+   * read of this ServiceGroup sees the service's first report (zk, tooz: up).
    */
   async join(host: string, topic: string, service?: ServiceRecord, options: JoinOptions = {}): Promise<void> {
     if (service === undefined) {
@@ -193,7 +200,7 @@ export class ServiceGroup extends EventEmitter<ServiceGroupEvents> {
         onRecovered: () => this.emit('reportRecovered', { host, binary: record.binary, topic, driver: driver.name }),
       })
     )
-    this.#joined.set(key, { service: record, reporters })
+    this.#joined.set(key, { service: record, reporters, letGo: keepAlive() })
     await Promise.all(reporters.map(async (r, i) => {
       if (!this.#drivers[i]!.reportsOnJoin && !options.reportImmediately) return r.start()
       // Membership drivers join now (Nova's zk did); with reports off, this one report is all.
@@ -212,7 +219,10 @@ export class ServiceGroup extends EventEmitter<ServiceGroupEvents> {
     const key = joinKey(host, topic)
     const joined = this.#joined.get(key)
     this.#joined.delete(key)
-    if (joined) await Promise.all(joined.reporters.map((r) => r.stop()))
+    if (joined) {
+      joined.letGo()
+      await Promise.all(joined.reporters.map((r) => r.stop()))
+    }
     const results = await Promise.allSettled(this.#drivers.map((d) => d.leave(host, topic)))
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
     if (failed) throw failed.reason
@@ -341,6 +351,7 @@ export class ServiceGroup extends EventEmitter<ServiceGroupEvents> {
         })
       ))
     }
+    for (const j of joined) j.letGo()
     this.#joined.clear()
     this.#signalCleanup?.()
     await Promise.allSettled(this.#drivers.map((d) => d.close()))

@@ -11,7 +11,8 @@
  *   that cannot be reached is logged once as a warning on the way down and once as info on the
  *   way back; a deleted record is logged as an error at every report (it needs an operator); any
  *   other error is logged with its stack at every report.
- * - Timers are unref'd, so a reporter never keeps a process alive.
+ * - Timers are unref'd: a reporter never keeps a process alive (the ServiceGroup does, while a
+ *   service is joined).
  */
 import { isRetryable, ServiceNotFoundError, type Logger, type RollcallError } from '../index.js'
 import { adaptLogger } from '../coordination/logger.js'

@@ -6,6 +6,8 @@
  * events case runs where the driver has push views, and its twin checks NotSupportedError.
  */
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { describe, it, type TestContext } from 'node:test'
 import type { Logger } from '../../src/index.js'
 import { openCatalog, type ServiceGroup, type ServiceRecord } from '../../src/servicegroup/index.js'
@@ -122,6 +124,37 @@ export function describeServiceGroup(name: keyof typeof TARGETS): void {
       await admin.leave(host, topic)
       assert.equal(await admin.isUp(await admin.catalog.get(record.id)), false, 'still up right after leave')
       await upWithin(admin, record, true, 5_000 + SLACK_MS, 'back up after the next report')
+    })
+
+    it(
+      title('read your own writes: once join() resolves, every read of the joining process says up, a watch open or not; after leave(), down'),
+      CASE,
+      async (t) => {
+        const { writer } = await pair(t)
+        const [host, topic] = [rid('host'), rid('topic')]
+        // A watch (onUp) keeps a fresh view of the topic, which must not hide this process's own join.
+        if (writer.driver.watch) await writer.onUp(topic, () => {})
+        const record = await writer.register({ host, binary: 'rollcall-test', topic })
+        // db and mc report after initial_report_delay unless told otherwise (Nova); zk and tooz join at once.
+        await writer.join(host, topic, record, { reportImmediately: !writer.driver.reportsOnJoin })
+        assert.deepEqual((await writer.list({ topic })).map((s) => [s.record.host, s.state]), [[host, 'up']])
+        assert.equal(await writer.isUp(await writer.catalog.get(record.id)), true)
+        await writer.leave(host, topic)
+        assert.deepEqual((await writer.list({ topic })).map((s) => [s.record.host, s.state]), [[host, 'down']])
+      },
+    )
+
+    it(title("keep-alive: the documented quick start's process lives while joined, and exits by itself after close()"), CASE, async (t) => {
+      const shared = catalogUrl(t, target.sql)
+      const args = { ...target.options(), catalogUrl: shared.url, tablePrefix: shared.tablePrefix, binary: 'rollcall-test', topic: rid('topic') }
+      const stay = quickStart(t, { ...args, mode: 'stay', host: rid('host') })
+      const close = quickStart(t, { ...args, mode: 'close', host: rid('host') })
+      await stay.joined
+      // Longer than anything of the join itself (the db driver's process used to end 0.8 s in).
+      await new Promise((r) => setTimeout(r, 3_000))
+      assert.equal(stay.exit(), undefined, `the process of a joined service exited: ${stay.output()}`)
+      assert.deepEqual(await close.exited, { code: 0, signal: null }, close.output())
+      assert.match(close.output(), /closed/)
     })
 
     if (target.crossProcess) {
@@ -250,4 +283,28 @@ export function describeServiceGroup(name: keyof typeof TARGETS): void {
       assert.deepEqual([ups, downs], [[host], [host]])
     })
   })
+}
+
+/** The quick-start process (quick-start-process.ts); killed after the test if still running. */
+function quickStart(
+  t: TestContext,
+  args: object,
+): { joined: Promise<void>; exited: Promise<{ code: number | null; signal: string | null }>; exit(): number | string | undefined; output(): string } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/servicegroup/quick-start-process.ts', JSON.stringify(args)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  })
+  let out = ''
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d))
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d))
+  const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as string | null }))
+  const joined = (async () => {
+    while (!out.includes('joined')) {
+      await Promise.race([once(child.stdout, 'data'), exited])
+      if (!out.includes('joined') && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`exited before joining: ${out}`)
+    }
+  })()
+  return { joined, exited, exit: () => child.exitCode ?? child.signalCode ?? undefined, output: () => out }
 }

@@ -116,6 +116,7 @@ export class ToozDriver implements ServiceGroupDriver {
       // Liveness may have lapsed with the membership (a beat key deleted, an expired lease):
       // beat now rather than at the next scheduled heartbeat, so that the service is up at once.
       await c.heartbeat()
+      await this.#readOwnWrite(service.topic)
     } catch (err) {
       throw this.#unavailable(err, `reporting ${service.host} in ${service.topic}`)
     }
@@ -140,6 +141,7 @@ export class ToozDriver implements ServiceGroupDriver {
         const code = (err as RollcallError).code
         if (code !== 'MEMBER_NOT_JOINED' && code !== 'GROUP_NOT_FOUND') throw this.#unavailable(err, `leaving ${topic}`)
       })
+      await this.#readOwnWrite(topic)
       return
     }
     // Another process's members: tooz lets a member leave only as itself, so act as each one.
@@ -177,6 +179,18 @@ export class ToozDriver implements ServiceGroupDriver {
     await Promise.allSettled([...this.#views.values()].map((v) => v.close()))
     this.#views.clear()
     await this.#coordinator?.stop()
+  }
+
+  /**
+   * After this process joined or left `topic`: an open view of it (a watch) reads the group again
+   * now, so that every read of this process sees the change at once instead of at the watch's next
+   * poll. A failed read leaves the view not fresh: the next read refreshes it.
+   */
+  async #readOwnWrite(topic: string): Promise<void> {
+    const view = this.#views.get(topic)
+    if (!view) return
+    this.stats.reads += 1
+    await view.refresh().catch(() => undefined)
   }
 
   /** The topic's view, refreshed first unless it is fresh (the hot path: no read, no log). */

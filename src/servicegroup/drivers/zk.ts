@@ -97,6 +97,9 @@ export class ZkDriver implements ServiceGroupDriver {
       const stat = await this.#connection().exists(path)
       if (stat && stat.ephemeralOwner === this.#connection().sessionId) return
       await this.#create(path)
+      // A watched topic's view learns of the new node only when its watch fires: read it again at
+      // the next use, so that every read of this process sees its own join at once.
+      this.#views.get(service.topic)?.markStale()
     } catch (err) {
       throw this.#reportError(err, path)
     }
