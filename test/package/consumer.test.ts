@@ -140,13 +140,14 @@ describe('package: the packed tarball as a consumer installs it', () => {
   let dir = ''
   let app = ''
   let installSeconds = 0
+  let installOutput = ''
   /** Both type checks run at once (each takes seconds on a busy machine): resolution → tsc output, or '' when it passed. */
   const checks = new Map<string, Promise<string>>()
 
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'rollcall-consumer-'))
     assert.ok(existsSync(join(ROOT, 'dist/index.js')), 'dist/ is built (npm test builds it first)')
-    // --ignore-scripts: `prepare` would rebuild dist/, which npm test has just done.
+    // --ignore-scripts: `prepack` would rebuild dist/, which npm test has just done.
     const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })) as Array<
       { filename: string; files: Array<{ path: string }> }
     >
@@ -157,15 +158,18 @@ describe('package: the packed tarball as a consumer installs it', () => {
     const started = Date.now()
     // The cache that installed this repository holds everything the tarball needs; --prefer-offline
     // asks the registry only for what it lacks.
-    execFileSync('npm', [
+    // Warnings shown: npm 11 warns about a package's install scripts (a `prepare` among them).
+    const install = spawnSync('npm', [
       'install',
       '--prefer-offline',
       '--no-audit',
       '--no-fund',
-      '--loglevel=error',
+      '--loglevel=warn',
       tarball,
       `@types/node@${pkg.devDependencies['@types/node']}`,
     ], { cwd: app, encoding: 'utf8' })
+    assert.equal(install.status, 0, install.stderr)
+    installOutput = `${install.stdout}${install.stderr}`
     installSeconds = (Date.now() - started) / 1000
     writeFileSync(join(app, 'app.ts'), APP_TS)
     writeFileSync(join(app, 'typos.ts'), TYPO_TS)
@@ -198,6 +202,13 @@ describe('package: the packed tarball as a consumer installs it', () => {
     const maps = files.filter((f) => f.endsWith('.map'))
     const shippedSources = files.filter((f) => f.startsWith('src/'))
     assert.ok(maps.length === 0 || shippedSources.length > 0, `${maps.length} .map files ship without the src/ they point at`)
+  })
+
+  it('package: installing it runs nothing: no install script, no npm warning about one', () => {
+    const { scripts = {} } = JSON.parse(readFileSync(join(app, 'node_modules/rollcall/package.json'), 'utf8')) as { scripts?: Record<string, string> }
+    const run = ['preinstall', 'install', 'postinstall', 'prepare'].filter((s) => s in scripts)
+    assert.deepEqual(run, [], 'the published package.json has scripts that run on install')
+    assert.doesNotMatch(installOutput, /install-scripts|rollcall@[^\s]* \(/, 'npm warned about an install script')
   })
 
   it('package: a coordination-only install has no backend client and nothing compiled', () => {
