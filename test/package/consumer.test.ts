@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { runtime } from '../support/runtimes.js'
 
 const ROOT = process.cwd()
 const TSC = resolve(ROOT, 'node_modules/typescript/bin/tsc')
@@ -241,5 +242,14 @@ describe('package: the packed tarball as a consumer installs it', () => {
     assert.equal(r.status, 0, r.stderr)
     assert.deepEqual(JSON.parse(r.stdout), EXPECTED)
     assert.doesNotMatch(r.stderr, /Error/, 'require(esm) loads the package without an error on stderr')
+  })
+
+  it('package: on Node 22 the catalog opens on node:sqlite without an ExperimentalWarning', { timeout: 360_000 }, async () => {
+    const node22 = runtime('node22')
+    await checks.get('node16')
+    const r = spawnSync(node22, [join(app, 'out-node16', 'app.js')], { cwd: app, encoding: 'utf8', timeout: 60_000 })
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout), { ...EXPECTED, catalog: 'opened' })
+    assert.doesNotMatch(r.stderr, /ExperimentalWarning|experimental feature/)
   })
 })
