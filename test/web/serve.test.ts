@@ -12,6 +12,17 @@ import { rid, waitFor } from '../support/wait.js'
 import { call, cli, openEvents, send, startService, tempDir, writeConfig, WEB_TIMING } from './support.js'
 
 describe('web: serve', { concurrency: 4 }, () => {
+  it('web: serve: --help describes every option', async (t) => {
+    const help = cli(t, ['serve', '--help'])
+    assert.equal((await help.exited).code, 0)
+    for (const option of ['--listen', '--refresh', '--title', '--verbose', '--url', '--config']) {
+      const line = help.stdout().split('\n').find((l) => l.trimStart().startsWith(option))
+      assert.ok(line, `${option} is listed`)
+      assert.match(line!, new RegExp(`^\\s+${option}(?: VALUE)?\\s{2,}\\S`), `${option} has a description: ${JSON.stringify(line)}`)
+    }
+    assert.match(help.stdout(), /--refresh VALUE\s+.*SECONDS/)
+  })
+
   it('web: serve: read-only without a token, says so, and stops cleanly on SIGTERM with a stream open', async (t) => {
     const dir = tempDir(t)
     const config = writeConfig(dir)

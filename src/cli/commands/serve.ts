@@ -127,6 +127,12 @@ export const serveCommands: Command[] = [
       refresh: { type: 'string' },
       title: { type: 'string' },
     },
+    optionHelp: {
+      listen: 'HOST:PORT, [IPv6]:PORT or PORT to listen on (default: [api] listen, else 127.0.0.1:7979; port 0 picks a free one)',
+      refresh: 'how often services, the group list and leaders are re-read, in SECONDS (default 1; at least 0.1); pushed changes show sooner',
+      title: 'the status page title (default: rollcall)',
+      verbose: 'also log info and debug messages to stderr',
+    },
     run: async (ctx) => {
       const { config, logger } = await commandConfig(ctx)
       const file = config.file
