@@ -8,15 +8,17 @@
  *   answers 400 otherwise) → `{ "service": row }`
  * - `DELETE /v1/services/{id}` → 204: the driver forgets the service (so it reads down at once
  *   where the driver can tell), then the record is soft-deleted.
- * - `GET /v1/groups` → `{ "groups": [group...] }`, `GET /v1/groups/{group}` → `{ "group": group }`
- *   (members with capabilities, and the leader where the driver has getLeader).
+ * - `GET /v1/groups[?prefix=&empty=1&limit=&cursor=]` → `{ "groups": [group...], "next_cursor": ... }`
+ *   (groups with members unless `empty=1`; a page of `limit`, the next from `cursor`), `GET
+ *   /v1/groups/{group}` → `{ "group": group }` (members with capabilities, and the leader where
+ *   the driver has getLeader).
  *
  * Reads here go to the backends (the page reads the views' last refresh); after a write the
  * views are refreshed before answering, so the page and the answer agree.
  */
 import { InvalidArgumentError } from '../index.js'
 import type { ServiceChanges } from '../servicegroup/index.js'
-import type { GroupRow, GroupListView } from './groups.js'
+import { byCodeUnits, matchesGroupQuery, parseGroupQuery, type GroupListView, type GroupRow } from './groups.js'
 import { HttpError } from './http.js'
 import { parseServiceFilter, parseServiceId, type ServiceRow, type ServiceView } from './services.js'
 
@@ -115,12 +117,24 @@ export async function deleteService(view: ServiceView | undefined, id: string): 
   await v.refresh()
 }
 
-/** `GET /v1/groups`. */
-export async function listGroups(view: GroupListView | undefined): Promise<{ groups: GroupRow[] }> {
+/** `GET /v1/groups`: one page of the groups that pass the filter, in name order (code units). */
+export async function listGroups(view: GroupListView | undefined, query: URLSearchParams): Promise<{ groups: GroupRow[]; next_cursor: string | null }> {
   const v = needGroups(view)
-  const names = await v.coordinator.getGroups()
-  const groups = await Promise.all(names.map((g) => v.readOrReport(g)))
-  return { groups: groups.filter((g): g is GroupRow => g !== undefined) }
+  const q = parseGroupQuery(query)
+  const names = (await v.coordinator.getGroups()).filter((g) => matchesGroupQuery(g, q)).sort(byCodeUnits)
+  const out: GroupRow[] = []
+  let i = 0
+  // Groups the view last read empty are skipped unread (unless asked for); the rest are read now, a page at a time.
+  while (i < names.length && out.length < q.limit) {
+    const batch: string[] = []
+    while (i < names.length && batch.length < q.limit - out.length) {
+      const g = names[i++]!
+      if (q.empty || v.isEmpty(g) !== true) batch.push(g)
+    }
+    const rows = await Promise.all(batch.map((g) => v.readOrReport(g)))
+    for (const row of rows) if (row !== undefined && (q.empty || row.members.length > 0 || row.error !== undefined)) out.push(row)
+  }
+  return { groups: out, next_cursor: i < names.length && out.length > 0 ? out.at(-1)!.group : null }
 }
 
 /** `GET /v1/groups/{group}`. */

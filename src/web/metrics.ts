@@ -14,6 +14,9 @@ export const CONNECTION_STATES: readonly ConnectionState[] = ['connected', 'susp
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60]
 
+/** Groups that get a series of their own in rollcall_group_members at most. */
+export const MAX_GROUP_SERIES = 500
+
 /** Every metric of one status server. */
 export class WebMetrics {
   readonly registry = new Registry()
@@ -25,8 +28,14 @@ export class WebMetrics {
   })
   readonly #members = new Gauge({
     name: 'rollcall_group_members',
-    help: 'Live members of each coordination group.',
+    help: `Live members of each coordination group that has any (at most ${MAX_GROUP_SERIES} groups, the largest; rollcall_groups counts them all).`,
     labelNames: ['group'] as const,
+    registers: [this.registry],
+  })
+  readonly #groups = new Gauge({
+    name: 'rollcall_groups',
+    help: 'Coordination groups, with members (members="some") and empty (members="none").',
+    labelNames: ['members'] as const,
     registers: [this.registry],
   })
   readonly #report = new Histogram({
@@ -113,10 +122,19 @@ export class WebMetrics {
     }
   }
 
-  /** Member counts per group. */
+  /**
+   * Member counts: one series per group with members, for the MAX_GROUP_SERIES largest (ties by
+   * name), so that the series stay bounded however many groups there are; and the groups counted.
+   */
   setGroupCounts(groups: readonly GroupRow[]): void {
+    const live = groups.filter((g) => g.members.length > 0)
+    const shown = live.length <= MAX_GROUP_SERIES
+      ? live
+      : [...live].sort((a, b) => b.members.length - a.members.length || (a.group < b.group ? -1 : 1)).slice(0, MAX_GROUP_SERIES)
     this.#members.reset()
-    for (const g of groups) this.#members.set({ group: g.group }, g.members.length)
+    for (const g of shown) this.#members.set({ group: g.group }, g.members.length)
+    this.#groups.set({ members: 'some' }, live.length)
+    this.#groups.set({ members: 'none' }, groups.length - live.length)
   }
 
   reportSeen(topic: string, lagSeconds: number): void {

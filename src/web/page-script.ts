@@ -167,12 +167,20 @@ export const PAGE_SCRIPT = `
     for (var j = 0; j < list.children.length; j++) if (list.children[j].dataset.group > g.group) { after = list.children[j]; break; }
     list.insertBefore(fresh, after);
   }
-  function upsertGroup(g) { groups.set(g.group, g); renderGroup(g); $('no-groups').hidden = true; }
+  function groupShown(g) {
+    var sec = $('groups').dataset;
+    return g.group.indexOf(sec.prefix || '') === 0 && (!sec.after || g.group > sec.after)
+      && (sec.empty === 'true' || g.members.length > 0 || !!g.error);
+  }
+  function upsertGroup(g) {
+    if (!groupShown(g)) return removeGroup(g.group);
+    groups.set(g.group, g); renderGroup(g); $('no-groups').hidden = true;
+  }
   function removeGroup(name) {
     groups.delete(name);
     var list = $('group-list');
     Array.prototype.slice.call(list.children).forEach(function (a) { if (a.dataset.group === name) a.remove(); });
-    $('no-groups').hidden = groups.size > 0;
+    $('no-groups').hidden = list.children.length > 0;
   }
   function showProblems(problems) {
     var box = $('problems');
@@ -181,8 +189,8 @@ export const PAGE_SCRIPT = `
     box.hidden = !problems || problems.length === 0;
   }
   function applyFilters() {
-    var q = new URLSearchParams();
-    Object.keys(filters).forEach(function (k) { if (filters[k]) q.set(k, filters[k]); });
+    var q = new URLSearchParams(location.search);
+    Object.keys(filters).forEach(function (k) { if (filters[k]) q.set(k, filters[k]); else q.delete(k); });
     var s = q.toString();
     history.replaceState(null, '', s ? '?' + s : location.pathname);
     refreshServices();
@@ -213,9 +221,14 @@ export const PAGE_SCRIPT = `
     }
     if (hasGroups && d.groups) {
       var names = new Set(d.groups.map(function (g) { return g.group; }));
-      Array.prototype.slice.call($('group-list').children).forEach(function (a) { if (!names.has(a.dataset.group)) removeGroup(a.dataset.group); });
+      // The snapshot carries the groups with members: an empty one shown (empty=1) stays.
+      var keepEmpty = $('groups').dataset.empty === 'true';
+      Array.prototype.slice.call($('group-list').children).forEach(function (a) {
+        var known = groups.get(a.dataset.group);
+        if (!names.has(a.dataset.group) && !(keepEmpty && (!known || known.members.length === 0))) removeGroup(a.dataset.group);
+      });
       d.groups.forEach(upsertGroup);
-      $('no-groups').hidden = d.groups.length > 0;
+      $('no-groups').hidden = $('group-list').children.length > 0;
     }
     showProblems(d.problems);
     document.body.dataset.synced = 'true';

@@ -6,7 +6,7 @@
  */
 import { PAGE_SCRIPT } from './page-script.js'
 import { PAGE_STYLE } from './page-style.js'
-import type { GroupRow } from './groups.js'
+import type { GroupQuery, GroupRow } from './groups.js'
 import { matchesFilter, type ServiceFilter, type ServiceRow } from './services.js'
 
 /** What the page says about the server (every URL already redacted). */
@@ -23,7 +23,12 @@ export interface PageInfo {
 export interface PageData {
   info: PageInfo
   services: ServiceRow[]
+  /** One page of the groups that pass `groupQuery`. */
   groups: GroupRow[]
+  /** Which groups are shown (prefix, empty ones or not, the page); default: those with members. */
+  groupQuery?: GroupQuery
+  /** The cursor of the next page of groups; null or undefined when this is the last. */
+  nextGroups?: string | null
   filter: ServiceFilter
   /** Backend errors to show (already redacted). */
   problems: string[]
@@ -160,11 +165,24 @@ function renderRow(r: ServiceRow, now: Date, hidden: boolean): string {
 
 function renderGroups(d: PageData): string {
   const cards = d.groups.map((g) => renderGroup(g, d.info.coordination!.hasLeader)).join('\n')
-  return `<section id="groups" aria-labelledby="groups-title" data-has-leader="${d.info.coordination!.hasLeader}">
-<h2 id="groups-title">Groups</h2>
+  const q = d.groupQuery ?? { empty: false, limit: d.groups.length }
+  const link = (change: Record<string, string | undefined>): string => {
+    const params = new URLSearchParams()
+    for (const [k, v] of Object.entries({ ...d.filter, prefix: q.prefix, empty: q.empty ? '1' : undefined, ...change })) if (v) params.set(k, v)
+    return escapeHtml(`?${params}`)
+  }
+  const none = q.empty ? 'No groups on this backend' : 'No group with members on this backend'
+  return `<section id="groups" aria-labelledby="groups-title" data-has-leader="${d.info.coordination!.hasLeader}" data-prefix="${escapeHtml(q.prefix ?? '')}" \
+data-empty="${q.empty}" data-after="${escapeHtml(q.cursor ?? '')}">
+<h2 id="groups-title">Groups${q.prefix ? ` starting with <code>${escapeHtml(q.prefix)}</code>` : ''}</h2>
+<p class="group-filter">${
+    q.empty
+      ? `Empty groups shown: <a href="${link({ empty: undefined })}">hide them</a>`
+      : `Groups with members only: <a href="${link({ empty: '1' })}">show empty groups too</a>`
+  }</p>
 <div id="group-list">${cards}</div>
-<p id="no-groups" class="empty"${d.groups.length ? ' hidden' : ''}>No groups on this backend.</p>
-</section>`
+<p id="no-groups" class="empty"${d.groups.length ? ' hidden' : ''}>${none}${q.prefix ? ' with this prefix' : ''}.</p>
+${d.nextGroups ? `<p class="more"><a id="next-groups" href="${link({ cursor: d.nextGroups })}">Next groups</a></p>\n` : ''}</section>`
 }
 
 function renderGroup(g: GroupRow, hasLeader: boolean): string {

@@ -25,13 +25,13 @@ import type { AddressInfo } from 'node:net'
 import { InvalidArgumentError, RollcallError, redactUrl, silentLogger, type Coordinator, type Logger } from '../index.js'
 import type { ServiceGroup } from '../servicegroup/index.js'
 import { deleteService, getGroup, getService, listGroups, listServices, updateService } from './api.js'
-import { GroupListView } from './groups.js'
+import { GROUP_QUERY_KEYS, GroupListView, pageOfGroups, parseGroupQuery } from './groups.js'
 import { HostCheck } from './hosts.js'
 import { checkHealth } from './health.js'
 import { HttpError, authorizeWrite, baseHeaders, readJson, sendError, sendJson } from './http.js'
 import { WebMetrics } from './metrics.js'
 import { pageCsp, renderPage, type PageInfo } from './page.js'
-import { parseServiceFilter, ServiceView } from './services.js'
+import { parseServiceFilter, SERVICE_FILTER_KEYS, ServiceView } from './services.js'
 import { EventHub } from './sse.js'
 
 /** Defaults of {@link startStatusServer}. */
@@ -71,6 +71,9 @@ export interface StatusServerOptions {
   /** Bytes that may wait on one event stream before it is dropped (default 8 MiB). */
   maxStreamQueueBytes?: number
 }
+
+/** Groups the page shows at once unless `limit` says otherwise (a link leads to the next ones). */
+export const PAGE_GROUPS = 200
 
 /** Tokens shorter than this are accepted, with a warning. */
 export const MIN_TOKEN_CHARS = 16
@@ -199,7 +202,7 @@ export class StatusServer {
           DELETE: write(async (_r, m) => deleteService(this.services, m[1]!)),
         },
       },
-      { name: '/v1/groups', pattern: /^\/v1\/groups$/, methods: { GET: json(() => listGroups(this.groups)) } },
+      { name: '/v1/groups', pattern: /^\/v1\/groups$/, methods: { GET: json((_r, _m, url) => listGroups(this.groups, url.searchParams)) } },
       { name: '/v1/groups/{group}', pattern: /^\/v1\/groups\/([^/]+)$/, methods: { GET: json((_r, m) => getGroup(this.groups, m[1]!)) } },
       {
         name: '/v1/events',
@@ -241,17 +244,23 @@ export class StatusServer {
     ]
   }
 
+  /** What a new stream starts with: the services, and the groups that have members (the page asks for empty ones itself). */
   #snapshot(): unknown {
-    return { services: this.services?.rows, groups: this.groups?.rows, problems: this.problems }
+    return { services: this.services?.rows, groups: this.groups?.rows.filter((g) => g.members.length > 0 || g.error !== undefined), problems: this.problems }
   }
 
   async #page(res: ServerResponse, url: URL): Promise<void> {
-    const filter = parseServiceFilter(url.searchParams)
+    const filter = parseServiceFilter(new URLSearchParams([...url.searchParams].filter(([k]) => !(GROUP_QUERY_KEYS as readonly string[]).includes(k))))
+    const groupQuery = parseGroupQuery(url.searchParams, SERVICE_FILTER_KEYS)
+    if (!url.searchParams.has('limit')) groupQuery.limit = PAGE_GROUPS
+    const groups = pageOfGroups(this.groups?.rows ?? [], groupQuery)
     const nonce = randomBytes(16).toString('base64')
     const html = renderPage({
       info: this.#info,
       services: this.services?.rows ?? [],
-      groups: this.groups?.rows ?? [],
+      groups: groups.groups,
+      groupQuery,
+      nextGroups: groups.next_cursor,
       filter,
       problems: this.problems,
       nonce,
