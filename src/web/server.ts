@@ -70,6 +70,14 @@ export interface StatusServerOptions {
   allowedHosts?: readonly string[]
   /** Bytes that may wait on one event stream before it is dropped (default 8 MiB). */
   maxStreamQueueBytes?: number
+  /** Event streams open at once (default 200; 503 beyond). */
+  maxStreams?: number
+  /** Event streams one client (an IPv4 address or an IPv6 /64: see sse.ts) keeps open at once (default 32; 429 beyond). */
+  maxStreamsPerClient?: number
+  /** How long data may wait unsent on one event stream before it is dropped (default 30 000 ms). */
+  streamStallMs?: number
+  /** How long one event stream lives before it is ended; browsers reconnect (default 600 000 ms). */
+  maxStreamMs?: number
 }
 
 /** Groups the page shows at once unless `limit` says otherwise (a link leads to the next ones). */
@@ -209,7 +217,7 @@ export class StatusServer {
         pattern: /^\/v1\/events$/,
         methods: {
           GET: async (req, res) => {
-            if (req.method !== 'HEAD') return this.#hub.open(res, this.#snapshot())
+            if (req.method !== 'HEAD') return this.#hub.open(res, this.#snapshot(), req.socket.remoteAddress)
             res.writeHead(200, { ...baseHeaders(), 'content-type': 'text/event-stream; charset=utf-8' })
             res.end()
           },
@@ -320,7 +328,14 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   const refreshMs = options.refreshMs ?? DEFAULTS.refreshMs
   const warn = (message: string): void => (options.logger ?? silentLogger).warn(redactUrl(message))
   checkToken(options.token, warn)
-  const hub = new EventHub({ onCount: (n) => metrics.sseClients(n), maxQueuedBytes: options.maxStreamQueueBytes })
+  const hub = new EventHub({
+    onCount: (n) => metrics.sseClients(n),
+    maxQueuedBytes: options.maxStreamQueueBytes,
+    maxClients: options.maxStreams,
+    maxPerClient: options.maxStreamsPerClient,
+    stallMs: options.streamStallMs,
+    maxStreamMs: options.maxStreamMs,
+  })
   const services = options.serviceGroup ? new ServiceView(options.serviceGroup, { refreshMs, metrics, onWarning: warn }) : undefined
   const groups = options.coordinator ? new GroupListView(options.coordinator, { refreshMs, metrics }) : undefined
   if (!options.coordinator) metrics.connectionState(undefined)
