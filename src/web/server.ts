@@ -56,6 +56,11 @@ export interface StatusServerOptions {
   port?: number
   /** How often the views are re-read (default 1000 ms); pushed changes show sooner. */
   refreshMs?: number
+  /**
+   * How long one pass over the empty groups takes (default 60 000 ms): a first member joining a
+   * group that was empty shows within it. Groups with members are watched; see groups.ts.
+   */
+  emptyRefreshMs?: number
   /** How often the coordinator's heartbeat round trip is measured (default 5000 ms). */
   heartbeatProbeMs?: number
   /**
@@ -337,7 +342,7 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
     maxStreamMs: options.maxStreamMs,
   })
   const services = options.serviceGroup ? new ServiceView(options.serviceGroup, { refreshMs, metrics, onWarning: warn }) : undefined
-  const groups = options.coordinator ? new GroupListView(options.coordinator, { refreshMs, metrics }) : undefined
+  const groups = options.coordinator ? new GroupListView(options.coordinator, { refreshMs, emptyRefreshMs: options.emptyRefreshMs, metrics }) : undefined
   if (!options.coordinator) metrics.connectionState(undefined)
   if (services && groups && options.groupsAreServiceTopics) groups.on('changed', (g) => services.applyGroupReports(g))
   const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16 * 1024 })

@@ -9,8 +9,8 @@ import { connect } from '../../src/index.js'
 import { MAX_GROUP_SERIES } from '../../src/web/metrics.js'
 import { startStatusServer } from '../../src/web/index.js'
 import { backend } from '../support/backends.js'
-import { rid } from '../support/wait.js'
-import { call } from './support.js'
+import { rid, waitFor } from '../support/wait.js'
+import { call, openEvents } from './support.js'
 
 describe('web: group list', { concurrency: 1 }, () => {
   it('web: group list: /v1/groups and the page show groups with members by default; prefix, empty=1, limit and cursor', async (t) => {
@@ -58,6 +58,37 @@ describe('web: group list', { concurrency: 1 }, () => {
     const next = /<a id="next-groups" href="([^"]+)"/.exec(firstPage)![1]!.replaceAll('&#38;', '&')
     assert.deepEqual(cards((await call(server.url, 'GET', `/${next}`)).text), ['app-c'])
     assert.equal((await call(server.url, 'GET', '/?limit=x')).status, 400)
+  })
+
+  it('web: group list: a group that loses its last member leaves the default list; an empty one that gains a member joins it within emptyRefreshMs', {
+    timeout: 120_000,
+  }, async (t) => {
+    const url = `${backend('redis').url}?namespace=${rid('ns')}`
+    const member = await connect(url, { memberId: 'm1' })
+    const observer = await connect(url, { memberId: rid('obs') })
+    t.after(() => Promise.all([member.stop(), observer.stop()]))
+    await member.joinGroupCreate('busy', {})
+    await member.createGroup('quiet')
+    for (let i = 0; i < 50; i++) await member.createGroup(`other-${i}`)
+    const emptyRefreshMs = 2000
+    const server = await startStatusServer({ coordinator: observer, port: 0, refreshMs: 200, emptyRefreshMs })
+    t.after(() => server.close())
+    const listed = async (): Promise<string[]> => (await call(server.url, 'GET', '/v1/groups')).json.groups.map((g: { group: string }) => g.group)
+    const events = await openEvents(server.url)
+    t.after(() => events.close())
+    assert.deepEqual(await listed(), ['busy'])
+    assert.equal(server.groups!.watched, 1, 'only the group with a member is watched')
+    await member.leaveGroup('busy')
+    await events.next('group', (g) => g.group === 'busy' && g.members.length === 0)
+    assert.deepEqual(await listed(), [])
+    assert.equal(server.groups!.watched, 0)
+    const joinedAt = performance.now()
+    await member.joinGroup('quiet', {})
+    await waitFor('the first member of a group that was empty to be listed', async () => (await listed()).includes('quiet') || undefined, 30_000, 100)
+    await events.next('group', (g) => g.group === 'quiet' && g.members.length === 1)
+    t.diagnostic(`a first member into a group that was empty showed after ${Math.round(performance.now() - joinedAt)} ms (emptyRefreshMs ${emptyRefreshMs})`)
+    assert.equal(server.groups!.watched, 1)
+    assert.match((await call(server.url, 'GET', '/')).text, /data-group="quiet"/)
   })
 
   it(

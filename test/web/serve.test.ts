@@ -15,7 +15,7 @@ describe('web: serve', { concurrency: 4 }, () => {
   it('web: serve: --help describes every option', async (t) => {
     const help = cli(t, ['serve', '--help'])
     assert.equal((await help.exited).code, 0)
-    for (const option of ['--listen', '--refresh', '--title', '--verbose', '--url', '--config']) {
+    for (const option of ['--listen', '--refresh', '--empty-refresh', '--title', '--verbose', '--url', '--config']) {
       const line = help.stdout().split('\n').find((l) => l.trimStart().startsWith(option))
       assert.ok(line, `${option} is listed`)
       assert.match(line!, new RegExp(`^\\s+${option}(?: VALUE)?\\s{2,}\\S`), `${option} has a description: ${JSON.stringify(line)}`)
@@ -154,5 +154,8 @@ describe('web: serve', { concurrency: 4 }, () => {
     const refresh = cli(t, ['serve', '--url', 'memory://', '--refresh', 'soon'])
     assert.equal((await refresh.exited).code, 2)
     assert.match(refresh.stderr(), /--refresh takes a number of seconds/)
+    const emptyRefresh = cli(t, ['serve', '--url', 'memory://', '--empty-refresh', '0.5'])
+    assert.equal((await emptyRefresh.exited).code, 2)
+    assert.match(emptyRefresh.stderr(), /--empty-refresh takes at least 1 second/)
   })
 })

@@ -56,6 +56,8 @@ export interface OpenStatusOptions {
   listen: { host: string; port: number }
   token?: string
   refreshMs?: number
+  /** How long one pass over the empty groups takes. */
+  emptyRefreshMs?: number
   title?: string
   memberId?: string
   logger: Logger
@@ -79,6 +81,7 @@ export async function openStatus(o: OpenStatusOptions): Promise<RunningStatus> {
       host: o.listen.host,
       port: o.listen.port,
       refreshMs: o.refreshMs,
+      emptyRefreshMs: o.emptyRefreshMs,
       title: o.title,
       logger: o.logger,
       allowedHosts: o.allowedHosts,
@@ -118,18 +121,20 @@ export const serveCommands: Command[] = [
   {
     name: 'serve',
     summary: 'Serve the status page (live), the JSON API (/v1/services, /v1/groups), /metrics and /healthz until interrupted.',
-    usage: '[--config FILE] [--set KEY=VALUE]... [--url URL] [--listen HOST:PORT] [--refresh SECONDS] [--title TEXT] [--verbose]',
+    usage: '[--config FILE] [--set KEY=VALUE]... [--url URL] [--listen HOST:PORT] [--refresh SECONDS] [--empty-refresh SECONDS] [--title TEXT] [--verbose]',
     options: {
       url: CONNECTION_OPTIONS.url!,
       member: CONNECTION_OPTIONS.member!,
       ...CONFIG_OPTIONS,
       listen: { type: 'string' },
       refresh: { type: 'string' },
+      'empty-refresh': { type: 'string' },
       title: { type: 'string' },
     },
     optionHelp: {
       listen: 'HOST:PORT, [IPv6]:PORT or PORT to listen on (default: [api] listen, else 127.0.0.1:7979; port 0 picks a free one)',
       refresh: 'how often services, the group list and leaders are re-read, in SECONDS (default 1; at least 0.1); pushed changes show sooner',
+      'empty-refresh': 're-read each empty group once per SECONDS (default 60): a first member joining an empty group shows within it',
       title: 'the status page title (default: rollcall)',
       verbose: 'also log info and debug messages to stderr',
     },
@@ -141,12 +146,15 @@ export const serveCommands: Command[] = [
       const coordinationUrl = url ?? (showServices && config.driver === 'tooz' ? config.toozUrl : undefined)
       const refreshSeconds = secondsOption(ctx.values.refresh, 'refresh')
       if (refreshSeconds !== undefined && refreshSeconds < 0.1) throw new InvalidArgumentError('--refresh takes at least 0.1 seconds')
+      const emptyRefreshSeconds = secondsOption(ctx.values['empty-refresh'], 'empty-refresh')
+      if (emptyRefreshSeconds !== undefined && emptyRefreshSeconds < 1) throw new InvalidArgumentError('--empty-refresh takes at least 1 second')
       const running = await openStatus({
         config: showServices ? config : undefined,
         coordinationUrl,
         listen: listenAddress(ctx.values.listen as string | undefined, config),
         token: config.api.token,
         refreshMs: refreshSeconds === undefined ? undefined : refreshSeconds * 1000,
+        emptyRefreshMs: emptyRefreshSeconds === undefined ? undefined : emptyRefreshSeconds * 1000,
         title: ctx.values.title as string | undefined,
         memberId: ctx.values.member as string | undefined,
         logger,
