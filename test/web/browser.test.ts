@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, it } from 'node:test'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { connect } from '../../src/index.js'
 import { waitFor } from '../support/wait.js'
 import { cli, startService, tempDir, writeConfig, WEB_TIMING, type CliProcess } from './support.js'
 
@@ -223,4 +224,61 @@ describe('web: browser', () => {
       }
     },
   )
+
+  it('web: browser: groups with members only by default, live; empty=1 keeps an emptied group; the links keep the prefix', {
+    timeout: 120_000,
+  }, async (t) => {
+    const dir = tempDir(t)
+    const backendUrl = `file://${join(dir, 'coord')}?timeout=3&watch_interval=0.2`
+    const member = await connect(backendUrl, { memberId: 'm-1' })
+    t.after(() => member.stop())
+    await member.joinGroupCreate('g-busy', { zone: 'az1' })
+    await member.createGroup('g-empty')
+    const serve = cli(t, ['serve', '--url', backendUrl, '--listen', '127.0.0.1:0', '--refresh', '0.3', '--empty-refresh', '2'])
+    const url = await serve.url()
+    let context: BrowserContext | undefined
+    try {
+      context = await chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
+        executablePath: CHROMIUM,
+        headless: true,
+        args: ARGS,
+        viewport: { width: 1100, height: 820 },
+        timeout: 30_000,
+      })
+      const cards = (page: Page): Promise<string[]> =>
+        page.evaluate(() => [...document.querySelectorAll('#group-list article')].map((a: any) => a.dataset.group))
+      const open = async (path: string): Promise<Page> => {
+        const page = await context!.newPage()
+        await page.goto(new URL(path, url).href, { waitUntil: 'domcontentloaded', timeout: WEB_TIMING.requestMs })
+        await page.waitForSelector('body[data-synced="true"]', { timeout: WEB_TIMING.liveMs })
+        return page
+      }
+      const plain = await open('/')
+      const withEmpty = await open('/?empty=1')
+      assert.deepEqual(await cards(plain), ['g-busy'])
+      assert.deepEqual(await cards(withEmpty), ['g-busy', 'g-empty'])
+      // The last member leaves: the default page drops the group by itself; empty=1 keeps it, with 0 members.
+      await member.leaveGroup('g-busy')
+      await waitFor('the emptied group to leave the default page', async () => (await cards(plain)).length === 0 || undefined, WEB_TIMING.liveMs, 100)
+      assert.equal(await plain.evaluate(() => document.getElementById('no-groups').hidden), false)
+      await waitFor(
+        'the emptied group to show 0 members with empty=1',
+        async () => (await withEmpty.evaluate(() => document.querySelector('[data-group="g-busy"] .count')?.textContent)) === '0 members' || undefined,
+        WEB_TIMING.liveMs,
+        100,
+      )
+      assert.deepEqual(await cards(withEmpty), ['g-busy', 'g-empty'])
+      // A first member into a group that was empty: found by the slow pass, shown by itself.
+      await member.joinGroup('g-empty', {})
+      await waitFor('the group that was empty to show', async () => (await cards(plain)).includes('g-empty') || undefined, 20_000, 100)
+      // Prefix and empty are in the address; the link to show empty groups keeps the prefix.
+      const prefixed = await open('/?prefix=g-b&empty=1')
+      assert.deepEqual(await cards(prefixed), ['g-busy'])
+      assert.match(String(await prefixed.evaluate(() => document.querySelector('.group-filter a')?.getAttribute('href'))), /prefix=g-b/)
+    } finally {
+      await context?.close()
+      serve.child.kill('SIGTERM')
+      await serve.exited
+    }
+  })
 })
