@@ -37,6 +37,9 @@ export interface GroupRow {
 /** Query parameters of the group lists (`/v1/groups` and the page). */
 export const GROUP_QUERY_KEYS = ['prefix', 'empty', 'limit', 'cursor'] as const
 
+/** Groups the status page shows at once unless `limit` says otherwise (a link leads to the next ones). */
+export const PAGE_GROUPS = 200
+
 /** Most groups one page lists (and the default of `limit`). */
 export const MAX_GROUP_PAGE = 1000
 

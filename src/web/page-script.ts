@@ -169,7 +169,7 @@ export const PAGE_SCRIPT = `
   }
   function groupShown(g) {
     var sec = $('groups').dataset;
-    return g.group.indexOf(sec.prefix || '') === 0 && (!sec.after || g.group > sec.after)
+    return g.group.indexOf(sec.prefix || '') === 0 && (!sec.after || g.group > sec.after) && (!sec.through || g.group <= sec.through)
       && (sec.empty === 'true' || g.members.length > 0 || !!g.error);
   }
   function upsertGroup(g) {
@@ -207,7 +207,16 @@ export const PAGE_SCRIPT = `
 
   var live = $('live');
   function setLive(on, text) { live.textContent = text; live.className = on ? 'live' : 'live off'; }
-  var source = new EventSource('/v1/events');
+  // The stream's snapshot carries this page's groups: the same group parameters, and its limit.
+  var streamQuery = new URLSearchParams();
+  if (hasGroups) {
+    var sec = $('groups').dataset;
+    if (sec.prefix) streamQuery.set('prefix', sec.prefix);
+    if (sec.empty === 'true') streamQuery.set('empty', '1');
+    if (sec.after) streamQuery.set('cursor', sec.after);
+    streamQuery.set('limit', sec.limit);
+  }
+  var source = new EventSource('/v1/events' + (streamQuery.toString() ? '?' + streamQuery : ''));
   source.addEventListener('open', function () { setLive(true, 'live'); });
   source.addEventListener('error', function () { setLive(false, 'reconnecting\\u2026'); });
   source.addEventListener('snapshot', function (e) {
@@ -221,12 +230,7 @@ export const PAGE_SCRIPT = `
     }
     if (hasGroups && d.groups) {
       var names = new Set(d.groups.map(function (g) { return g.group; }));
-      // The snapshot carries the groups with members: an empty one shown (empty=1) stays.
-      var keepEmpty = $('groups').dataset.empty === 'true';
-      Array.prototype.slice.call($('group-list').children).forEach(function (a) {
-        var known = groups.get(a.dataset.group);
-        if (!names.has(a.dataset.group) && !(keepEmpty && (!known || known.members.length === 0))) removeGroup(a.dataset.group);
-      });
+      Array.prototype.slice.call($('group-list').children).forEach(function (a) { if (!names.has(a.dataset.group)) removeGroup(a.dataset.group); });
       d.groups.forEach(upsertGroup);
       $('no-groups').hidden = $('group-list').children.length > 0;
     }

@@ -6,7 +6,7 @@
  */
 import { PAGE_SCRIPT } from './page-script.js'
 import { PAGE_STYLE } from './page-style.js'
-import type { GroupQuery, GroupRow } from './groups.js'
+import { PAGE_GROUPS, type GroupQuery, type GroupRow } from './groups.js'
 import { matchesFilter, type ServiceFilter, type ServiceRow } from './services.js'
 
 /** What the page says about the server (every URL already redacted). */
@@ -165,7 +165,7 @@ function renderRow(r: ServiceRow, now: Date, hidden: boolean): string {
 
 function renderGroups(d: PageData): string {
   const cards = d.groups.map((g) => renderGroup(g, d.info.coordination!.hasLeader)).join('\n')
-  const q = d.groupQuery ?? { empty: false, limit: d.groups.length }
+  const q = d.groupQuery ?? { empty: false, limit: PAGE_GROUPS }
   const link = (change: Record<string, string | undefined>): string => {
     const params = new URLSearchParams()
     for (const [k, v] of Object.entries({ ...d.filter, prefix: q.prefix, empty: q.empty ? '1' : undefined, ...change })) if (v) params.set(k, v)
@@ -173,7 +173,7 @@ function renderGroups(d: PageData): string {
   }
   const none = q.empty ? 'No groups on this backend' : 'No group with members on this backend'
   return `<section id="groups" aria-labelledby="groups-title" data-has-leader="${d.info.coordination!.hasLeader}" data-prefix="${escapeHtml(q.prefix ?? '')}" \
-data-empty="${q.empty}" data-after="${escapeHtml(q.cursor ?? '')}">
+data-empty="${q.empty}" data-after="${escapeHtml(q.cursor ?? '')}" data-through="${escapeHtml(d.nextGroups ?? '')}" data-limit="${q.limit}">
 <h2 id="groups-title">Groups${q.prefix ? ` starting with <code>${escapeHtml(q.prefix)}</code>` : ''}</h2>
 <p class="group-filter">${
     q.empty

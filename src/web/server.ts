@@ -25,7 +25,7 @@ import type { AddressInfo } from 'node:net'
 import { InvalidArgumentError, RollcallError, redactUrl, silentLogger, type Coordinator, type Logger } from '../index.js'
 import type { ServiceGroup } from '../servicegroup/index.js'
 import { deleteService, getGroup, getService, listGroups, listServices, updateService } from './api.js'
-import { GROUP_QUERY_KEYS, GroupListView, pageOfGroups, parseGroupQuery } from './groups.js'
+import { GROUP_QUERY_KEYS, GroupListView, MAX_GROUP_PAGE, PAGE_GROUPS, pageOfGroups, parseGroupQuery, type GroupQuery } from './groups.js'
 import { HostCheck } from './hosts.js'
 import { checkHealth } from './health.js'
 import { HttpError, authorizeWrite, baseHeaders, readJson, sendError, sendJson } from './http.js'
@@ -84,9 +84,6 @@ export interface StatusServerOptions {
   /** How long one event stream lives before it is ended; browsers reconnect (default 600 000 ms). */
   maxStreamMs?: number
 }
-
-/** Groups the page shows at once unless `limit` says otherwise (a link leads to the next ones). */
-export const PAGE_GROUPS = 200
 
 /** Tokens shorter than this are accepted, with a warning. */
 export const MIN_TOKEN_CHARS = 16
@@ -221,8 +218,8 @@ export class StatusServer {
         name: '/v1/events',
         pattern: /^\/v1\/events$/,
         methods: {
-          GET: async (req, res) => {
-            if (req.method !== 'HEAD') return this.#hub.open(res, this.#snapshot(), req.socket.remoteAddress)
+          GET: async (req, res, _m, url) => {
+            if (req.method !== 'HEAD') return this.#hub.open(res, this.#snapshot(this.#groupQuery(url, MAX_GROUP_PAGE)), req.socket.remoteAddress)
             res.writeHead(200, { ...baseHeaders(), 'content-type': 'text/event-stream; charset=utf-8' })
             res.end()
           },
@@ -257,15 +254,21 @@ export class StatusServer {
     ]
   }
 
-  /** What a new stream starts with: the services, and the groups that have members (the page asks for empty ones itself). */
-  #snapshot(): unknown {
-    return { services: this.services?.rows, groups: this.groups?.rows.filter((g) => g.members.length > 0 || g.error !== undefined), problems: this.problems }
+  /** What a new stream starts with: every service, and the page of groups its query asks for (as /v1/groups: with members unless empty=1). */
+  #snapshot(groupQuery: GroupQuery): unknown {
+    return { services: this.services?.rows, groups: pageOfGroups(this.groups?.rows ?? [], groupQuery).groups, problems: this.problems }
+  }
+
+  /** The group parameters of a page or stream address (its service filter aside), `limit` defaulting to `defaultLimit`. */
+  #groupQuery(url: URL, defaultLimit: number): GroupQuery {
+    const q = parseGroupQuery(url.searchParams, SERVICE_FILTER_KEYS)
+    if (!url.searchParams.has('limit')) q.limit = defaultLimit
+    return q
   }
 
   async #page(res: ServerResponse, url: URL): Promise<void> {
     const filter = parseServiceFilter(new URLSearchParams([...url.searchParams].filter(([k]) => !(GROUP_QUERY_KEYS as readonly string[]).includes(k))))
-    const groupQuery = parseGroupQuery(url.searchParams, SERVICE_FILTER_KEYS)
-    if (!url.searchParams.has('limit')) groupQuery.limit = PAGE_GROUPS
+    const groupQuery = this.#groupQuery(url, PAGE_GROUPS)
     const groups = pageOfGroups(this.groups?.rows ?? [], groupQuery)
     const nonce = randomBytes(16).toString('base64')
     const html = renderPage({

@@ -275,6 +275,20 @@ describe('web: browser', () => {
       const prefixed = await open('/?prefix=g-b&empty=1')
       assert.deepEqual(await cards(prefixed), ['g-busy'])
       assert.match(String(await prefixed.evaluate(() => document.querySelector('.group-filter a')?.getAttribute('href'))), /prefix=g-b/)
+      // One group a page: the live stream keeps to the page (a change of a group past it adds nothing).
+      await member.joinGroup('g-busy', {})
+      await waitFor('both groups on the default page', async () => (await cards(plain)).length === 2 || undefined, WEB_TIMING.liveMs, 100)
+      const first = await open('/?limit=1')
+      assert.deepEqual(await cards(first), ['g-busy'])
+      assert.ok(await first.evaluate(() => !!document.getElementById('next-groups')))
+      await member.updateCapabilities('g-empty', { changed: true })
+      await waitFor(
+        'the change to reach the default page',
+        async () => (await plain.evaluate(() => document.querySelector('[data-group="g-empty"] .caps')?.textContent))?.includes('changed') || undefined,
+        WEB_TIMING.liveMs,
+        100,
+      )
+      assert.deepEqual(await cards(first), ['g-busy'])
     } finally {
       await context?.close()
       serve.child.kill('SIGTERM')

@@ -117,6 +117,12 @@ describe('web: group list', { concurrency: 1 }, () => {
       const api = await timed(`/v1/groups?prefix=${prefix}&limit=100`)
       const apiEmpty = await timed(`/v1/groups?prefix=${prefix}&empty=1&cursor=${groups[9000]}`)
       const metrics = await timed('/metrics')
+      // The event stream's snapshot: the page of groups its query asks for, not every group.
+      const stream = await openEvents(server.url, `?prefix=${prefix}&limit=200`)
+      const snapshot = await stream.next('snapshot', () => true)
+      stream.close()
+      assert.equal(snapshot.groups.length, 200)
+      assert.ok(snapshot.groups.every((g: { members: unknown[] }) => g.members.length === 1))
       t.diagnostic(
         `10,000 groups (${liveCount} with a member): page ${Math.round(page.ms)} ms ${page.text.length} B, /v1/groups?limit=100 ${Math.round(api.ms)} ms, `
           + `empty=1 last 999 ${Math.round(apiEmpty.ms)} ms, /metrics ${Math.round(metrics.ms)} ms ${metrics.text.length} B`,
