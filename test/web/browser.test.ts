@@ -31,6 +31,17 @@ const ARGS = [
 ]
 const SCREENSHOT = 'docs/status-page.png'
 
+/** Debian's Chromium, headless, with a profile in `dir`. */
+function launch(dir: string): Promise<BrowserContext> {
+  return chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    viewport: { width: 1100, height: 820 },
+    timeout: 30_000,
+  })
+}
+
 const SERVICES = [
   { binary: 'rollcall-api', host: 'node-1', topic: 'api', zone: 'az1' },
   { binary: 'rollcall-api', host: 'node-2', topic: 'api', zone: 'az2' },
@@ -61,13 +72,7 @@ describe('web: browser', () => {
 
     let context: BrowserContext | undefined
     try {
-      context = await chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: ARGS,
-        viewport: { width: 1100, height: 820 },
-        timeout: 30_000,
-      })
+      context = await launch(dir)
       const page = context.pages()[0] ?? await context.newPage()
       const consoleErrors: string[] = []
       page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
@@ -180,13 +185,7 @@ describe('web: browser', () => {
         const csp = (await fetch(url)).headers.get('content-security-policy') ?? ''
         assert.match(csp, /style-src 'nonce-[^']+'/)
         assert.doesNotMatch(csp, /unsafe-inline/)
-        context = await chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
-          executablePath: CHROMIUM,
-          headless: true,
-          args: ARGS,
-          viewport: { width: 1100, height: 820 },
-          timeout: 30_000,
-        })
+        context = await launch(dir)
         const page = context.pages()[0] ?? await context.newPage()
         const consoleErrors: string[] = []
         page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
@@ -238,13 +237,7 @@ describe('web: browser', () => {
     const url = await serve.url()
     let context: BrowserContext | undefined
     try {
-      context = await chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: ARGS,
-        viewport: { width: 1100, height: 820 },
-        timeout: 30_000,
-      })
+      context = await launch(dir)
       const cards = (page: Page): Promise<string[]> =>
         page.evaluate(() => [...document.querySelectorAll('#group-list article')].map((a: any) => a.dataset.group))
       const open = async (path: string): Promise<Page> => {
