@@ -50,6 +50,15 @@ export interface CheckReport {
   violations: string[]
 }
 
+/**
+ * The clock of the fault logs, in fractional ms: the wall clock read when the process started
+ * plus the monotonic time since. Every process on the host (in any network namespace) reads the
+ * same clocks, so their times compare; it never steps back inside a process.
+ */
+export function clockMs(): number {
+  return performance.timeOrigin + performance.now()
+}
+
 const KINDS = new Set<LogKind>(['enter', 'exit', 'lost', 'lead', 'unlead', 'kill'])
 
 /** An O_APPEND writer of log lines (one write() per line). */
@@ -62,7 +71,7 @@ export class AppendLog {
 
   /** Appends `kind pid token at`. */
   write(kind: LogKind, pid: number, token?: bigint): void {
-    writeSync(this.#fd, `${kind} ${pid} ${token === undefined ? '-' : token.toString()} ${(performance.timeOrigin + performance.now()).toFixed(3)}\n`)
+    writeSync(this.#fd, `${kind} ${pid} ${token === undefined ? '-' : token.toString()} ${clockMs().toFixed(3)}\n`)
   }
 
   close(): void {

@@ -1,0 +1,278 @@
+/**
+ * The partition checker (issue 27) on hand-made histories: each violation class must be caught
+ * (a checker that never fails proves nothing), the correct runs must pass, and a handover at
+ * exactly the same instant is not an overlap. The history reader must refuse malformed lines.
+ */
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { checkPartitionHistory, PartitionHistoryError, renderPartitionReport, type PartitionCheckOptions } from './support/partition-checker.js'
+import { type HistoryDraft, HistoryFormatError, HistoryWriter, parseHistory, readHistory } from './support/partition-history.js'
+
+type Row = [at: number, process: string, record: HistoryDraft]
+
+/** Writes rows as JSON lines and reads them back, as the harness's file would be. */
+const history = (rows: readonly Row[]): ReturnType<typeof parseHistory> =>
+  parseHistory(rows.map(([at, process, r]) => JSON.stringify({ at, process, ...r }, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).join('\n'))
+const check = (rows: readonly Row[], options?: PartitionCheckOptions): ReturnType<typeof checkPartitionHistory> => checkPartitionHistory(history(rows), options)
+
+const start = (process: string, host: string): Row => [0, process, { type: 'process', what: 'start', host }]
+const hosts: Row[] = [start('a', 'n1'), start('b', 'n2'), start('c', 'n5'), start('w1', 'n1'), start('w5', 'n5')]
+const acquire = (
+  at: number,
+  p: string,
+  token?: bigint,
+  phase: 'ok' | 'invoke' = 'ok',
+): Row => [at, p, { type: 'op', op: 'acquire', phase, resource: 'L', token }]
+const release = (at: number, p: string): Row => [at, p, { type: 'op', op: 'release', phase: 'invoke', resource: 'L' }]
+const cut = (at: number): Row => [at, 'nemesis', { type: 'nemesis', what: 'cut', sides: [['n1', 'n2', 'n3'], ['n4', 'n5']] }]
+const heal = (at: number): Row => [at, 'nemesis', { type: 'nemesis', what: 'heal' }]
+const seen = (at: number, observer: string, member: string, present: boolean): Row => [at, observer, {
+  type: 'event',
+  event: present ? 'memberJoined' : 'memberLeft',
+  group: 'g',
+  member,
+}]
+
+/** Three members (c on n5, cut off), watchers on both sides; c seen gone 2 s into the cut and back 1.5 s after the heal. */
+const membership = (): Row[] => [
+  ...hosts,
+  ...['a', 'b', 'c'].map((p): Row => [10, p, { type: 'op', op: 'join', phase: 'ok', resource: 'g' }]),
+  ...['a', 'b', 'c'].flatMap((m) => [seen(20, 'w1', m, true), seen(20, 'w5', m, true)]),
+  cut(1_000),
+  [2_500, 'c', { type: 'event', event: 'membershipLost', group: 'g', reason: 'session expired' }],
+  seen(3_000, 'w1', 'c', false),
+  seen(4_000, 'w5', 'a', false), // cut off itself: not asked to be right
+  heal(10_000),
+  [11_000, 'c', { type: 'event', event: 'rejoined', group: 'g' }],
+  seen(11_500, 'w1', 'c', true),
+  seen(11_600, 'w5', 'a', true),
+]
+const bounds = { detectWithinMs: 5_000, recoverWithinMs: 3_000 }
+const without = (rows: Row[], drop: (r: Row) => boolean): Row[] => rows.filter((r) => !drop(r))
+
+describe('fault: partition checker', () => {
+  it('locks: a release at exactly the next grant is a handover; 1 ms later is an overlap of 1 ms', () => {
+    const clean = check([...hosts, acquire(100, 'a', 1n), release(200, 'a'), acquire(200, 'b', 2n), release(300, 'b')])
+    assert.equal(clean.beliefOverlaps.count, 0)
+    assert.equal(clean.failures, 0, renderPartitionReport(clean))
+    const r = check([...hosts, acquire(100, 'a', 1n), acquire(200, 'b', 2n), release(201, 'a'), release(300, 'b')])
+    assert.equal(r.beliefOverlaps.count, 1)
+    assert.equal(r.beliefOverlaps.maxMs, 1)
+    assert.deepEqual(r.beliefOverlaps.worst?.stale, { process: 'a', beganId: 6, endedId: 8 })
+    assert.deepEqual(r.beliefOverlaps.worst?.granted, { process: 'b', beganId: 7, at: 200 })
+    assert.equal(r.dualLeaders.count, 0)
+    assert.match(renderPartitionReport(r), /^FAIL .*Belief overlaps: 1 \(lock L: b granted at line 7 while a \(since line 6\) believed until line 8, 1 ms\)/)
+  })
+
+  it('locks: a holder told too late (lockLost after the next grant) overlaps; one killed first or told first does not', () => {
+    const late = check([...hosts, acquire(100, 'a', 1n), acquire(300, 'b', 2n), [450, 'a', { type: 'event', event: 'lockLost', name: 'L', reason: 'lease' }]])
+    assert.equal(late.beliefOverlaps.count, 1)
+    assert.equal(late.beliefOverlaps.maxMs, 150)
+    const never = check([...hosts, acquire(100, 'a', 1n), acquire(300, 'b', 2n), release(400, 'b')])
+    assert.equal(never.beliefOverlaps.worst?.stale.endedId, undefined, 'a was never told: it believes to the end')
+    assert.equal(never.beliefOverlaps.maxMs, 100)
+    const killed = check([...hosts, acquire(100, 'a', 1n), [200, 'a', { type: 'process', what: 'kill' }], acquire(250, 'b', 2n)])
+    const told = check([...hosts, acquire(100, 'a', 1n), [200, 'a', { type: 'event', event: 'lockLost', name: 'L', reason: 'lease' }], acquire(250, 'b', 2n)])
+    assert.equal(killed.failures + told.failures, 0)
+  })
+
+  it('leadership: two leaders believing at once are dual leaders; standing down at the election is not', () => {
+    const elected = (at: number, p: string): Row => [at, p, { type: 'event', event: 'leaderElected', group: 'g', member: p }]
+    const r = check([...hosts, elected(100, 'a'), elected(300, 'b'), [305, 'a', { type: 'event', event: 'leadershipLost', group: 'g', reason: 'lease' }]])
+    assert.equal(r.dualLeaders.count, 1)
+    assert.equal(r.dualLeaders.maxMs, 5)
+    assert.equal(r.beliefOverlaps.count, 1)
+    assert.match(renderPartitionReport(r), /dual leaders: 1 \(leadership g: b granted/)
+    const ok = check([...hosts, elected(100, 'a'), [300, 'a', { type: 'op', op: 'standDown', phase: 'invoke', resource: 'g' }], elected(300, 'b')])
+    assert.equal(ok.failures, 0, renderPartitionReport(ok))
+  })
+
+  it('fencing: the register accepting a lower token, and grant tokens not growing, are violations', () => {
+    const fence = (at: number, writer: string, token: bigint, accepted: boolean): Row => [at, 'register', {
+      type: 'fence',
+      register: 'R',
+      writer,
+      token,
+      accepted,
+    }]
+    const ok = check([...hosts, fence(1, 'a', 5n, true), fence(2, 'a', 5n, true), fence(3, 'b', 4n, false), fence(4, 'b', 6n, true)])
+    assert.equal(ok.fencingViolations.count, 0)
+    const stale = check([...hosts, fence(1, 'a', 5n, true), fence(2, 'b', 6n, true), fence(3, 'a', 5n, true)])
+    assert.equal(stale.fencingViolations.count, 1)
+    assert.deepEqual(stale.fencingViolations.items[0], {
+      what: 'stale-accepted',
+      resource: 'R',
+      id: 8,
+      token: 5n,
+      process: 'register',
+      previousId: 7,
+      previousToken: 6n,
+    })
+    const backwards = check([...hosts, acquire(1, 'a', 5n), release(2, 'a'), acquire(3, 'b', 4n), release(4, 'b'), acquire(5, 'a', 4n)])
+    assert.deepEqual(backwards.fencingViolations.items.map((v) => [v.what, v.id, v.token, v.previousToken]), [['tokens-backwards', 8, 4n, 5n], [
+      'tokens-backwards',
+      10,
+      4n,
+      5n,
+    ]])
+    const same = check([...hosts, acquire(1, 'a', 5n), release(2, 'a'), acquire(3, 'b', 5n)])
+    assert.equal(same.fencingViolations.count, 1, 'two holders with one token cannot be told apart')
+    assert.match(renderPartitionReport(backwards), /lock L granted to b with token 4 at line 8, not above 5 at line 6/)
+  })
+
+  it('membership: a cut member seen gone and back in time passes, with its latencies measured', () => {
+    const r = check(membership(), bounds)
+    assert.equal(r.failures, 0, renderPartitionReport(r))
+    assert.equal(r.cuts, 1)
+    assert.deepEqual(r.detection.items.map((d) => [d.observer, d.member, d.ms]), [['w1', 'c', 2_000]])
+    assert.deepEqual(r.recovery.items.map((x) => [x.observer, x.via, x.member, x.ms]).sort(), [['c', 'self', 'c', 1_000], ['w1', 'watch', 'c', 1_500], [
+      'w5',
+      'watch',
+      'a',
+      1_600,
+    ]])
+    assert.match(renderPartitionReport(r), /^PASS: 22 records, 1 cuts\..*worst w1 \(watch\) took 2000 ms to see c gone from g after the cut of line 15/)
+  })
+
+  it('membership: a healthy majority-side member reported gone is a false down, by a watcher, by isUp or by itself', () => {
+    const watcher = check([...membership(), seen(12_000, 'w1', 'b', false), seen(12_400, 'w1', 'b', true)], bounds)
+    assert.equal(watcher.falseDowns.count, 1)
+    assert.deepEqual(watcher.falseDowns.worst, { group: 'g', member: 'b', observer: 'w1', via: 'watch', id: 23, at: 12_000, ms: 400 })
+    const isUp = (at: number, value: boolean): Row => [at, 'w1', { type: 'op', op: 'isUp', phase: 'ok', resource: 'g', member: 'a', value }]
+    const api = check([...membership(), isUp(500, true), isUp(2_000, false), isUp(2_100, false), isUp(3_000, true)], bounds)
+    assert.deepEqual(api.falseDowns.items.map((f) => [f.via, f.member, f.at, f.ms]), [['isUp', 'a', 2_000, 1_000]])
+    const self = check([...membership(), [2_000, 'b', { type: 'event', event: 'membershipLost', group: 'g', reason: 'lease lapsed' }]], bounds)
+    assert.deepEqual(self.falseDowns.items.map((f) => [f.via, f.member]), [['self', 'b']])
+    assert.equal(self.lost.length, 1, 'and never rejoined')
+    // A cut member seen gone only after the heal (detection lagging) is still recovering; gone again once seen back is a false down.
+    const lagging: Row[] = [
+      ...hosts,
+      [10, 'c', { type: 'op', op: 'join', phase: 'ok', resource: 'g' }],
+      seen(20, 'w1', 'c', true),
+      cut(1_000),
+      heal(3_000),
+      seen(
+        4_000,
+        'w1',
+        'c',
+        false,
+      ),
+      seen(6_000, 'w1', 'c', true),
+    ]
+    assert.equal(check(lagging, bounds).failures, 0, renderPartitionReport(check(lagging, bounds)))
+    assert.deepEqual(check([...lagging, seen(7_000, 'w1', 'c', false), seen(7_100, 'w1', 'c', true)], bounds).falseDowns.items.map((f) => [f.member, f.at]), [[
+      'c',
+      7_000,
+    ]])
+    // A member that left, or was killed, is gone for real.
+    const left = check([...membership(), [12_000, 'b', { type: 'op', op: 'leave', phase: 'invoke', resource: 'g' }], seen(12_100, 'w1', 'b', false)])
+    const killed = check([...membership(), [12_000, 'b', { type: 'process', what: 'kill' }], seen(14_000, 'w1', 'b', false)])
+    assert.equal(left.failures + killed.failures, 0)
+  })
+
+  it('membership: a cut member never reported gone is missed, or late past the bound; a cut too short to notice is not', () => {
+    const missed = check(without(membership(), (r) => r[0] === 3_000), bounds)
+    assert.equal(missed.detection.missed.length, 1)
+    assert.match(renderPartitionReport(missed), /missed: 1 \(w1 \(watch\) never saw c gone from g after the cut of line 15\)/)
+    const late = check(membership().map((r) => (r[0] === 3_000 ? seen(8_000, 'w1', 'c', false) : r)), bounds)
+    assert.deepEqual(late.detection.late.map((d) => d.ms), [7_000])
+    assert.equal(late.failures, 1)
+    const short = check([
+      ...hosts,
+      ...['a', 'c'].map((p): Row => [10, p, { type: 'op', op: 'join', phase: 'ok', resource: 'g' }]),
+      seen(20, 'w1', 'c', true),
+      cut(1_000),
+      heal(3_000),
+    ], bounds)
+    assert.equal(short.failures, 0, renderPartitionReport(short))
+  })
+
+  it('membership: a member never seen back after the heal is lost; one seen back late is late', () => {
+    const neverSeen = check(without(membership(), (r) => r[0] === 11_500), bounds)
+    assert.deepEqual(neverSeen.lost.map((l) => [l.what, l.observer, l.member, l.lastId]), [['member', 'w1', 'c', 17]])
+    const neverRejoined = check(without(membership(), (r) => r[0] === 11_000), bounds)
+    assert.deepEqual(neverRejoined.lost.map((l) => [l.via, l.member]), [['self', 'c']])
+    const slow = check(membership().map((r) => (r[0] === 11_500 ? seen(14_000, 'w1', 'c', true) : r)), bounds)
+    assert.deepEqual(slow.recovery.late.map((x) => [x.observer, x.ms]), [['w1', 4_000]])
+    assert.match(renderPartitionReport(neverSeen), /Lost: 1 \(w1 \(watch\) never saw c back in g after line 17 \(heal: line 19\)\)/)
+  })
+
+  it('locks and leadership after the heal: never granted again is lost; granted, or still held, is not', () => {
+    const rows = [
+      ...hosts,
+      acquire(100, 'c', 1n),
+      [1_900, 'c', { type: 'event', event: 'lockLost', name: 'L', reason: 'lease' }] as Row,
+      cut(1_000),
+      heal(5_000),
+    ]
+    const lost = check([...rows, acquire(5_100, 'a', undefined, 'invoke')])
+    assert.deepEqual(lost.lost.map((l) => [l.what, l.resource]), [['lock', 'L']])
+    assert.match(renderPartitionReport(lost), /lock L never granted again after the heal of line 9/)
+    const waiting = check([...rows.slice(0, -1), acquire(4_000, 'a', undefined, 'invoke'), heal(5_000)])
+    assert.equal(waiting.lost.length, 1, 'an acquire waiting through the heal counts as trying')
+    const granted = check([...rows, acquire(5_100, 'a', undefined, 'invoke'), acquire(5_600, 'a', 2n)])
+    assert.equal(granted.failures, 0)
+    assert.deepEqual(granted.recovery.items.map((x) => [x.what, x.ms]), [['lock', 600]])
+    const held = check([...hosts, acquire(100, 'a', 1n), cut(1_000), heal(5_000), acquire(5_100, 'b', undefined, 'invoke')])
+    assert.equal(held.failures, 0, 'a (majority side) still holds it')
+    const leader = check([...hosts, [100, 'c', { type: 'event', event: 'leaderElected', group: 'g', member: 'c' }], cut(1_000), [2_000, 'c', {
+      type: 'event',
+      event: 'leadershipLost',
+      group: 'g',
+      reason: 'lost',
+    }], heal(5_000)])
+    assert.deepEqual(leader.lost.map((l) => [l.what, l.resource]), [['leadership', 'g']])
+  })
+
+  it('histories it cannot judge are refused by name', () => {
+    assert.throws(() => check([...hosts, heal(1)]), /heal of line 6 heals no cut/)
+    assert.throws(() => check([...hosts, cut(1)]), /cut of line 6 is never healed/)
+    assert.throws(() => check([...hosts, cut(1), cut(2), heal(3)]), /begins inside the cut of line 6/)
+    assert.throws(() => check([cut(1), [2, 'x', { type: 'op', op: 'join', phase: 'ok', resource: 'g' }], heal(3)]), PartitionHistoryError)
+  })
+
+  it('history: the writer appends one JSON line per record with the shared clock; the reader refuses malformed lines', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rollcall-history-'))
+    try {
+      const path = join(dir, 'history.jsonl')
+      const w = new HistoryWriter(path, 'n1-locks-1')
+      const before = performance.timeOrigin + performance.now()
+      w.write({ type: 'process', what: 'start', host: 'n1', pid: process.pid })
+      w.write({ type: 'op', op: 'acquire', phase: 'ok', resource: 'L', token: 2n ** 64n })
+      w.write({ type: 'process', what: 'kill', process: 'n2-locks-1' })
+      assert.throws(() => w.write({ type: 'op', op: 'getMembers', phase: 'ok', resource: 'g', value: Array(500).fill('member-x') }), /exceeds 4096/)
+      w.close()
+      const got = readHistory(path)
+      assert.deepEqual(got.map((e) => [e.id, e.process, e.type, 'token' in e ? e.token : undefined]), [[1, 'n1-locks-1', 'process', undefined], [
+        2,
+        'n1-locks-1',
+        'op',
+        2n ** 64n,
+      ], [3, 'n2-locks-1', 'process', undefined]])
+      assert.ok(got[0]!.at >= before && got[2]!.at >= got[0]!.at && got[2]!.at <= Date.now() + 1)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+    const bad = (line: string, why: RegExp): void => {
+      assert.throws(() => parseHistory(`{"type":"nemesis","what":"heal","at":1,"process":"n"}\n${line}`), (e: unknown) => {
+        assert.ok(e instanceof HistoryFormatError)
+        assert.equal(e.line, 2)
+        assert.match(e.message, why)
+        return true
+      })
+    }
+    bad('{"type":"op","op":"acquire","phase":"ok","resource":"L","at":1,"proc', /history line 2: not JSON \(a line cut short\?\)/)
+    bad('[1]', /not a JSON object/)
+    bad('{"type":"vote","at":1,"process":"a"}', /unknown record type "vote"/)
+    bad('{"type":"process","what":"start","at":1,"process":"a"}', /names no `host`/)
+    bad('{"type":"op","op":"acquire","phase":"ok","resource":"L","token":5,"at":1,"process":"a"}', /`token` is not a decimal string/)
+    bad('{"type":"op","op":"acquire","phase":"done","resource":"L","at":1,"process":"a"}', /`phase`/)
+    bad('{"type":"event","event":"lockLost","reason":"x","at":1,"process":"a"}', /a lockLost event has no `name`/)
+    bad('{"type":"event","event":"lockStolen","at":1,"process":"a"}', /unknown event "lockStolen"/)
+    bad('{"type":"nemesis","what":"cut","sides":[["n1","n2"],["n2"]],"at":1,"process":"n"}', /a host is on two sides/)
+    bad('{"type":"fence","register":"R","writer":"a","token":"1","at":"soon","process":"r"}', /`at` is not a finite number/)
+  })
+})
