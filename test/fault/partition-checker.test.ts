@@ -180,6 +180,12 @@ describe('fault: partition checker', () => {
     const late = check(membership().map((r) => (r[0] === 3_000 ? seen(8_000, 'w1', 'c', false) : r)), bounds)
     assert.deepEqual(late.detection.late.map((d) => d.ms), [7_000])
     assert.equal(late.failures, 1)
+    // A cut that takes the cluster's leader allows the election on top.
+    const election = { ...bounds, electionMs: 3_000 }
+    const takesLeader = (rows: Row[]): Row[] =>
+      rows.map((r) => (r[0] === 1_000 ? [1_000, 'nemesis', { ...cut(1_000)[2], takesLeader: true } as HistoryDraft] : r))
+    assert.equal(check(membership().map((r) => (r[0] === 3_000 ? seen(8_000, 'w1', 'c', false) : r)), election).failures, 1)
+    assert.equal(check(takesLeader(membership().map((r) => (r[0] === 3_000 ? seen(8_000, 'w1', 'c', false) : r))), election).failures, 0)
     const short = check([
       ...hosts,
       ...['a', 'c'].map((p): Row => [10, p, { type: 'op', op: 'join', phase: 'ok', resource: 'g' }]),
@@ -273,6 +279,7 @@ describe('fault: partition checker', () => {
     bad('{"type":"event","event":"lockLost","reason":"x","at":1,"process":"a"}', /a lockLost event has no `name`/)
     bad('{"type":"event","event":"lockStolen","at":1,"process":"a"}', /unknown event "lockStolen"/)
     bad('{"type":"nemesis","what":"cut","sides":[["n1","n2"],["n2"]],"at":1,"process":"n"}', /a host is on two sides/)
+    bad('{"type":"nemesis","what":"cut","sides":[["n1"],["n2"]],"takesLeader":"yes","at":1,"process":"n"}', /`takesLeader`/)
     bad('{"type":"fence","register":"R","writer":"a","token":"1","at":"soon","process":"r"}', /`at` is not a finite number/)
   })
 })

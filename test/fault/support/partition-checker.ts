@@ -31,6 +31,8 @@ export interface PartitionCheckOptions {
    * A cut shorter than this need not be noticed at all.
    */
   detectWithinMs?: number
+  /** Added to detectWithinMs for a cut that takes the cluster's leader (`takesLeader`): the majority's own leader election. */
+  electionMs?: number
   /** Every observer must see a member that was cut off (or that it lost sight of while cut off) back within this many ms of the heal. */
   recoverWithinMs?: number
 }
@@ -137,7 +139,7 @@ export interface PartitionReport {
   dualLeaders: Tally<Overlap>
   fencingViolations: Tally<FencingViolation>
   falseDowns: Tally<FalseDown>
-  /** Every detection measured; `missed`: never seen gone (cut long enough); `late`: seen after detectWithinMs. */
+  /** Every detection measured; `missed`: never seen gone (cut long enough); `late`: seen after detectWithinMs (+ electionMs). */
   detection: Tally<Detection> & { missed: Detection[]; late: Detection[] }
   /** Every recovery measured; `late`: a member seen back after recoverWithinMs. */
   recovery: Tally<Recovery> & { late: Recovery[] }
@@ -156,6 +158,7 @@ type Entry<T extends HistoryEntry['type']> = Extract<HistoryEntry, { type: T }>
 interface Cut {
   id: number
   at: number
+  takesLeader: boolean
   healId: number
   healAt: number
   /** Hosts on the majority side (empty: there is none). */
@@ -203,7 +206,7 @@ function cutsOf(h: readonly HistoryEntry[]): Cut[] {
       if (!open) throw new PartitionHistoryError(`the heal of line ${e.id} heals no cut`)
       const all = open.sides.flat().length
       const majority = open.sides.find((s) => s.length * 2 > all) ?? []
-      cuts.push({ id: open.id, at: open.at, healId: e.id, healAt: e.at, majority: new Set(majority) })
+      cuts.push({ id: open.id, at: open.at, takesLeader: open.takesLeader === true, healId: e.id, healAt: e.at, majority: new Set(majority) })
       open = undefined
     }
   }
@@ -385,18 +388,20 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   // Detection: each majority-side observer that saw a cut member present when the cut began must see it gone before the heal.
   const detections: Detection[] = []
   const missed: Detection[] = []
+  const late: Detection[] = []
   for (const c of cuts) {
     if (c.majority.size === 0) continue
+    const bound = options.detectWithinMs === undefined ? undefined : options.detectWithinMs + (c.takesLeader ? options.electionMs ?? 0 : 0)
     for (const s of series) {
       if (s.via === 'self' || cutOff(s.observer, c) || !cutOff(s.member, c) || !memberAt(s.member, s.group, c.at)) continue
       if (s.seen.filter((y) => y.at < c.at).at(-1)?.present !== true) continue
       const gone = s.seen.find((y) => !y.present && y.at >= c.at && y.at < c.healAt)
       const d: Detection = { cutId: c.id, group: s.group, member: s.member, observer: s.observer, via: s.via, id: gone?.id, ms: gone && gone.at - c.at }
       if (gone) detections.push(d)
-      else if (options.detectWithinMs === undefined || c.healAt - c.at >= options.detectWithinMs) missed.push(d)
+      if (gone && bound !== undefined && d.ms! > bound) late.push(d)
+      if (!gone && (bound === undefined || c.healAt - c.at >= bound)) missed.push(d)
     }
   }
-  const late = detections.filter((d) => options.detectWithinMs !== undefined && d.ms! > options.detectWithinMs)
 
   // Recovery: after each heal, every sight lost while the member or the observer was cut off comes back; and locks and leaderships
   // are granted again (or still held).

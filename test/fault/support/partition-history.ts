@@ -121,7 +121,13 @@ export interface FenceRecord extends RecordBase {
  * everything reaches everything again. Cuts do not nest: each is healed before the next.
  */
 export type NemesisRecord =
-  | RecordBase & { type: 'nemesis'; what: 'cut'; sides: string[][] }
+  | RecordBase & {
+    type: 'nemesis'
+    what: 'cut'
+    sides: string[][]
+    /** The cut leaves the cluster's leader (ZooKeeper leader, etcd leader) off the majority side, so the majority elects one first. */
+    takesLeader?: boolean
+  }
   | RecordBase & { type: 'nemesis'; what: 'heal' }
 
 /** One line of a history. */
@@ -230,6 +236,7 @@ function problemOf(r: Record<string, unknown>): string | undefined {
         return 'a cut needs `sides`: two or more non-empty lists of hosts'
       }
       if (new Set(r.sides.flat()).size !== r.sides.flat().length) return 'a host is on two sides of a cut'
+      if (r.takesLeader !== undefined && typeof r.takesLeader !== 'boolean') return '`takesLeader` of a cut is not a boolean'
       return undefined
     default:
       return `unknown record type ${JSON.stringify(r.type)}`
