@@ -1,8 +1,8 @@
 /**
  * How text that came from outside (a value, a file name read from a directory) is shown in an
  * error or a log line: control characters escaped, so that it can neither start a new line nor
- * send an escape sequence to a terminal, and long text cut.
- * @internal
+ * send an escape sequence to a terminal, and long text cut. Not marked internal: this comment
+ * leads the first declaration, which stripInternal would then drop from the `.d.ts`.
  */
 
 /** Longest text an error message shows of one value; longer input is cut with `…`. */
