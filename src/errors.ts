@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'MEMBER_NOT_JOINED'
   | 'LOCK_ACQUIRE_FAILED'
   | 'LOCK_LOST'
+  | 'LEADERSHIP_LOST'
   | 'WATCH_CALLBACK_NOT_FOUND'
   | 'NOT_SUPPORTED'
   | 'CAPABILITY_MISMATCH'
@@ -157,6 +158,16 @@ export class LockAcquireFailedError extends RollcallError {
 export class LockLostError extends RollcallError {
   constructor(readonly lockName: string, reason: string) {
     super(`Lock ${JSON.stringify(lockName)} was lost: ${reason}`, 'LOCK_LOST', { retryable: true })
+  }
+}
+
+/**
+ * A term of leadership ended (stood down, resigned, its leader lock lapsed, the connection was
+ * lost, or the coordinator stopped): the reason of a Leadership's `signal`.
+ */
+export class LeadershipLostError extends RollcallError {
+  constructor(readonly groupId: string, reason: string) {
+    super(`Leadership of group ${JSON.stringify(groupId)} ended: ${reason}`, 'LEADERSHIP_LOST', { retryable: true })
   }
 }
 

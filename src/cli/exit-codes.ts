@@ -43,6 +43,7 @@ const BY_CODE: Partial<Record<ErrorCode, number>> = {
   SERIALIZATION: EXIT.invalidInput,
   INVALID_ARGUMENT: EXIT.usage,
   LOCK_LOST: EXIT.lockLost,
+  LEADERSHIP_LOST: EXIT.lockLost,
   AUTH_FAILED: EXIT.authFailed,
 }
 

@@ -18,6 +18,7 @@ import type { ConnectionState } from './driver.js'
 import type { LeaderCallback, StandDownOptions } from './election.js'
 import type { CoordinatorEvents } from './events.js'
 import { GroupView, type GroupViewOptions } from './group-view.js'
+import { Campaigns, type CampaignOptions, type Leadership } from './leadership.js'
 import { Lock, type AcquireOptions } from './lock.js'
 import { Partitioner, type PartitionerOptions } from './partitioner.js'
 import { DriverRuntime, type CoordinatorParts, type CoordinatorState, type Health } from './runtime.js'
@@ -61,6 +62,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   readonly #rt: DriverRuntime
   /** autoWatch off: runWatchers() is the only pump. */
   readonly #manual: boolean
+  readonly #campaigns: Campaigns
 
   /** @internal Use connect(). */
   constructor(parts: CoordinatorParts) {
@@ -72,6 +74,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     this.url = parts.redactedUrl
     this.watchIntervalMs = parts.watchIntervalMs
     this.#manual = !parts.autoWatch
+    this.#campaigns = new Campaigns(this.#rt.elections, this.#rt.stopSignal)
   }
 
   /**
@@ -304,11 +307,52 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     return this.#rt.runWatchers()
   }
 
-  /** Runs for leader of `group`; `cb` is called when this member is elected. */
-  watchElectedAsLeader(group: string, cb: LeaderCallback): void {
+  /**
+   * Runs for leader of `group`; `cb` is called when this member is elected. Returns a function that
+   * unwatches `cb` (as unwatchElectedAsLeader() does; calling it twice is harmless).
+   */
+  watchElectedAsLeader(group: string, cb: LeaderCallback): () => Promise<void> {
     this.#rt.validateId('group', group)
     this.#rt.assertStarted('run for leader')
     this.#rt.elections.watch(group, cb)
+    let done: Promise<unknown> | undefined
+    return async () => {
+      done ??= this.#rt.elections.unwatch(group, cb)
+      await done
+    }
+  }
+
+  /**
+   * Runs for leader of `group` and resolves, once this member leads it, to its Leadership: the
+   * term's `signal` and `term` (fencing token), ended by resign(). One campaign per group at a time
+   * on one coordinator (a second one rejects with InvalidStateError); it shares the member's
+   * candidacy with watchElectedAsLeader(). With `autoWatch: false` it is elected in runWatchers().
+   * Rejects with CoordinatorStoppedError on stop(), with `options.signal`'s reason when that aborts first.
+   */
+  async campaign(group: string, options: CampaignOptions = {}): Promise<Leadership> {
+    this.#rt.validateId('group', group)
+    this.#rt.assertStarted('run for leader')
+    this.#rt.require('leaderElection', this.#rt.driver.leaderLock, 'campaign')
+    return this.#campaigns.campaign(group, options)
+  }
+
+  /**
+   * Waits until this member leads `group`, runs `fn(signal, term)`, then stands down (also when fn
+   * throws) and resolves with fn's result; fn's error rejects it. `signal` aborts the moment the term
+   * ends (stood down, lost session or lease, stop()); `term` is the leader lock's fencing token, on
+   * drivers with `fencing` (undefined elsewhere). See campaign() for the wait.
+   */
+  async withLeadership<T>(
+    group: string,
+    fn: (signal: AbortSignal, term: bigint | undefined) => Promise<T> | T,
+    options: CampaignOptions = {},
+  ): Promise<T> {
+    const leadership = await this.campaign(group, options)
+    try {
+      return await fn(leadership.signal, leadership.term)
+    } finally {
+      await leadership.resign()
+    }
   }
 
   /** Stops running (and stands down if leading) once no callback is left. */
@@ -370,11 +414,15 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     return lock
   }
 
-  /** Runs `fn` while holding the lock; `fn` gets a signal that aborts if the lock is lost. */
-  async withLock<T>(name: string, fn: (signal: AbortSignal) => Promise<T> | T, options: AcquireOptions = {}): Promise<T> {
+  /**
+   * Runs `fn` while holding the lock and releases it after (also when fn throws); fn's error rejects
+   * withLock(). `fn` gets the hold's signal, which aborts if the lock is lost, and the held Lock
+   * (its `fencingToken`, on drivers with `fencing`, and the same `signal`).
+   */
+  async withLock<T>(name: string, fn: (signal: AbortSignal, lock: Lock) => Promise<T> | T, options: AcquireOptions = {}): Promise<T> {
     const lock = await this.acquireLock(name, options)
     try {
-      return await fn(lock.signal)
+      return await fn(lock.signal, lock)
     } finally {
       await lock.release().catch((err: unknown) => this.#rt.warn(asRollcallError(err, `Releasing lock ${name}`)))
     }

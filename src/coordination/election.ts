@@ -16,7 +16,7 @@
  * the callbacks of those elected before it resolves. A lost term is still reported at once
  * (`leadershipLost`): a member must not go on believing it leads.
  */
-import { asRollcallError, type RollcallError } from '../errors.js'
+import { asRollcallError, LeadershipLostError, type RollcallError } from '../errors.js'
 import { keepAlive } from '../internal/keep-alive.js'
 import { sleep } from '../internal/sleep.js'
 import type { DriverLock } from './driver.js'
@@ -36,6 +36,8 @@ export interface ElectionHost {
   readonly wakeAtChance: boolean
   /** autoWatch off: elections run only in runAll() (runWatchers). */
   readonly manual: boolean
+  /** The driver declares `fencing`: a term's token is its leader lock's fencing token. */
+  readonly fencing: boolean
   leaderLock(group: string): DriverLock
   call<T>(operation: string, fn: () => Promise<T>): Promise<T>
   track(lock: HeldLock): void
@@ -47,12 +49,22 @@ export interface ElectionHost {
   callbackFailed: ReportFailure
 }
 
+/** One term of this member's leadership of a group. */
+export interface Term {
+  /** Aborts (with a LeadershipLostError) the moment the term ends. */
+  readonly signal: AbortSignal
+  /** The leader lock's fencing token for this term, on drivers with `fencing`; undefined elsewhere. */
+  readonly token: bigint | undefined
+}
+
 interface Candidacy {
   readonly group: string
   readonly callbacks: Set<LeaderCallback>
   readonly lock: DriverLock
   readonly held: HeldLock
   leading: boolean
+  /** The current term while leading: its token and the controller that ends it. */
+  term: { controller: AbortController; token: bigint | undefined } | undefined
   /** No attempts before this time (after standing down, to let another candidate win). */
   holdoffUntil: number
   /** Ends a queued wait (native-queue drivers). */
@@ -92,6 +104,12 @@ export class Elections {
     return this.#candidacies.get(group)?.leading ?? false
   }
 
+  /** The term this member is in for `group`, or undefined when it does not lead it. */
+  term(group: string): Term | undefined {
+    const c = this.#candidacies.get(group)
+    return c?.leading && c.term ? { signal: c.term.controller.signal, token: c.term.token } : undefined
+  }
+
   /** Becomes a candidate (or adds a callback to an existing candidacy). */
   watch(group: string, cb: LeaderCallback): void {
     let c = this.#candidacies.get(group)
@@ -104,6 +122,7 @@ export class Elections {
         lock,
         held,
         leading: false,
+        term: undefined,
         holdoffUntil: 0,
         campaign: undefined,
         attempt: undefined,
@@ -124,13 +143,26 @@ export class Elections {
     const c = this.#candidacies.get(group)
     if (!c || !c.callbacks.delete(cb)) return false
     if (c.callbacks.size === 0) {
-      this.#candidacies.delete(group)
-      if (this.#candidacies.size === 0) this.#letGo()
-      c.campaign?.abort()
-      clearTimeout(c.wake)
-      if (c.leading) await this.#release(c)
+      this.#withdraw(c)
+      if (c.leading) await this.#release(c, 'this member stopped running for leader')
     }
     return true
+  }
+
+  /**
+   * Removes `cb` (a Leadership's) and, when `signal` is the current term's, ends that term with
+   * `leadershipLost` (reason `resigned`). The member stays a candidate while other callbacks remain.
+   */
+  async resign(group: string, cb: LeaderCallback, signal: AbortSignal | undefined): Promise<void> {
+    const c = this.#candidacies.get(group)
+    if (!c || !c.callbacks.delete(cb)) return
+    const last = c.callbacks.size === 0
+    if (last) this.#withdraw(c)
+    // A later term that only this callback wanted ends too (it cannot be used by anyone).
+    if (!c.leading || (c.term?.controller.signal !== signal && !last)) return
+    await this.#release(c, 'resigned')
+    this.#host.emitLost(group, 'resigned')
+    if (!last && !this.#host.manual && c.lock.acquireWaiting && this.#candidacies.get(group) === c) this.#startCampaign(c)
   }
 
   /**
@@ -147,7 +179,7 @@ export class Elections {
     const c = this.#candidacies.get(group)
     if (!c?.leading) return false
     c.holdoffUntil = Date.now() + (options.holdOffMs ?? 0)
-    await this.#release(c)
+    await this.#release(c, 'stood down')
     this.#host.emitLost(group, 'stood down')
     if (!this.#host.manual && c.lock.acquireWaiting && this.#candidacies.get(group) === c) this.#startCampaign(c)
     return true
@@ -167,7 +199,7 @@ export class Elections {
       c.campaign?.abort()
       clearTimeout(c.wake)
     }
-    await Promise.allSettled(all.filter((c) => c.leading).map((c) => this.#release(c)))
+    await Promise.allSettled(all.filter((c) => c.leading).map((c) => this.#release(c, 'the coordinator stopped')))
   }
 
   #tryOnce(c: Candidacy): Promise<void> {
@@ -227,6 +259,14 @@ export class Elections {
     c.wake.unref()
   }
 
+  /** Ends the candidacy: no more attempts. Its term, if any, is the caller's to end. */
+  #withdraw(c: Candidacy): void {
+    this.#candidacies.delete(c.group)
+    if (this.#candidacies.size === 0) this.#letGo()
+    c.campaign?.abort()
+    clearTimeout(c.wake)
+  }
+
   #letGo(): void {
     this.#alive?.()
     this.#alive = undefined
@@ -264,14 +304,15 @@ export class Elections {
   /** Records the term and runs the callbacks; resolves once every callback has settled. */
   async #elected(c: Candidacy): Promise<void> {
     c.leading = true
+    c.term = { controller: new AbortController(), token: this.#host.fencing ? c.lock.fencingToken : undefined }
     this.#host.track(c.held)
     const event = { group: c.group, member: this.#host.memberId }
     this.#host.emitElected(event)
     await Promise.allSettled([...c.callbacks].map((cb) => callUserCode(cb, event, 'watchElectedAsLeader', 'callback', this.#host.callbackFailed)))
   }
 
-  async #release(c: Candidacy): Promise<void> {
-    c.leading = false
+  async #release(c: Candidacy, reason: string): Promise<void> {
+    this.#endTerm(c, reason)
     this.#host.untrack(c.held)
     await this.#host.call('stand down', () => c.lock.release()).catch((err: unknown) =>
       this.#host.warn(asRollcallError(err, `Releasing the leader lock of ${c.group}`))
@@ -281,9 +322,18 @@ export class Elections {
   #lose(group: string, reason: string): void {
     const c = this.#candidacies.get(group)
     if (!c?.leading) return
-    c.leading = false
+    this.#endTerm(c, reason)
     this.#host.untrack(c.held)
     this.#host.emitLost(group, reason)
-    if (!this.#host.manual && c.lock.acquireWaiting) this.#startCampaign(c)
+    // A Leadership whose term this was withdraws on its signal: campaign only if still a candidate.
+    if (!this.#host.manual && c.lock.acquireWaiting && this.#candidacies.get(group) === c) this.#startCampaign(c)
+  }
+
+  /** Not leading any more; the term's signal aborts, once, where `leadershipLost` is decided. */
+  #endTerm(c: Candidacy, reason: string): void {
+    c.leading = false
+    const term = c.term
+    c.term = undefined
+    term?.controller.abort(new LeadershipLostError(c.group, reason))
   }
 }

@@ -168,6 +168,7 @@ export class DriverRuntime {
       watchIntervalMs: parts.watchIntervalMs,
       wakeAtChance: this.capabilities.has('electionWake') && parts.autoWatch,
       manual,
+      fencing: this.capabilities.has('fencing'),
       leaderLock: (g) => this.require('leaderElection', d.leaderLock, 'watchElectedAsLeader').call(d, g),
       call: (op, fn) => this.call(op, fn, true),
       track: (l) => this.locks.track(l),

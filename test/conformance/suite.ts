@@ -8,6 +8,7 @@ import type { Backend } from '../support/backends.js'
 import { electionCases } from './cases/elections.js'
 import { groupCases } from './cases/groups.js'
 import { groupViewCases } from './cases/group-views.js'
+import { leadershipCases } from './cases/leadership.js'
 import { lockCases } from './cases/locks.js'
 import { partitionerCases } from './cases/partitioner.js'
 import { sharedLockCases } from './cases/shared-locks.js'
@@ -27,6 +28,7 @@ export async function describeConformance(name: Backend): Promise<void> {
     watcherCases(h)
     groupViewCases(h)
     electionCases(h)
+    leadershipCases(h)
     lockCases(h)
     sharedLockCases(h)
     partitionerCases(h)

@@ -44,6 +44,15 @@ interface Run {
 }
 
 const RUNS: Record<string, Run> = {
+  'api-leadership': {
+    names: ['reports', 'scheduler', 'scheduler-1'],
+    prints: [
+      /fencing token \d+n aborted: false/,
+      /leading scheduler in term \d+n/,
+      /leading again in a later term: true runs so far 1/,
+      /resigned, leader now: false/,
+    ],
+  },
   'readme-coordination': {
     names: ['api', 'api-1', 'nightly-report'],
     stopWith: { after: /I lead the api group now/, signal: 'SIGINT' },
