@@ -85,6 +85,31 @@ export function leadershipCases(h: Harness): void {
     assert.ok((await inFn) instanceof LeadershipLostError, "withLeadership's fn sees stop() on its signal")
   })
 
+  h.gated(['leaderElection', 'acrossHosts'], 'leadership: the signal aborts, once, where leadershipLost says a lost session ended the term', async (t) => {
+    const { coordinator: a, proxy } = await h.openProxied(t)
+    const b = await h.open(t, { fast: true })
+    const g = rid('g')
+    const held = await a.campaign(g)
+    let aborts = 0
+    held.signal.addEventListener('abort', () => aborts++)
+    let abortedAtEvent: boolean | undefined
+    const lost = nextEvent<{ group: string; reason: string }>(a, 'leadershipLost', (e) => {
+      abortedAtEvent ??= e.group === g ? held.signal.aborted : undefined
+      return e.group === g
+    }, TIMING.expirySeconds * 1000 + 2 * TIMING.expirySlackMs)
+    proxy.cut()
+    const next = await b.campaign(g, { signal: AbortSignal.timeout(TIMING.expirySeconds * 1000 + 2 * TIMING.expirySlackMs) })
+    proxy.restore()
+    await lost
+    assert.equal(abortedAtEvent, true, 'the signal has aborted when leadershipLost fires')
+    assert.ok(held.signal.reason instanceof LeadershipLostError)
+    assert.ok(!held.active && next.active)
+    if (held.term !== undefined) assert.ok(next.term! > held.term, `the new leader's term ${next.term} fences the old ${held.term}`)
+    await held.resign()
+    assert.equal(aborts, 1)
+    assert.ok(b.isLeader(g), "the deposed leader's resign() leaves the new term alone")
+  })
+
   h.gated('leaderElection', 'leadership: a campaign cancelled before it leads never leads; one campaign per group per coordinator', async (t) => {
     const a = await h.open(t)
     const b = await h.open(t)
