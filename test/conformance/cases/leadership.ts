@@ -1,6 +1,6 @@
 /** Leadership as a value (campaign(), withLeadership()), watchElectedAsLeader()'s unsubscribe, and withLock()'s held lock. */
 import assert from 'node:assert/strict'
-import { InvalidStateError, LeadershipLostError, NotSupportedError } from '../../../src/index.js'
+import { CoordinatorStoppedError, InvalidStateError, LeadershipLostError, NotSupportedError } from '../../../src/index.js'
 import { TIMING } from '../../support/timing.js'
 import { nextEvent, rid, waitFor } from '../../support/wait.js'
 import type { Harness } from '../harness.js'
@@ -128,6 +128,26 @@ export function leadershipCases(h: Harness): void {
     const again = await a.campaign(g)
     assert.ok(again.active)
     await assert.rejects(b.campaign(g, { signal: AbortSignal.abort(new Error('at once')) }), /at once/)
+  })
+
+  h.gated('leaderElection', 'leadership: stop() rejects a campaign still waiting; with autoWatch off, runWatchers() elects it', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const g = rid('g')
+    const held = await a.campaign(g)
+    const waiting = assert.rejects(b.campaign(g), CoordinatorStoppedError)
+    await new Promise((r) => setTimeout(r, ROUNDS_MS))
+    await b.stop()
+    await waiting
+    await held.resign()
+    const m = await h.open(t, { autoWatch: false })
+    let elected = false
+    const manual = m.campaign(g).then((l) => (elected = true) && l)
+    await new Promise((r) => setTimeout(r, ROUNDS_MS))
+    assert.equal(elected, false, 'nothing runs between two runWatchers() calls')
+    await m.runWatchers()
+    assert.equal(elected, true, 'elected once runWatchers() resolves')
+    assert.ok((await manual).active && m.isLeader(g))
   })
 
   h.gated(['leaderElection', 'fencing'], 'leadership: the term grows with every new leader', async (t) => {
