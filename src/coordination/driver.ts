@@ -145,6 +145,14 @@ export interface CoordinationDriver {
    * {@link HeartbeatResult.lostLocks}).
    */
   heartbeat?(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<DriverLock>): Promise<HeartbeatResult>
+  /**
+   * When (Date.now() ms) liveness lapses as things stand now, for a driver whose session is kept
+   * between beats (ZooKeeper's pings and reconnects answer for it): the Coordinator's lapse
+   * deadline, counted from the last good beat, moves to it when it is later. Without it, a session
+   * the server keeps answering while beats fail (each cut in flight) or while none is due would be
+   * presumed lost.
+   */
+  livenessDeadline?(): number
   createGroup(group: string): Promise<void>
   deleteGroup(group: string): Promise<void>
   listGroups(): Promise<string[]>

@@ -7,7 +7,9 @@
  * had already lapsed is reported, and the moment the lapse deadline passes without a successful
  * beat (whether beats fail or hang on a silent server) the owner is told that everything ephemeral
  * must be presumed lost (client-side expiry, as the Java ZooKeeper client does it). The deadline
- * runs from when the last good beat was sent. Timers are unref'd: they never keep a process alive.
+ * runs from when the last good beat was sent, or, when the owner's session keeps liveness between
+ * beats (hooks.deadline), from that session's deadline as it stands when judged, whichever is
+ * later. Timers are unref'd: they never keep a process alive.
  */
 import { asRollcallError, type RollcallError } from '../errors.js'
 
@@ -21,6 +23,11 @@ export interface HeartbeatHooks {
   onSuccess(lateByMs: number): void
   /** The lapse deadline passed without a successful beat (one may still be in flight). */
   onExpired?(): void
+  /**
+   * The lapse deadline as it stands now (Date.now() ms), when something besides beats keeps
+   * liveness (a session's pings): the loop's own deadline moves to it whenever it is later.
+   */
+  deadline?(): number
 }
 
 /** Tuning; the defaults suit every built-in driver. */
@@ -92,6 +99,7 @@ export class HeartbeatLoop {
     const startedAt = Date.now()
     try {
       const next = await this.#hooks.beat()
+      this.#extend()
       const lateBy = Date.now() - this.#deadline
       this.#failures = 0
       this.#record(next, startedAt)
@@ -100,6 +108,7 @@ export class HeartbeatLoop {
     } catch (err) {
       this.#failures += 1
       const error = asRollcallError(err, 'Heartbeat')
+      this.#extend()
       this.#hooks.onFailure(error, this.#failures, Date.now() > this.#deadline)
       const backoff = Math.min(this.#timing.maxRetryMs, this.#timing.minRetryMs * 2 ** (this.#failures - 1))
       // Keep retrying well before the lapse: never wait more than a quarter of the interval.
@@ -110,11 +119,31 @@ export class HeartbeatLoop {
   #record(intervalMs: number, from = Date.now()): void {
     this.#lastIntervalMs = intervalMs
     this.#deadline = from + intervalMs
+    this.#armExpiry()
+  }
+
+  /** Client-side expiry does not wait for a beat to fail: a beat stuck on a silent server never does. */
+  #armExpiry(): void {
     clearTimeout(this.#expiry)
-    if (this.#stopped || !Number.isFinite(intervalMs)) return
-    // Client-side expiry does not wait for a beat to fail: a beat stuck on a silent server never does.
-    this.#expiry = setTimeout(() => this.#hooks.onExpired?.(), Math.max(0, this.#deadline - Date.now()))
-    this.#expiry.unref()
+    if (this.#stopped || !Number.isFinite(this.#deadline)) return
+    const timer = setTimeout(() =>
+      // Judged after this turn's I/O, as the ZooKeeper session's watchdog judges: timers run before sockets are read, so
+      // after a stall an answer that came in time (a beat's, a session's ping) would still be unread. A beat recorded or a
+      // session answered meanwhile re-armed the timer; otherwise the lapse stands.
+      setImmediate(() => {
+        if (this.#expiry === timer && !this.#stopped && !this.#extend()) this.#hooks.onExpired?.()
+      }), Math.max(0, this.#deadline - Date.now()))
+    timer.unref()
+    this.#expiry = timer
+  }
+
+  /** Moves the deadline, and the expiry timer, to the owner's current deadline when that is later; true if it moved. */
+  #extend(): boolean {
+    const current = this.#hooks.deadline?.()
+    if (current === undefined || !(current > this.#deadline)) return false
+    this.#deadline = current
+    this.#armExpiry()
+    return true
   }
 
   /**

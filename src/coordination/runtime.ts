@@ -192,6 +192,7 @@ export class DriverRuntime {
       },
       onExpired: () =>
         this.#lossReported() || this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
+      deadline: this.driver.livenessDeadline && (() => this.driver.livenessDeadline!()),
     })
   }
 

@@ -4,8 +4,10 @@ import { describe, it, mock } from 'node:test'
 import { HeartbeatLoop } from '../../src/coordination/heartbeat.js'
 import { ConnectionError, type RollcallError } from '../../src/index.js'
 
+/** Settles what the ticked timers started: promise chains, and the expiry judged after the turn's I/O (setImmediate is not mocked). */
 const flush = async (): Promise<void> => {
   for (let i = 0; i < 10; i++) await Promise.resolve()
+  await new Promise((resolve) => setImmediate(resolve))
 }
 
 describe('unit: heartbeat', () => {
@@ -122,5 +124,59 @@ describe('unit: heartbeat expiry', () => {
     await flush()
     assert.equal(expired, 1, 'expired about 1000 ms after the last good beat was sent, though no beat failed')
     loop.stop()
+  })
+
+  it('heartbeat: a beat answered just before the deadline, read in the same turn as the deadline fires (a stalled loop), is not an expiry', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'] })
+    t.after(() => mock.timers.reset())
+    let expired = 0
+    const late: number[] = []
+    let beats = 0
+    const loop = new HeartbeatLoop({
+      // The beat sent 450 to 500 ms in is answered 499 ms later: before the 1000 ms deadline.
+      beat: () => (beats++, new Promise<number>((r) => setTimeout(() => r(1000), 499))),
+      onFailure: () => {},
+      onSuccess: (lateByMs) => void late.push(lateByMs),
+      onExpired: () => expired++,
+    })
+    loop.start(1000, Date.now())
+    mock.timers.tick(500)
+    await flush()
+    assert.equal(beats, 1)
+    // A stall: the answer and the deadline timer are due in one turn.
+    mock.timers.tick(600)
+    await flush()
+    assert.equal(expired, 0, 'the answer that came in time was read before the lapse was judged')
+    assert.equal(late.length, 1, 'the beat succeeded')
+    loop.stop()
+  })
+
+  it('heartbeat: a session answered since the last good beat (deadline hook) moves the deadline: failed beats are not past it, nor is the expiry', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'] })
+    t.after(() => mock.timers.reset())
+    // Every beat after the first fails (each cut in flight), while the session is answered (pings, reconnects) until 3000 ms:
+    // its deadline stays 1000 ms past its last answer.
+    let answeredAt = Date.now()
+    let expiredAt: number | undefined
+    const pastDeadline: boolean[] = []
+    let beats = 0
+    const loop = new HeartbeatLoop({
+      beat: () => (++beats === 1 ? Promise.resolve(1000) : Promise.reject(new ConnectionError('connection loss'))),
+      onFailure: (_e, _n, past) => void pastDeadline.push(past),
+      onSuccess: () => {},
+      onExpired: () => (expiredAt ??= Date.now()),
+      deadline: () => answeredAt + 1000,
+    })
+    const start = Date.now()
+    loop.start(1000, start)
+    for (let i = 0; i < 60; i++) {
+      mock.timers.tick(100)
+      if (Date.now() - start <= 3000) answeredAt = Date.now()
+      await flush()
+    }
+    loop.stop()
+    assert.ok(pastDeadline.length >= 5, `beats failed and were retried (${pastDeadline.length})`)
+    assert.ok(pastDeadline.slice(0, 5).every((p) => !p), `no failure while the session was answered is past the deadline: ${pastDeadline.join(', ')}`)
+    assert.equal(expiredAt === undefined ? undefined : expiredAt - start, 4000, "expired at the session's last deadline, not 1000 ms after the last good beat")
   })
 })

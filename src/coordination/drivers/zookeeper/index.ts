@@ -111,7 +111,7 @@ class ZookeeperDriver implements CoordinationDriver {
   /** tooz's heartbeat (`get /<ns>`), plus a check that our member nodes still exist. */
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
     const conn = this.#connection()
-    const startedAt = performance.now()
+    const startedAt = Date.now()
     await conn.exists(this.#base)
     const lostGroups: string[] = []
     await Promise.all([...joined.keys()].map(async (g) => {
@@ -119,11 +119,19 @@ class ZookeeperDriver implements CoordinationDriver {
       // Missing, or left over from a session of ours that was lost: either way not a live membership.
       if (!stat || conn.isDeadSession(stat.ephemeralOwner)) lostGroups.push(g)
     }))
-    // Liveness is the session's. It lapses at the wire deadline (the send time of the last answered
-    // request plus the timeout, less a margin), which pings keep moving between beats and which the
-    // connection itself acts on. The Coordinator's own deadline, counted from when this beat began,
-    // is a backstop a third of the timeout behind the deadline as it stands now.
-    return { nextBeatMs: Math.max(1, conn.sessionDeadline - startedAt + conn.sessionTimeoutMs / 3), lostGroups }
+    return { nextBeatMs: Math.max(1, this.livenessDeadline() - startedAt), lostGroups }
+  }
+
+  /**
+   * Liveness is the session's. It lapses at the wire deadline (the send time of the last answered
+   * request plus the timeout, less a margin), which pings and reconnects keep moving between beats
+   * and which the connection itself acts on. The Coordinator's deadline is a backstop a third of
+   * the timeout behind that one as it stands when judged: frozen at the last good beat, it fell
+   * ahead of a session the server was still answering.
+   */
+  livenessDeadline(): number {
+    const conn = this.#connection()
+    return Date.now() + (conn.sessionDeadline - performance.now()) + conn.sessionTimeoutMs / 3
   }
 
   async createGroup(group: string): Promise<void> {
