@@ -111,7 +111,7 @@ class ZookeeperDriver implements CoordinationDriver {
   /** tooz's heartbeat (`get /<ns>`), plus a check that our member nodes still exist. */
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
     const conn = this.#connection()
-    const startedAt = Date.now()
+    const startedAt = performance.now()
     await conn.exists(this.#base)
     const lostGroups: string[] = []
     await Promise.all([...joined.keys()].map(async (g) => {
@@ -119,7 +119,7 @@ class ZookeeperDriver implements CoordinationDriver {
       // Missing, or left over from a session of ours that was lost: either way not a live membership.
       if (!stat || conn.isDeadSession(stat.ephemeralOwner)) lostGroups.push(g)
     }))
-    return { nextBeatMs: Math.max(1, this.livenessDeadline() - startedAt), lostGroups }
+    return { nextBeatMs: Math.max(1, this.#backstopAt() - startedAt), lostGroups }
   }
 
   /**
@@ -130,8 +130,13 @@ class ZookeeperDriver implements CoordinationDriver {
    * ahead of a session the server was still answering.
    */
   livenessDeadline(): number {
+    return Date.now() + (this.#backstopAt() - performance.now())
+  }
+
+  /** That backstop deadline, in performance.now() ms (the session's clock). */
+  #backstopAt(): number {
     const conn = this.#connection()
-    return Date.now() + (conn.sessionDeadline - performance.now()) + conn.sessionTimeoutMs / 3
+    return conn.sessionDeadline + conn.sessionTimeoutMs / 3
   }
 
   async createGroup(group: string): Promise<void> {
