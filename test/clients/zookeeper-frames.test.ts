@@ -21,6 +21,7 @@ import {
   encodeSetWatches2,
   EVENT,
   FrameSplitter,
+  MAX_FRAME_BYTES,
   OP,
   OPEN_ACL,
   readStat,
@@ -345,5 +346,46 @@ describe('ZooKeeper frames: splitting', () => {
     assert.deepEqual(out.map((f) => f.toString('hex')), replies.map((f) => f.subarray(4).toString('hex')))
     assert.equal(splitter.pendingBytes, 0)
     for (const f of out) assert.ok(decodeReply(f).err <= 0)
+  })
+
+  it('a largest frame (16 MiB) in 1 KiB pieces is joined once: linear, under 3 s of CPU (quadratic joining took 69 s)', () => {
+    const wire = Buffer.alloc(4 + MAX_FRAME_BYTES, 0x5a)
+    wire.writeInt32BE(MAX_FRAME_BYTES, 0)
+    wire.writeInt32BE(0x0102_0304, 4 + MAX_FRAME_BYTES - 4)
+    const splitter = new FrameSplitter()
+    const started = process.cpuUsage()
+    const cpuMs = (): number => {
+      const u = process.cpuUsage(started)
+      return (u.user + u.system) / 1000
+    }
+    const frames: Buffer[] = []
+    for (let at = 0; at < wire.length; at += 1024) {
+      frames.push(...splitter.push(wire.subarray(at, at + 1024)))
+      // Checked as it goes, so that a quadratic splitter fails in seconds, not after a minute.
+      if (at % (1024 * 1024) === 0) assert.ok(cpuMs() < 3_000, `${cpuMs()} ms of CPU after ${at} bytes`)
+      if (at === 4096) assert.equal(splitter.pendingBytes, 5120, 'an incomplete frame is held, not split')
+    }
+    assert.ok(cpuMs() < 3_000, `${cpuMs()} ms of CPU`)
+    assert.equal(frames.length, 1)
+    assert.equal(frames[0]!.length, MAX_FRAME_BYTES)
+    assert.equal(frames[0]!.readInt32BE(MAX_FRAME_BYTES - 4), 0x0102_0304)
+    assert.equal(splitter.pendingBytes, 0)
+    assert.equal(splitter.cutShort(), '')
+  })
+
+  it('a cut-short frame is described by what arrived, in any pieces', () => {
+    const frame = Buffer.alloc(4 + 100, 1)
+    frame.writeInt32BE(100, 0)
+    for (const cuts of [[1, 2, 3], [4], [2, 30, 50], [60]]) {
+      const splitter = new FrameSplitter()
+      let from = 0
+      for (const to of cuts) splitter.push(frame.subarray(from, from = to))
+      const have = cuts.at(-1)!
+      assert.equal(splitter.pendingBytes, have)
+      assert.equal(
+        splitter.cutShort(),
+        have < 4 ? ` in the middle of a frame's length (${have} of 4 bytes received)` : ` in the middle of a frame (${have - 4} of 100 bytes received)`,
+      )
+    }
   })
 })

@@ -222,12 +222,21 @@ export function decodeWatchEvent(r: JuteReader): WatchEvent {
 /**
  * Splits a byte stream into frames. push() returns the complete frames; a length that is
  * negative or over MAX_FRAME_BYTES throws ZkFrameError before anything is buffered for it.
+ * The chunks of an incomplete frame are only collected, and joined once when the whole frame is
+ * there: a frame's bytes are copied once, however many pieces it comes in.
  */
 export class FrameSplitter {
-  #pending: Buffer = Buffer.alloc(0)
+  /** Received bytes not yet split off; the first chunk holds the length prefix once 4 bytes are in. */
+  #chunks: Buffer[] = []
+  #bytes = 0
+  /** Bytes needed before splitting again: the length prefix, or the whole frame it announces. */
+  #need = 4
 
   push(chunk: Buffer): Buffer[] {
-    let buf = this.#pending.length ? Buffer.concat([this.#pending, chunk]) : chunk
+    this.#chunks.push(chunk)
+    this.#bytes += chunk.length
+    if (this.#bytes < this.#need) return []
+    let buf = this.#chunks.length === 1 ? chunk : Buffer.concat(this.#chunks, this.#bytes)
     const out: Buffer[] = []
     while (buf.length >= 4) {
       const n = buf.readInt32BE(0)
@@ -237,20 +246,22 @@ export class FrameSplitter {
       out.push(buf.subarray(4, 4 + n))
       buf = buf.subarray(4 + n)
     }
-    this.#pending = buf
+    this.#chunks = buf.length === 0 ? [] : [buf]
+    this.#bytes = buf.length
+    this.#need = buf.length >= 4 ? 4 + buf.readInt32BE(0) : 4
     return out
   }
 
   /** Bytes of a frame not complete yet. */
   get pendingBytes(): number {
-    return this.#pending.length
+    return this.#bytes
   }
 
   /** What a connection that ends now cuts short, for its message (` in the middle of a frame (…)`), or '' between frames. */
   cutShort(): string {
-    const have = this.#pending.length
+    const have = this.#bytes
     if (have === 0) return ''
     if (have < 4) return ` in the middle of a frame's length (${have} of 4 bytes received)`
-    return ` in the middle of a frame (${have - 4} of ${this.#pending.readInt32BE(0)} bytes received)`
+    return ` in the middle of a frame (${have - 4} of ${this.#need - 4} bytes received)`
   }
 }
