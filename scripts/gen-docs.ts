@@ -7,6 +7,23 @@ import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { MAX_TLS_FILE_BYTES } from '../src/coordination/drivers/kit/tls-files.js'
 import { ALL_CAPABILITIES, BUILTIN_DRIVERS, CAPABILITY_DOCS, COMMON_OPTIONS, loadDriver, type DriverDefinition, type OptionSpecs } from '../src/index.js'
+import { MAX_LINE_BYTES, MAX_VALUE_BYTES } from '../src/clients/memcached/memcached-protocol.js'
+import { MAX_FRAME_BYTES } from '../src/clients/zookeeper/zookeeper-frames.js'
+import { MIN_SESSION_GRANT_MS } from '../src/clients/zookeeper/zookeeper-wire.js'
+
+const MiB = (bytes: number): string => `${bytes / (1024 * 1024)} MiB`
+
+/** What rollcall's own protocol clients refuse from a server, by driver name (from the clients' limits). */
+const REPLY_LIMITS: Record<string, string> = {
+  memcached: `rollcall speaks memcached's protocol itself and reads replies strictly. A value announced over ${MiB(MAX_VALUE_BYTES)} `
+    + "(a group is one value; memcached's own item limit is 1 MiB unless raised with -I), a length, flags or CAS value that is not plain digits in "
+    + `range, a line over ${MAX_LINE_BYTES / 1024} KiB, a value for a key not asked for, or bytes that no request asked for end the connection: `
+    + 'the request fails with ConnectionError (its cause a MemcachedProtocolError naming the problem), and the next one opens a new connection. '
+    + `A group over ${MiB(MAX_VALUE_BYTES)} cannot be read.`,
+  zookeeper: `rollcall speaks ZooKeeper's protocol itself. A frame announced over ${MiB(MAX_FRAME_BYTES)}, a frame that does not parse, a reply `
+    + `to nothing sent, or a session timeout granted under ${MIN_SESSION_GRANT_MS} ms ends the connection (ConnectionError) and the client `
+    + 'connects again.',
+}
 
 function optionRows(options: OptionSpecs): string[] {
   return Object.entries(options).map(([name, spec]) => {
@@ -70,6 +87,7 @@ export async function renderDriversDoc(): Promise<string> {
     out.push(`Capabilities: ${def.capabilities.length ? def.capabilities.map((c) => `\`${c}\``).join(', ') : 'none'}.`, '')
     if (def.consistency) out.push(`**Consistency.** ${def.consistency}`, '')
     if (def.hazards.length) out.push('**Hazards.**', '', ...def.hazards.map((h) => `- ${h}`), '')
+    if (REPLY_LIMITS[def.name]) out.push(`**Replies.** ${REPLY_LIMITS[def.name]}`, '')
   }
   return `${out.join('\n').trimEnd()}\n`
 }

@@ -6,122 +6,19 @@
  * no unhandled rejection or exception, no socket left open.
  */
 import assert from 'node:assert/strict'
-import { once } from 'node:events'
-import { createServer, type Server, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { after, afterEach, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { ConnectionError } from '../../src/errors.js'
 import { OPEN_ACL, ZK_CODES, ZkConnection, ZkError } from '../../src/clients/zookeeper/zookeeper-client.js'
 import { JuteWriter } from '../../src/clients/zookeeper/jute.js'
 import { ZkFrameError } from '../../src/clients/zookeeper/zookeeper-errors.js'
-import { framed, MAX_FRAME_BYTES, OP, XID } from '../../src/clients/zookeeper/zookeeper-frames.js'
+import { MAX_FRAME_BYTES, OP, XID } from '../../src/clients/zookeeper/zookeeper-frames.js'
 import { WireOpenError, ZkWire } from '../../src/clients/zookeeper/zookeeper-wire.js'
+import { connectResponse, type FakeConn, FakeZk, reply, SESSION_ID, stat, type Script } from './fake-zookeeper.js'
+import { failOnUnhandled, rejection } from './hostile-support.js'
 
-const SESSION_ID = 0x1234_5678_9abc_def0n
-
-/** Anything unhandled while these tests run fails them. */
-const unhandled: unknown[] = []
-const onUnhandled = (err: unknown): void => void unhandled.push(err)
-process.on('unhandledRejection', onUnhandled)
-process.on('uncaughtException', onUnhandled)
-after(() => {
-  process.off('unhandledRejection', onUnhandled)
-  process.off('uncaughtException', onUnhandled)
-})
-afterEach(async () => {
-  await sleep(5) // a rejection left unhandled is reported after the turn that made it
-  assert.deepEqual(unhandled.splice(0), [], 'no unhandled rejection or exception')
-})
-
-/** A ConnectResponse frame. */
-function connectResponse(timeoutMs = 4000): Buffer {
-  return framed(new JuteWriter().int(0).int(0).int(timeoutMs).long(SESSION_ID).buffer(Buffer.alloc(16, 7)).bool(false))
-}
-
-/** A reply frame: header and body. */
-function reply(xid: number, err: number, body: (w: JuteWriter) => void = () => {}): Buffer {
-  const w = new JuteWriter().int(0).int(xid).long(5n).int(err)
-  body(w)
-  return framed(w)
-}
-
-/** A Stat of 68 bytes. */
-function stat(w: JuteWriter, dataLength = 0): void {
-  w.long(1n).long(2n).long(1_700_000_000_000n).long(1_700_000_000_000n).int(0).int(0).int(0).long(0n).int(dataLength).int(0).long(1n)
-}
-
-/** One connection to the fake: its index (0 first), the socket, and what the client asked. */
-interface FakeConn {
-  index: number
-  sock: Socket
-}
-
-/** How the fake behaves; by default it shakes hands, answers pings and closeSession, and is silent otherwise. */
-interface Script {
-  handshake?(c: FakeConn): void | Promise<void>
-  /** `frame` is the request's frame after its length (xid, type, body). */
-  request?(c: FakeConn, xid: number, type: number, frame: Buffer): void | Promise<void>
-}
-
-/** A fake ZooKeeper on 127.0.0.1:0 following `script`. */
-class FakeZk {
-  readonly #server: Server
-  readonly sockets = new Set<Socket>()
-  connections = 0
-
-  private constructor(server: Server) {
-    this.#server = server
-  }
-
-  get port(): number {
-    return (this.#server.address() as { port: number }).port
-  }
-
-  static async start(script: Script): Promise<FakeZk> {
-    let fake!: FakeZk
-    const server = createServer((sock) => fake.#accept(sock, script))
-    fake = new FakeZk(server)
-    server.listen(0, '127.0.0.1')
-    await once(server, 'listening')
-    return fake
-  }
-
-  #accept(sock: Socket, script: Script): void {
-    const c: FakeConn = { index: this.connections++, sock }
-    this.sockets.add(sock)
-    sock.setNoDelay(true)
-    sock.on('close', () => this.sockets.delete(sock))
-    sock.on('error', () => {})
-    let buf = Buffer.alloc(0)
-    let shook = false
-    sock.on('data', (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk])
-      while (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
-        const frame = buf.subarray(4, 4 + buf.readInt32BE(0))
-        buf = buf.subarray(4 + frame.length)
-        if (!shook) {
-          shook = true
-          void (script.handshake ?? ((c) => void c.sock.write(connectResponse())))(c)
-          continue
-        }
-        const xid = frame.readInt32BE(0)
-        const type = frame.readInt32BE(4)
-        if (type === OP.ping || type === OP.closeSession) sock.write(reply(xid, 0))
-        else void script.request?.(c, xid, type, frame)
-      }
-    })
-  }
-
-  /** Closes the server; resolves once every connection is closed, rejects if one stays open. */
-  async close(): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()))
-    const bound = sleep(2_000).then(() => {
-      for (const s of this.sockets) s.destroy()
-      throw new Error(`the client left ${this.sockets.size} connection(s) open`)
-    })
-    await Promise.race([closed, bound])
-  }
-}
+failOnUnhandled()
 
 /** A ZkConnection to the fake (short timeouts: a case that hangs shows up as a timeout). */
 function client(port: number): ZkConnection {
@@ -150,19 +47,6 @@ async function withFake<T>(script: Script, fn: (c: ZkConnection, fake: FakeZk) =
     await c.stop()
     await fake.close()
   }
-}
-
-/** The rejection of `p` within `boundMs`, failing if it resolves or takes longer. */
-async function rejection(p: Promise<unknown>, boundMs: number): Promise<Error> {
-  const t0 = performance.now()
-  const outcome = await Promise.race([
-    p.then((v) => ({ ok: true as const, v }), (err: unknown) => ({ ok: false as const, err })),
-    sleep(boundMs).then(() => undefined),
-  ])
-  assert.ok(outcome, `no answer within ${boundMs} ms`)
-  assert.ok(!outcome.ok, `resolved with ${String(outcome.ok && outcome.v)}`)
-  assert.ok(performance.now() - t0 < boundMs)
-  return outcome.err as Error
 }
 
 /** A request's failure: CONNECTION_LOSS caused by a ConnectionError whose message matches `problem`. */

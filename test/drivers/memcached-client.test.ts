@@ -65,7 +65,7 @@ describe('memcached client', { concurrency: 4 }, () => {
     const wire = Buffer.concat([buf('VALUE a 2 3 11\r\nabc\r\nVALUE big 1 200000 12\r\n'), big, buf('\r\nEND\r\nHD c42\r\n')])
     const check = (cuts: number[]): void => {
       const r = new ReplyReader()
-      const parsers = [parseValues('gets'), parseMeta('mg')]
+      const parsers = [parseValues('gets', ['a', 'big']), parseMeta('mg')]
       const out: unknown[] = []
       let from = 0
       for (const to of [...cuts, wire.length]) {
@@ -94,7 +94,7 @@ describe('memcached client', { concurrency: 4 }, () => {
     // While the large value is incomplete, chunks are only gathered (push says there is nothing to parse).
     const r = new ReplyReader()
     assert.equal(r.push(wire.subarray(0, 100)), true)
-    const parse = parseValues('gets')
+    const parse = parseValues('gets', ['a', 'big'])
     assert.equal(parse(r), undefined)
     assert.equal(r.push(wire.subarray(100, 50_000)), false)
     assert.equal(r.push(wire.subarray(50_000, 150_000)), false)

@@ -12,12 +12,16 @@
  *   connection is closed (later replies could no longer be matched). The next request reconnects.
  * - ERROR and CLIENT_ERROR replies close the connection too (memcached may be out of step with
  *   us after one); SERVER_ERROR (e.g. "object too large for cache") does not.
+ * - So does a reply that does not parse (memcached-protocol.ts reads strictly, values up to
+ *   MAX_VALUE_BYTES), and any byte that arrives with no request awaiting it: the request fails
+ *   with MemcachedProtocolError, the others pending with MemcachedConnectionError.
  */
 import { isIP, connect as netConnect, type Socket } from 'node:net'
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls'
+import { formatHosts } from '../../coordination/url.js'
+import { socketHost } from '../../internal/socket-host.js'
 import {
   CRLF,
-  MemcachedServerError,
   checkKey,
   exptime,
   parseKeys,
@@ -26,6 +30,7 @@ import {
   parseStats,
   parseValues,
   parseVersion,
+  preview,
   simple,
   type MemcachedItem,
   type MetaReply,
@@ -34,9 +39,10 @@ import {
   type StoreResult,
 } from './memcached-protocol.js'
 import { newConn, settle, type Conn } from './memcached-conn.js'
+import { MemcachedConnectionError, MemcachedProtocolError, MemcachedServerError, MemcachedTimeoutError } from './memcached-errors.js'
 
-export { MAX_KEY_BYTES, MemcachedKeyError, MemcachedServerError, exptime, keyProblem, type MemcachedItem, type MetaReply,
-  type StoreResult } from './memcached-protocol.js'
+export { MAX_KEY_BYTES, MAX_VALUE_BYTES, exptime, keyProblem, type MemcachedItem, type MetaReply, type StoreResult } from './memcached-protocol.js'
+export { MemcachedConnectionError, MemcachedKeyError, MemcachedProtocolError, MemcachedServerError, MemcachedTimeoutError } from './memcached-errors.js'
 
 /** The server the client is connected to. */
 export interface MemcachedServer extends ServerStats {
@@ -63,22 +69,6 @@ export interface MemcachedClientOptions {
   /** A connection was made (`reconnect` after a previous one closed) or broke. */
   onConnected?(server: MemcachedServer, reconnect: boolean): void
   onDisconnected?(cause: Error): void
-}
-
-/** No connection could be made, it broke while a reply was awaited, or the client was closed. */
-export class MemcachedConnectionError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.name = 'MemcachedConnectionError'
-  }
-}
-
-/** A reply did not come within requestTimeoutMs (the connection is then closed). */
-export class MemcachedTimeoutError extends Error {
-  constructor(message: string) {
-    super(message)
-    this.name = 'MemcachedTimeoutError'
-  }
 }
 
 const STORE_REPLIES = { STORED: 'stored', NOT_STORED: 'notStored', EXISTS: 'exists', NOT_FOUND: 'notFound' } as const
@@ -142,14 +132,14 @@ export class MemcachedClient {
     if (keys.length === 0) return Promise.resolve(new Map())
     keys.forEach(checkKey)
     const command = withCas ? 'gets' : 'get'
-    return this.#request(`${command} ${keys.join(' ')}\r\n`, undefined, parseValues(command), command)
+    return this.#request(`${command} ${keys.join(' ')}\r\n`, undefined, parseValues(command, keys), command)
   }
 
   /** Which of `keys` exist: one `get` naming them all, whose values are skipped unread. */
   present(keys: readonly string[]): Promise<Set<string>> {
     if (keys.length === 0) return Promise.resolve(new Set())
     keys.forEach(checkKey)
-    return this.#request(`get ${keys.join(' ')}\r\n`, undefined, parseKeys('get'), 'get')
+    return this.#request(`get ${keys.join(' ')}\r\n`, undefined, parseKeys(keys), 'get')
   }
 
   /**
@@ -264,21 +254,34 @@ export class MemcachedClient {
   }
 
   #onData(conn: Conn, chunk: Buffer): void {
+    if (conn.pending.length === 0) return this.#unasked(conn, chunk)
     if (!conn.reader.push(chunk)) return
     while (conn.pending.length > 0) {
       const entry = conn.pending[0]!
       let result: { value: unknown } | undefined
       try {
         result = entry.parse(conn.reader)
-      } catch (err) {
-        settle(conn, entry, err as Error)
+      } catch (thrown) {
+        const err = thrown instanceof MemcachedServerError || thrown instanceof MemcachedProtocolError
+          ? thrown
+          : new MemcachedProtocolError(`a reply that does not parse (${(thrown as Error).message})`, entry.command)
+        settle(conn, entry, err)
         if (err instanceof MemcachedServerError && err.kind === 'SERVER_ERROR') continue
-        this.#drop(conn)
+        this.#drop(conn, err)
         return
       }
       if (result === undefined) return
       settle(conn, entry, undefined, result.value)
     }
+    if (conn.reader.unread > 0) this.#unasked(conn, conn.reader.buf.subarray(conn.reader.pos, conn.reader.pos + conn.reader.unread))
+  }
+
+  /**
+   * Bytes came that no request asked for: they are not kept (they would be taken for the next
+   * request's reply), and the connection is dropped.
+   */
+  #unasked(conn: Conn, bytes: Buffer): void {
+    this.#drop(conn, new MemcachedProtocolError(`${bytes.length} bytes that no request asked for (${preview(bytes)})`, undefined))
   }
 
   #ensure(): Promise<Conn> {
@@ -293,12 +296,12 @@ export class MemcachedClient {
   async #open(): Promise<Conn> {
     const failures: string[] = []
     for (const h of this.#options.hosts) {
-      const at = `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port}`
+      const at = formatHosts([h])
       let conn: Conn | undefined
       try {
         conn = this.#attach(await this.#dial(h))
         // "Answers" means a stats reply, not just an accepted TCP connection.
-        const server = await this.#write(conn, Buffer.from('stats\r\n'), parseStats, 'stats', this.#options.connectTimeoutMs)
+        const server = await this.#write(conn, Buffer.from('stats\r\n'), parseStats(), 'stats', this.#options.connectTimeoutMs)
         if (this.#closed) throw new MemcachedConnectionError('The memcached client is closed')
         this.#server = { host: h.host, port: h.port, ...server }
         conn.established = true
@@ -319,9 +322,10 @@ export class MemcachedClient {
   #dial(h: MemcachedHost): Promise<Socket> {
     return new Promise((resolve, reject) => {
       const tls = this.#options.tls
+      const host = socketHost(h.host)
       const socket = tls
-        ? tlsConnect({ ...tls, host: h.host, port: h.port, servername: isIP(h.host) ? undefined : h.host })
-        : netConnect({ host: h.host, port: h.port })
+        ? tlsConnect({ ...tls, host, port: h.port, servername: isIP(host) || host.includes(':') ? undefined : host })
+        : netConnect({ host, port: h.port })
       this.#sockets.add(socket)
       socket.once('close', () => this.#sockets.delete(socket))
       let settled = false

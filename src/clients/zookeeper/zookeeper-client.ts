@@ -12,6 +12,7 @@
  * - Nodes this process could not delete because the connection broke are deleted when the same
  *   session reconnects (deleteWhenConnected); a lost session takes them with it.
  */
+import { formatHosts } from '../../coordination/url.js'
 import { ConnectionError } from '../../errors.js'
 import { ZkError, zkCode, ZK_CODES } from './zookeeper-errors.js'
 import type { ZkAcl, ZkStat } from './zookeeper-frames.js'
@@ -312,7 +313,7 @@ export class ZkConnection {
   }
 
   #hostList(): string {
-    return this.#options.servers.map((h) => `${h.host}:${h.port}`).join(',')
+    return formatHosts(this.#options.servers)
   }
 
   /** Sends one request on the current session, with the operation timeout. */

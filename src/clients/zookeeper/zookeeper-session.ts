@@ -12,6 +12,7 @@
  * session expired, or refuses its credentials, ends it too.
  */
 import type { ConnectionOptions as TlsOptions } from 'node:tls'
+import { formatHosts } from '../../coordination/url.js'
 import { OperationTimeoutError } from '../../errors.js'
 import { keepListenedTo } from '../../internal/linked-signal.js'
 import { sessionHex } from './zookeeper-frames.js'
@@ -175,7 +176,7 @@ export class ZkSession {
 
   /** `host:port,...` for messages. */
   hostList(): string {
-    return this.#options.servers.map((h) => `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port}`).join(',')
+    return formatHosts(this.#options.servers)
   }
 
   /** Drops the current connection (the session reconnects unless abandoned). */

@@ -12,10 +12,12 @@
  * finish within the connect timeout all close the connection with a typed error; every request
  * in flight then fails with CONNECTION_LOSS (it may or may not have been applied).
  */
-import { connect as tcpConnect, type Socket } from 'node:net'
+import { isIP, connect as tcpConnect, type Socket } from 'node:net'
 import { connect as tlsConnect, type ConnectionOptions as TlsOptions } from 'node:tls'
 import { performance } from 'node:perf_hooks'
+import { formatHosts } from '../../coordination/url.js'
 import { ConnectionError } from '../../errors.js'
+import { socketHost } from '../../internal/socket-host.js'
 import { ZkError, ZkFrameError, ZK_CODES } from './zookeeper-errors.js'
 import {
   decodeConnect,
@@ -81,6 +83,14 @@ interface Pending {
   done(err: Error | undefined, value?: unknown): void
 }
 
+/**
+ * Shortest session timeout accepted from a server, in ms. The client keeps at least 100 ms of a
+ * session in hand against timer lateness (zookeeper-session.ts) and reads with a timeout of 2/3
+ * of it: a shorter grant would be given up as soon as it is made, and a new session opened
+ * every few milliseconds. A ZooKeeper server grants two ticks at least (minSessionTimeout).
+ */
+export const MIN_SESSION_GRANT_MS = 200
+
 /** Largest setWatches frame: Java's client splits them at 128 KiB. */
 const SET_WATCHES_BYTES = 128 * 1024
 
@@ -120,10 +130,11 @@ export class ZkWire {
   /** Connects, shakes hands, authenticates and restores watches; rejects with WireOpenError. */
   static open(o: WireOptions): Promise<ZkWire> {
     return new Promise<ZkWire>((resolve, reject) => {
-      const where = `${o.host.includes(':') ? `[${o.host}]` : o.host}:${o.port}`
+      const where = formatHosts([o])
+      const host = socketHost(o.host)
       const socket = o.tls
-        ? tlsConnect({ ...o.tls, host: o.host, port: o.port, servername: o.tls.servername ?? (/^[\d.:]+$/.test(o.host) ? undefined : o.host) })
-        : tcpConnect({ host: o.host, port: o.port })
+        ? tlsConnect({ ...o.tls, host, port: o.port, servername: o.tls.servername ?? (isIP(host) || host.includes(':') ? undefined : host) })
+        : tcpConnect({ host, port: o.port })
       socket.setNoDelay(true)
       const splitter = new FrameSplitter()
       let sentAt = 0
@@ -165,6 +176,12 @@ export class ZkWire {
           return fail('network', `ZooKeeper at ${where} granted a new session a timeout of ${res.timeoutMs} ms; a server must grant a positive one`)
         }
         if (res.timeoutMs <= 0) return fail('expired', `ZooKeeper at ${where} says session 0x${o.handshake.sessionId.toString(16)} has expired`)
+        if (res.timeoutMs < MIN_SESSION_GRANT_MS) {
+          return fail(
+            'network',
+            `ZooKeeper at ${where} granted a session timeout of ${res.timeoutMs} ms; at least ${MIN_SESSION_GRANT_MS} ms is needed (check the server's tickTime and minSessionTimeout)`,
+          )
+        }
         if (res.readOnly) return fail('readOnly', `ZooKeeper at ${where} is in read-only mode (cut off from its quorum); trying another server`)
         socket.removeListener('data', onData)
         socket.removeAllListeners('error')
@@ -224,7 +241,7 @@ export class ZkWire {
     if (t - this.#lastHeardAt > readTimeoutMs) {
       return this.close(
         new ConnectionError(
-          `ZooKeeper at ${this.#options.host}:${this.#options.port} sent nothing for ${Math.round(t - this.#lastHeardAt)} ms (read timeout ${
+          `ZooKeeper at ${formatHosts([this.#options])} sent nothing for ${Math.round(t - this.#lastHeardAt)} ms (read timeout ${
             Math.round(readTimeoutMs)
           } ms)`,
         ),
