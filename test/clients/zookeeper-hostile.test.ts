@@ -14,16 +14,17 @@ import { OPEN_ACL, ZK_CODES, ZkConnection, ZkError } from '../../src/clients/zoo
 import { JuteWriter } from '../../src/clients/zookeeper/jute.js'
 import { ZkFrameError } from '../../src/clients/zookeeper/zookeeper-errors.js'
 import { MAX_FRAME_BYTES, OP, XID } from '../../src/clients/zookeeper/zookeeper-frames.js'
-import { WireOpenError, ZkWire } from '../../src/clients/zookeeper/zookeeper-wire.js'
+import { MIN_SESSION_GRANT_MS, WireOpenError, ZkWire } from '../../src/clients/zookeeper/zookeeper-wire.js'
 import { connectResponse, type FakeConn, FakeZk, reply, SESSION_ID, stat, type Script } from './fake-zookeeper.js'
+import { freePort } from '../support/servers.js'
 import { failOnUnhandled, rejection } from './hostile-support.js'
 
 failOnUnhandled()
 
 /** A ZkConnection to the fake (short timeouts: a case that hangs shows up as a timeout). */
-function client(port: number): ZkConnection {
+function client(port: number, host = '127.0.0.1'): ZkConnection {
   return new ZkConnection({
-    servers: [{ host: '127.0.0.1', port }],
+    servers: [{ host, port }],
     randomizeHosts: false,
     sessionTimeoutMs: 4_000,
     connectTimeoutMs: 1_500,
@@ -237,9 +238,50 @@ describe('ZooKeeper client against a hostile server: the handshake', () => {
     }
   })
 
+  it(`a session granted 1 ms (under ${MIN_SESSION_GRANT_MS} ms) is refused: start() fails naming it, no session is opened again and again`, async () => {
+    const fake = await FakeZk.start({ handshake: (c) => void c.sock.write(connectResponse(1)) })
+    const c = client(fake.port)
+    try {
+      const err = await rejection(c.start(), 3_000)
+      assert.ok(err instanceof ConnectionError)
+      assert.match(err.message, new RegExp(`granted a session timeout of 1 ms; at least ${MIN_SESSION_GRANT_MS} ms is needed`))
+      assert.ok(fake.connections < 40, `${fake.connections} connection attempts in 1.5 s: the retries pause`)
+    } finally {
+      await c.stop()
+      await fake.close()
+    }
+  })
+
   it('a handshake reply truncated, then close', async () => {
     const err = await openFails((c) => void c.sock.end(connectResponse().subarray(0, 20)))
     assert.match(err.message, /closed the connection during the handshake/)
+  })
+})
+
+describe('ZooKeeper client: IPv6 hosts', () => {
+  it('an IPv6 host is bracketed in messages ([::1]:port, not ::1:port)', async () => {
+    const port = await freePort()
+    const c = client(port, '::1')
+    try {
+      const err = await rejection(c.start(), 3_000)
+      assert.match(err.message, new RegExp(`Cannot connect to ZooKeeper at \\[::1\\]:${port}: no server answered`))
+      assert.match(err.message, new RegExp(`ZooKeeper at \\[::1\\]:${port}: ECONNREFUSED`))
+    } finally {
+      await c.stop()
+    }
+  })
+
+  it('a zone written as a URL writes it ([fe80::1%25lo]) reaches the socket as fe80::1%lo: no EINVAL', async () => {
+    // No address fe80::1 exists on lo: the kernel finds no route, and nothing leaves the machine.
+    const c = client(await freePort(), 'fe80::1%25lo')
+    try {
+      const err = await rejection(c.start(), 3_000)
+      assert.match(err.message, /ZooKeeper at \[fe80::1%25lo\]:\d+: no server answered/)
+      assert.doesNotMatch(err.message, /EINVAL/)
+      assert.match(err.message, /\[fe80::1%25lo\]:\d+: E[A-Z]+/)
+    } finally {
+      await c.stop()
+    }
   })
 })
 
