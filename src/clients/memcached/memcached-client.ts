@@ -303,6 +303,8 @@ export class MemcachedClient {
         // "Answers" means a stats reply, not just an accepted TCP connection.
         const server = await this.#write(conn, Buffer.from('stats\r\n'), parseStats(), 'stats', this.#options.connectTimeoutMs)
         if (this.#closed) throw new MemcachedConnectionError('The memcached client is closed')
+        // Dropped as the handshake ended (bytes after the stats reply that nothing asked for).
+        if (conn.socket.destroyed) throw new MemcachedConnectionError('the connection was dropped right after the stats reply')
         this.#server = { host: h.host, port: h.port, ...server }
         conn.established = true
         this.#conn = conn
