@@ -31,7 +31,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, it, type TestContext } from 'node:test'
+import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import {
   COMMON_OPTIONS,
@@ -52,6 +52,7 @@ import { InvalidConfigError, loadConfig, parseIni } from '../../src/servicegroup
 import { backend, serverUrl } from '../support/backends.js'
 import { rid } from '../support/wait.js'
 import { withTimeout } from './support/harness.js'
+import { property } from './support/fuzz.js'
 import { FAULT_FULL, positiveInt, ResultsWriter } from './support/results.js'
 
 const writer = new ResultsWriter(import.meta.url)
@@ -63,36 +64,6 @@ const TARGETS: { name: string; url: () => string; runs: number }[] = [
 ]
 /** Errors a bad URL may give: configuration errors, all typed. */
 const CONFIG_CODES = new Set(['INVALID_URL', 'INVALID_OPTION', 'UNKNOWN_DRIVER', 'INVALID_ID', 'INVALID_ARGUMENT'])
-
-/** Runs a property, records it as a scenario (runs = cases), and fails the test on a counterexample. */
-async function property(
-  t: TestContext,
-  scenario: string,
-  title: string,
-  backendName: string,
-  numRuns: number,
-  prop: fc.IAsyncPropertyWithHooks<any>,
-): Promise<void> {
-  const started = Date.now()
-  const details = await fc.check(prop, { numRuns })
-  writer.add({
-    scenario,
-    title,
-    backend: backendName,
-    runs: details.numRuns,
-    failures: details.failed ? 1 : 0,
-    measure: 'whole property (all cases)',
-    worstMs: Date.now() - started,
-    notes: [`seed ${details.seed}`],
-    errors: details.failed ? [String(details.errorInstance).split('\n')[0]!.slice(0, 300)] : [],
-  })
-  t.diagnostic(`${backendName} ${scenario}: ${details.numRuns} cases${details.failed ? ', FAILED' : ''} in ${Date.now() - started} ms (seed ${details.seed})`)
-  if (details.failed) {
-    assert.fail(
-      `counterexample ${fc.stringify(details.counterexample)} (seed ${details.seed}, path ${details.counterexamplePath}): ${String(details.errorInstance)}`,
-    )
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // URLs
@@ -200,6 +171,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
       t.after(() => rmSync(fileRoot, { recursive: true, force: true }))
       const options = await optionNames()
       await property(
+        writer,
         t,
         'fuzz.urls',
         'Fuzzed URLs (any text; any scheme, credentials, hosts, ports, path, known and unknown options with any values) given to createCoordinator(): a '
@@ -269,6 +241,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
     const host = fc.constantFrom('127.0.0.1', '127.0.0.1:6379', '[::1]:2181', 'h1:1,h2:2', '', 'localhost')
     const tail = fc.constantFrom('', '/', '/db', '?timeout=5', '/x?timeout=5&password=zz', '#frag')
     await property(
+      writer,
       t,
       'fuzz.userinfo',
       'Fuzzed user names and passwords of every character class (controls, whitespace, / ? # @ : and other delimiters, good and bad %-escapes, '
@@ -335,6 +308,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
     ]
     const setting = fc.constantFrom(...settings)
     await property(
+      writer,
       t,
       'fuzz.long-strings',
       'Fuzzed very long strings (10 KB to 1 MB of letters, delimiters, escapes, NULs, URL starts) as URL host, path, option name, option value and '
@@ -434,6 +408,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
     const code = fc.oneof(fc.constantFrom(Infinity, -Infinity, Number.NaN, 2 ** 31, 2 ** 53, Number.MAX_VALUE, -0, 5e-324, MAX_TIMER_MS + 0.5), fc.double())
     const numericSettings = ['report_interval', 'service_down_time', 'initial_report_delay', 'zookeeper.recv_timeout']
     await property(
+      writer,
       t,
       'fuzz.numbers',
       'Fuzzed non-finite and huge numbers (Infinity, NaN, 1e309, 2^31 ms and above, 2^53+1, any double) for every numeric option of every driver, in the '
@@ -498,6 +473,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
       return file
     })
     await property(
+      writer,
       t,
       'fuzz.config-files',
       'Configuration files that are not regular files (/dev/zero, /dev/urandom, /dev/null, /dev/full, /dev/tty, a FIFO, a directory, a socket, symlinks '
@@ -604,6 +580,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
         fc.constantFrom('__created__', '.', '..', '/', 'a/b', '\u0000', ' ', '\uD800', '\uDC00x', 'x'.repeat(1_000)),
       )
       await property(
+        writer,
         t,
         'fuzz.ids',
         'Fuzzed member ids (connect) and lock names: InvalidIdError before anything is written, or the member is listed under exactly that id and the '
@@ -692,6 +669,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
         },
       )
       await property(
+        writer,
         t,
         'fuzz.capabilities',
         'Fuzzed capabilities (binary, dates, maps, sets, bigints, NaN, -0, deep nesting, large strings, functions, symbols, cycles): read back by '
@@ -729,6 +707,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
       await b.joinGroup(g)
       let stored: unknown = null
       await property(
+        writer,
         t,
         'fuzz.strings',
         'Fuzzed strings (any UTF-16, lone surrogates included) as capability keys and values: read back unchanged by another member, or refused with the '
