@@ -31,7 +31,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, it } from 'node:test'
+import { describe, it, type TestContext } from 'node:test'
 import fc from 'fast-check'
 import {
   COMMON_OPTIONS,
@@ -511,6 +511,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
       ['mysql://root@127.0.0.1:3306/test?ssl_cert=', 'ssl_cert'],
     ]
     await property(
+      writer,
       t,
       'fuzz.option-files',
       'Files named by TLS options (ZooKeeper ca/keyfile, memcached ca_cert/ssl_key, Redis ssl_ca_certs/ssl_certfile, etcd3 ca_cert/cert_key, MySQL '
@@ -542,6 +543,7 @@ describe('fault: fuzzing', { concurrency: 3 }, () => {
       parts.join('')
     )
     await property(
+      writer,
       t,
       'fuzz.ini-lines',
       'Fuzzed INI lines (runs of up to 100,000 spaces, tabs, ideographic spaces, letters, separators, brackets, comment marks and carriage returns, '

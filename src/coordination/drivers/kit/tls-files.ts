@@ -28,7 +28,7 @@ export function readTlsFile(driver: string, option: string, path: string | undef
   } catch (err) {
     if (!(err instanceof FileRefused)) throw err
     throw new InvalidOptionError(
-      `TLS option ${option} of the ${driver} driver names "${shorten(path)}", which cannot be read: ${err.message}; give the path of a PEM file`,
+      `Option ${option} of the ${driver} driver names "${shorten(path)}", which cannot be read as a TLS file: ${err.message}; give the path of a PEM file`,
     )
   }
 }
