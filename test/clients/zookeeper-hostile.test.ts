@@ -17,6 +17,7 @@ import { MAX_FRAME_BYTES, OP, XID } from '../../src/clients/zookeeper/zookeeper-
 import { MIN_SESSION_GRANT_MS, WireOpenError, ZkWire } from '../../src/clients/zookeeper/zookeeper-wire.js'
 import { connectResponse, type FakeConn, FakeZk, reply, SESSION_ID, stat, type Script } from './fake-zookeeper.js'
 import { freePort } from '../support/servers.js'
+import { scriptProcess } from '../support/script-process.js'
 import { failOnUnhandled, rejection } from './hostile-support.js'
 
 failOnUnhandled()
@@ -623,5 +624,26 @@ describe('ZooKeeper client against a server with one valid 16 MiB children reply
       assert.equal(fake.multiReads, sent, 'no batch sent after the abort')
       assert.ok(sent < 20, `${sent} batches sent of about 120`)
     })
+  })
+})
+
+describe('ZooKeeper client against a hostile server: notification paths', () => {
+  it('a notification for a path that is not absolute (a, empty) fires nothing and returns (a child process: a loop fails, not hangs)', async (t) => {
+    const watches = JSON.stringify(new URL('../../src/clients/zookeeper/zookeeper-watches.ts', import.meta.url).href)
+    const frames = JSON.stringify(new URL('../../src/clients/zookeeper/zookeeper-frames.ts', import.meta.url).href)
+    const { proc, out } = scriptProcess(
+      t,
+      `const { WatchRegistry } = await import(${watches})
+      const { EVENT } = await import(${frames})
+      const r = new WatchRegistry()
+      const fired = []
+      r.add('data', '/a', (e) => fired.push(e.path))
+      r.add('recursive', '/', (e) => fired.push('recursive ' + e.path))
+      for (const path of ['a', '', 'a/b', '/a']) r.fire({ type: EVENT.nodeDataChanged, state: 3, path }, path)
+      console.log(JSON.stringify(fired))`,
+    )
+    const exited = await Promise.race([new Promise((resolve) => proc.once('exit', resolve)), sleep(20_000).then(() => 'hang')])
+    assert.notEqual(exited, 'hang', `fire() did not return within 20 s (stepping up from a relative path?); said: ${out()}`)
+    assert.deepEqual(JSON.parse(out().trim()), ['/a', 'recursive /a'])
   })
 })

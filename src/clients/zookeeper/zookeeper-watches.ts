@@ -97,9 +97,11 @@ export class WatchRegistry {
     }
     for (const w of this.#by.persistent.get(path) ?? []) due.add(w)
     if (event.type !== EVENT.nodeChildrenChanged) {
+      // The path and each ancestor up to '/'. A path that is not absolute (a hostile server's:
+      // 'a', '') has no ancestors; stepping up from it would stay on it for good.
       for (let p = path;; p = p.slice(0, Math.max(1, p.lastIndexOf('/')))) {
         for (const w of this.#by.recursive.get(p) ?? []) due.add(w)
-        if (p === '/') break
+        if (p === '/' || !p.startsWith('/')) break
       }
     }
     for (const w of due) {
