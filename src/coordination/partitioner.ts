@@ -8,10 +8,10 @@
  * "True", `null` as "None", `1e16` as "1e+16", a Uint8Array as "b'abc'".
  */
 import { asRollcallError } from '../errors.js'
-import type { Coordinator } from './coordinator.js'
 import type { MemberEvent } from './events.js'
 import { HashRing } from './hashring.js'
 import { pythonStr } from './python-str.js'
+import type { WatchCallback } from './watchers.js'
 
 /** Options of joinPartitionedGroup(). */
 export interface PartitionerOptions {
@@ -32,19 +32,30 @@ export interface OwnershipOptions {
   replicas?: number
 }
 
+/** What a Partitioner needs of its coordinator: the group's members and their comings and goings. */
+export interface PartitionerHost {
+  readonly memberId: string
+  watchJoinGroup(group: string, cb: WatchCallback): Promise<void>
+  unwatchJoinGroup(group: string, cb: WatchCallback): Promise<void>
+  watchLeaveGroup(group: string, cb: WatchCallback): Promise<void>
+  unwatchLeaveGroup(group: string, cb: WatchCallback): Promise<void>
+  getMembersWithCapabilities(group: string): Promise<Map<string, unknown>>
+  getMemberCapabilities(group: string, member: string): Promise<unknown>
+}
+
 /** Distributes objects over a group's members. Build one with coordinator.joinPartitionedGroup(). */
 export class Partitioner {
   readonly group: string
   /** The ring; read-only use only. */
   readonly ring: HashRing
-  readonly #coordinator: Coordinator
+  readonly #coordinator: PartitionerHost
   readonly #onJoin = (e: MemberEvent): Promise<void> => this.#add(e.member)
   readonly #onLeave = (e: MemberEvent): void => {
     if (this.ring.nodes.has(e.member)) this.ring.removeNode(e.member)
   }
 
   /** @internal */
-  constructor(coordinator: Coordinator, group: string, options: PartitionerOptions = {}) {
+  constructor(coordinator: PartitionerHost, group: string, options: PartitionerOptions = {}) {
     this.#coordinator = coordinator
     this.group = group
     this.ring = new HashRing([], { partitions: options.partitions ?? HashRing.DEFAULT_PARTITIONS })

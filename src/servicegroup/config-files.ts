@@ -10,7 +10,6 @@ import { nearestName } from '../internal/did-you-mean.js'
 import { InvalidConfigError } from '../index.js'
 import { FileRefused, readRegularFile } from '../internal/regular-file.js'
 import { escapeControls } from '../internal/shown-text.js'
-import type { LoadConfigOptions } from './config.js'
 import { parseIni, type IniDocument, type IniValue } from './ini.js'
 
 /** Largest configuration file read (a larger one, or one that is not a regular file, is refused). */
@@ -22,6 +21,18 @@ export interface ConfigWarning {
   message: string
 }
 
+/** Where the INI files come from (part of loadConfig()'s options). */
+export interface ConfigSources {
+  /** INI file to read (default: `env.ROLLCALL_CONFIG`; none when both are unset). */
+  file?: string
+  /** INI files to read in order, later ones overriding earlier ones key by key (oslo.config's repeated --config-file); replaces `file`. */
+  files?: readonly string[]
+  /** A directory whose `*.conf` files are read after `files`, in name order (oslo.config's --config-dir). */
+  dir?: string
+  /** Directories read in turn after `files`, each one's `*.conf` in name order (oslo.config's repeated --config-dir); replaces `dir`. */
+  dirs?: readonly string[]
+}
+
 /** One value of the merged files, with the file and line it came from. */
 export type FileValue = IniValue & { file: string }
 
@@ -30,7 +41,7 @@ export type FileValue = IniValue & { file: string }
  * directory is given); then the *.conf files of each of `dirs` (else `dir`), directory by
  * directory, each in name order.
  */
-export function configFiles(options: Pick<LoadConfigOptions, 'file' | 'files' | 'dir' | 'dirs'>, env: NodeJS.ProcessEnv): string[] {
+export function configFiles(options: ConfigSources, env: NodeJS.ProcessEnv): string[] {
   const dirs = options.dirs ?? (options.dir !== undefined ? [options.dir] : [])
   const files = [
     ...(options.files ?? (options.file !== undefined ? [options.file] : dirs.length === 0 && env.ROLLCALL_CONFIG ? [env.ROLLCALL_CONFIG] : [])),

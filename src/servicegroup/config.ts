@@ -16,7 +16,7 @@ import { booleanWord, coerce, hostPort, oneOf, OSLO_CONFIG_BOOLEANS, secondsText
 import { createServiceGroup, type ServiceGroup } from './api.js'
 import { DEFAULT_SQLITE_FILE, openCatalog, parseCatalogUrl } from './catalog/catalog.js'
 import { tablePrefixProblem } from './catalog/sql.js'
-import { configFiles, readConfigFiles, type ConfigWarning, type FileValue } from './config-files.js'
+import { configFiles, readConfigFiles, type ConfigSources, type ConfigWarning, type FileValue } from './config-files.js'
 import { SETTINGS, type SettingSpec } from './config-table.js'
 import { checkToozUrl } from './config-tooz.js'
 import { chooseMemcacheServers } from './nova-memcache.js'
@@ -44,15 +44,7 @@ export interface ServiceGroupConfig extends DriverSettings {
 }
 
 /** Options of {@link loadConfig}. */
-export interface LoadConfigOptions {
-  /** INI file to read (default: `env.ROLLCALL_CONFIG`; none when both are unset). */
-  file?: string
-  /** INI files to read in order, later ones overriding earlier ones key by key (oslo.config's repeated --config-file); replaces `file`. */
-  files?: readonly string[]
-  /** A directory whose `*.conf` files are read after `files`, in name order (oslo.config's --config-dir). */
-  dir?: string
-  /** Directories read in turn after `files`, each one's `*.conf` in name order (oslo.config's repeated --config-dir); replaces `dir`. */
-  dirs?: readonly string[]
+export interface LoadConfigOptions extends ConfigSources {
   /** Environment (default process.env). */
   env?: NodeJS.ProcessEnv
   /** Overrides by `section.key` (or `key` for DEFAULT), e.g. from flags: `{ report_interval: '5' }`. */

@@ -25,7 +25,7 @@
  */
 import { BackendError, ConnectionError } from '../../../errors.js'
 import { sleep } from '../../../internal/sleep.js'
-import type { SessionLock } from '../sql/sql-membership.js'
+import type { SessionLock } from '../sql/sql-dialect.js'
 import type { LockSessions } from '../sql/sql-sessions.js'
 import { SessionTurn, turnLockName } from './mysql-turn.js'
 

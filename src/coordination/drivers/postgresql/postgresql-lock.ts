@@ -20,7 +20,7 @@
 import { createHash } from 'node:crypto'
 import { ConnectionError } from '../../../errors.js'
 import { sleep } from '../../../internal/sleep.js'
-import type { SessionLock } from '../sql/sql-membership.js'
+import type { SessionLock } from '../sql/sql-dialect.js'
 import type { LockSessions } from '../sql/sql-sessions.js'
 
 /** The subset of a node-postgres Client these drivers use. */

@@ -4,7 +4,7 @@
  */
 import type { DriverLock } from '../../driver.js'
 import type { StatementName } from './sql-schema.js'
-import type { SessionLock, SqlResult } from './sql-membership.js'
+import type { SessionLock, SqlResult } from './sql-dialect.js'
 
 /** The name of the lock whose holder leads `group`. */
 export function leaderLockName(group: string): string {
