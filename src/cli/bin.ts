@@ -4,7 +4,7 @@
  * once stdout and stderr have drained: to a pipe, writes are asynchronous, and process.exit()
  * would drop whatever is still queued (everything past the first 64 KiB).
  */
-import { redactUrl } from '../coordination/url.js'
+import { redactUrl } from '../index.js'
 import { main } from './main.js'
 
 /** Resolves once everything written to `stream` so far has been handed to the OS (or the stream failed). */

@@ -6,7 +6,7 @@
 import { hostname } from 'node:os'
 import { connect, type Coordinator } from '../index.js'
 import { ConnectionError, InvalidArgumentError, OperationTimeoutError } from '../errors.js'
-import { redactUrl } from '../coordination/url.js'
+import { redactUrl } from '../index.js'
 import { secondsOption, type CommandContext } from './command.js'
 import { ProgressLine } from './progress.js'
 

@@ -4,7 +4,7 @@
  * is already free of credentials) and mapped to an exit status by their code.
  */
 import { GroupNotFoundError, RollcallError, InvalidArgumentError } from '../errors.js'
-import { redactUrl } from '../coordination/url.js'
+import { redactUrl } from '../index.js'
 import { commandHelpText, parseCommandArgs, processOutput, type Command, type Output } from './command.js'
 import { groupCommands } from './commands/group.js'
 import { electCommands, leaderCommands } from './commands/leader.js'

@@ -16,7 +16,7 @@ import type { DriverDefinition } from './driver.js'
 import { adaptLogger, silentLogger } from './logger.js'
 import { opt, resolveOptions, type OptionSpecs } from './options.js'
 import { loadDriver } from './registry.js'
-import { shorten } from './redact.js'
+import { shorten } from '../internal/redact.js'
 import { parseBackendUrl } from './url.js'
 
 /** Options every driver accepts, in the URL (tooz-style spelling) or in code. */

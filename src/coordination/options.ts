@@ -11,7 +11,7 @@
 import { InvalidOptionError } from '../errors.js'
 import { MAX_TIMER_MS, STRUTILS_BOOLEANS, booleanWord, coerce, decimal, inRange, oneOf, timerMs, Unfit, type Bounds } from '../internal/coerce.js'
 import { didYouMean, nearestName } from '../internal/did-you-mean.js'
-import { shorten } from './redact.js'
+import { shorten } from '../internal/redact.js'
 
 export { MAX_TIMER_MS } from '../internal/coerce.js'
 

@@ -7,7 +7,7 @@
 import { InvalidIdError, SerializationError } from '../errors.js'
 import { loads } from './codec.js'
 import type { DriverDefinition, IdKind } from './driver.js'
-import { shorten } from './redact.js'
+import { shorten } from '../internal/redact.js'
 import { stampDriver } from './translate.js'
 
 /** Throws InvalidIdError for an id that is not a non-empty string, or that the driver cannot store. */

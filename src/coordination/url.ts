@@ -7,9 +7,9 @@
  * (`hosts=`, `sentinel_fallback=`), so every value is a list.
  */
 import { InvalidUrlError } from '../errors.js'
-import { displayUrl, shorten } from './redact.js'
+import { displayUrl, shorten } from '../internal/redact.js'
 
-export { displayUrl, redactUrl } from './redact.js'
+export { displayUrl, redactUrl } from '../internal/redact.js'
 
 /** Secret query values, hidden in `redacted`. */
 const SECRET_QUERY_VALUE = /([?&](?:[a-z_]*password|[a-z_]*token|secret|keyfile_password)=)[^&]*/gi

@@ -7,7 +7,7 @@
  */
 import { readQuery, withDefaults } from '../coordination/options.js'
 import { didYouMean } from '../internal/did-you-mean.js'
-import { displayUrl } from '../coordination/redact.js'
+import { displayUrl } from '../internal/redact.js'
 import { COMMON_OPTIONS, InvalidConfigError, knownSchemes, loadDriver, parseBackendUrl, type OptionSpecs } from '../index.js'
 import type { ConfigWarning } from './config-files.js'
 import { invalid, SETTING_NAMES, type DriverSettings } from './settings.js'

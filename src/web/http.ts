@@ -5,7 +5,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { mayHoldCredentials } from '../coordination/redact.js'
+import { mayHoldCredentials } from '../internal/redact.js'
 import { RollcallError, redactUrl, type ErrorCode } from '../index.js'
 
 /** Largest request body accepted (413 above it). */

@@ -18,7 +18,7 @@
  * ```
  */
 import { isAbsolute, resolve } from 'node:path'
-import { displayUrl } from '../../coordination/redact.js'
+import { displayUrl } from '../../internal/redact.js'
 import { InvalidConfigError, ServiceNotFoundError, parseBackendUrl } from '../../index.js'
 import { toDate } from '../times.js'
 import type { ServiceChanges, ServiceRecord, ServiceSpec } from '../types.js'

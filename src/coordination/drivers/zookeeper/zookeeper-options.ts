@@ -7,7 +7,7 @@ import type { ConnectionOptions as TlsOptions } from 'node:tls'
 import { InvalidOptionError, InvalidUrlError } from '../../../errors.js'
 import type { IdKind } from '../../driver.js'
 import { opt, type ResolvedOptions } from '../../options.js'
-import { shorten } from '../../redact.js'
+import { shorten } from '../../../internal/redact.js'
 import { readTlsFile } from '../kit/tls-files.js'
 import { parseHostPort, type BackendUrl } from '../../url.js'
 

@@ -12,9 +12,9 @@
  *   the last `@` (the host), control characters escaped, cut to {@link MAX_SHOWN_CHARS}.
  */
 
-import { shorten } from '../internal/shown-text.js'
+import { shorten } from './shown-text.js'
 
-export { MAX_SHOWN_CHARS, shorten } from '../internal/shown-text.js'
+export { MAX_SHOWN_CHARS, shorten } from './shown-text.js'
 
 /**
  * Starts of URLs in text: a scheme at the start of a word. The lookbehind makes every position
