@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import mysql from 'mysql2/promise'
-import { TURN_SIZE } from '../../src/coordination/drivers/kit/lock-turn.js'
 import { turnLockName } from '../../src/coordination/drivers/mysql/mysql-turn.js'
 import type { Lock } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
@@ -16,6 +15,8 @@ import { TIMING } from '../support/timing.js'
 import { rid, waitFor } from '../support/wait.js'
 import { openSql, sqlAdmin, type SqlAdmin } from './sql-support.js'
 
+/** MySQL/MariaDB's turns (docs/drivers.md). */
+const TURN_SIZE = 32
 const URL = serverUrl('mysql')
 
 /** The server session holding GET_LOCK `name`, or null. */

@@ -9,9 +9,10 @@ import { once } from 'node:events'
 import { describe, it, type TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import { connect, type Coordinator } from '../../src/index.js'
-import { MIN_TURN, ROUND_ACQUISITIONS } from '../../src/coordination/drivers/redis/redis-lock.js'
 import { SCRIPTS } from '../../src/coordination/drivers/redis/redis-scripts.js'
-import { TURN_MS } from '../../src/coordination/drivers/kit/lock-turn.js'
+import { TURN_MS, TURN_RULES } from '../../src/coordination/drivers/kit/lock-turn.js'
+
+const { round: ROUND_ACQUISITIONS, min: MIN_TURN } = TURN_RULES.redis
 import { serverUrl } from '../support/backends.js'
 import { scriptProcess } from '../support/script-process.js'
 import { rid, waitFor } from '../support/wait.js'

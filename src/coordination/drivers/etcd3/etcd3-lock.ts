@@ -10,7 +10,7 @@
  *
  * Fair hand-over (rollcall only): a blocked acquire queues a key of its own beside the lock and
  * waits for its turn (etcd3-lock-queue.ts). The head waiter takes the lock in one txn that also
- * starts its turn, and for its share of ROUND_ACQUISITIONS (within TURN_MS) its holder may release
+ * starts its turn, and for its share, turnSize(TURN_RULES.etcd3, waiters) (within TURN_MS), its holder may release
  * and take the lock again while others wait; any other rollcall attempt needs an empty queue. A
  * release ends a used-up turn in its own txn, and a holder that does not take the lock back at once
  * ends it a moment later. This cannot break mutual exclusion: every rollcall txn that writes the lock key
@@ -20,27 +20,13 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { DriverLock } from '../../driver.js'
-import { RetakeWatch, Turn } from '../kit/lock-turn.js'
+import { RetakeWatch, Turn, TURN_RULES, turnSize } from '../kit/lock-turn.js'
 import { isLeaseGone, type Compare, type EtcdGateway, type RequestOp, type TxnResult } from './etcd3-gateway.js'
 import { absent } from './etcd3-layout.js'
 import { enqueueOps, headFailureOps, queueEmpty, queueKeys, QueueWait, type QueueKeys } from './etcd3-lock-queue.js'
 import type { WaiterLease } from './etcd3-waiter-lease.js'
 
 const LOCK_PREFIX = '/tooz/locks'
-
-/**
- * The acquisitions that the turns of a holder and the waiters behind it allow together: a turn
- * allows this divided by their number (at least MIN_TURN, within TURN_MS), so that with many
- * waiters each gets a turn often and the fewest/most acquisitions per process stays near 1. At
- * about 2.5-3.5 ms per acquire + release through the gateway, 8 looping processes over 4 s
- * (interleaved runs): turns of 8 (64 / 8) gave fairness 0.92-0.96 and 276-281 acquisitions/s;
- * fixed turns of 12 gave 0.88-0.89 once the machine ran slower (8 or 9 turns each), and turns of
- * TURN_MS 0.75-0.77 (five each: who got the last one decided). 2 processes get turns of 32, and
- * did 382-387 acquisitions/s, against 297-308 with turns of 12.
- */
-const ROUND_ACQUISITIONS = 64
-/** The fewest acquisitions a turn allows, however many wait: a hand-over costs about one. */
-const MIN_TURN = 4
 
 /** How long a lease outlives the hold it carried (after a release or a failed attempt) unused, before it is revoked. */
 const SPARE_LEASE_IDLE_MS = 1_000
@@ -307,7 +293,7 @@ export class Etcd3Lock implements DriverLock {
     // The put of the lock key is the txn's first write, so the txn's revision is the key's create revision.
     this.fencingToken = r.revision
     // The head's txn ends with a read of the queue: the waiters behind it.
-    if (how.then.length > 0) this.#turn = new Turn(Math.max(MIN_TURN, Math.floor(ROUND_ACQUISITIONS / ((r.responses.at(-1)?.length ?? 0) + 1))))
+    if (how.then.length > 0) this.#turn = new Turn(turnSize(TURN_RULES.etcd3, r.responses.at(-1)?.length ?? 0))
     this.#turn?.count()
     this.#track()
     return { ...r, acquired: true }

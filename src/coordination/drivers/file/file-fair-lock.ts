@@ -15,7 +15,7 @@
  *   at once): it fails while any waiter is registered. If so, it writes one byte to the wake file.
  *   Every watching waiter hears it; the one next in line (the earliest ticket not yet served)
  *   tries the lock at once, the others give those ahead of them a millisecond each first.
- * - A holder has a turn (kit/lock-turn.ts): up to TURN_SIZE acquisitions within TURN_MS, during which
+ * - A holder has a turn (kit/lock-turn.ts): up to turnSize(TURN_RULES.file) acquisitions within TURN_MS, during which
  *   it may release and re-take the lock even when waiters are registered, so that a holder looping
  *   on the lock does not pay a hand-over per acquisition; a release within the turn wakes waiters
  *   only if the holder has not re-taken the lock by the next turn of its event loop.
@@ -51,7 +51,7 @@
  */
 import { closeSync, constants } from 'node:fs'
 import type { DriverLock } from '../../driver.js'
-import { Turn } from '../kit/lock-turn.js'
+import { Turn, TURN_RULES, turnSize } from '../kit/lock-turn.js'
 import { openMakingDirs, type RecordLock } from './file-lock.js'
 import { WaitRegistry } from './file-wait-registry.js'
 import { fireWake, subscribeWake, type WakeSubscription } from './file-wake.js'
@@ -120,7 +120,7 @@ export class FairFileLock implements DriverLock {
     if (!(await this.#record.tryAcquire(false))) return false
     this.#acquired('exclusive')
     if (this.#waiting || !this.#turn) {
-      this.#turn = new Turn()
+      this.#turn = new Turn(turnSize(TURN_RULES.file))
       this.#registry.startTurn()
     }
     this.#turn.count()

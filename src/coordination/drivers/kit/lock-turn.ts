@@ -1,25 +1,51 @@
 /**
  * A lock holder's turn, the same on every backend that hands contended locks over in turns (file,
  * Redis, memcached, MySQL/MariaDB, etcd): while rollcall waiters wait, a holder may release and
- * re-take the lock up to {@link TURN_SIZE} (memcached: {@link LONG_TURN_SIZE}; Redis and etcd: a
- * share of a round divided among the holder and its waiters, as redis-lock.ts and etcd3-lock.ts
- * say) times within {@link TURN_MS} of its turn's first acquisition; the release that ends the
- * turn lets the next in line have it. Each driver says how its waiters line up.
+ * re-take the lock up to {@link turnSize} times within {@link TURN_MS} of its turn's first
+ * acquisition; the release that ends the turn lets the next in line have it. Each driver says how
+ * its waiters line up; the size of a turn follows one rule, with each backend's parameters in
+ * {@link TURN_RULES}.
  * @internal
  */
 
-/** How many acquisitions a turn allows... */
-export const TURN_SIZE = 32
+/** How a backend sizes a turn: a share of `round` acquisitions among the holder and the waiters it knows of, never fewer than `min`. */
+export interface TurnRule {
+  /** The acquisitions that the turns of a holder and its waiters allow together. */
+  readonly round: number
+  /** The fewest acquisitions a turn allows, however many wait. */
+  readonly min: number
+}
+
 /**
- * ...where a hand-over costs several lock cycles: on memcached the head waiter polls (every 2 ms
- * at first) and takes the key in another round trip, against a 0.06 ms cycle of a holder looping
- * on the lock. On Redis (a PUBLISH, then the waiter's process waking: about 0.6 ms against a
- * 0.12 ms cycle then) turns of 32 spent an eighth of the time handing over: with 8 processes,
- * turns of 128 did 5,930-7,866 acquisitions/s against 4,712-6,814 (interleaved 8 s runs).
- * File and MariaDB hand over in about a cycle and gained nothing from longer turns.
+ * Each backend's turn rule. A longer turn spends less of the time handing over; a shorter one lets
+ * each waiter in sooner. Where a backend cannot count its waiters, `round` equals `min` and every
+ * turn has that size.
  */
-export const LONG_TURN_SIZE = 128
-/** ...and within how long (ms from the turn's first acquisition). */
+export const TURN_RULES = {
+  /** File and MySQL/MariaDB hand over in about one lock cycle (a lock wakes the next waiter in the kernel or the server), so a short fixed turn costs little. */
+  file: { round: 32, min: 32 },
+  mysql: { round: 32, min: 32 },
+  /** memcached's head waiter polls and takes the key in a round trip of its own: a hand-over costs many cycles of a holder looping on the key, so turns are long. */
+  memcached: { round: 128, min: 128 },
+  /**
+   * Redis counts its queued waiters. A hand-over is a PUBLISH and the waiter's process waking,
+   * several times a holder's cycle, so the round is large; the minimum keeps a turn worth a
+   * hand-over however many wait.
+   */
+  redis: { round: 1024, min: 32 },
+  /**
+   * etcd counts its queued waiters. Every acquisition is a consensus write through the gateway, so
+   * a hand-over costs about one acquisition: a small round lets each of many waiters in often.
+   */
+  etcd3: { round: 64, min: 4 },
+} as const satisfies Record<string, TurnRule>
+
+/** The acquisitions a turn allows under `rule` with `waiters` queued behind the holder. */
+export function turnSize(rule: TurnRule, waiters = 0): number {
+  return Math.max(rule.min, Math.floor(rule.round / (waiters + 1)))
+}
+
+/** How long a turn lasts at most (ms from its first acquisition). */
 export const TURN_MS = 100
 
 /** The acquisitions and time one turn has used. */
@@ -29,7 +55,7 @@ export class Turn {
   #acquisitions = 0
 
   /** A turn of up to `size` acquisitions (and TURN_MS). */
-  constructor(size = TURN_SIZE) {
+  constructor(size: number) {
     this.#size = size
   }
 

@@ -23,7 +23,7 @@
  *
  * Fair hand-over (rollcall only, meta servers): a blocked acquire takes a ticket in the lock's
  * queue (memcached-lock-queue.ts) at its first wait; only the head waiter tries the key, once no
- * turn is on (it looks every 2 ms, less often as its wait grows), and taking it starts a turn of LONG_TURN_SIZE
+ * turn is on (it looks every 2 ms, less often as its wait grows), and taking it starts a turn of turnSize(TURN_RULES.memcached)
  * acquisitions within TURN_MS, during which its holder may free and re-take the key however many
  * wait. The release that uses the turn up ends it, and so does one that this object does not follow
  * with another attempt at once (it stopped looping). Any other rollcall attempt reads
@@ -35,7 +35,7 @@
 import type { DriverLock } from '../../driver.js'
 import type { MemcachedClient } from '../../../clients/memcached/memcached-client.js'
 import { sleep } from '../../../internal/sleep.js'
-import { LONG_TURN_SIZE, RetakeWatch, Turn } from '../kit/lock-turn.js'
+import { RetakeWatch, Turn, TURN_RULES, turnSize } from '../kit/lock-turn.js'
 import { LEADER_LAST_SECONDS_RETRY_MS, MIN_HOLD_TTL_S, recheckInMs } from './memcached-expiries.js'
 import { FLAG_BYTES } from './memcached-layout.js'
 import { MemcachedLockQueue } from './memcached-lock-queue.js'
@@ -88,7 +88,7 @@ export class MemcachedLock implements DriverLock {
     if (queue.queued) {
       if (!queue.head || queue.turnSeen || !(await this.#add())) return false
       queue.leave(true)
-      this.#turn = new Turn(LONG_TURN_SIZE)
+      this.#turn = new Turn(turnSize(TURN_RULES.memcached))
       this.#turn.count()
       return true
     }

@@ -8,7 +8,7 @@
  * - beside lock `name` there is a turn lock, `rollcall.turn.<sha1 hex of name>` (a second GET_LOCK
  *   name on the same server; tooz never takes it). A rollcall acquire that has to wait first queues
  *   for the turn lock, in the server's own queue, and only its holder waits for the lock itself;
- * - the turn's holder keeps the turn lock across its releases for up to TURN_SIZE acquisitions
+ * - the turn's holder keeps the turn lock across its releases for up to turnSize(TURN_RULES.mysql) acquisitions
  *   within TURN_MS of the first (kit/lock-turn.ts): re-taking the lock meanwhile costs one round
  *   trip and no hand-over, since every other rollcall waiter queues on the turn lock, not on the
  *   lock;
@@ -30,7 +30,7 @@
  * which degrades this to the server's plain queue, never to a wrong answer.
  */
 import { createHash } from 'node:crypto'
-import { Turn } from '../kit/lock-turn.js'
+import { Turn, TURN_RULES, turnSize } from '../kit/lock-turn.js'
 
 /** The GET_LOCK name of `name`'s turn lock (54 characters, within MySQL's 64). */
 export function turnLockName(name: string): string {
@@ -42,7 +42,7 @@ export class SessionTurn<S> extends Turn {
   readonly session: S
 
   constructor(session: S) {
-    super()
+    super(turnSize(TURN_RULES.mysql))
     this.session = session
   }
 }

@@ -16,7 +16,7 @@
  *   listens on its own channel `<key>:wake:<token>` (redis-wakeups.ts), so that a hand-over wakes
  *   one process, not every process that waits;
  * - a holder that takes the key from the queue has a turn (`<key>:turn`): its share of
- *   ROUND_ACQUISITIONS within TURN_MS, during which it may free and re-take the key however many
+ *   turnSize(TURN_RULES.redis, waiters) within TURN_MS, during which it may free and re-take the key however many
  *   wait, so a holder looping on the lock does not pay a hand-over per acquisition. With nobody
  *   queued no turn is written (an uncontended cycle stays cheap); the first waiter to queue
  *   behind such a holder gets the key at its next release;
@@ -45,7 +45,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { DriverLock } from '../../driver.js'
-import { RetakeWatch, TURN_MS } from '../kit/lock-turn.js'
+import { RetakeWatch, TURN_MS, TURN_RULES } from '../kit/lock-turn.js'
 import { lockToken } from './redis-keys.js'
 import type { ScriptArg, ScriptName, ScriptReply } from './redis-scripts.js'
 import type { RedisWakeups } from './redis-wakeups.js'
@@ -54,19 +54,6 @@ import type { RedisWakeups } from './redis-wakeups.js'
 const WAITER_LEASE_MS = 1_000
 /** How often a queued waiter tries at least (it renews its place in the queue then): well within WAITER_LEASE_MS. */
 const QUEUED_POLL_MS = 300
-
-/**
- * The acquisitions that the turns of a holder and the waiters queued behind it allow together: a
- * turn allows this divided by their number (at least MIN_TURN, within TURN_MS), counted again at
- * every acquisition, so the turn shrinks as waiters queue. A hand-over costs about 0.5 ms here
- * (the release's PUBLISH, then mostly the idle waiter's process waking), against a 0.07 ms cycle
- * of a holder looping on the lock: 8 processes get turns of 128 (a round of about 75 ms), 2
- * processes turns of 512, which hand over 4 times less often than turns of 128 (interleaved bench
- * runs: 13,140-13,300 acquisitions/s against 12,730, fewest/most 0.99).
- */
-export const ROUND_ACQUISITIONS = 1024
-/** The fewest acquisitions a turn allows, however many wait: about 7 hand-overs' worth of cycles. */
-export const MIN_TURN = 32
 
 /** What a lock needs from its driver. */
 export interface RedisLockHost {
@@ -210,7 +197,7 @@ export class RedisLock implements DriverLock {
   }
 
   #args(queueMs: number): ScriptArg[] {
-    return [this.#token, this.#host.lockTimeoutMs, this.#waiterPrefix, queueMs, TURN_MS, ROUND_ACQUISITIONS, this.#channelPrefix, MIN_TURN]
+    return [this.#token, this.#host.lockTimeoutMs, this.#waiterPrefix, queueMs, TURN_MS, TURN_RULES.redis.round, this.#channelPrefix, TURN_RULES.redis.min]
   }
 
   async refresh(): Promise<boolean> {
