@@ -3,8 +3,7 @@
  */
 import { SerializationError } from '../errors.js'
 import { EXT_DATE, EXT_DATETIME, EXT_FROZENSET, EXT_SET, EXT_UUID, ExtData, MAX_DEPTH } from './codec-ext.js'
-
-const utf8Strict = new TextDecoder('utf-8', { fatal: true })
+import { strictUtf8 } from '../internal/unicode.js'
 
 /** Decodes oslo/tooz msgpack. Throws SerializationError on malformed or truncated input. */
 export function loads(bytes: Uint8Array): unknown {
@@ -66,7 +65,7 @@ class Reader {
 
   #utf8(start: number, end: number): string {
     try {
-      return utf8Strict.decode(this.bytes.subarray(start, end))
+      return strictUtf8.decode(this.bytes.subarray(start, end))
     } catch {
       throw new SerializationError(`Not valid msgpack: a str at byte ${start} is not UTF-8`)
     }

@@ -25,3 +25,11 @@ export async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> 
     clearTimeout(timer)
   }
 }
+
+/** How long a driver's stop() waits for the server's last answers (a member key deleted, a pool ended) before it lets go regardless. */
+export const STOP_GRACE_MS = 2_000
+
+/** Waits for `work` (tidying a driver does on stop) at most STOP_GRACE_MS, whatever it answers: stop() always ends. */
+export async function withinStopGrace(work: Promise<unknown>): Promise<void> {
+  await withDeadline(work, STOP_GRACE_MS).catch(() => undefined)
+}

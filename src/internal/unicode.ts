@@ -9,3 +9,6 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 export function hasLoneSurrogate(text: string): boolean {
   return LONE_SURROGATE.test(text)
 }
+
+/** UTF-8 decoding that throws a TypeError on malformed bytes instead of replacing them: stored ids and names must round-trip exactly. */
+export const strictUtf8 = new TextDecoder('utf-8', { fatal: true })

@@ -4,10 +4,10 @@
  */
 import { SerializationError } from '../../../errors.js'
 import type { Compare, KeyValue } from './etcd3-wire.js'
+import { strictUtf8 } from '../../../internal/unicode.js'
 
 /** The prefix of every group and member key. */
 export const GROUP_PREFIX = 'tooz/groups/'
-const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /** A key: the UTF-8 bytes of `text`. */
 export const key = (text: string): Buffer => Buffer.from(text, 'utf8')
@@ -55,7 +55,7 @@ export function groupMembers(kvs: readonly KeyValue[], g: Buffer, warn: SkipWarn
 /** An id from a key, or undefined (with a warning) when someone stored bytes that are not UTF-8. */
 function decodeId(bytes: Uint8Array, whole: Buffer, warn: SkipWarning): string | undefined {
   try {
-    return utf8.decode(bytes)
+    return strictUtf8.decode(bytes)
   } catch {
     warn(new SerializationError(`Skipping etcd key ${JSON.stringify(whole.toString('latin1'))}: its id is not UTF-8`))
     return undefined

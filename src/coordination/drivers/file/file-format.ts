@@ -18,11 +18,11 @@ import { createHash } from 'node:crypto'
 import { SerializationError } from '../../../errors.js'
 import { dumps, ExtData, loads } from '../../codec.js'
 import { splitMap } from '../../codec-scan.js'
+import { strictUtf8 } from '../../../internal/unicode.js'
 
 const EXT_DATETIME = 1
 const NIL = Uint8Array.of(0xc0)
 const utf8 = new TextEncoder()
-const utf8Strict = new TextDecoder('utf-8', { fatal: true })
 
 /** `sha1(utf8(id)).hexdigest()`: the file-system-safe name tooz gives a group or member id. */
 export function safeName(id: string): string {
@@ -132,7 +132,7 @@ function decodeId(raw: Uint8Array, key: string): string {
   if (typeof v === 'string') return v
   if (v instanceof Uint8Array) {
     try {
-      return utf8Strict.decode(v)
+      return strictUtf8.decode(v)
     } catch (err) {
       throw new CorruptRecordError(`its ${key} is not UTF-8, so rollcall cannot name it`, undefined, err)
     }

@@ -19,9 +19,9 @@ import { closeSync, constants, ftruncateSync, openSync, readFileSync, unlinkSync
 import { dumps, loads } from '../../codec.js'
 import { nativeLocks, pause, RecordLock } from './file-lock.js'
 import { exists } from './file-records.js'
+import { strictUtf8 } from '../../../internal/unicode.js'
 
 const utf8 = new TextEncoder()
-const utf8Strict = new TextDecoder('utf-8', { fatal: true })
 
 /** How often a candidate tries a leader lock that another process holds. */
 export const LEADER_RETRY_MS = 25
@@ -82,7 +82,7 @@ export async function readLeader(path: string): Promise<string | null> {
 function parseRecord(bytes: Uint8Array): string | undefined {
   try {
     const v = loads(bytes) as { member_id?: unknown } | null
-    if (v?.member_id instanceof Uint8Array) return utf8Strict.decode(v.member_id)
+    if (v?.member_id instanceof Uint8Array) return strictUtf8.decode(v.member_id)
     if (typeof v?.member_id === 'string') return v.member_id
   } catch {
     // Empty or half-written: the holder is between locking and writing.

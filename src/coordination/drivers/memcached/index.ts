@@ -45,7 +45,7 @@ import {
   OperationTimeoutError,
   SerializationError,
 } from '../../../errors.js'
-import { sleep } from '../../../internal/sleep.js'
+import { withinStopGrace } from '../../../internal/deadline.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult, type IdKind } from '../../driver.js'
 import {
   MAX_KEY_BYTES,
@@ -144,7 +144,7 @@ class MemcachedDriver implements CoordinationDriver {
     const client = this.#client
     if (!client) return
     // tooz deletes its member key on stop; do it if the server answers quickly, never wait long.
-    if (client.server) await Promise.race([client.delete(KEYS.member(this.#me)).catch(() => false), sleep(2_000)])
+    if (client.server) await withinStopGrace(client.delete(KEYS.member(this.#me)))
     await client.close()
   }
 

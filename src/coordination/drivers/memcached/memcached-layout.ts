@@ -19,6 +19,7 @@ import { SerializationError } from '../../../errors.js'
 import { dumps, loads } from '../../codec.js'
 import { splitMap } from '../../codec-scan.js'
 import type { MemcachedItem } from '../../../clients/memcached/memcached-client.js'
+import { strictUtf8 } from '../../../internal/unicode.js'
 
 /** Client flags of a raw-bytes value (pymemcache serde as tooz sets it up). */
 export const FLAG_BYTES = 1
@@ -55,7 +56,6 @@ export interface GroupEntry {
   readonly value: Uint8Array
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true })
 const CAPABILITIES = Buffer.from('capabilities')
 
 /** Decodes a value's flags as tooz does: the payload when they are `expected`, else a SerializationError. */
@@ -127,7 +127,7 @@ export function groupListId(entry: unknown): string | undefined {
   if (typeof entry === 'string') return entry
   if (entry instanceof Uint8Array) {
     try {
-      return utf8.decode(entry)
+      return strictUtf8.decode(entry)
     } catch {
       return undefined
     }
@@ -164,7 +164,7 @@ function idOf(key: Uint8Array): string | undefined {
     const c = key[i]!
     if (c >= 0x80) {
       try {
-        return utf8.decode(key.subarray(start))
+        return strictUtf8.decode(key.subarray(start))
       } catch {
         return undefined
       }

@@ -36,7 +36,7 @@ import { formatHosts } from '../../url.js'
 import { MYSQL_LOCK_SQL_UNFENCED, MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
 import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-dialect.js'
 import { SqlDriver, sqlIdProblem } from '../sql/sql-membership.js'
-import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
+import { DeadlineError, withDeadline, withinStopGrace } from '../../../internal/deadline.js'
 import { LockSessions } from '../sql/sql-sessions.js'
 import { namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from '../sql/sql-schema.js'
 import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql } from './mysql-schema.js'
@@ -59,7 +59,6 @@ export const MAX_LOCK_NAME_CHARS = 64
  * idle pool connections only beyond maxIdle, so this one stays open while the coordinator runs.
  */
 const POOL_SIZE = 1
-const CLOSE_GRACE_MS = 2_000
 const ACCESS_CODES = new Set(['ER_ACCESS_DENIED_ERROR', 'ER_DBACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_NOT_SUPPORTED_AUTH_MODE'])
 
 /** How a MySQL or network error reads for the shared code. */
@@ -208,7 +207,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   async close(): Promise<void> {
     this.#closed = true
     await this.sessions.close()
-    await withDeadline(this.#pool?.end() ?? Promise.resolve(), CLOSE_GRACE_MS).catch(() => undefined)
+    await withinStopGrace(this.#pool?.end() ?? Promise.resolve())
   }
 
   async run(statement: StatementName, params: readonly unknown[]): Promise<SqlResult> {

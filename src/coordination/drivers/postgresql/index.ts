@@ -37,7 +37,7 @@ import { endPgClient, PgLock, pgLockStatements, type PgClient, type PgLockHost, 
 import { PgNotifier } from './postgresql-notify.js'
 import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-dialect.js'
 import { SqlDriver, sqlIdProblem } from '../sql/sql-membership.js'
-import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
+import { DeadlineError, withDeadline, withinStopGrace } from '../../../internal/deadline.js'
 import { LockSessions } from '../sql/sql-sessions.js'
 import { namespaceProblem, sqlNames, type SqlNames, type SqlStatements, type StatementName } from '../sql/sql-schema.js'
 import { postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql } from './postgresql-schema.js'
@@ -56,7 +56,6 @@ const POOL_SIZE = 1
 /** The pool's connection closes after this long unused (longer when the heartbeat is slower). */
 const POOL_IDLE_MS = 10_000
 /** How long stop() waits for the pool to close. */
-const CLOSE_GRACE_MS = 2_000
 
 /** How a PostgreSQL or network error reads for the shared code. */
 function pgFailure(err: unknown): SqlFailure | undefined {
@@ -131,7 +130,7 @@ class PgDialect implements SqlDialect, PgLockHost {
     await this.notifier.close()
     await this.sessions.close()
     await Promise.all([...this.#clients].map((c) => endPgClient(c)))
-    await withDeadline(this.#pool?.end() ?? Promise.resolve(), CLOSE_GRACE_MS).catch(() => undefined)
+    await withinStopGrace(this.#pool?.end() ?? Promise.resolve())
   }
 
   async run(statement: StatementName, params: readonly unknown[]): Promise<SqlResult> {

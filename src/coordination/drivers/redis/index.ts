@@ -31,7 +31,7 @@ import { REDIS_OPTIONS, type RedisOptions } from './redis-options.js'
 import { RedisWakeups } from './redis-wakeups.js'
 import { installScripts, SCRIPTS, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
 import { utf8IdProblem } from '../kit/ids.js'
-import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
+import { DeadlineError, withDeadline, withinStopGrace } from '../../../internal/deadline.js'
 
 /**
  * Reconnect delays once started: 100 ms more per attempt, capped at 1 s, plus up to 100 ms of
@@ -43,7 +43,6 @@ function backoffMs(attempt: number): number {
 }
 
 /** How long stop() waits for the beat key to be deleted before closing anyway. */
-const STOP_GRACE_MS = 2_000
 
 type Runner = (name: ScriptName, keys: readonly string[], args: readonly ScriptArg[]) => Promise<ScriptReply>
 
@@ -111,12 +110,12 @@ class RedisDriver implements CoordinationDriver {
     clearInterval(this.#healthTimer)
     this.#wakeups?.stop()
     // A lock released just before stop() may have left its turn open: waiters would wait for it to lapse.
-    if (this.#client?.status === 'ready') await withDeadline(Promise.all([...this.#openTurns].map((l) => l.endTurn())), STOP_GRACE_MS).catch(() => {})
+    if (this.#client?.status === 'ready') await withinStopGrace(Promise.all([...this.#openTurns].map((l) => l.endTurn())))
     const client = this.#client
     this.#client = undefined
     if (!client) return
     // As tooz's _stop: delete the beat key, so that others see this member gone at once.
-    if (this.#started && client.status === 'ready') await withDeadline(client.del(this.#keys.beat(this.#ctx.memberId)), STOP_GRACE_MS).catch(() => {})
+    if (this.#started && client.status === 'ready') await withinStopGrace(client.del(this.#keys.beat(this.#ctx.memberId)))
     client.disconnect()
   }
 

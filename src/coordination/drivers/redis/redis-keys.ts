@@ -22,9 +22,9 @@
  * each other.
  */
 import type { LockKeyStyle } from './redis-options.js'
+import { strictUtf8 } from '../../../internal/unicode.js'
 
 const utf8 = new TextEncoder()
-const utf8Strict = new TextDecoder('utf-8', { fatal: true })
 
 /** The hash field that marks a group's existence (tooz GROUP_EXISTS); no member may be named so. */
 export const GROUP_EXISTS_FIELD = '__created__'
@@ -124,7 +124,7 @@ export function lockToken(randomHex: string, memberId: string): string {
 export function holderOfToken(raw: Uint8Array): string {
   let token: string
   try {
-    token = utf8Strict.decode(raw)
+    token = strictUtf8.decode(raw)
   } catch {
     return `tooz:${Buffer.from(raw).toString('hex')}`
   }
@@ -136,7 +136,7 @@ export function holderOfToken(raw: Uint8Array): string {
 /** Decodes a member or group id stored by anyone; undefined when it is not UTF-8. */
 export function decodeId(raw: Uint8Array): string | undefined {
   try {
-    return utf8Strict.decode(raw)
+    return strictUtf8.decode(raw)
   } catch {
     return undefined
   }

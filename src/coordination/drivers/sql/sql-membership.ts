@@ -32,6 +32,7 @@ import type { StatementName } from './sql-schema.js'
 import { utf8IdProblem } from '../kit/ids.js'
 import { LeaderLock, leaderLockName } from './sql-leader.js'
 import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from './sql-dialect.js'
+import { strictUtf8 } from '../../../internal/unicode.js'
 
 /** Settings of {@link SqlDriver}. */
 export interface SqlDriverSettings {
@@ -66,13 +67,11 @@ export function sqlIdProblem(kind: IdKind, id: string, maxLockChars?: number): s
   return undefined
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true })
-
 /** A text column as a string (MySQL VARBINARY arrives as bytes); undefined when not valid UTF-8. */
 function text(v: unknown): string | undefined {
   if (typeof v === 'string') return v
   try {
-    return utf8.decode(v as Uint8Array)
+    return strictUtf8.decode(v as Uint8Array)
   } catch {
     return undefined
   }

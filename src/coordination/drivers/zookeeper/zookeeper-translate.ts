@@ -21,20 +21,20 @@ export function asBackendError(err: unknown, what: string): RollcallError {
   return new BackendError(`${what} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err, driver: 'zookeeper' })
 }
 
-/** The driver's translateError: ZooKeeper's error codes as rollcall's errors; undefined for anything else. */
+/** The driver's translateError (the runtime stamps the driver's name on what it returns): ZooKeeper's error codes as rollcall's errors; undefined for anything else. */
 export function translateZkError(err: unknown): RollcallError | undefined {
   const code = zkCode(err)
   if (code === undefined) return undefined
   const name = (err as Error).name
   if (code === ZK_CODES.CONNECTION_LOSS || code === ZK_CODES.SESSION_EXPIRED || code === ZK_CODES.OPERATION_TIMEOUT) {
-    return new ConnectionError(`ZooKeeper ${name}: the connection or session broke during the operation`, { cause: err, driver: 'zookeeper' })
+    return new ConnectionError(`ZooKeeper ${name}: the connection or session broke during the operation`, { cause: err })
   }
   if (code === ZK_CODES.NO_AUTH || code === ZK_CODES.AUTH_FAILED || code === ZK_CODES.INVALID_ACL) {
     return new BackendError(
       `ZooKeeper refused the operation (${name}): the nodes are protected by an ACL; `
         + 'use the credentials they were created with (zookeeper://user:password@host)',
-      { cause: err, driver: 'zookeeper' },
+      { cause: err },
     )
   }
-  return new BackendError(`ZooKeeper error ${name} (${code})`, { cause: err, driver: 'zookeeper' })
+  return new BackendError(`ZooKeeper error ${name} (${code})`, { cause: err })
 }
