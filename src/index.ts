@@ -40,6 +40,18 @@ export type {
 } from './coordination/driver.js'
 export { opt } from './coordination/options.js'
 export type { OptionSpec, OptionSpecs, ResolvedOptions } from './coordination/options.js'
+export { TRACING_CHANNELS } from './coordination/tracing.js'
+export type {
+  ConnectTrace,
+  ElectionLostTrace,
+  ElectionWonTrace,
+  GroupTrace,
+  HeartbeatTrace,
+  LockAcquireTrace,
+  LockReleaseTrace,
+  TraceBase,
+  WatchDispatchTrace,
+} from './coordination/tracing.js'
 export { silentLogger } from './coordination/logger.js'
 export type { Logger, LogFields } from './coordination/logger.js'
 export * from './errors.js'

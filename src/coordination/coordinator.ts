@@ -23,6 +23,7 @@ import { Lock, type AcquireOptions } from './lock.js'
 import { Partitioner, type PartitionerOptions } from './partitioner.js'
 import { DriverRuntime, type CoordinatorParts, type CoordinatorState, type Health } from './runtime.js'
 import { emitSafely } from './user-code.js'
+import { groupJoinChannel, groupLeaveChannel, traced } from './tracing.js'
 import type { WatchCallback } from './watchers.js'
 
 export type { CoordinatorState, Health }
@@ -158,7 +159,11 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   async joinGroup(group: string, capabilities: unknown = null): Promise<void> {
     this.#rt.validateId('group', group)
     const bytes = encodeCapabilities(capabilities)
-    await this.#rt.call('join a group', () => this.#rt.groups().joinGroup(group, bytes))
+    await traced(
+      groupJoinChannel,
+      () => ({ ...this.#rt.trace, group, rejoin: false }),
+      () => this.#rt.call('join a group', () => this.#rt.groups().joinGroup(group, bytes)),
+    )
     this.#rt.membership.set(group, bytes)
   }
 
@@ -181,7 +186,11 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     this.#rt.validateId('group', group)
     const caps = this.#rt.membership.delete(group)
     try {
-      await this.#rt.call('leave a group', () => this.#rt.groups().leaveGroup(group))
+      await traced(
+        groupLeaveChannel,
+        () => ({ ...this.#rt.trace, group, rejoin: false }),
+        () => this.#rt.call('leave a group', () => this.#rt.groups().leaveGroup(group)),
+      )
     } catch (err) {
       if (caps !== undefined && !(err instanceof MemberNotJoinedError) && !(err instanceof GroupNotFoundError)) this.#rt.membership.set(group, caps)
       throw err
@@ -396,6 +405,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
         stopSignal: rt.stopSignal,
         driverName: this.driverName,
         sharedLocks: this.capabilities.has('sharedLocks'),
+        trace: rt.trace,
       },
       name,
       rt.driver.createLock(name),

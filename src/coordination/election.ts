@@ -22,6 +22,7 @@ import { sleep } from '../internal/sleep.js'
 import type { DriverLock } from './driver.js'
 import type { LeaderEvent } from './events.js'
 import type { HeldLock } from './lock.js'
+import { electionLostChannel, electionWonChannel, publish, type TraceBase } from './tracing.js'
 import { callUserCode, type ReportFailure } from './user-code.js'
 
 /** Called when this member is elected. */
@@ -47,6 +48,8 @@ export interface ElectionHost {
   warn(err: RollcallError): void
   /** A leader callback failed. */
   callbackFailed: ReportFailure
+  /** What this coordinator's trace payloads carry. */
+  readonly trace: TraceBase
 }
 
 /** One term of this member's leadership of a group. */
@@ -306,6 +309,7 @@ export class Elections {
     c.leading = true
     c.term = { controller: new AbortController(), token: this.#host.fencing ? c.lock.fencingToken : undefined }
     this.#host.track(c.held)
+    publish(electionWonChannel, () => ({ ...this.#host.trace, group: c.group, term: c.term?.token }))
     const event = { group: c.group, member: this.#host.memberId }
     this.#host.emitElected(event)
     await Promise.allSettled([...c.callbacks].map((cb) => callUserCode(cb, event, 'watchElectedAsLeader', 'callback', this.#host.callbackFailed)))
@@ -335,5 +339,6 @@ export class Elections {
     const term = c.term
     c.term = undefined
     term?.controller.abort(new LeadershipLostError(c.group, reason))
+    publish(electionLostChannel, () => ({ ...this.#host.trace, group: c.group, reason }))
   }
 }

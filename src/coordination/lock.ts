@@ -17,6 +17,7 @@ import { keepAlive } from '../internal/keep-alive.js'
 import { linkedSignal } from '../internal/linked-signal.js'
 import { sleep } from '../internal/sleep.js'
 import type { DriverLock } from './driver.js'
+import { lockAcquireChannel, lockReleaseChannel, type TraceBase } from './tracing.js'
 
 /** How acquire() waits. */
 export interface AcquireOptions {
@@ -56,6 +57,8 @@ export interface LockHost {
   readonly driverName: string
   /** True when the driver declares `sharedLocks`. */
   readonly sharedLocks: boolean
+  /** What this coordinator's trace payloads carry. */
+  readonly trace: TraceBase
 }
 
 const POLL_FIRST_MS = 20
@@ -132,7 +135,20 @@ export class Lock {
    * Takes the lock. Resolves true once held; false on timeout, when not blocking and busy, or when
    * already held by this object (except a shared lock taken again shared: that counts a hold).
    */
-  async acquire(options: AcquireOptions = {}): Promise<boolean> {
+  acquire(options: AcquireOptions = {}): Promise<boolean> {
+    // The hot path of a lock cycle: no closure, no payload unless someone traces.
+    if (!lockAcquireChannel.hasSubscribers) return this.#acquire(options)
+    const payload = {
+      ...this.#host.trace,
+      lock: this.name,
+      shared: options?.shared ?? false,
+      blocking: options?.blocking ?? true,
+      timeoutMs: options?.timeoutMs,
+    }
+    return lockAcquireChannel.tracePromise(() => this.#acquire(options), payload)
+  }
+
+  async #acquire(options: AcquireOptions): Promise<boolean> {
     const { timeoutMs, signal } = options
     const blocking = options.blocking ?? true
     const shared = options.shared ?? false
@@ -176,7 +192,12 @@ export class Lock {
   }
 
   /** Releases the lock. Resolves false when this object did not hold it (tooz semantics). */
-  async release(): Promise<boolean> {
+  release(): Promise<boolean> {
+    if (!lockReleaseChannel.hasSubscribers) return this.#release()
+    return lockReleaseChannel.tracePromise(() => this.#release(), { ...this.#host.trace, lock: this.name })
+  }
+
+  async #release(): Promise<boolean> {
     if (!this.#held) return false
     if (this.#shared > 1) {
       this.#shared -= 1

@@ -12,6 +12,7 @@
  * holds is never safe.
  * @internal
  */
+import { AsyncResource } from 'node:async_hooks'
 import type { EventEmitter } from 'node:events'
 import {
   CoordinatorStoppedError,
@@ -33,6 +34,7 @@ import { Membership } from './membership.js'
 import { RepeatedWarnings } from '../internal/repeated-warnings.js'
 import { stampDriver, translateError } from './translate.js'
 import { checkId, decodeCapabilities } from './stored-values.js'
+import { connectChannel, groupJoinChannel, heartbeatChannel, traced, type TraceBase } from './tracing.js'
 import { Watchers } from './watchers.js'
 
 /** Lifecycle states. `failed` means start() failed; call it again to retry. */
@@ -56,6 +58,9 @@ export interface CoordinatorParts {
 
 /** Emits one of the Coordinator's events. */
 export type Emit = <K extends keyof CoordinatorEvents>(event: K, ...args: CoordinatorEvents[K]) => void
+
+/** The async context of rollcall's own loops (made at load: no caller's context, no span). */
+const BACKGROUND = new AsyncResource('rollcall')
 
 /** Slower full re-read of pushed groups, a safety net against a missed notification. */
 const RESYNC_EVERY_TICKS = 30
@@ -82,6 +87,8 @@ export class DriverRuntime {
   readonly watchers: Watchers
   readonly elections: Elections
   readonly locks = new HeldLocks()
+  /** What every trace payload of this coordinator carries (tracing.ts). */
+  readonly trace: TraceBase
   /** A beat sent after a reconnect while no heartbeat loop runs. */
   #extraBeat: Promise<unknown> | undefined
   readonly stopSignal: AbortSignal
@@ -106,6 +113,7 @@ export class DriverRuntime {
 
   constructor(parts: CoordinatorParts, events: EventEmitter<CoordinatorEvents>) {
     this.#parts = parts
+    this.trace = { memberId: parts.memberId, backend: parts.definition.name, url: parts.redactedUrl }
     this.#warnings = new RepeatedWarnings(parts.logger)
     this.#listenerFailures = new RepeatedWarnings({
       warn: (msg, fields) => parts.logger.error(msg, fields),
@@ -139,7 +147,8 @@ export class DriverRuntime {
     this.membership = new Membership({
       rejoin: parts.rejoin,
       manual,
-      join: (g, caps) => this.call('rejoin a group', () => d.joinGroup(g, caps), true),
+      join: (g, caps) =>
+        traced(groupJoinChannel, () => ({ ...this.trace, group: g, rejoin: true }), () => this.call('rejoin a group', () => d.joinGroup(g, caps), true)),
       create: (g) => this.call('create a group', () => d.createGroup(g), true),
       emitLost: (group, reason) => emit('membershipLost', { group, reason }),
       emitRejoined: (group) => emit('rejoined', { group }),
@@ -161,6 +170,7 @@ export class DriverRuntime {
       nextExpiryAt: d.nextExpiryAt && this.capabilities.has('expiryWake') && parts.autoWatch ? (g) => d.nextExpiryAt!(g) : undefined,
       watchIntervalMs: parts.watchIntervalMs,
       manual,
+      trace: this.trace,
     })
     this.elections = new Elections({
       memberId: this.memberId,
@@ -177,6 +187,7 @@ export class DriverRuntime {
       emitLost: (group, reason) => emit('leadershipLost', { group, reason }),
       warn: (err) => this.warn(err),
       callbackFailed: (err) => this.listenerFailed(err),
+      trace: this.trace,
     })
     this.#heart = new HeartbeatLoop({
       beat: () => this.beat(),
@@ -216,19 +227,29 @@ export class DriverRuntime {
   async start(): Promise<void> {
     if (this.#state !== 'created' && this.#state !== 'failed') throw new InvalidArgumentError(`start() cannot run in state ${this.#state}`)
     this.#state = 'starting'
-    try {
-      await this.driver.start()
-      this.#state = 'started'
-      if (this.#connection === undefined) this.setConnection('connected')
-      if (this.driver.heartbeat) {
-        const sentAt = Date.now()
-        const first = await this.beat()
-        if (this.#parts.heartbeat) this.#heart.start(first, sentAt)
-      }
+    const first = await traced(connectChannel, () => ({ ...this.trace }), () => this.#start())
+    // The loops run in rollcall's own async context, not in the caller's nor in the connect span:
+    // a tracer sees each background beat and poll as a root, not as a child of whoever connected.
+    // stop() called meanwhile has cleared the loops already: start none.
+    if ((this.#state as CoordinatorState) !== 'started') return
+    BACKGROUND.runInAsyncScope(() => {
+      if (first && this.#parts.heartbeat) this.#heart.start(first.nextBeatMs, first.sentAt)
       if (this.#parts.autoWatch) {
         this.#tick = setInterval(() => void this.#onTick(), this.#parts.watchIntervalMs)
         this.#tick.unref()
       }
+    })
+  }
+
+  /** Connects and makes the first beat (when the driver beats): the part of start() traced as `connect`. */
+  async #start(): Promise<{ nextBeatMs: number; sentAt: number } | undefined> {
+    try {
+      await this.driver.start()
+      this.#state = 'started'
+      if (this.#connection === undefined) this.setConnection('connected')
+      if (!this.driver.heartbeat) return undefined
+      const sentAt = Date.now()
+      return { nextBeatMs: await this.beat(), sentAt }
     } catch (err) {
       this.#state = 'failed'
       await this.driver.stop().catch(() => {})
@@ -248,7 +269,11 @@ export class DriverRuntime {
   }
 
   /** One heartbeat: driver liveness, lock leases, pending rejoins. Resolves to ms until the next is needed. */
-  async beat(): Promise<number> {
+  beat(): Promise<number> {
+    return traced(heartbeatChannel, () => ({ ...this.trace, groups: this.membership.live.size, locks: this.locks.size }), () => this.#beat())
+  }
+
+  async #beat(): Promise<number> {
     const d = this.driver
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
     const result: HeartbeatResult = d.heartbeat
@@ -315,7 +340,7 @@ export class DriverRuntime {
 
   /** The driver is on a new session: everything of the old one is lost, even if the Coordinator already said so; then back. */
   #sessionReplaced(reason: string): void {
-    if (this.#state !== 'started') return
+    if ((this.#state as CoordinatorState) !== 'started') return
     if (this.#connection === 'lost') this.#loseEverything(reason)
     else this.setConnection('lost', new Error(reason))
     this.setConnection('reconnected')

@@ -29,6 +29,7 @@ import { asRollcallError, CoordinatorStoppedError, GroupNotFoundError, type Roll
 import { keepAlive } from '../internal/keep-alive.js'
 import { SingleFlight } from '../internal/single-flight.js'
 import type { MemberEvent } from './events.js'
+import { traced, watchDispatchChannel, type TraceBase } from './tracing.js'
 import { callUserCode, type ReportFailure } from './user-code.js'
 
 /** A join or leave callback. Its return value is collected for runWatchers(). */
@@ -91,6 +92,8 @@ export interface WatcherHost {
   watchIntervalMs: number
   /** autoWatch off: groups change only when runWatchers() polls (no subscription, no timers). */
   manual: boolean
+  /** What this coordinator's trace payloads carry. */
+  readonly trace: TraceBase
 }
 
 /** Results kept for runWatchers() when nobody calls it (autoWatch on): the oldest are dropped beyond this. */
@@ -352,9 +355,28 @@ export class Watchers {
     watch.expiryTimer.unref()
   }
 
+  /**
+   * Delivers one change: the event, then the callbacks. Traced (watch.dispatch) when someone
+   * listens: the span ends once every callback has settled, and the callbacks run in its context.
+   */
   #fire(callbacks: Set<WatchCallback>, kind: 'watchJoinGroup' | 'watchLeaveGroup', event: MemberEvent, emit: (e: MemberEvent) => void): void {
+    if (!watchDispatchChannel.hasSubscribers) {
+      this.#deliver(callbacks, kind, event, emit)
+      return
+    }
+    const payload = { ...this.#host.trace, group: event.group, member: event.member, event: kind === 'watchJoinGroup' ? 'join' as const : 'leave' as const }
+    // The delivery itself is synchronous (tracePromise runs it at once); only the span's end waits.
+    void traced(watchDispatchChannel, () => payload, async () => {
+      await Promise.allSettled(this.#deliver(callbacks, kind, event, emit))
+    }).catch(() => {})
+  }
+
+  #deliver(callbacks: Set<WatchCallback>, kind: 'watchJoinGroup' | 'watchLeaveGroup', event: MemberEvent, emit: (e: MemberEvent) => void): unknown[] {
     emit(event)
-    for (const cb of callbacks) this.#results.push(callUserCode(cb, event, kind, 'callback', this.#host.callbackFailed))
+    const results: unknown[] = []
+    for (const cb of callbacks) results.push(callUserCode(cb, event, kind, 'callback', this.#host.callbackFailed))
+    this.#results.push(...results)
     if (!this.#host.manual && this.#results.length > MAX_KEPT_RESULTS) this.#results.splice(0, this.#results.length - MAX_KEPT_RESULTS)
+    return results
   }
 }

@@ -53,6 +53,16 @@ const RUNS: Record<string, Run> = {
       /resigned, leader now: false/,
     ],
   },
+  'api-tracing': {
+    names: ['billing', 'billing-1', 'invoices'],
+    prints: [
+      /span rollcall:heartbeat in rollcall:connect for billing-1-\w+ on redis/,
+      /span rollcall:connect in \(root\) for billing-1-\w+ on redis/,
+      /span rollcall:group\.join in nightly-job/,
+      /span rollcall:lock\.acquire in nightly-job/,
+      /span rollcall:lock\.release in nightly-job/,
+    ],
+  },
   'readme-coordination': {
     names: ['api', 'api-1', 'nightly-report'],
     stopWith: { after: /I lead the api group now/, signal: 'SIGINT' },
