@@ -28,6 +28,7 @@ export { registerDriver, knownSchemes, loadDriver, BUILTIN_DRIVERS } from './coo
 export type { DriverLoader } from './coordination/registry.js'
 export { defineDriver } from './coordination/driver.js'
 export type {
+  BeatLocks,
   ConnectionState,
   CoordinationDriver,
   DriverContext,

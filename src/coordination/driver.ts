@@ -4,8 +4,11 @@
  * Everything that is the same for every backend (lifecycle, the heartbeat loop, watcher diffing
  * and dispatch, leader election on top of locks, rejoin after lost membership, lock waiting and
  * timeouts, argument validation, error wrapping, capability encoding) lives once in the
- * Coordinator. A driver is one file that exports `defineDriver({...})` and one line in
- * registry.ts.
+ * Coordinator. A driver is a folder, drivers/<name>/, whose index.ts exports `defineDriver({...})`
+ * (memory.ts, the reference, is a single file), and one line in registry.ts.
+ *
+ * Nothing a driver does is meant by leaving something out: each rule between a driver and the
+ * Coordinator is written below, in the member it concerns.
  *
  * Capabilities travel as encoded bytes (oslo msgpack, see codec.ts): the Coordinator encodes and
  * decodes them, so a corrupt value written by someone else fails for that member alone.
@@ -60,8 +63,20 @@ export interface DriverContext<O> {
   readonly log: Logger
 }
 
+/**
+ * What a beat did with the held locks it was handed; every driver says it, none by leaving it out.
+ * - `{ refreshed: false }`: the beat left them alone; the Coordinator calls refresh() on each
+ *   after the beat.
+ * - `{ refreshed: true, lost }`: the beat refreshed every one of them (in the same round trip);
+ *   `lost` names those whose lease lapsed or that another holder took (`[]`: all kept). The
+ *   Coordinator sends no refresh of its own.
+ */
+export type BeatLocks<L extends DriverLock = DriverLock> =
+  | { readonly refreshed: false }
+  | { readonly refreshed: true; readonly lost: readonly L[] }
+
 /** The result of one driver heartbeat. */
-export interface HeartbeatResult {
+export interface HeartbeatResult<L extends DriverLock = DriverLock> {
   /**
    * Milliseconds until this member's liveness (and any lock lease) lapses without another beat.
    * The Coordinator beats again after about half of it (tooz's Heart does the same).
@@ -69,12 +84,8 @@ export interface HeartbeatResult {
   nextBeatMs: number
   /** Joined groups where the backend no longer lists this member; the Coordinator rejoins them. */
   lostGroups?: readonly string[]
-  /**
-   * Set by a driver whose beat also refreshed every held lock it was given (in the same round
-   * trip): the ones whose lease lapsed or that another holder took. The Coordinator then sends no
-   * refresh of its own. Left out, the Coordinator calls refresh() on every held lock after the beat.
-   */
-  lostLocks?: readonly DriverLock[]
+  /** Whether the beat refreshed the held locks, and which it lost (see {@link BeatLocks}). */
+  locks: BeatLocks<L>
 }
 
 /** getMemberInfo()'s raw answer. */
@@ -133,18 +144,22 @@ export interface DriverLock {
   readonly fencingToken: bigint | undefined
 }
 
-/** The primitives a backend implements. Optional members are absent, never stubbed to throw. */
-export interface CoordinationDriver {
+/**
+ * The primitives a backend implements. Optional members are absent, never stubbed to throw.
+ * `L` is the driver's own lock type: the Coordinator hands back to heartbeat() only locks that
+ * this driver's createLock() or leaderLock() made.
+ */
+export interface CoordinationDriver<L extends DriverLock = DriverLock> {
   /** Connects. Must fail within the driver's connect timeout with a ConnectionError naming the host. */
   start(): Promise<void>
   /** Closes connections and ends every timer and stream. The Coordinator has already left groups and released locks. */
   stop(): Promise<void>
   /**
    * Refreshes liveness for the given joined groups (group → encoded capabilities). `heldLocks` are
-   * the locks this member holds; a driver may refresh them in the same beat (see
-   * {@link HeartbeatResult.lostLocks}).
+   * the locks this member holds; a driver may refresh them in the same beat, and says in
+   * {@link HeartbeatResult.locks} whether it did.
    */
-  heartbeat?(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<DriverLock>): Promise<HeartbeatResult>
+  heartbeat?(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<L>): Promise<HeartbeatResult<L>>
   /**
    * When (Date.now() ms) liveness lapses as things stand now, for a driver whose session is kept
    * between beats (ZooKeeper's pings and reconnects answer for it): the Coordinator's lapse
@@ -172,7 +187,7 @@ export interface CoordinationDriver {
   getMemberCapabilities?(group: string, member: string): Promise<Uint8Array>
   updateCapabilities?(group: string, capabilities: Uint8Array): Promise<void>
   getMemberInfo?(group: string, member: string): Promise<DriverMemberInfo>
-  createLock(name: string): DriverLock
+  createLock(name: string): L
   /**
    * Subscribes to membership changes of a group; `onChange` is called (with no details) whenever
    * the member list may have changed. Resolves once the subscription is in place, with a function
@@ -182,7 +197,7 @@ export interface CoordinationDriver {
    */
   watchGroup?(group: string, onChange: () => void): Promise<() => Promise<void>>
   /** The lock whose holder leads `group`, laid out as tooz lays it out. Only with `leaderElection`. */
-  leaderLock?(group: string): DriverLock
+  leaderLock?(group: string): L
   /** The leader of `group`, or null when there is none. Only with `getLeader`. */
   getLeader?(group: string): Promise<string | null>
 }

@@ -278,11 +278,11 @@ export class DriverRuntime {
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
     const result: HeartbeatResult = d.heartbeat
       ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, this.locks.driverLocks()), true)
-      : { nextBeatMs: Number.POSITIVE_INFINITY }
+      : { nextBeatMs: Number.POSITIVE_INFINITY, locks: { refreshed: false } }
     this.#lastBeatAt = new Date()
     const lostGroups = result.lostGroups
     if (lostGroups?.length) this.#later(() => this.membership.lost(lostGroups, 'the backend no longer lists this member'))
-    if (result.lostLocks) this.locks.lostInBeat(result.lostLocks)
+    if (result.locks.refreshed) this.locks.lostInBeat(result.locks.lost)
     else await this.#refreshLocks()
     if (this.membership.hasPending && this.#parts.autoWatch) await this.membership.rejoinPending()
     await this.locks.releaseAbandoned()

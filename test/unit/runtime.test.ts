@@ -93,7 +93,7 @@ registerDriver('faulty', async () => ({
       return down(inner, {
         heartbeat: async (): Promise<HeartbeatResult> => {
           if (f.failBeats) throw new ConnectionError('injected outage')
-          return { nextBeatMs: f.nextBeatMs, lostGroups: f.lostGroups.splice(0) }
+          return { nextBeatMs: f.nextBeatMs, lostGroups: f.lostGroups.splice(0), locks: { refreshed: false } }
         },
       }) as CoordinationDriver
     },

@@ -12,7 +12,7 @@
  * `memory://` see two unrelated stores. Use it for tests and for single-process programs.
  */
 import { GroupExistsError, GroupNotEmptyError, GroupNotFoundError, MemberExistsError, MemberNotJoinedError } from '../../errors.js'
-import { defineDriver, type CoordinationDriver, type DriverLock } from '../driver.js'
+import { defineDriver, type CoordinationDriver, type DriverLock, type HeartbeatResult } from '../driver.js'
 
 interface Member {
   capabilities: Uint8Array
@@ -123,8 +123,8 @@ class MemoryDriver implements CoordinationDriver {
   async stop(): Promise<void> {}
 
   /** Nothing expires here; the beat only gives the coordinator a cadence for lock checks. */
-  async heartbeat(): Promise<{ nextBeatMs: number }> {
-    return { nextBeatMs: 10_000 }
+  async heartbeat(): Promise<HeartbeatResult> {
+    return { nextBeatMs: 10_000, locks: { refreshed: false } }
   }
 
   async createGroup(group: string): Promise<void> {

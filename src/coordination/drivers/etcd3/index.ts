@@ -134,13 +134,13 @@ class Etcd3Driver implements CoordinationDriver {
     const lease = this.#lease!
     if ((await gw.leaseKeepAlive(lease)) <= 0) {
       await this.#replaceLease(lease, 'the membership lease expired')
-      return { nextBeatMs: this.#nextBeatMs() }
+      return { nextBeatMs: this.#nextBeatMs(), locks: { refreshed: false } }
     }
-    if (joined.size === 0) return { nextBeatMs: this.#nextBeatMs() }
+    if (joined.size === 0) return { nextBeatMs: this.#nextBeatMs(), locks: { refreshed: false } }
     // The keys still attached to the lease are exactly the memberships etcd still holds.
     const attached = new Set((await gw.leaseTimeToLive(lease)).keys.map((k) => k.toString('latin1')))
     const lostGroups = [...joined.keys()].filter((g) => !attached.has(memberKey(g, this.#ctx.memberId).toString('latin1')))
-    return { nextBeatMs: this.#nextBeatMs(), lostGroups }
+    return { nextBeatMs: this.#nextBeatMs(), lostGroups, locks: { refreshed: false } }
   }
 
   async createGroup(group: string): Promise<void> {

@@ -130,7 +130,7 @@ class FileDriver implements CoordinationDriver {
         }
       })
     }
-    return { nextBeatMs: this.#timeoutMs, lostGroups }
+    return { nextBeatMs: this.#timeoutMs, lostGroups, locks: { refreshed: false } }
   }
 
   async createGroup(group: string): Promise<void> {

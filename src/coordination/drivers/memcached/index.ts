@@ -46,7 +46,7 @@ import {
   SerializationError,
 } from '../../../errors.js'
 import { withinStopGrace } from '../../../internal/deadline.js'
-import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult, type IdKind } from '../../driver.js'
+import { defineDriver, type CoordinationDriver, type DriverContext, type HeartbeatResult, type IdKind } from '../../driver.js'
 import {
   MAX_KEY_BYTES,
   MemcachedClient,
@@ -81,7 +81,7 @@ const DEFAULT_PORT = 11211
 
 export { MEMCACHED_OPTIONS, type MemcachedOptions } from './memcached-options.js'
 
-class MemcachedDriver implements CoordinationDriver {
+class MemcachedDriver implements CoordinationDriver<MemcachedLock> {
   readonly #ctx: DriverContext<MemcachedOptions>
   readonly #me: string
   readonly #ttl: { membership: number; lock: number; leader: number }
@@ -149,7 +149,7 @@ class MemcachedDriver implements CoordinationDriver {
   }
 
   /** One write and one round trip whatever the group sizes (MemcachedHeartbeat.beat()). */
-  async heartbeat(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<DriverLock>): Promise<HeartbeatResult> {
+  async heartbeat(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<MemcachedLock>): Promise<HeartbeatResult<MemcachedLock>> {
     return this.#heartbeat.beat(joined, heldLocks)
   }
 
@@ -239,11 +239,11 @@ class MemcachedDriver implements CoordinationDriver {
     return this.#expiries.get(group)
   }
 
-  createLock(name: string): DriverLock {
+  createLock(name: string): MemcachedLock {
     return new MemcachedLock(this.#connected, KEYS.lock(name), this.#me, this.#ttl.lock, () => this.#meta)
   }
 
-  leaderLock(group: string): DriverLock {
+  leaderLock(group: string): MemcachedLock {
     return new MemcachedLock(this.#connected, KEYS.leader(group), this.#me, this.#ttl.leader, () => this.#meta)
   }
 

@@ -18,7 +18,7 @@
  * Servers before 1.6.10 have no meta commands: the probe is then one `gets` of every joined group,
  * values included; a value is still decoded only when its CAS changed.
  */
-import type { DriverLock, HeartbeatResult } from '../../driver.js'
+import type { HeartbeatResult } from '../../driver.js'
 import type { MemcachedClient, MemcachedItem } from '../../../clients/memcached/memcached-client.js'
 import { FLAG_BYTES, KEYS, STILL_ALIVE, decodeGroup } from './memcached-layout.js'
 import type { MemcachedLock } from './memcached-lock.js'
@@ -62,16 +62,16 @@ export class MemcachedHeartbeat {
   }
 
   /** One beat: the member key, the held locks' refreshes and the probe of every joined group. */
-  async beat(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<DriverLock>): Promise<HeartbeatResult> {
+  async beat(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<MemcachedLock>): Promise<HeartbeatResult<MemcachedLock>> {
     for (const g of this.#listedAt.keys()) if (!joined.has(g)) this.#listedAt.delete(g)
     const groups = [...joined.keys()]
     // One write, one round trip: the requests below all leave before any reply is awaited.
     // Replied-to set, not noreply as in tooz: a failed beat must be noticed.
     const beat = this.touch()
-    const locks = [...heldLocks] as MemcachedLock[]
+    const locks = [...heldLocks]
     const refreshed = Promise.all(locks.map((lock) => lock.refresh()))
     const [result, extended] = await Promise.all([this.#beatGroups(groups, beat), refreshed])
-    return { ...result, lostLocks: locks.filter((_lock, i) => !extended[i]) }
+    return { ...result, locks: { refreshed: true, lost: locks.filter((_lock, i) => !extended[i]) } }
   }
 
   /** A read of `group` found this member's entry in the value at `cas`: the next beat need not read it again. */
@@ -90,7 +90,7 @@ export class MemcachedHeartbeat {
   }
 
   /** The rest of a beat: waits for the member key's `set`, and says which groups no longer list this member. */
-  async #beatGroups(groups: readonly string[], beat: Promise<unknown>): Promise<HeartbeatResult> {
+  async #beatGroups(groups: readonly string[], beat: Promise<unknown>): Promise<Omit<HeartbeatResult, 'locks'>> {
     const [, probed] = await Promise.all([beat, this.#probe(groups)])
     const lostGroups: string[] = []
     const changed: string[] = []

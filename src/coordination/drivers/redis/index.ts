@@ -122,7 +122,7 @@ class RedisDriver implements CoordinationDriver {
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
     this.#joined = new Set(joined.keys())
     const lostGroups = await this.#beat([...this.#joined])
-    return { nextBeatMs: Math.min(this.#options.membershipTimeoutMs, this.#options.lockTimeoutMs), lostGroups }
+    return { nextBeatMs: Math.min(this.#options.membershipTimeoutMs, this.#options.lockTimeoutMs), lostGroups, locks: { refreshed: false } }
   }
 
   async createGroup(group: string): Promise<void> {

@@ -129,7 +129,7 @@ export class SqlDriver implements CoordinationDriver {
       clearTimeout(silent)
     }
     const lostGroups = groups.filter((g) => !refreshed.has(g))
-    return lostGroups.length ? { nextBeatMs, lostGroups } : { nextBeatMs }
+    return { nextBeatMs, ...(lostGroups.length ? { lostGroups } : {}), locks: { refreshed: false } }
   }
 
   async createGroup(group: string): Promise<void> {

@@ -119,7 +119,7 @@ class ZookeeperDriver implements CoordinationDriver {
       // Missing, or left over from a session of ours that was lost: either way not a live membership.
       if (!stat || conn.isDeadSession(stat.ephemeralOwner)) lostGroups.push(g)
     }))
-    return { nextBeatMs: Math.max(1, this.#backstopAt() - startedAt), lostGroups }
+    return { nextBeatMs: Math.max(1, this.#backstopAt() - startedAt), lostGroups, locks: { refreshed: false } }
   }
 
   /**
