@@ -100,7 +100,13 @@ export interface DriverMemberInfo {
  * re-entrancy rules, refresh scheduling and lost-lock events on top.
  */
 export interface DriverLock {
-  /** Takes the lock if it is free; never waits. */
+  /**
+   * Takes the lock if it is free; never waits. By an object that holds the lock already (taken by
+   * it, and neither released nor found lost by it since), or while an attempt of its own is under
+   * way, it resolves false and changes nothing: locks are not re-entrant, as in tooz, and a second
+   * take never renews the lease or the fencing token. The Coordinator calls release() on a lock it
+   * gives up (a lost connection); release() forgets the hold at once, before any round trip.
+   */
   tryAcquire(): Promise<boolean>
   /**
    * Waits in the backend's own queue until acquired. Resolves false if `signal` aborts first,

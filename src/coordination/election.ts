@@ -208,8 +208,7 @@ export class Elections {
   #tryOnce(c: Candidacy): Promise<void> {
     if (c.attempt) return c.attempt
     if (c.leading || Date.now() < c.holdoffUntil || this.#host.stopSignal.aborted) return Promise.resolve()
-    // One attempt at a time: a lock that is already ours may succeed again (Redis re-acquires its
-    // own token), which would start a second term, with a second leaderElected, in the same process.
+    // An attempt under way (a tick's, a wake-up's) is joined, so that runWatchers() settles with it.
     c.attempt = (async () => {
       try {
         if (!(await this.#host.call('run for election', () => c.lock.tryAcquire()))) {

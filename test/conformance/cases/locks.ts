@@ -22,6 +22,23 @@ export function lockCases(h: Harness): void {
     assert.equal(await lock.isStillOwner(), false)
   })
 
+  h.gated('locks', 'locks: the driver contract: tryAcquire() by the object that holds answers false and keeps the hold', async (t) => {
+    const a = await h.open(t)
+    const b = await h.open(t)
+    const name = rid('l')
+    const lock = a.getLock(name)
+    const driverLock = lock.driverLock
+    // Two attempts at once on a free lock (an election round and a wake-up overlapping): one takes it.
+    const first = await Promise.all([driverLock.tryAcquire(), driverLock.tryAcquire()])
+    assert.deepEqual(first.toSorted(), [false, true], `answers ${first.join(', ')}`)
+    assert.equal(await driverLock.tryAcquire(), false, 'a second take by the holder')
+    assert.equal(await driverLock.isStillOwner(), true, 'still held after the refused take')
+    assert.equal(await b.getLock(name).acquire({ blocking: false }), false, 'still excludes others')
+    assert.equal(await driverLock.release(), true, 'one release ends the hold')
+    assert.equal(await driverLock.release(), false)
+    assert.equal(await b.getLock(name).acquire({ blocking: false }), true)
+  })
+
   h.gated('locks', 'locks: two lock objects of one name exclude each other, in one coordinator and across two', async (t) => {
     const a = await h.open(t)
     const b = await h.open(t)

@@ -101,6 +101,8 @@ export class Etcd3Lock implements DriverLock {
   }
 
   async tryAcquire(): Promise<boolean> {
+    // Not re-entrant (driver.ts): an attempt would drop our hold and take the key anew.
+    if (this.#held !== undefined || this.#retakes.inFlight) return false
     return (await this.#attempt(this.#ownTry())).acquired
   }
 
@@ -110,7 +112,7 @@ export class Etcd3Lock implements DriverLock {
    * lease is at hand, else in a second one.
    */
   async acquireWaiting(signal: AbortSignal): Promise<boolean> {
-    if (signal.aborted) return false
+    if (signal.aborted || this.#held !== undefined) return false
     const lease = this.#host.waiters.tryUse()
     let queued: TxnResult | undefined
     try {

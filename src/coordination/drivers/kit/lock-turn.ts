@@ -79,6 +79,11 @@ export class Turn {
 export class RetakeWatch {
   #attempts = 0
 
+  /** True while an attempt is in flight. */
+  get inFlight(): boolean {
+    return this.#attempts > 0
+  }
+
   /** Runs one attempt, counted while it is in flight. */
   async attempt<T>(run: () => Promise<T>): Promise<T> {
     this.#attempts += 1

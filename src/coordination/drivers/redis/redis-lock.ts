@@ -108,6 +108,8 @@ export class RedisLock implements DriverLock {
   }
 
   async tryAcquire(): Promise<boolean> {
+    // Not re-entrant (driver.ts): the script would take our own token again.
+    if (this.fencingToken !== undefined || this.#retakes.inFlight) return false
     // A waiter queues once its wake channel is subscribed: a release drops a queued waiter nobody listens for.
     const queueMs = this.#waiting && this.#host.wakeups?.isSubscribed(this.#channel) ? WAITER_LEASE_MS : 0
     const fence = await this.#retakes.attempt(() => this.#host.run('rollcallLockAcquire', this.#keys, this.#args(queueMs)))
@@ -202,7 +204,10 @@ export class RedisLock implements DriverLock {
 
   async refresh(): Promise<boolean> {
     const ours = (await this.#host.run('rollcallLockRefresh', [this.key], [this.#token, this.#host.lockTimeoutMs])) === 1
-    if (!ours) this.#host.held(this, false)
+    if (!ours) {
+      this.fencingToken = undefined
+      this.#host.held(this, false)
+    }
     return ours
   }
 

@@ -144,7 +144,8 @@ export class ZkLock implements DriverLock {
   }
 
   async #try(shared: boolean): Promise<boolean> {
-    if (await this.#stillHeld(shared)) return true
+    // Not re-entrant (driver.ts): a hold this object still has is not taken again.
+    if (await this.#stillHeld()) return false
     const generation = this.#conn.generation
     const { node, czxid, listed } = await this.#createAndList(shared)
     try {
@@ -162,7 +163,7 @@ export class ZkLock implements DriverLock {
   }
 
   async #wait(signal: AbortSignal, shared: boolean): Promise<boolean> {
-    if (await this.#stillHeld(shared)) return true
+    if (await this.#stillHeld()) return false
     try {
       await this.#conn.whenConnected(signal)
     } catch (err) {
@@ -278,16 +279,9 @@ export class ZkLock implements DriverLock {
     return removed.includes(true)
   }
 
-  /**
-   * True when this object still holds the lock in `shared`'s mode in the current session (the
-   * Coordinator may have given it up). A node still held in the other mode is given back first.
-   */
-  async #stillHeld(shared: boolean): Promise<boolean> {
-    const node = this.#node
-    if (node === undefined || !(await this.isStillOwner())) return false
-    if (node.includes(READ_LOCK_NODE_NAME) === shared) return true
-    await this.release()
-    return false
+  /** True when this object still holds the lock, in either mode, in the current session; a hold found gone is forgotten. */
+  async #stillHeld(): Promise<boolean> {
+    return this.#node !== undefined && (await this.isStillOwner())
   }
 
   #take(node: string, czxid: bigint, generation: number): void {
