@@ -31,7 +31,12 @@ export type ConnectionState = 'connected' | 'suspended' | 'reconnected' | 'lost'
 
 /** What a driver reports to its Coordinator, outside of method results. */
 export interface DriverEvents {
-  /** The transport changed state. Report `lost` only when the backend itself dropped our session. */
+  /**
+   * The transport changed state. Report `lost` only when the backend itself dropped our session.
+   * Recovery is the Coordinator's alone: on `reconnected` it beats at once (one beat), refreshes
+   * every held lock the beat did not, and rejoins lost groups. A driver reports the state and
+   * re-beats, re-checks or re-joins nothing of its own, so that every loss is told once, by it.
+   */
   connectionState(state: ConnectionState, cause?: unknown): void
   /**
    * The backend ended this member's session and the driver is already on a new one (a lapsed

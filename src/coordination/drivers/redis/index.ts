@@ -60,10 +60,6 @@ class RedisDriver implements CoordinationDriver {
   #stopping = false
   #suspended = false
   #lastError: Error | undefined
-  /** Groups this member is in, as far as it knows (the heartbeat's view, plus joins since). */
-  #joined = new Set<string>()
-  /** Locks taken and not released, re-checked after a reconnect. */
-  readonly #heldLocks = new Set<RedisLock>()
   /** Locks whose last release left their turn open (redis-lock.ts): stop() closes those turns, waking the next waiters. */
   readonly #openTurns = new Set<RedisLock>()
   /** When the first member of each group's latest listMemberIds() expires. */
@@ -120,8 +116,7 @@ class RedisDriver implements CoordinationDriver {
   }
 
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
-    this.#joined = new Set(joined.keys())
-    const lostGroups = await this.#beat([...this.#joined])
+    const lostGroups = await this.#beat([...joined.keys()])
     return { nextBeatMs: Math.min(this.#options.membershipTimeoutMs, this.#options.lockTimeoutMs), lostGroups, locks: { refreshed: false } }
   }
 
@@ -148,12 +143,10 @@ class RedisDriver implements CoordinationDriver {
     const r = await this.#run('rollcallJoin', [this.#keys.group(group)], [this.#ctx.memberId, capabilities])
     if (r === -1) throw new GroupNotFoundError(group)
     if (r === -2) throw new MemberExistsError(group, this.#ctx.memberId)
-    this.#joined.add(group)
   }
 
   async leaveGroup(group: string): Promise<void> {
     const r = await this.#run('rollcallLeave', [this.#keys.group(group)], [this.#ctx.memberId])
-    this.#joined.delete(group)
     if (r === -1) throw new GroupNotFoundError(group)
     if (r === -2) throw new MemberNotJoinedError(group, this.#ctx.memberId)
   }
@@ -250,7 +243,6 @@ class RedisDriver implements CoordinationDriver {
         run: (name, keys, args) => this.#run(name, keys, args),
         lockTimeoutMs: this.#options.lockTimeoutMs,
         memberId: this.#ctx.memberId,
-        held: (lock, isHeld) => (isHeld ? this.#heldLocks.add(lock) : this.#heldLocks.delete(lock)),
         turnOpen: (lock, open) => (open ? this.#openTurns.add(lock) : this.#openTurns.delete(lock)),
         get wakeups() {
           return wakeups()
@@ -290,27 +282,14 @@ class RedisDriver implements CoordinationDriver {
   }
 
   /**
-   * Back after a break: report `reconnected`, then beat and check held locks at once. If the
-   * server lost our memberships or locks meanwhile (restarted empty, failed over), say so now
-   * rather than at the next scheduled beat: the Coordinator rejoins without waiting, and a lock
-   * holder stops trusting its lock as early as it can know.
+   * Back after a break: report `reconnected`, and only that. Recovery is the Coordinator's: it
+   * beats at once (the beat names the groups the server lost, restarted empty or failed over) and
+   * refreshes every held lock (one whose key is gone or taken is reported lost).
    */
   #onReady(): void {
     if (this.#stopping || !this.#suspended) return
     this.#suspended = false
     this.#ctx.events.connectionState('reconnected')
-    this.#beat([...this.#joined]).then((lost) => {
-      if (lost.length > 0) {
-        this.#ctx.events.membershipLost(lost, 'the Redis server no longer lists this member (it restarted empty, failed over, or the entry was deleted)')
-      }
-    }, (err: unknown) => this.#ctx.log.debug('beat after reconnect failed', { error: String(err) }))
-    for (const lock of this.#heldLocks) {
-      lock.refresh().then((ours) => {
-        if (ours) return
-        this.#heldLocks.delete(lock)
-        this.#ctx.events.lockLost(lock, 'its key was gone or held by another when the connection to Redis came back')
-      }, (err: unknown) => this.#ctx.log.debug('lock check after reconnect failed', { error: String(err) }))
-    }
   }
 
   #decodeOrWarn(bytes: Buffer, what: string): string | undefined {

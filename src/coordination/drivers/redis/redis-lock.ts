@@ -62,8 +62,6 @@ export interface RedisLockHost {
   run(name: ScriptName, keys: readonly string[], args: readonly ScriptArg[]): Promise<ScriptReply>
   readonly lockTimeoutMs: number
   readonly memberId: string
-  /** Told when this lock is taken (true) or given up (false), so the driver can re-check it after a reconnect. */
-  held(lock: RedisLock, isHeld: boolean): void
   /** Told when a release leaves this lock's turn open (true) and when it is closed, so that the driver's stop() can close it. */
   turnOpen(lock: RedisLock, open: boolean): void
   /** The coordinator's subscriber connection; undefined once stopped. */
@@ -122,13 +120,11 @@ export class RedisLock implements DriverLock {
     this.#queued = false
     this.#setTurnOpen(false)
     this.fencingToken = BigInt(fence)
-    this.#host.held(this, true)
     return true
   }
 
   async release(): Promise<boolean> {
     this.fencingToken = undefined
-    this.#host.held(this, false)
     const answer = await this.#host.run('rollcallLockRelease', this.#keys, this.#args(0))
     // Released within the turn: other rollcall attempts leave the key to this holder while its turn is on, so the turn
     // ends now unless this object asks for the key again by the next turn of the event loop (a holder looping on the lock).
@@ -204,10 +200,7 @@ export class RedisLock implements DriverLock {
 
   async refresh(): Promise<boolean> {
     const ours = (await this.#host.run('rollcallLockRefresh', [this.key], [this.#token, this.#host.lockTimeoutMs])) === 1
-    if (!ours) {
-      this.fencingToken = undefined
-      this.#host.held(this, false)
-    }
+    if (!ours) this.fencingToken = undefined
     return ours
   }
 
