@@ -19,7 +19,9 @@
  * process exclude each other (classic POSIX locks would not, which is why tooz adds an in-process
  * barrier). The kernel drops the lock when the description's last descriptor closes, so a process
  * that dies never leaves a lock behind. Elsewhere than Linux (macOS) the package falls back to
- * flock: rollcall processes still exclude each other, Python processes no longer.
+ * flock: rollcall processes still exclude each other, Python processes no longer. On Bun, which
+ * aborts when fs-native-extensions reports a busy lock, bun-record-locks.ts makes the same fcntl
+ * calls through bun:ffi.
  *
  * The file calls here are synchronous: open, fstat, stat, ftruncate and close of a local file take
  * a few microseconds, less than a hop through libuv's thread pool, and none of them waits for
@@ -32,9 +34,10 @@ import { closeSync, constants, fstatSync, mkdirSync, openSync, statSync, unlinkS
 import { dirname } from 'node:path'
 import { DriverUnavailableError, OperationTimeoutError } from '../../../errors.js'
 import type { DriverLock } from '../../driver.js'
+import { bunRecordLocks } from './bun-record-locks.js'
 
 /** The subset of fs-native-extensions used here. */
-interface NativeLocks {
+export interface NativeLocks {
   /** Whole-file write lock (read lock with `shared`) without waiting; false when another description holds a conflicting lock. */
   tryLock(fd: number, options?: { shared?: boolean }): boolean
   /** The same on `length` bytes from `offset` (a conversion when this description already locks them). */
@@ -44,8 +47,9 @@ interface NativeLocks {
 
 let native: NativeLocks | undefined
 
-/** Loads fs-native-extensions once; DriverUnavailableError when it is missing. */
+/** Loads fs-native-extensions once (on Bun, the same calls through bun:ffi); DriverUnavailableError when it is missing. */
 export function nativeLocks(): NativeLocks {
+  if (!native && process.versions.bun !== undefined) native = bunRecordLocks()
   if (!native) {
     try {
       native = createRequire(import.meta.url)('fs-native-extensions') as NativeLocks
