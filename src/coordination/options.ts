@@ -15,8 +15,12 @@ import { shorten } from '../internal/redact.js'
 
 export { MAX_TIMER_MS } from '../internal/coerce.js'
 
-/** The declared shape of one option. Build it with {@link opt}. */
-export interface OptionSpec<T> {
+/**
+ * The declared shape of one option. Build it with {@link opt}. `HasDefault` is true when the
+ * option always has a value once resolved (it declares a default or a defaultFrom), false when
+ * an option left out resolves to undefined; `boolean` when not known.
+ */
+export interface OptionSpec<T, HasDefault extends boolean = boolean> {
   /** The URL query key, as tooz spells it. */
   readonly query: string
   /** What the docs table shows as the type and unit. */
@@ -26,6 +30,8 @@ export interface OptionSpec<T> {
   readonly default: T | undefined
   /** Name of another option whose resolved value is the default (tooz: membership_timeout ← timeout). */
   readonly defaultFrom: string | undefined
+  /** True when the option declares a default or a defaultFrom, so that its resolved value is never undefined. */
+  readonly hasDefault: HasDefault
   /** True for options that repeat in the URL (`hosts=a&hosts=b`); others keep the last value. */
   readonly repeated: boolean
   /** True when the option is accepted for tooz compatibility but has no effect here. */
@@ -41,23 +47,36 @@ export interface OptionSpec<T> {
 /** Options a driver declares, keyed by their programmatic name. */
 export type OptionSpecs = Record<string, OptionSpec<unknown>>
 
-/** The resolved values of a spec set. */
+/**
+ * The resolved values of a spec set: `T` for an option with a default (or a defaultFrom),
+ * `T | undefined` for one without, which resolves to undefined when it is not given.
+ */
 export type ResolvedOptions<S extends OptionSpecs> = {
-  [K in keyof S]: S[K] extends OptionSpec<infer T> ? T : never
+  [K in keyof S]: S[K] extends OptionSpec<infer T, true> ? T : S[K] extends OptionSpec<infer T> ? T | undefined : never
 }
 
-interface Common<T> {
+/** What every builder of {@link opt} takes besides its own bounds. */
+export interface OptionDeclaration<T> {
+  /** One sentence for the docs table and the option's doc comment. */
   doc: string
+  /** Name of another option whose resolved value is the default. */
   defaultFrom?: string
+  /** Accepted for tooz compatibility, with no effect. */
   ignored?: boolean
+  /** The default, in the URL's units (seconds for durations). */
   default?: T
 }
+
+type Common<T> = OptionDeclaration<T>
+
+/** Whether a declaration gives its option a value when none is given: a default or a defaultFrom. */
+export type DeclaresDefault<C> = C extends { default: {} } | { defaultFrom: string } ? true : false
 
 function last(values: string[]): string {
   return values[values.length - 1] ?? ''
 }
 
-function make<T>(
+function make<T, D extends boolean>(
   query: string,
   type: string,
   c: Common<T>,
@@ -66,13 +85,14 @@ function make<T>(
   check: (v: unknown) => T,
   repeated = false,
   parseAll?: (v: string[]) => T,
-): OptionSpec<T> {
+): OptionSpec<T, D> {
   return {
     query,
     type,
     doc: c.doc,
     default: c.default,
     defaultFrom: c.defaultFrom,
+    hasDefault: (c.default !== undefined || c.defaultFrom !== undefined) as D,
     repeated,
     ignored: c.ignored ?? false,
     fromQuery: parseAll ?? ((values) => parse(last(values))),
@@ -87,12 +107,12 @@ export const opt = {
    * A duration: seconds in the URL (tooz's unit), milliseconds in code. Range bounds are in
    * seconds; the upper bound is never above {@link MAX_TIMER_MS}.
    */
-  seconds(query: string, c: Common<number> & Bounds): OptionSpec<number> {
+  seconds<C extends Common<number> & Bounds>(query: string, c: C): OptionSpec<number, DeclaresDefault<C>> {
     const check = (ms: number): number => {
       inRange(ms / 1000, c, ' s')
       return timerMs(ms)
     }
-    return make(
+    return make<number, DeclaresDefault<C>>(
       query,
       'seconds',
       { ...c, default: c.default === undefined ? undefined : c.default * 1000 },
@@ -105,16 +125,16 @@ export const opt = {
     )
   },
   /** A whole number. */
-  integer(query: string, c: Common<number> & Bounds): OptionSpec<number> {
+  integer<C extends Common<number> & Bounds>(query: string, c: C): OptionSpec<number, DeclaresDefault<C>> {
     const check = (n: number): number => inRange(n, c)
-    return make(query, 'integer', c, String, (s) => check(decimal(s, true)), (v) => {
+    return make<number, DeclaresDefault<C>>(query, 'integer', c, String, (s) => check(decimal(s, true)), (v) => {
       if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new Unfit('must be a whole number')
       return check(v)
     })
   },
   /** true/false; the URL accepts oslo's spellings (1/0, yes/no, on/off, true/false, t/f, y/n). */
-  boolean(query: string, c: Common<boolean>): OptionSpec<boolean> {
-    return make(query, 'boolean', c, String, (s) => {
+  boolean<C extends Common<boolean>>(query: string, c: C): OptionSpec<boolean, DeclaresDefault<C>> {
+    return make<boolean, DeclaresDefault<C>>(query, 'boolean', c, String, (s) => {
       const b = booleanWord(s, STRUTILS_BOOLEANS)
       if (b === undefined) throw new Unfit(`"${shorten(s)}" is not a boolean (use true or false)`)
       return b
@@ -124,24 +144,24 @@ export const opt = {
     })
   },
   /** Free text. */
-  string(query: string, c: Common<string> & { nonEmpty?: boolean }): OptionSpec<string> {
+  string<C extends Common<string> & { nonEmpty?: boolean }>(query: string, c: C): OptionSpec<string, DeclaresDefault<C>> {
     const check = (s: string): string => {
       if (c.nonEmpty && s === '') throw new Unfit('must not be empty')
       return s
     }
-    return make(query, 'string', c, (v) => (v === '' ? '""' : v), check, (v) => {
+    return make<string, DeclaresDefault<C>>(query, 'string', c, (v) => (v === '' ? '""' : v), check, (v) => {
       if (typeof v !== 'string') throw new Unfit('must be a string')
       return check(v)
     })
   },
   /** One of a fixed set of words. */
-  enum<const V extends string>(query: string, values: readonly V[], c: Common<V>): OptionSpec<V> {
+  enum<const V extends string, C extends Common<NoInfer<V>> = Common<V>>(query: string, values: readonly V[], c: C): OptionSpec<V, DeclaresDefault<C>> {
     const check = (v: unknown): V => coerce(() => oneOf(v, values), (phrase) => new Unfit(`must be ${phrase}`))
-    return make(query, values.join(' \\| '), c, String, check, check)
+    return make<V, DeclaresDefault<C>>(query, values.join(' \\| '), c, String, check, check)
   },
   /** A repeatable option (`hosts=a&hosts=b`); in code, an array of strings. */
-  list(query: string, c: Common<string[]>): OptionSpec<string[]> {
-    return make(
+  list<C extends Common<string[]>>(query: string, c: C): OptionSpec<string[], DeclaresDefault<C>> {
+    return make<string[], DeclaresDefault<C>>(
       query,
       'list',
       c,

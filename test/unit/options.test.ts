@@ -54,3 +54,25 @@ describe('unit: options', () => {
     }
   })
 })
+
+describe('options: resolved types', () => {
+  it('an option without a default resolves to T | undefined; one with a default or a defaultFrom to T', () => {
+    const withOptional = { ...specs, sentinel: opt.string('sentinel', { doc: 's' }), api: opt.enum('api_version', ['v3', 'v3beta'], { doc: 'a' }) }
+    const r = resolveOptions(withOptional, q(''), {}, 'test')
+    // Compile-time half: each line fails to compile if the resolved type is wrong.
+    const sentinel: string | undefined = r.sentinel
+    // @ts-expect-error an option without a default may be undefined
+    const notNarrowed: string = r.sentinel
+    const api: 'v3' | 'v3beta' | undefined = r.api
+    const timeout: number = r.membershipTimeoutMs
+    const style: 'v9' | 'legacy' = r.style
+    // Run-time half: the values the types describe.
+    assert.equal(sentinel, undefined)
+    assert.equal(notNarrowed, undefined)
+    assert.equal(api, undefined)
+    assert.equal(timeout, 30_000)
+    assert.equal(style, 'v9')
+    assert.equal(withOptional.sentinel.hasDefault, false)
+    assert.equal(withOptional.membershipTimeoutMs.hasDefault, true)
+  })
+})

@@ -31,8 +31,8 @@ export const ttlSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 100
 /** The PEM files named by ca_cert, cert_cert and cert_key, read (etcd3+https). */
 export function readTls(options: Etcd3Options): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
   return {
-    ca: readTlsFile('etcd3', 'ca_cert', options.caCert as string | undefined),
-    cert: readTlsFile('etcd3', 'cert_cert', options.certCert as string | undefined),
-    key: readTlsFile('etcd3', 'cert_key', options.certKey as string | undefined),
+    ca: readTlsFile('etcd3', 'ca_cert', options.caCert),
+    cert: readTlsFile('etcd3', 'cert_cert', options.certCert),
+    key: readTlsFile('etcd3', 'cert_key', options.certKey),
   }
 }

@@ -98,7 +98,7 @@ class Etcd3Driver implements CoordinationDriver {
     // One deadline for the whole start, whatever the number of endpoints and round trips.
     const deadline = AbortSignal.timeout(options.timeoutMs)
     try {
-      gw.setApiVersion((options.apiVersion as string | undefined) ?? (await gw.discoverApiVersion(deadline)))
+      gw.setApiVersion(options.apiVersion ?? (await gw.discoverApiVersion(deadline)))
       await gw.authenticate(deadline)
       const granted = await gw.leaseGrant(this.#leaseTtlSeconds, deadline)
       this.#lease = granted.id

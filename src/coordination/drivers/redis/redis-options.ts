@@ -14,7 +14,7 @@ import { opt, type OptionSpec, type ResolvedOptions } from '../../options.js'
 const UTF8_NAMES = new Set(['utf8', 'utf_8', 'u8', 'utf', 'cp65001'])
 
 /** `encoding`: rollcall always writes UTF-8, so only UTF-8 spellings are accepted. */
-function utf8Encoding(): OptionSpec<string> {
+function utf8Encoding(): OptionSpec<string, true> {
   const base = opt.string('encoding', {
     default: 'utf8',
     doc: 'How tooz encodes str ids to bytes. rollcall always uses UTF-8, so only UTF-8 spellings (utf8, utf-8, ...) are accepted: with any other encoding '
@@ -32,7 +32,7 @@ function utf8Encoding(): OptionSpec<string> {
 }
 
 /** A duration in seconds where 0 means "off" (redis-py's convention for health_check_interval). */
-function secondsOrOff(query: string, doc: string): OptionSpec<number> {
+function secondsOrOff(query: string, doc: string): OptionSpec<number, true> {
   const base = opt.seconds(query, { doc, default: 0 })
   const zero = (text: string | undefined): boolean => text !== undefined && /\d/.test(text) && Number(text) === 0
   return {
