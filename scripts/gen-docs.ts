@@ -1,10 +1,12 @@
 /**
  * Generates docs/drivers.md from the drivers' declarations (capabilities, options, URL forms,
- * consistency, hazards): nothing in it is written by hand. `npm run docs` rewrites it;
- * test/unit/docs.test.ts fails when it is out of date.
+ * consistency, hazards): nothing in it is written by hand. `npm run docs` rewrites it, and the
+ * named option interfaces in src/coordination/driver-options.ts (scripts/gen-option-types.ts);
+ * test/unit/docs.test.ts fails when either is out of date.
  */
 import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { renderOptionTypes } from './gen-option-types.js'
 import { MAX_TLS_FILE_BYTES } from '../src/coordination/drivers/kit/tls-files.js'
 import { ALL_CAPABILITIES, BUILTIN_DRIVERS, CAPABILITY_DOCS, COMMON_OPTIONS, loadDriver, type DriverDefinition, type OptionSpecs } from '../src/index.js'
 import { MAX_LINE_BYTES, MAX_VALUE_BYTES } from '../src/clients/memcached/memcached-protocol.js'
@@ -95,4 +97,6 @@ export async function renderDriversDoc(): Promise<string> {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   writeFileSync(new URL('../docs/drivers.md', import.meta.url), await renderDriversDoc())
   console.log('wrote docs/drivers.md')
+  writeFileSync(new URL('../src/coordination/driver-options.ts', import.meta.url), await renderOptionTypes())
+  console.log('wrote src/coordination/driver-options.ts')
 }

@@ -5,6 +5,17 @@
  */
 export { connect, createCoordinator, defaultMemberId, COMMON_OPTIONS } from './coordination/connect.js'
 export type { BaseConnectOptions, BuiltinScheme, CodeOptions, ConnectOptions, ConnectOptionsFor, DriverOptions } from './coordination/connect-options.js'
+export type {
+  BuiltinDriverOptions,
+  EtcdOptions,
+  FileOptions,
+  MemcachedOptions,
+  MemoryOptions,
+  MysqlOptions,
+  PostgresqlOptions,
+  RedisOptions,
+  ZookeeperOptions,
+} from './coordination/driver-options.js'
 export { Coordinator } from './coordination/coordinator.js'
 export type { CoordinatorState, MemberInfo, Health } from './coordination/coordinator.js'
 export type { CoordinatorEvents, MemberEvent, LeaderEvent, HeartbeatFailure } from './coordination/events.js'

@@ -7,6 +7,7 @@
  */
 import type { Capability } from './capabilities.js'
 import type { DriverDefinition } from './driver.js'
+import type { BuiltinDriverOptions } from './driver-options.js'
 import type { Logger } from './logger.js'
 import type { OptionSpec, OptionSpecs } from './options.js'
 import type { BUILTIN_DRIVERS } from './registry.js'
@@ -39,8 +40,16 @@ export type CodeOptions<S extends OptionSpecs> = { [K in keyof S]?: S[K] extends
 
 type SpecsOf<K extends BuiltinScheme> = Awaited<ReturnType<(typeof BUILTIN_DRIVERS)[K]>>['default'] extends DriverDefinition<infer S> ? S : never
 
-/** The driver options of one built-in scheme (`DriverOptions<'redis'>`). */
-export type DriverOptions<K extends BuiltinScheme> = CodeOptions<SpecsOf<K>>
+/** The driver options of one built-in scheme (`DriverOptions<'redis'>` is `RedisOptions`). */
+export type DriverOptions<K extends BuiltinScheme> = BuiltinDriverOptions[K]
+
+// The named interfaces are generated from the drivers' declarations (npm run docs); this fails to
+// compile, naming the scheme, when one of them and its driver's declarations disagree (a field
+// missing, extra or of another type), e.g. after an option was added without regenerating.
+type Agree<A, B> = [Required<A>] extends [Required<B>] ? ([Required<B>] extends [Required<A>] ? true : false) : false
+type Disagreeing = { [K in BuiltinScheme]: Agree<BuiltinDriverOptions[K], CodeOptions<SpecsOf<K>>> extends true ? never : K }[BuiltinScheme]
+type NoneDisagree<T extends never> = T
+type OptionInterfacesAgree = NoneDisagree<Disagreeing>
 
 /** The options of connect() for any built-in driver: a typo is an error, any driver's option is accepted. */
 export type ConnectOptions = BaseConnectOptions & { [K in BuiltinScheme]: DriverOptions<K> }[BuiltinScheme]

@@ -4,10 +4,15 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { BUILTIN_DRIVERS, loadDriver, type OptionSpecs } from '../../src/index.js'
 import { renderDriversDoc } from '../../scripts/gen-docs.js'
+import { renderOptionTypes } from '../../scripts/gen-option-types.js'
 
 describe('unit: docs and registry', () => {
   it('docs: docs/drivers.md is what `npm run docs` generates from the declarations', async () => {
     assert.equal(readFileSync('docs/drivers.md', 'utf8'), await renderDriversDoc(), 'docs/drivers.md is stale: run npm run docs')
+  })
+
+  it('docs: src/coordination/driver-options.ts (RedisOptions, ...) is what `npm run docs` generates from the declarations', async () => {
+    assert.equal(readFileSync('src/coordination/driver-options.ts', 'utf8'), await renderOptionTypes(), 'driver-options.ts is stale: run npm run docs')
   })
 
   it('registry: every driver file is registered, and every driver documents itself', async () => {

@@ -23,13 +23,13 @@ export const OPTIONS = {
 }
 
 /** Resolved etcd3 options. */
-export type Etcd3Options = ResolvedOptions<typeof OPTIONS>
+export type ResolvedEtcd3Options = ResolvedOptions<typeof OPTIONS>
 
 /** An etcd lease TTL for a duration: whole seconds, rounded up, at least 1. */
 export const ttlSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
 
 /** The PEM files named by ca_cert, cert_cert and cert_key, read (etcd3+https). */
-export function readTls(options: Etcd3Options): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
+export function readTls(options: ResolvedEtcd3Options): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
   return {
     ca: readTlsFile('etcd3', 'ca_cert', options.caCert),
     cert: readTlsFile('etcd3', 'cert_cert', options.certCert),

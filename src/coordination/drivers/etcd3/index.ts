@@ -37,7 +37,7 @@ import {
 } from '../../../errors.js'
 import { dumps, loads } from '../../codec.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
-import { OPTIONS, readTls, ttlSeconds, type Etcd3Options } from './etcd3-options.js'
+import { OPTIONS, readTls, ttlSeconds, type ResolvedEtcd3Options } from './etcd3-options.js'
 import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
 import { Etcd3Lock, lockKey, type Etcd3LockHost } from './etcd3-lock.js'
 import { WaiterLease } from './etcd3-waiter-lease.js'
@@ -49,7 +49,7 @@ import { warnIgnoredPath } from '../kit/ignored-path.js'
 const DEFAULT_PORT = 2379
 
 class Etcd3Driver implements CoordinationDriver {
-  readonly #ctx: DriverContext<Etcd3Options>
+  readonly #ctx: DriverContext<ResolvedEtcd3Options>
   readonly #endpoints: Endpoint[]
   readonly #holding = new Set<Etcd3Lock>()
   readonly #waiters = new WaiterLease(() => this.#client)
@@ -68,7 +68,7 @@ class Etcd3Driver implements CoordinationDriver {
   /** Warns of a key skipped because its id is not UTF-8. */
   readonly #skipped: SkipWarning = (err) => this.#ctx.events.warning(err)
 
-  constructor(ctx: DriverContext<Etcd3Options>) {
+  constructor(ctx: DriverContext<ResolvedEtcd3Options>) {
     this.#ctx = ctx
     const protocol = ctx.url.scheme === 'etcd3+https' ? 'https:' : 'http:'
     const hosts = ctx.url.hosts.length > 0 ? ctx.url.hosts : [{ host: '', port: undefined }]

@@ -63,13 +63,13 @@ const OPTIONS = {
   executor: opt.string('executor', { ignored: true, doc: "tooz's executor choice (threaded or sync)." }),
 }
 
-type FileOptions = ResolvedOptions<typeof OPTIONS>
+type ResolvedFileOptions = ResolvedOptions<typeof OPTIONS>
 
 /** Longest wait for `.driver_lock`, which tooz and rollcall hold only for one short operation. */
 const DRIVER_LOCK_WAIT_MS = 10_000
 
 class FileDriver implements CoordinationDriver {
-  readonly #ctx: DriverContext<FileOptions>
+  readonly #ctx: DriverContext<ResolvedFileOptions>
   readonly #dir: string
   readonly #groupsDir: string
   readonly #tmpDir: string
@@ -84,7 +84,7 @@ class FileDriver implements CoordinationDriver {
   /** Member files: liveness, and their records read through a cache. */
   readonly #records: MemberRecords
 
-  constructor(ctx: DriverContext<FileOptions>, dir: string) {
+  constructor(ctx: DriverContext<ResolvedFileOptions>, dir: string) {
     this.#ctx = ctx
     this.#dir = dir
     this.#groupsDir = join(dir, 'groups')

@@ -75,14 +75,14 @@ import { MemcachedHeartbeat } from './memcached-heartbeat.js'
 import { MemcachedLock } from './memcached-lock.js'
 import { warnIgnoredPath } from '../kit/ignored-path.js'
 import { addToGroupList, casLoop, removeFromGroupList, RETRY } from './memcached-cas.js'
-import { MEMCACHED_OPTIONS, tlsOptions, type MemcachedOptions } from './memcached-options.js'
+import { MEMCACHED_OPTIONS, tlsOptions, type ResolvedMemcachedOptions } from './memcached-options.js'
 
 const DEFAULT_PORT = 11211
 
-export { MEMCACHED_OPTIONS, type MemcachedOptions } from './memcached-options.js'
+export { MEMCACHED_OPTIONS, type ResolvedMemcachedOptions } from './memcached-options.js'
 
 class MemcachedDriver implements CoordinationDriver<MemcachedLock> {
-  readonly #ctx: DriverContext<MemcachedOptions>
+  readonly #ctx: DriverContext<ResolvedMemcachedOptions>
   readonly #me: string
   readonly #ttl: { membership: number; lock: number; leader: number }
   #client: MemcachedClient | undefined
@@ -93,7 +93,7 @@ class MemcachedDriver implements CoordinationDriver<MemcachedLock> {
   /** When the first member key of each group's latest listMemberIds() may lapse. */
   readonly #expiries = new FirstExpiries()
 
-  constructor(ctx: DriverContext<MemcachedOptions>) {
+  constructor(ctx: DriverContext<ResolvedMemcachedOptions>) {
     this.#ctx = ctx
     this.#me = ctx.memberId
     warnIgnoredPath(ctx.url, (message) => ctx.log.warn(message))

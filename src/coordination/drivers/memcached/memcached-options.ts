@@ -39,10 +39,10 @@ export const MEMCACHED_OPTIONS = {
 }
 
 /** Resolved options of the memcached driver. */
-export type MemcachedOptions = ResolvedOptions<typeof MEMCACHED_OPTIONS>
+export type ResolvedMemcachedOptions = ResolvedOptions<typeof MEMCACHED_OPTIONS>
 
 export /** node:tls options from use_ssl and friends; the files are read here, at start. */
-function tlsOptions(o: MemcachedOptions): ConnectionOptions {
+function tlsOptions(o: ResolvedMemcachedOptions): ConnectionOptions {
   return {
     ca: readTlsFile('memcached', 'ca_cert', o.caCert),
     cert: readTlsFile('memcached', 'ssl_cert', o.sslCert),

@@ -27,7 +27,7 @@ import { FirstExpiries } from '../../expiries.js'
 import { describeTarget, ioredisOptions, readTlsMaterial, redisTarget, translateRedisError, type RedisTarget } from './redis-connection.js'
 import { decodeId, GROUP_EXISTS_FIELD, holderOfToken, RedisKeys, STILL_ALIVE } from './redis-keys.js'
 import { RedisLock } from './redis-lock.js'
-import { REDIS_OPTIONS, type RedisOptions } from './redis-options.js'
+import { REDIS_OPTIONS, type ResolvedRedisOptions } from './redis-options.js'
 import { RedisWakeups } from './redis-wakeups.js'
 import { installScripts, SCRIPTS, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
 import { utf8IdProblem } from '../kit/ids.js'
@@ -48,8 +48,8 @@ type Runner = (name: ScriptName, keys: readonly string[], args: readonly ScriptA
 
 /** The redis driver: one ioredis connection per coordinator. */
 class RedisDriver implements CoordinationDriver {
-  readonly #ctx: DriverContext<RedisOptions>
-  readonly #options: RedisOptions
+  readonly #ctx: DriverContext<ResolvedRedisOptions>
+  readonly #options: ResolvedRedisOptions
   readonly #keys: RedisKeys
   readonly #target: RedisTarget
   #client: Redis | undefined
@@ -66,7 +66,7 @@ class RedisDriver implements CoordinationDriver {
   readonly #expiries = new FirstExpiries()
   #healthTimer: NodeJS.Timeout | undefined
 
-  constructor(ctx: DriverContext<RedisOptions>, target: RedisTarget) {
+  constructor(ctx: DriverContext<ResolvedRedisOptions>, target: RedisTarget) {
     this.#ctx = ctx
     this.#options = ctx.options
     this.#target = target

@@ -15,7 +15,7 @@ import type { RedisOptions as IoRedisOptions } from 'ioredis'
 import { BackendError, ConnectionError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
 import type { TranslateContext } from '../../driver.js'
 import { parseHostPort, type BackendUrl, type HostPort } from '../../url.js'
-import type { RedisOptions } from './redis-options.js'
+import type { ResolvedRedisOptions } from './redis-options.js'
 import { warnIgnoredPath } from '../kit/ignored-path.js'
 import { readTlsFile } from '../kit/tls-files.js'
 
@@ -44,7 +44,7 @@ export type RetryPolicy = (attempt: number) => number | null
  * Checks the URL's shape and returns the target. Throws InvalidUrlError/InvalidOptionError.
  * `warn` is told, once, about a URL part that is accepted but ignored (as tooz ignores it).
  */
-export function redisTarget(url: BackendUrl, o: RedisOptions, warn: (message: string) => void = () => {}): RedisTarget {
+export function redisTarget(url: BackendUrl, o: ResolvedRedisOptions, warn: (message: string) => void = () => {}): RedisTarget {
   if (url.hosts.length > 1) {
     throw new InvalidUrlError(
       `${url.redacted} names ${url.hosts.length} hosts; a redis URL names one server (or one sentinel, with more in sentinel_fallback=host:port)`,
@@ -87,7 +87,7 @@ export function redisTarget(url: BackendUrl, o: RedisOptions, warn: (message: st
 }
 
 /** Reads the ssl_* files named by the options; InvalidOptionError naming the option when one cannot be read. */
-export function readTlsMaterial(o: RedisOptions): TlsMaterial {
+export function readTlsMaterial(o: ResolvedRedisOptions): TlsMaterial {
   const cert = readTlsFile('redis', 'ssl_certfile', o.sslCertfile)
   const key = readTlsFile('redis', 'ssl_keyfile', o.sslKeyfile)
   const ca = readTlsFile('redis', 'ssl_ca_certs', o.sslCaCerts)
@@ -110,7 +110,7 @@ export function readTlsMaterial(o: RedisOptions): TlsMaterial {
 export function ioredisOptions(
   url: BackendUrl,
   target: RedisTarget,
-  o: RedisOptions,
+  o: ResolvedRedisOptions,
   tls: TlsMaterial,
   retry: { redis: RetryPolicy; sentinel: RetryPolicy },
   memberId: string,

@@ -105,4 +105,4 @@ export const REDIS_OPTIONS = {
 }
 
 /** Resolved redis options. */
-export type RedisOptions = ResolvedOptions<typeof REDIS_OPTIONS>
+export type ResolvedRedisOptions = ResolvedOptions<typeof REDIS_OPTIONS>

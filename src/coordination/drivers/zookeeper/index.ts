@@ -37,18 +37,18 @@ import { GroupWatches } from './zookeeper-group-watch.js'
 import { readHolder, ZkLock } from './zookeeper-lock.js'
 import { asBackendError, checkSize, translateZkError } from './zookeeper-translate.js'
 import { checkPath, digestCredential, idProblem, LEADER_NODE, LOCKS_NODE, ZOOKEEPER_OPTIONS, serversOf, tlsOptionsOf,
-  type ZookeeperOptions } from './zookeeper-options.js'
+  type ResolvedZookeeperOptions } from './zookeeper-options.js'
 
 /** The ZooKeeper driver of one Coordinator. */
 class ZookeeperDriver implements CoordinationDriver {
-  readonly #ctx: DriverContext<ZookeeperOptions>
+  readonly #ctx: DriverContext<ResolvedZookeeperOptions>
   readonly #base: string
   readonly #servers: { host: string; port: number }[]
   readonly #credential: { auth: string; acl: string } | undefined
   #conn: ZkConnection | undefined
   readonly #watches: GroupWatches
 
-  constructor(ctx: DriverContext<ZookeeperOptions>) {
+  constructor(ctx: DriverContext<ResolvedZookeeperOptions>) {
     this.#ctx = ctx
     this.#watches = new GroupWatches(() => this.#connection(), ctx)
     const { url, options } = ctx

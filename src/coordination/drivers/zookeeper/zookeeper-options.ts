@@ -58,7 +58,7 @@ export const ZOOKEEPER_OPTIONS = {
 }
 
 /** The resolved option values. */
-export type ZookeeperOptions = ResolvedOptions<typeof ZOOKEEPER_OPTIONS>
+export type ResolvedZookeeperOptions = ResolvedOptions<typeof ZOOKEEPER_OPTIONS>
 
 /** Why `id` cannot be a ZooKeeper node name as tooz writes it, or undefined. */
 export function idProblem(kind: IdKind, id: string): string | undefined {
@@ -108,7 +108,7 @@ export function serversOf(url: BackendUrl, extra: readonly string[]): { host: st
  * read, is not a regular file or is over 1 MiB is an InvalidOptionError naming the option and the
  * file (kit/tls-files.ts).
  */
-export function tlsOptionsOf(options: ZookeeperOptions, shownAs: string): TlsOptions | undefined {
+export function tlsOptionsOf(options: ResolvedZookeeperOptions, shownAs: string): TlsOptions | undefined {
   if (!options.useSsl) {
     const stray = (['ca', 'certfile', 'keyfile'] as const).filter((k) => options[k] !== undefined)
     if (stray.length) throw new InvalidOptionError(`${stray.join(', ')} in ${shownAs} only apply with use_ssl=true; add use_ssl=true to connect with TLS`)
