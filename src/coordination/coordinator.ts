@@ -21,6 +21,7 @@ import { GroupView, type GroupViewOptions } from './group-view.js'
 import { Campaigns, type CampaignOptions, type Leadership } from './leadership.js'
 import { Lock, type AcquireOptions } from './lock.js'
 import { Partitioner, type PartitionerOptions } from './partitioner.js'
+import { TypedGroup, type TypedGroupOptions } from './typed-group.js'
 import { DriverRuntime, type CoordinatorParts, type CoordinatorState, type Health } from './runtime.js'
 import { emitSafely } from './user-code.js'
 import { groupJoinChannel, groupLeaveChannel, traced } from './tracing.js'
@@ -277,6 +278,22 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
       if (!done) await this.#rt.watchers.remove(group, 'plain')
       done = true
     }
+  }
+
+  /**
+   * A handle on one group with typed capabilities. With `parse` (recommended: other processes,
+   * Python tooz peers included, may store anything) every value read is checked, so `Caps` is
+   * proven; `group<Caps>(name)` without it asserts the type unchecked. Does no I/O.
+   *
+   * @example
+   * ```ts
+   * const workers = coordinator.group('workers', { parse: (v) => WorkerCaps.parse(v) })
+   * await workers.join({ zone: 'az1', slots: 4 })
+   * ```
+   */
+  group<Caps = unknown>(name: string, options: TypedGroupOptions<Caps> = {}): TypedGroup<Caps> {
+    this.#rt.validateId('group', name)
+    return new TypedGroup<Caps>(this, name, options)
   }
 
   /**

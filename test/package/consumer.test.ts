@@ -86,7 +86,7 @@ const { openCatalog, parseIni } = require('rollcall/servicegroup')
 
 /** Type errors a consumer must get: misspelt or mistyped connect() options. */
 const TYPO_TS = `
-import { connect } from 'rollcall'
+import { connect, SerializationError, type Coordinator, type RedisOptions } from 'rollcall'
 export async function typos(signal: AbortSignal): Promise<void> {
   // @ts-expect-error a misspelt common option
   await connect('memory://', { watchIntervalMss: 5 })
@@ -103,6 +103,26 @@ export async function typos(signal: AbortSignal): Promise<void> {
   // @ts-expect-error a URL typed string still refuses a name no driver has
   await connect(url, { lockTimeotMs: 5_000 })
   void c
+}
+
+/** Typed capabilities through a group handle, validated by parse. */
+interface Worker { zone: string; slots: number }
+export async function typedGroup(c: Coordinator): Promise<RedisOptions> {
+  const workers = c.group('workers', { parse: (v: unknown): Worker => v as Worker })
+  await workers.join({ zone: 'az1', slots: 4 })
+  // @ts-expect-error slots is a number
+  await workers.update({ zone: 'az1', slots: '4' })
+  // @ts-expect-error a Worker has no name
+  await workers.join({ zone: 'az1', slots: 4, name: 'x' })
+  const caps = await workers.getMemberCapabilities('w-1')
+  const slots: number = caps.slots
+  // @ts-expect-error a read value is a Worker, not any
+  const wrong: string = caps.slots
+  for (const [, v] of await workers.getMembersWithCapabilities()) if (!(v instanceof SerializationError)) void v.zone.toUpperCase()
+  const untyped = await c.getMembersWithCapabilities('workers')
+  const asserted = c.group<Worker>('workers')
+  void untyped, asserted, slots, wrong
+  return { membershipTimeoutMs: 5_000 }
 }
 `
 

@@ -63,6 +63,10 @@ const RUNS: Record<string, Run> = {
       /span rollcall:lock\.release in nightly-job/,
     ],
   },
+  'api-typed-group': {
+    names: ['workers', 'worker-1'],
+    prints: [/refused: true/, /worker-1-?\w* in az1 with 4 slots/],
+  },
   'readme-coordination': {
     names: ['api', 'api-1', 'nightly-report'],
     stopWith: { after: /I lead the api group now/, signal: 'SIGINT' },

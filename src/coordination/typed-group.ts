@@ -1,0 +1,95 @@
+/**
+ * A group handle whose capabilities have a type: `coordinator.group(name, { parse })`. What other
+ * members stored (Python tooz peers included) is untrusted, so the handle runs `parse` on every
+ * value it reads; the type is then what `parse` proved, not a cast. `group<Caps>(name)` without
+ * `parse` is an assertion the caller opts into: values are handed over unchecked.
+ */
+import { SerializationError } from '../errors.js'
+import type { Coordinator } from './coordinator.js'
+
+/** Checks one member's decoded capabilities and returns them typed; throws (any error) when they do not fit. */
+export type CapabilitiesParser<Caps> = (value: unknown) => Caps
+
+/** Options of {@link Coordinator.group}. */
+export interface TypedGroupOptions<Caps> {
+  /**
+   * Checks what is read (a zod/valibot `parse`, or a hand-written guard that throws). Without it
+   * the handle trusts the stored values to be `Caps`.
+   */
+  parse?: CapabilitiesParser<Caps>
+}
+
+/** One group, with capabilities of type `Caps` on join, update and every read. */
+export class TypedGroup<Caps> {
+  readonly #coordinator: Coordinator
+  readonly #parse: CapabilitiesParser<Caps> | undefined
+  /** The group's id. */
+  readonly name: string
+
+  /** Use {@link Coordinator.group}. */
+  constructor(coordinator: Coordinator, name: string, options: TypedGroupOptions<Caps> = {}) {
+    this.#coordinator = coordinator
+    this.name = name
+    this.#parse = options.parse
+  }
+
+  #check(member: string, value: unknown): Caps | SerializationError {
+    if (value instanceof SerializationError || this.#parse === undefined) return value as Caps | SerializationError
+    try {
+      return this.#parse(value)
+    } catch (err) {
+      return new SerializationError(
+        `The capabilities of member "${member}" in group "${this.name}" do not fit the group's parser: ${(err as Error)?.message ?? err}`,
+        {
+          cause: err,
+        },
+      )
+    }
+  }
+
+  /** What this member is about to store passes `parse` too, so that a peer never reads a value the group refuses. */
+  #checkOwn(capabilities: Caps): void {
+    const checked = this.#check(this.#coordinator.memberId, capabilities)
+    if (checked instanceof SerializationError) throw checked
+  }
+
+  /** Joins the group (creating it when missing, unless `create: false`) with these capabilities, checked by `parse`. */
+  async join(capabilities: Caps, options: { create?: boolean } = {}): Promise<void> {
+    this.#checkOwn(capabilities)
+    if (options.create === false) return this.#coordinator.joinGroup(this.name, capabilities)
+    return this.#coordinator.joinGroupCreate(this.name, capabilities)
+  }
+
+  /** Leaves the group. */
+  leave(): Promise<void> {
+    return this.#coordinator.leaveGroup(this.name)
+  }
+
+  /** Replaces this member's capabilities, checked by `parse`. */
+  async update(capabilities: Caps): Promise<void> {
+    this.#checkOwn(capabilities)
+    return this.#coordinator.updateCapabilities(this.name, capabilities)
+  }
+
+  /** Live member ids, sorted. */
+  getMembers(): Promise<string[]> {
+    return this.#coordinator.getMembers(this.name)
+  }
+
+  /**
+   * Live members with their capabilities, parsed. A member whose value cannot be decoded or does
+   * not pass `parse` maps to a SerializationError; the others are unaffected.
+   */
+  async getMembersWithCapabilities(): Promise<Map<string, Caps | SerializationError>> {
+    const out = new Map<string, Caps | SerializationError>()
+    for (const [member, value] of await this.#coordinator.getMembersWithCapabilities(this.name)) out.set(member, this.#check(member, value))
+    return out
+  }
+
+  /** One member's capabilities, parsed; throws SerializationError when they do not pass `parse`. */
+  async getMemberCapabilities(member: string): Promise<Caps> {
+    const checked = this.#check(member, await this.#coordinator.getMemberCapabilities(this.name, member))
+    if (checked instanceof SerializationError) throw checked
+    return checked
+  }
+}
