@@ -10,7 +10,7 @@ import type { DriverDefinition } from './driver.js'
 import type { BuiltinDriverOptions } from './driver-options.js'
 import type { Logger } from './logger.js'
 import type { OptionSpec, OptionSpecs } from './options.js'
-import type { BUILTIN_DRIVERS } from './registry.js'
+import type { BUILTIN_LOADERS, BuiltinScheme } from './registry.js'
 
 /** What connect() takes besides driver options. */
 export interface BaseConnectOptions {
@@ -32,13 +32,12 @@ export interface BaseConnectOptions {
   rejoin?: boolean
 }
 
-/** A URL scheme of a built-in driver. */
-export type BuiltinScheme = keyof typeof BUILTIN_DRIVERS
+export type { BuiltinScheme } from './registry.js'
 
 /** The programmatic options (camelCase, durations in ms) of a spec set, all optional. */
 export type CodeOptions<S extends OptionSpecs> = { [K in keyof S]?: S[K] extends OptionSpec<infer T> ? T : never }
 
-type SpecsOf<K extends BuiltinScheme> = Awaited<ReturnType<(typeof BUILTIN_DRIVERS)[K]>>['default'] extends DriverDefinition<infer S> ? S : never
+type SpecsOf<K extends BuiltinScheme> = Awaited<ReturnType<(typeof BUILTIN_LOADERS)[K]>>['default'] extends DriverDefinition<infer S> ? S : never
 
 /** The driver options of one built-in scheme (`DriverOptions<'redis'>` is `RedisOptions`). */
 export type DriverOptions<K extends BuiltinScheme> = BuiltinDriverOptions[K]

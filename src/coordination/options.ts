@@ -105,7 +105,7 @@ function make<T, D extends boolean>(
 export const opt = {
   /**
    * A duration: seconds in the URL (tooz's unit), milliseconds in code. Range bounds are in
-   * seconds; the upper bound is never above {@link MAX_TIMER_MS}.
+   * seconds; the upper bound is never above `MAX_TIMER_MS`.
    */
   seconds<C extends Common<number> & Bounds>(query: string, c: C): OptionSpec<number, DeclaresDefault<C>> {
     const check = (ms: number): number => {

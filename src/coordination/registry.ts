@@ -8,8 +8,27 @@ import type { DriverDefinition } from './driver.js'
 /** Loads a driver definition. */
 export type DriverLoader = () => Promise<{ default: DriverDefinition<any> }>
 
-/** The drivers that ship with rollcall, by URL scheme. */
-export const BUILTIN_DRIVERS = {
+/** A URL scheme of a built-in driver. */
+export type BuiltinScheme =
+  | 'memory'
+  | 'file'
+  | 'redis'
+  | 'rediss'
+  | 'memcached'
+  | 'zookeeper'
+  | 'kazoo'
+  | 'etcd3'
+  | 'etcd3+http'
+  | 'etcd3+https'
+  | 'postgresql'
+  | 'mysql'
+
+/**
+ * The built-in loaders with their modules' own types (for the option-type check in
+ * connect-options.ts). Not exported from the package: `import()` types in a public declaration
+ * are what API Extractor cannot read.
+ */
+export const BUILTIN_LOADERS = {
   memory: () => import('./drivers/memory.js'),
   file: () => import('./drivers/file/index.js'),
   redis: () => import('./drivers/redis/index.js'),
@@ -22,7 +41,10 @@ export const BUILTIN_DRIVERS = {
   'etcd3+https': () => import('./drivers/etcd3/index.js'),
   postgresql: () => import('./drivers/postgresql/index.js'),
   mysql: () => import('./drivers/mysql/index.js'),
-} as const satisfies Record<string, DriverLoader>
+} as const satisfies Record<BuiltinScheme, DriverLoader>
+
+/** The drivers that ship with rollcall, by URL scheme. */
+export const BUILTIN_DRIVERS: Readonly<Record<BuiltinScheme, DriverLoader>> = BUILTIN_LOADERS
 
 const custom = new Map<string, DriverLoader>()
 

@@ -42,7 +42,7 @@ const SCHEME = /^([a-z][a-z0-9+.-]*):/i
  * Parses `scheme://[user[:pass]@]host[:port][,host[:port]...][/path][?query]`, given as a string or
  * as a WHATWG `URL` (read as its `href`). Throws InvalidUrlError when it does not fit that shape. No message shows what lies between
  * `scheme:` and the last `@` (the user name and password, whatever they contain), and a URL whose
- * shape cannot be made out is shown by its scheme and host only ({@link displayUrl}).
+ * shape cannot be made out is shown by its scheme and host only (`displayUrl()`).
  */
 export function parseBackendUrl(given: string | URL): BackendUrl {
   const input = given instanceof URL ? given.href : given
