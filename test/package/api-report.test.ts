@@ -1,14 +1,28 @@
 /**
  * The public surface is reported in api/*.api.md (API Extractor, from the built dist/*.d.ts of
  * both entry points, "." and "./servicegroup"), so that an accidental export or a breaking change
- * shows in review. This fails when the committed reports differ from the build: run npm run api.
+ * shows in review; docs/reference/ is the API reference api-documenter writes from the same
+ * model. This fails when the committed reports or reference differ from the build: run npm run api.
  */
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
 
 const BIN = 'node_modules/@microsoft/api-extractor/bin/api-extractor'
+const DOCUMENTER = 'node_modules/@microsoft/api-documenter/bin/api-documenter'
+
+/** Every file under `dir`, by its path relative to it. */
+function tree(dir: string): Map<string, string> {
+  const out = new Map<string, string>()
+  for (const name of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
+    const path = join(dir, name)
+    if (name.endsWith('.md')) out.set(name, readFileSync(path, 'utf8'))
+  }
+  return out
+}
 
 describe('package: API report', () => {
   for (const entry of ['main', 'servicegroup']) {
@@ -18,6 +32,18 @@ describe('package: API report', () => {
       const run = spawnSync(process.execPath, [BIN, 'run', '-c', `api/${entry}.json`], { encoding: 'utf8' })
       assert.equal(run.status, 0, `The API report is stale or the declarations have warnings: run npm run api and review the diff.\n${run.stdout}${run.stderr}`)
       assert.doesNotMatch(run.stdout, /Warning:/, `API Extractor warns: run npm run api and fix the warnings.\n${run.stdout}`)
+      // The run above wrote the doc model; the reference written from it must be the committed one.
+      const out = mkdtempSync(join(tmpdir(), 'rollcall-reference-'))
+      try {
+        const doc = spawnSync(process.execPath, [DOCUMENTER, 'markdown', '-i', `node_modules/.cache/api-model/${entry}`, '-o', out], { encoding: 'utf8' })
+        assert.equal(doc.status, 0, `${doc.stdout}${doc.stderr}`)
+        const committed = tree(`docs/reference/${entry === 'main' ? 'rollcall' : 'servicegroup'}`)
+        const fresh = tree(out)
+        const stale = [...new Set([...committed.keys(), ...fresh.keys()])].filter((f) => committed.get(f) !== fresh.get(f))
+        assert.deepEqual(stale, [], `docs/reference/ is stale (${stale.length} files differ): run npm run api`)
+      } finally {
+        rmSync(out, { recursive: true, force: true })
+      }
     })
   }
 })
