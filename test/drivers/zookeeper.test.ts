@@ -25,6 +25,7 @@ import { rid, waitFor } from '../support/wait.js'
 import { TcpProxy } from '../support/proxy.js'
 import { freePort, startZookeeper } from '../support/servers.js'
 import { assertGroupAndLockShared, codeOf, rawZk, sharedHostPort } from './zookeeper-support.js'
+import { relayLagMs } from '../../src/clients/zookeeper/zookeeper-leader-proof.js'
 
 const base = serverUrl('zookeeper')
 const NO_AUTH = -102
@@ -289,9 +290,11 @@ describe('zookeeper driver', { concurrency: 4 }, () => {
   it('zookeeper: options: tooz options are accepted, bad TLS settings and unknown ones are refused plainly', async (t) => {
     const c = await open(t, withQuery(base, 'timeout=3&handler=threading&connection_retry=x&command_retry=y&verify_certs=false&randomize_hosts=true'))
     // The session's wire deadline (the negotiated 3 s less the 300 ms expiry margin, from the send
-    // time of the beat's requests) plus a third of the timeout: the Coordinator's backstop deadline.
+    // time of the last request the leader is proven to have counted: at most the relay lag of
+    // 875 ms and two 250 ms sync periods before now) plus a third of the timeout: the
+    // Coordinator's backstop deadline.
     const lapsesInMs = await c.heartbeat()
-    assert.ok(lapsesInMs >= 3_700 && lapsesInMs <= 4_000, `heartbeat() returned ${lapsesInMs} ms for a 3 s session`)
+    assert.ok(lapsesInMs >= 3_700 - relayLagMs(3_000) - 500 && lapsesInMs <= 4_000, `heartbeat() returned ${lapsesInMs} ms for a 3 s session`)
     await assert.rejects(connect(withQuery(base, 'use_ssl=true&ca=/etc/ca.pem')), (e: Error) => e instanceof InvalidOptionError && /TLS/.test(e.message))
     await assert.rejects(connect(withQuery(base, 'handler=gevent')), InvalidOptionError)
     await assert.rejects(connect(withQuery(base, 'bogus=1')), (e: Error) => e instanceof InvalidOptionError && /namespace/.test(e.message))

@@ -179,12 +179,36 @@ async function ports(n: number): Promise<number[]> {
   return out
 }
 
+/** How to build a ZooKeeper ensemble (every field optional). */
+export interface ZookeeperEnsembleOptions {
+  /** Default 500. */
+  tickTimeMs?: number
+  /** Default 10 (ticks a follower may go without hearing the leader). */
+  syncLimit?: number
+  /**
+   * The quorum and election ports server `from` (0-based) is to use for server `to`: by default
+   * `to`'s own; a fault test returns the ports of proxies it runs, to cut one server off from
+   * its peers while its clients still reach it.
+   */
+  peerRoute?(from: number, to: number, ports: { quorum: number; election: number }): Promise<{ quorum: number; election: number }>
+}
+
 /** A three-node ZooKeeper ensemble (tickTime 500 ms, sessions from 1 s up). */
-async function zookeeperEnsemble(size = 3): Promise<Cluster> {
+async function zookeeperEnsemble(size = 3, options: ZookeeperEnsembleOptions = {}): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-zk-ensemble-'))
   const all = await ports(3 * size)
   const [client, peer, election] = [all.slice(0, size), all.slice(size, 2 * size), all.slice(2 * size)]
-  const servers = client.map((_, i) => `server.${i + 1}=127.0.0.1:${peer[i]}:${election[i]}`)
+  const tickTimeMs = options.tickTimeMs ?? 500
+  const routes: string[][] = []
+  for (let from = 0; from < size; from++) {
+    const lines: string[] = []
+    for (let to = 0; to < size; to++) {
+      const own = { quorum: peer[to]!, election: election[to]! }
+      const r = from === to || !options.peerRoute ? own : await options.peerRoute(from, to, own)
+      lines.push(`server.${to + 1}=127.0.0.1:${r.quorum}:${r.election}`)
+    }
+    routes.push(lines)
+  }
   const nodes = client.map((port, i) => {
     const home = join(dir, `zk${i + 1}`)
     mkdirSync(join(home, 'data'), { recursive: true })
@@ -193,10 +217,10 @@ async function zookeeperEnsemble(size = 3): Promise<Cluster> {
       join(home, 'zoo.cfg'),
       [
         // forceSync=no, as for the single private server (servers.ts): no multi-second fsync stalls.
-        'tickTime=500',
+        `tickTime=${tickTimeMs}`,
         'initLimit=20',
-        'syncLimit=10',
-        'minSessionTimeout=1000',
+        `syncLimit=${options.syncLimit ?? 10}`,
+        `minSessionTimeout=${2 * tickTimeMs}`,
         'maxSessionTimeout=60000',
         'forceSync=no',
         `dataDir=${join(home, 'data')}`,
@@ -206,7 +230,7 @@ async function zookeeperEnsemble(size = 3): Promise<Cluster> {
         '4lw.commands.whitelist=*',
         'maxClientCnxns=0',
         'quorumListenOnAllIPs=false',
-        ...servers,
+        ...routes[i]!,
         '',
       ].join('\n'),
     )
@@ -503,8 +527,8 @@ async function redisSentinel(): Promise<Cluster> {
 }
 
 /** {@link zookeeperEnsemble}, on fresh ports once more if a node exits while starting. */
-export function startZookeeperEnsemble(size = 3): Promise<Cluster> {
-  return onFreshPortsIfExited(() => zookeeperEnsemble(size))
+export function startZookeeperEnsemble(size = 3, options: ZookeeperEnsembleOptions = {}): Promise<Cluster> {
+  return onFreshPortsIfExited(() => zookeeperEnsemble(size, options))
 }
 
 /** {@link etcdCluster}, on fresh ports once more if a node exits while starting. */

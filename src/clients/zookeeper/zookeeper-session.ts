@@ -5,10 +5,12 @@
  * when persistent ones exist) on every new connection, credentials re-sent on every connect, and the chroot.
  *
  * Expiry is decided on the wire (zookeeper-wire.ts): the session is presumed expired once
- * `answeredSentAt + timeout - margin` has passed, `answeredSentAt` being the send time of the
- * latest request any server answered. The server cannot have expired it earlier, so a holder
- * gives up its locks before anyone else can take them; and a brief cut, shorter than the
- * timeout less the margin, never ends the session on this side. A server that reports the
+ * `provenSentAt + timeout - margin` has passed, `provenSentAt` being the send time of the latest
+ * request the LEADER is proven to have counted (zookeeper-leader-proof.ts: answered syncs prove
+ * it; a follower's own answers do not, as a follower cut off from the leader keeps answering).
+ * The leader cannot have expired the session earlier, so a holder gives up its locks before
+ * anyone else can take them; and a brief cut, shorter than the timeout less the margin, the
+ * relay lag and a sync period, never ends the session on this side. A server that reports the
  * session expired, or refuses its credentials, ends it too.
  */
 import type { ConnectionOptions as TlsOptions } from 'node:tls'
@@ -89,7 +91,8 @@ export class ZkSession {
   #sessionId = 0n
   #password: Buffer = Buffer.alloc(16)
   #timeoutMs: number
-  #answeredSentAt = now()
+  /** The proven send time carried over from closed connections (see `deadline`). */
+  #provenSentAt = now()
   #lastZxid = 0n
   #retry: NodeJS.Timeout | undefined
   #closing = false
@@ -122,10 +125,10 @@ export class ZkSession {
     return this.#timeoutMs
   }
 
-  /** When (now(), monotonic ms) this session is presumed expired unless a server answers again. */
+  /** When (now(), monotonic ms) this session is presumed expired unless the leader is proven to have renewed it again. */
   get deadline(): number {
-    const answered = Math.max(this.#answeredSentAt, this.#wire?.answeredSentAt ?? 0)
-    return answered + this.#timeoutMs - expiryMarginMs(this.#timeoutMs)
+    const proven = Math.max(this.#provenSentAt, this.#wire?.proof.provenSentAt ?? 0)
+    return proven + this.#timeoutMs - expiryMarginMs(this.#timeoutMs)
   }
 
   /** The session id and password (8 and 16 bytes). */
@@ -169,8 +172,9 @@ export class ZkSession {
     if (this.abandoned) return false
     const wire = this.#wire
     if (wire?.closed) this.#onWireClosed(new Error('the connection closed'))
-    // As ZooKeeper's Java client and kazoo: read timeout 2/3 of the session, a ping after half of that idle.
-    else wire?.check(this.#timeoutMs / 3, (this.#timeoutMs * 2) / 3)
+    // As ZooKeeper's Java client and kazoo: read timeout 2/3 of the session, a ping after half of
+    // that idle; and a sync each twelfth of the session (each watchdog tick), whose answers keep the deadline moving.
+    else wire?.check(this.#timeoutMs / 3, (this.#timeoutMs * 2) / 3, this.#timeoutMs / 12)
     return this.id !== undefined && t > this.deadline
   }
 
@@ -304,7 +308,7 @@ export class ZkSession {
     const wire = this.#wire
     if (!wire) return
     this.#wire = undefined
-    if (wire.answeredSentAt > this.#answeredSentAt) this.#answeredSentAt = wire.answeredSentAt
+    if (wire.proof.provenSentAt > this.#provenSentAt) this.#provenSentAt = wire.proof.provenSentAt
     if (wire.lastZxid > this.#lastZxid) this.#lastZxid = wire.lastZxid
     // Requests that were in flight failed with CONNECTION_LOSS; those not sent yet wait for the next connection.
     if (this.abandoned) return

@@ -4,9 +4,12 @@
  *
  * Session accounting happens here, on the wire: every request records when it was queued for
  * the socket, and `answeredSentAt` is the send time of the latest request the server answered
- * (ping, operation or the handshake). The server's session clock restarts whenever it hears from
- * us, which is never before that send time, so the session cannot expire on the server before
- * `answeredSentAt + timeout` (ZooKeeper's expiry queue even rounds up to the next tick).
+ * (ping, operation or the handshake). That server may be a follower cut off from the leader,
+ * which alone expires sessions, so the session deadline counts from `provenSentAt` instead: the
+ * send time of the latest request the leader is proven to have counted (zookeeper-leader-proof.ts),
+ * proven by the answers to `sync` requests, which the follower must forward to the leader; the
+ * watchdog step sends one every `syncEveryMs`. The session cannot expire on the leader before
+ * `provenSentAt + timeout` (ZooKeeper's expiry queue even rounds up to the next tick).
  *
  * Frames that do not parse, oversized frames, replies to nothing and a handshake that does not
  * finish within the connect timeout all close the connection with a typed error; every request
@@ -35,6 +38,7 @@ import {
   type ConnectResponse,
   type WatchEvent,
 } from './zookeeper-frames.js'
+import { LeaderProof } from './zookeeper-leader-proof.js'
 import { decodeResponse, encodeRequest, type ZkRequest } from './zookeeper-ops.js'
 
 /** Watches to re-register on a new connection. */
@@ -102,6 +106,8 @@ export class ZkWire {
   readonly session: ConnectResponse
   /** Send time (now()) of the latest request answered. */
   answeredSentAt: number
+  /** What the answers prove the leader counted: `provenSentAt` is what the session deadline runs from. */
+  readonly proof: LeaderProof
   /** Highest zxid seen in a reply. */
   lastZxid: bigint
   readonly #socket: Socket
@@ -116,12 +122,16 @@ export class ZkWire {
   #out: Buffer[] = []
   #lastSentAt = now()
   #lastHeardAt = now()
+  /** Send time of the last sync the watchdog sent, and whether it is still unanswered. */
+  #syncSentAt = now()
+  #syncInFlight = false
 
   private constructor(socket: Socket, o: WireOptions, session: ConnectResponse, sentAt: number, splitter: FrameSplitter) {
     this.#socket = socket
     this.#options = o
     this.session = session
     this.answeredSentAt = sentAt
+    this.proof = new LeaderProof(sentAt, session.timeoutMs)
     this.lastZxid = o.handshake.lastZxidSeen
     this.#splitter = splitter
     socket.on('data', (chunk: Buffer) => this.#onData(chunk))
@@ -232,10 +242,11 @@ export class ZkWire {
   }
 
   /**
-   * The watchdog step: a ping when nothing was sent for `pingAfterMs`, and the connection closed
-   * when nothing was heard for `readTimeoutMs` (a silent or partitioned server).
+   * The watchdog step: a sync (the proof of leader contact) every `syncEveryMs` while none is
+   * unanswered, a ping when nothing was sent for `pingAfterMs`, and the connection closed when
+   * nothing was heard for `readTimeoutMs` (a silent or partitioned server).
    */
-  check(pingAfterMs: number, readTimeoutMs: number): void {
+  check(pingAfterMs: number, readTimeoutMs: number, syncEveryMs: number): void {
     if (this.#closed) return
     const t = now()
     if (t - this.#lastHeardAt > readTimeoutMs) {
@@ -246,6 +257,12 @@ export class ZkWire {
           } ms)`,
         ),
       )
+    }
+    if (!this.#syncInFlight && t - this.#syncSentAt >= syncEveryMs) {
+      this.#syncInFlight = true
+      this.#syncSentAt = t
+      // Sent without the chroot: a sync's path is only echoed back.
+      this.send({ op: 'sync', path: '/' }, () => (this.#syncInFlight = false))
     }
     if (t - this.#lastSentAt >= pingAfterMs) this.ping()
   }
@@ -353,6 +370,7 @@ export class ZkWire {
       if (!p) throw new ZkFrameError(`a ZooKeeper server answered xid ${reply.xid}, which is not in flight`)
       this.#pending.delete(reply.xid)
       this.#answered(p.sentAt)
+      if (p.req.op === 'sync' && reply.err === 0) this.proof.synced(p.sentAt)
       if (reply.err !== 0) return p.done(new ZkError(reply.err, `Cannot ${p.req.op}${'path' in p.req ? ` ${p.req.path}` : ''}`))
       let value: unknown
       try {
@@ -374,6 +392,7 @@ export class ZkWire {
 
   #answered(sentAt: number): void {
     if (sentAt > this.answeredSentAt) this.answeredSentAt = sentAt
+    this.proof.answered(sentAt, now())
   }
 }
 
