@@ -62,9 +62,11 @@ async function stretchTurn(admin: Redis, key: string): Promise<void> {
 
 /** Runs a lock script as a lock object with `token` would (redis-lock.ts #args), with a raw client: the script's own rules, no client logic. */
 async function script(admin: Redis, name: 'rollcallLockAcquire' | 'rollcallLockRelease', key: string, token: string, queueMs = 0): Promise<number> {
-  const keys = [key, `${key}:fence`, `${key}:queue`, `${key}:turn`]
-  const args = [token, 10_000, `${key}:waiter:`, queueMs, TURN_MS, ROUND_ACQUISITIONS, `${key}:wake:`, MIN_TURN]
-  return Number(await admin.eval(SCRIPTS[name], keys.length, ...keys, ...args))
+  const keys = [key, `${key}:fence`, `${key}:queue`, `${key}:turn`, `${key}:fence:epoch`]
+  const args = [token, 10_000, `${key}:waiter:`, queueMs, TURN_MS, ROUND_ACQUISITIONS, `${key}:wake:`, MIN_TURN, 0]
+  // A taken lock answers { epoch, counter }: the counter, here (no Sentinel, epoch 0).
+  const reply = await admin.eval(SCRIPTS[name], keys.length, ...keys, ...args)
+  return Number(Array.isArray(reply) ? reply[1] : reply)
 }
 
 /** Queues `n` live waiters (tokens w0…) behind lock `key`, as their acquire scripts would. */

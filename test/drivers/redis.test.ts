@@ -30,7 +30,8 @@ import {
 } from '../../src/index.js'
 import { COMMON_OPTIONS } from '../../src/coordination/connect.js'
 import { resolveOptions } from '../../src/coordination/options.js'
-import { ioredisOptions, redisTarget } from '../../src/coordination/drivers/redis/redis-connection.js'
+import { ioredisOptions, redisTarget, sentinelClientOptions } from '../../src/coordination/drivers/redis/redis-connection.js'
+import { fencingToken, isNamedMaster, parseMasterView } from '../../src/coordination/drivers/redis/redis-fencing.js'
 import { holderOfToken, pythonBytesRepr } from '../../src/coordination/drivers/redis/redis-keys.js'
 import { REDIS_OPTIONS } from '../../src/coordination/drivers/redis/redis-options.js'
 import { serverUrl } from '../support/backends.js'
@@ -405,6 +406,28 @@ describe('redis driver', { concurrency: 4 }, () => {
     // ioredis's own option names (maxRetriesPerRequest) are set by rollcall, not by the user.
     assert.doesNotMatch(err.message, /maxRetriesPerRequest|max retries|pw-q7w6/)
     assert.ok(err.cause instanceof Error && err.cause.name !== 'ConnectionError', 'the client error is kept as the cause')
+  })
+
+  it('redis: sentinel: fencing tokens order by epoch first; a sentinel view names a server by run id, else by address', () => {
+    assert.equal(fencingToken(0, 7), 7n, 'without Sentinel the token is the counter, as before')
+    assert.equal(fencingToken(2, 1), (2n << 40n) + 1n)
+    assert.ok(fencingToken(2, 1) > fencingToken(1, 2 ** 40 - 1), 'a later epoch beats any counter of an earlier one')
+    assert.ok(fencingToken(8_000_000, 2 ** 40 - 1) < 2n ** 63n, 'tokens stay below 2^63 up to 2^23 epochs')
+    const reply = ['name', 'm', 'ip', '10.0.0.5', 'port', '6380', 'runid', 'abc123', 'flags', 'master', 'config-epoch', '4']
+    const view = parseMasterView(reply, 's1')
+    assert.deepEqual(view, { host: '10.0.0.5', port: 6380, runId: 'abc123', configEpoch: 4, sentinel: 's1' })
+    assert.throws(() => parseMasterView(['name', 'm', 'ip', '10.0.0.5'], 's1'), /config-epoch/)
+    assert.equal(isNamedMaster(view, { runId: 'abc123', host: '10.0.0.9', port: 1 }), true, 'same run id')
+    assert.equal(isNamedMaster(view, { runId: 'fff', host: '10.0.0.5', port: 6380 }), true, 'same address (restarted, run id not re-read yet)')
+    assert.equal(isNamedMaster(view, { runId: 'fff', host: '10.0.0.6', port: 6380 }), false, 'another server: deposed')
+    assert.equal(isNamedMaster({ ...view, runId: '' }, { runId: '', host: undefined, port: undefined }), false)
+    const { o } = resolved('redis://u:pw@h:26379?sentinel=m&sentinel_username=su&sentinel_password=sp&socket_timeout=7')
+    const s = sentinelClientOptions({ host: 'h2', port: undefined }, o, {})
+    assert.equal(s.port, 26379)
+    assert.equal(s.username, 'su', "the sentinels' credentials, never the master's")
+    assert.equal(s.password, 'sp')
+    assert.equal(s.commandTimeout, 7_000)
+    assert.equal(s.tls, undefined)
   })
 
   it('redis: sentinel: options map as tooz maps them (master gets URL credentials, db and ssl; sentinels their own)', () => {

@@ -161,6 +161,31 @@ export function ioredisOptions(
   }
 }
 
+/**
+ * The ioredis options of a connection to one sentinel, for the driver's own SENTINEL MASTER
+ * questions (redis-fencing.ts): the same credentials, TLS and timeouts as ioredis's own sentinel
+ * connections, no reconnecting and no queueing (a sentinel that does not answer is skipped).
+ */
+export function sentinelClientOptions(sentinel: HostPort, o: ResolvedRedisOptions, tls: TlsMaterial): IoRedisOptions {
+  const out: IoRedisOptions = {
+    host: sentinel.host,
+    port: sentinel.port ?? SENTINEL_PORT,
+    lazyConnect: true,
+    connectTimeout: o.socketConnectTimeoutMs,
+    commandTimeout: o.socketTimeoutMs,
+    protocol: 2,
+    disableClientInfo: true,
+    enableReadyCheck: false,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  }
+  if (o.sentinelSsl) out.tls = { ...tls }
+  if (o.sentinelUsername !== undefined) out.username = o.sentinelUsername
+  if (o.sentinelPassword !== undefined) out.password = o.sentinelPassword
+  return out
+}
+
 /** How a target is named in messages (never with credentials). */
 export function describeTarget(target: RedisTarget): string {
   const hp = (h: { host: string; port: number | undefined }): string => `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port}`

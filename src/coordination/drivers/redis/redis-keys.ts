@@ -9,6 +9,7 @@
  * | `<ns>_beats:<member>`             | STRING | `Not dead!`, PX membership_timeout                  |
  * | lock key (style-dependent, below) | STRING | holder's token, PX lock_timeout                     |
  * | `<lock key>:fence`                | STRING | INCR counter, rollcall only (fencing tokens)        |
+ * | `<lock key>:fence:epoch`          | STRING | Sentinel epoch of the tokens, rollcall only         |
  * | `<lock key>:queue`                | ZSET   | waiting tokens by arrival, rollcall only            |
  * | `<lock key>:waiter:<token>`       | STRING | `1`, PX 1 s: a queued waiter is alive, rollcall only |
  * | `<lock key>:turn`                 | HASH   | `t` = token, `n` = acquisitions; PX 100 ms, rollcall |

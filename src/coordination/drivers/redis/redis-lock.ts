@@ -5,8 +5,9 @@
  * exclude each other, as long as both build the key the same way (`lock_key_style`).
  *
  * Added here: each acquisition INCRs a counter beside the key (`<key>:fence`), in the same script,
- * and its value is the fencing token; the token carries the member id, so getLeader() can name a
- * rollcall leader. A failed acquire answers the holder's PTTL in the same round trip, so that a
+ * and the fencing token is that counter under the Sentinel epoch kept in `<key>:fence:epoch`
+ * (redis-fencing.ts: epoch 0 and the counter alone without Sentinel); the lock's value carries the
+ * member id, so getLeader() can name a rollcall leader. A failed acquire answers the holder's PTTL in the same round trip, so that a
  * candidate can retry the moment the holder's lease lapses (nextChanceInMs).
  *
  * Wake-ups and fair hand-over (rollcall only; tooz's key, value and commands are unchanged):
@@ -46,6 +47,8 @@ import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { DriverLock } from '../../driver.js'
 import { RetakeWatch, TURN_MS, TURN_RULES } from '../kit/lock-turn.js'
+import { BackendError } from '../../../errors.js'
+import { fencingToken } from './redis-fencing.js'
 import { lockToken } from './redis-keys.js'
 import type { ScriptArg, ScriptName, ScriptReply } from './redis-scripts.js'
 import type { RedisWakeups } from './redis-wakeups.js'
@@ -60,10 +63,14 @@ export interface RedisLockHost {
   /** The connected client (throws when the driver is not started). */
   client(): Redis
   run(name: ScriptName, keys: readonly string[], args: readonly ScriptArg[]): Promise<ScriptReply>
+  /** Runs rollcallLockAcquire with `args` and, appended, the Sentinel epoch confirmed for the current connection (redis-fencing.ts). */
+  acquire(keys: readonly string[], args: readonly ScriptArg[]): Promise<ScriptReply>
   readonly lockTimeoutMs: number
   readonly memberId: string
   /** Told when a release leaves this lock's turn open (true) and when it is closed, so that the driver's stop() can close it. */
   turnOpen(lock: RedisLock, open: boolean): void
+  /** Told when this lock is taken (true) and given up or found lost (false): a Sentinel client checks its master only while it holds a lock. */
+  holding(lock: RedisLock, held: boolean): void
   /** The coordinator's subscriber connection; undefined once stopped. */
   readonly wakeups: RedisWakeups | undefined
 }
@@ -74,7 +81,7 @@ export class RedisLock implements DriverLock {
   fencingToken: bigint | undefined
   /** The lock's key, as tooz names it in the configured style. */
   readonly key: string
-  /** KEYS of the lock scripts: the lock, its fencing counter, queue and turn. */
+  /** KEYS of the lock scripts: the lock, its fencing counter, queue, turn and fencing epoch. */
   readonly #keys: readonly string[]
   readonly #waiterPrefix: string
   /** Wake channels are `<key>:wake:<token>`: this prefix, then the waiter's token. */
@@ -96,7 +103,7 @@ export class RedisLock implements DriverLock {
   constructor(host: RedisLockHost, key: string, fenceKey: string) {
     this.#host = host
     this.key = key
-    this.#keys = [key, fenceKey, `${key}:queue`, `${key}:turn`]
+    this.#keys = [key, fenceKey, `${key}:queue`, `${key}:turn`, `${fenceKey}:epoch`]
     this.#waiterPrefix = `${key}:waiter:`
     // One token per lock object: a retry by the same object after an unclear outcome (a lost
     // reply) finds its own token and takes the lock again instead of waiting for it to expire.
@@ -110,8 +117,8 @@ export class RedisLock implements DriverLock {
     if (this.fencingToken !== undefined || this.#retakes.inFlight) return false
     // A waiter queues once its wake channel is subscribed: a release drops a queued waiter nobody listens for.
     const queueMs = this.#waiting && this.#host.wakeups?.isSubscribed(this.#channel) ? WAITER_LEASE_MS : 0
-    const fence = await this.#retakes.attempt(() => this.#host.run('rollcallLockAcquire', this.#keys, this.#args(queueMs)))
-    if (typeof fence !== 'number' || fence <= 0) {
+    const fence = await this.#retakes.attempt(() => this.#host.acquire(this.#keys, this.#args(queueMs)))
+    if (!Array.isArray(fence)) {
       this.#holderLapsesAt = typeof fence === 'number' && fence < 0 ? performance.now() + (-1 - fence) : undefined
       this.#queued ||= queueMs > 0
       return false
@@ -119,12 +126,16 @@ export class RedisLock implements DriverLock {
     this.#waiting = false
     this.#queued = false
     this.#setTurnOpen(false)
-    this.fencingToken = BigInt(fence)
+    const [epoch, counter] = fence
+    if (typeof epoch !== 'number' || typeof counter !== 'number') throw new BackendError(`Unexpected answer acquiring the lock ${this.key}`)
+    this.fencingToken = fencingToken(epoch, counter)
+    this.#host.holding(this, true)
     return true
   }
 
   async release(): Promise<boolean> {
     this.fencingToken = undefined
+    this.#host.holding(this, false)
     const answer = await this.#host.run('rollcallLockRelease', this.#keys, this.#args(0))
     // Released within the turn: other rollcall attempts leave the key to this holder while its turn is on, so the turn
     // ends now unless this object asks for the key again by the next turn of the event loop (a holder looping on the lock).
@@ -200,7 +211,10 @@ export class RedisLock implements DriverLock {
 
   async refresh(): Promise<boolean> {
     const ours = (await this.#host.run('rollcallLockRefresh', [this.key], [this.#token, this.#host.lockTimeoutMs])) === 1
-    if (!ours) this.fencingToken = undefined
+    if (!ours) {
+      this.fencingToken = undefined
+      this.#host.holding(this, false)
+    }
     return ours
   }
 

@@ -201,11 +201,14 @@ end
 return lost`,
 
   /**
-   * KEYS: lock, fencing counter, waiter queue, turn. ARGV: token, lock timeout (ms), waiter key
-   * prefix, queue for (ms; 0: a try that does not queue), turn length (ms), acquisitions a round of
-   * turns allows, wake channel prefix, fewest acquisitions a turn allows (a try refused a free key
-   * kept for the head waiter wakes that waiter).
-   * → the new fencing token (≥ 1) when taken (or already held with this token); when not taken,
+   * KEYS: lock, fencing counter, waiter queue, turn, fencing epoch. ARGV: token, lock timeout (ms),
+   * waiter key prefix, queue for (ms; 0: a try that does not queue), turn length (ms), acquisitions
+   * a round of turns allows, wake channel prefix, fewest acquisitions a turn allows (a try refused a
+   * free key kept for the head waiter wakes that waiter), the Sentinel config epoch at which this
+   * server was confirmed the master (0 without Sentinel).
+   * → { fencing epoch, counter } when taken (or already held with this token): the epoch is the
+   * highest ever given to this server's fencing-epoch key, which the acquisition raises to ARGV[9]
+   * first (restarting the counter), and the counter the INCRed fencing counter (≥ 1); when not taken,
    * −1 − the ms until the next chance (the holder's PTTL; for the head waiter, at most the end of
    * the holder's turn; for the head waiter, or anyone while nobody is queued, and a free key in
    * another holder's turn, the turn's end; for others and a free key kept for the head waiter or
@@ -228,7 +231,18 @@ local function taken(first, mine)
     redis.call('hmset', turn, 't', token, 'n', 1)
     redis.call('pexpire', turn, ARGV[5])
   end
-  return redis.call('incr', fence)
+  -- The token is { epoch, counter }, compared in that order (redis-lock.ts): a master promoted by a failover is confirmed at a
+  -- higher Sentinel epoch than any its predecessor was, so its tokens exceed all of the predecessor's, even ones granted
+  -- after the last write that replicated.
+  local epoch = tonumber(redis.call('get', KEYS[5]) or '0') or 0
+  local confirmed = tonumber(ARGV[9]) or 0
+  if confirmed > epoch then
+    -- A new epoch dominates every token of the old ones: its counter starts again, so that tokens stay below 2^63.
+    redis.call('set', KEYS[5], ARGV[9])
+    redis.call('set', fence, 0)
+    epoch = confirmed
+  end
+  return { epoch, redis.call('incr', fence) }
 end
 local holder = redis.call('get', lock)
 if not holder then

@@ -1,0 +1,139 @@
+/**
+ * Fencing tokens that survive a Redis Sentinel failover (URL form: `redis://SENTINEL:PORT?sentinel=<master>`).
+ *
+ * Hazard met here: replication is asynchronous, so a promoted replica may lack the last INCRs of
+ * the old master's fencing counter, and an old master cut off from the Sentinels (with clients of
+ * its own) keeps granting tokens from that counter while the new master grants from what
+ * replicated: the same tokens twice (issue 27 measured 2 and 2). A counter alone cannot order
+ * them; the Sentinel config epoch can: each failover adopts a strictly higher one, and a master
+ * never hears of its successor's epoch while it is cut off from the Sentinels that elected it.
+ *
+ * So a token is (epoch, counter), compared in that order, packed into one number as
+ * `epoch · 2^40 + counter` (below 2^63 up to 2^23 epochs; 2^40 acquisitions of one lock within one
+ * epoch). The epoch is the Sentinel config epoch at which a Sentinel named the server that grants
+ * it as the master: the driver asks a Sentinel (SENTINEL MASTER: address, run id and config epoch
+ * in one reply) and matches the server it is connected to (its run id from INFO, else its
+ * address) before its first acquisition on each connection, and the acquire script keeps the
+ * highest epoch it was ever given beside the lock (`<lock key>:fence:epoch`, restarting the counter
+ * when it rises). An old master therefore only grants tokens of epochs at which it was the master,
+ * all below the epoch of any master promoted after it. The same check, repeated while locks are
+ * held, tells a holder whose server the Sentinels no longer name (it reconnects, then re-checks
+ * its locks on the new master) — if it can reach a Sentinel at all.
+ *
+ * Without Sentinel the epoch stays 0 and a token is the counter, as before. A client connected to
+ * a Sentinel-managed master directly (not through the Sentinels) asks no Sentinel: it uses the
+ * epoch the master stores, which a promoted master keeps from its predecessor until a client that
+ * asked the Sentinels acquires there, so its tokens can repeat an old master's.
+ */
+import type { Redis } from 'ioredis'
+import { ConnectionError } from '../../../errors.js'
+import type { HostPort } from '../../url.js'
+
+/** Bits of a token below the epoch: the counter's share. */
+export const EPOCH_SHIFT = 40n
+
+/** How often a holder asks the Sentinels whether its server is still the master they name. */
+export const MASTER_CHECK_MS = 1_000
+
+/** The fencing token of an acquisition: `epoch · 2^40 + counter` (the counter alone at epoch 0). */
+export function fencingToken(epoch: number, counter: number): bigint {
+  return (BigInt(epoch) << EPOCH_SHIFT) + BigInt(counter)
+}
+
+/** What one Sentinel says of the master: all fields from one SENTINEL MASTER reply. */
+export interface MasterView {
+  host: string
+  port: number
+  /** Empty when the Sentinel has not read the master's INFO yet (just after a failover). */
+  runId: string
+  configEpoch: number
+  /** Which Sentinel said so, for messages. */
+  sentinel: string
+}
+
+/** Asks the Sentinels about one master, in the order the URL names them, the last one that answered first. */
+export class SentinelAsker {
+  readonly #sentinels: readonly HostPort[]
+  readonly #master: string
+  readonly #connect: (sentinel: HostPort) => Redis
+  /** Index of the Sentinel that answered last, asked first next time. */
+  #current = 0
+  #client: Redis | undefined
+
+  constructor(sentinels: readonly HostPort[], master: string, connect: (sentinel: HostPort) => Redis) {
+    this.#sentinels = sentinels
+    this.#master = master
+    this.#connect = connect
+  }
+
+  /** The first answer of a Sentinel that knows the master; ConnectionError when none answers. */
+  async ask(): Promise<MasterView> {
+    const errors: string[] = []
+    for (let i = 0; i < this.#sentinels.length; i++) {
+      const index = (this.#current + i) % this.#sentinels.length
+      const sentinel = this.#sentinels[index]!
+      const name = `${sentinel.host}:${sentinel.port}`
+      try {
+        if (index !== this.#current || !this.#client) {
+          this.#client?.disconnect()
+          this.#client = undefined
+          const client = this.#connect(sentinel)
+          client.on('error', () => {})
+          await client.connect()
+          this.#client = client
+          this.#current = index
+        }
+        const reply = await this.#client.call('SENTINEL', 'MASTER', this.#master)
+        return parseMasterView(reply, name)
+      } catch (err) {
+        errors.push(`${name}: ${(err as Error).message}`)
+        this.#client?.disconnect()
+        this.#client = undefined
+      }
+    }
+    throw new ConnectionError(`No sentinel confirmed the master "${this.#master}" (${errors.join('; ')})`)
+  }
+
+  stop(): void {
+    this.#client?.disconnect()
+    this.#client = undefined
+  }
+}
+
+/** SENTINEL MASTER's flat field/value list to a view; throws when a field is missing. */
+export function parseMasterView(reply: unknown, sentinel: string): MasterView {
+  if (!Array.isArray(reply)) throw new Error(`unexpected SENTINEL MASTER reply ${String(reply)}`)
+  const fields = new Map<string, string>()
+  for (let i = 0; i + 1 < reply.length; i += 2) fields.set(String(reply[i]), String(reply[i + 1]))
+  const port = Number(fields.get('port'))
+  const configEpoch = Number(fields.get('config-epoch'))
+  const host = fields.get('ip')
+  if (host === undefined || !Number.isSafeInteger(port) || !Number.isSafeInteger(configEpoch) || configEpoch < 0) {
+    throw new Error(`SENTINEL MASTER reply lacks ip, port or config-epoch`)
+  }
+  return { host, port, runId: fields.get('runid') ?? '', configEpoch, sentinel }
+}
+
+/** The server a connection reaches: its run id (INFO server) and the address of the socket. */
+export interface ServerIdentity {
+  runId: string
+  host: string | undefined
+  port: number | undefined
+}
+
+/** Reads the identity of the server behind `client`'s current connection. */
+export async function serverIdentity(client: Redis): Promise<ServerIdentity> {
+  const info = await client.info('server')
+  const stream = (client as unknown as { stream?: { remoteAddress?: string; remotePort?: number } }).stream
+  return {
+    runId: /^run_id:([0-9a-f]+)\s*$/m.exec(info)?.[1] ?? '',
+    host: stream?.remoteAddress?.replace(/^::ffff:/, ''),
+    port: stream?.remotePort,
+  }
+}
+
+/** True when the Sentinel's master is the server: same run id, or (run id not known yet or stale after a restart) same address. */
+export function isNamedMaster(view: MasterView, server: ServerIdentity): boolean {
+  if (view.runId !== '' && view.runId === server.runId) return true
+  return server.host !== undefined && view.host.replace(/^::ffff:/, '') === server.host && view.port === server.port
+}
