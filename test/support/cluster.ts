@@ -4,6 +4,12 @@
  * is a child of the test process, on free ports, with its own data directory; nodes are killed by
  * PID (and everything is killed when the test process exits). The shared servers of
  * scripts/backends.sh are never touched.
+ *
+ * With a Placement (the partition harness, test/partition/), node i runs inside network namespace
+ * hosts[i].netns (`ip netns exec`, which execs the server, so the PID is the server's) and listens
+ * on hosts[i].address, on the servers' standard ports (each host has its own port space); Redis's
+ * sentinel i shares host i with data node i. etcd then runs with pre-vote, as current etcd does by
+ * default: without it a healed node deposes the leader (issue 27).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -13,12 +19,20 @@ import { join } from 'node:path'
 import { freePort } from './servers.js'
 import { waitFor } from './wait.js'
 
+/** Where each node of a cluster runs (see the file's doc). */
+export interface Placement {
+  /** One per node (for Redis: per data node, each sharing its host with one sentinel). */
+  hosts: readonly { address: string; netns: string }[]
+}
+
 /** One process of a cluster. */
 export interface ClusterNode {
   /** `zk1`, `etcd2`, `master`, `replica1`, `sentinel3`... (names stay with the process, not the role). */
   readonly name: string
   /** The port clients (or, for a sentinel, sentinel clients) use. */
   readonly port: number
+  /** The address it listens on (127.0.0.1 unless placed). */
+  readonly address: string
   readonly pid: number | undefined
   /** True while its process runs. */
   readonly running: boolean
@@ -53,9 +67,9 @@ process.once('exit', () => {
  * Sends `request` to 127.0.0.1:port and returns what came back before the server closed, `until`
  * matched the reply, or `ms` passed.
  */
-export function ask(port: number, request: string, ms = 2_000, until?: RegExp): Promise<string> {
+export function ask(port: number, request: string, ms = 2_000, until?: RegExp, address = '127.0.0.1'): Promise<string> {
   return new Promise((resolve) => {
-    const s = tcpConnect(port, '127.0.0.1')
+    const s = tcpConnect(port, address)
     let out = ''
     const done = (): void => {
       s.destroy()
@@ -79,8 +93,8 @@ function resp(...args: string[]): string {
 }
 
 /** Asks a Redis server (or sentinel, which has no QUIT) one command; the raw reply, then "+PONG". */
-async function redisAsk(port: number, ...args: string[]): Promise<string> {
-  return ask(port, resp(...args) + resp('PING'), 2_000, /\+PONG\r\n$/)
+async function redisAsk(node: { address: string; port: number }, ...args: string[]): Promise<string> {
+  return ask(node.port, resp(...args) + resp('PING'), 2_000, /\+PONG\r\n$/, node.address)
 }
 
 /** Polls `check` every 200 ms (wait.ts's waitFor) until it holds, or throws naming `what` after `ms`. */
@@ -99,6 +113,9 @@ class Proc implements ClusterNode {
     readonly answers: () => Promise<boolean>,
     /** Runs before each restart (not the first start). */
     readonly beforeRestart: () => Promise<void> = async () => {},
+    readonly address = '127.0.0.1',
+    /** The network namespace it runs in (undefined: the test's own). */
+    readonly netns?: string,
   ) {}
 
   get pid(): number | undefined {
@@ -112,7 +129,9 @@ class Proc implements ClusterNode {
   /** Spawns without waiting (a cluster's nodes must start together). */
   launch(): void {
     const { cmd, args } = this.command()
-    const p = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+    const p = this.netns === undefined
+      ? spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+      : spawn('ip', ['netns', 'exec', this.netns, cmd, ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
     p.stderr!.on('data', (d) => (this.#stderr = (this.#stderr + String(d)).slice(-3_000)))
     live.add(p)
     p.once('exit', () => live.delete(p))
@@ -191,21 +210,25 @@ export interface ZookeeperEnsembleOptions {
    * its peers while its clients still reach it.
    */
   peerRoute?(from: number, to: number, ports: { quorum: number; election: number }): Promise<{ quorum: number; election: number }>
+  /** Each node in a network namespace of the partition harness, on its host's address; default: all on loopback. */
+  placement?: Placement
 }
 
 /** A three-node ZooKeeper ensemble (tickTime 500 ms, sessions from 1 s up). */
 async function zookeeperEnsemble(size = 3, options: ZookeeperEnsembleOptions = {}): Promise<Cluster> {
+  const placement = options.placement
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-zk-ensemble-'))
-  const all = await ports(3 * size)
+  const all = placement ? [...Array(size).fill(2181), ...Array(size).fill(2888), ...Array(size).fill(3888)] : await ports(3 * size)
   const [client, peer, election] = [all.slice(0, size), all.slice(size, 2 * size), all.slice(2 * size)]
   const tickTimeMs = options.tickTimeMs ?? 500
+  const addr = (i: number): string => placement?.hosts[i]!.address ?? '127.0.0.1'
   const routes: string[][] = []
   for (let from = 0; from < size; from++) {
     const lines: string[] = []
     for (let to = 0; to < size; to++) {
       const own = { quorum: peer[to]!, election: election[to]! }
       const r = from === to || !options.peerRoute ? own : await options.peerRoute(from, to, own)
-      lines.push(`server.${to + 1}=127.0.0.1:${r.quorum}:${r.election}`)
+      lines.push(`server.${to + 1}=${r === own ? addr(to) : '127.0.0.1'}:${r.quorum}:${r.election}`)
     }
     routes.push(lines)
   }
@@ -225,7 +248,7 @@ async function zookeeperEnsemble(size = 3, options: ZookeeperEnsembleOptions = {
         'forceSync=no',
         `dataDir=${join(home, 'data')}`,
         `clientPort=${port}`,
-        'clientPortAddress=127.0.0.1',
+        `clientPortAddress=${addr(i)}`,
         'admin.enableServer=false',
         '4lw.commands.whitelist=*',
         'maxClientCnxns=0',
@@ -239,43 +262,52 @@ async function zookeeperEnsemble(size = 3, options: ZookeeperEnsembleOptions = {
       'log4j.rootLogger=ERROR, '
         + 'CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n',
     )
-    return new Proc(`zk${i + 1}`, port, () => ({
-      cmd: 'java',
-      // Leader election retries at most every 2 s (default: backing off up to 60 s while a peer is
-      // still starting, which on a loaded machine can keep an ensemble leaderless for a minute).
-      args: [
-        '-Xmx128m',
-        '-XX:+UseSerialGC',
-        '-XX:TieredStopAtLevel=1',
-        '-Dzookeeper.admin.enableServer=false',
-        '-Dzookeeper.4lw.commands.whitelist=*',
-        '-Dzookeeper.fastleader.maxNotificationInterval=2000',
-        '-Dzookeeper.cnxTimeout=2000',
-        '-cp',
-        `${home}:/usr/share/java/zookeeper.jar`,
-        'org.apache.zookeeper.server.quorum.QuorumPeerMain',
-        join(home, 'zoo.cfg'),
-      ],
-    }), async () => /Mode: (leader|follower)/.test(await ask(port, 'srvr')))
+    return new Proc(
+      `zk${i + 1}`,
+      port,
+      () => ({
+        cmd: 'java',
+        // Leader election retries at most every 2 s (default: backing off up to 60 s while a peer is
+        // still starting, which on a loaded machine can keep an ensemble leaderless for a minute).
+        args: [
+          '-Xmx128m',
+          '-XX:+UseSerialGC',
+          '-XX:TieredStopAtLevel=1',
+          '-Dzookeeper.admin.enableServer=false',
+          '-Dzookeeper.4lw.commands.whitelist=*',
+          '-Dzookeeper.fastleader.maxNotificationInterval=2000',
+          '-Dzookeeper.cnxTimeout=2000',
+          '-cp',
+          `${home}:/usr/share/java/zookeeper.jar`,
+          'org.apache.zookeeper.server.quorum.QuorumPeerMain',
+          join(home, 'zoo.cfg'),
+        ],
+      }),
+      async () => /Mode: (leader|follower)/.test(await ask(port, 'srvr', 2_000, undefined, addr(i))),
+      undefined,
+      addr(i),
+      placement?.hosts[i]!.netns,
+    )
   })
+  const srvr = (n: Proc): Promise<string> => ask(n.port, 'srvr', 2_000, undefined, n.address)
   await startAll(nodes, 180_000, dir)
   return {
     kind: 'zookeeper',
     nodes,
-    url: (query) => `zookeeper://${nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}${query ? `?${query}` : ''}`,
+    url: (query) => `zookeeper://${nodes.map((n) => `${n.address}:${n.port}`).join(',')}${query ? `?${query}` : ''}`,
     async leader() {
-      for (const n of nodes) if (n.running && /Mode: leader/.test(await ask(n.port, 'srvr'))) return n
+      for (const n of nodes) if (n.running && /Mode: leader/.test(await srvr(n))) return n
       return undefined
     },
     async healthy(ms = 60_000) {
       await waitUntil('every ZooKeeper node serving, one of them leading', async () => {
-        const modes = await Promise.all(nodes.filter((n) => n.running).map(async (n) => /Mode: (\w+)/.exec(await ask(n.port, 'srvr'))?.[1]))
+        const modes = await Promise.all(nodes.filter((n) => n.running).map(async (n) => /Mode: (\w+)/.exec(await srvr(n))?.[1]))
         return modes.every((m) => m === 'leader' || m === 'follower') && modes.filter((m) => m === 'leader').length === 1
       }, ms)
     },
     async describe() {
       const modes = await Promise.all(
-        nodes.map(async (n) => `${n.name} ${n.running ? (/Mode: (\w+)/.exec(await ask(n.port, 'srvr'))?.[1] ?? 'not serving') : 'down'}`),
+        nodes.map(async (n) => `${n.name} ${n.running ? (/Mode: (\w+)/.exec(await srvr(n))?.[1] ?? 'not serving') : 'down'}`),
       )
       return modes.join(', ')
     },
@@ -287,62 +319,72 @@ async function zookeeperEnsemble(size = 3, options: ZookeeperEnsembleOptions = {
 }
 
 /** POSTs to an etcd node's JSON gateway. */
-async function etcdPost(port: number, path: string, body: unknown = {}): Promise<any> {
-  const res = await fetch(`http://127.0.0.1:${port}/v3/${path}`, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(2_000) })
+async function etcdPost(port: number, path: string, body: unknown = {}, address = '127.0.0.1'): Promise<any> {
+  const res = await fetch(`http://${address}:${port}/v3/${path}`, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(2_000) })
   if (!res.ok) throw new Error(`etcd ${path}: HTTP ${res.status}`)
   return res.json()
 }
 
 /** A three-node etcd cluster (heartbeat 200 ms, election timeout 2 s: steady on a loaded machine). */
-async function etcdCluster(size = 3): Promise<Cluster> {
+async function etcdCluster(size = 3, placement?: Placement): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-etcd-cluster-'))
-  const all = await ports(2 * size)
+  const all = placement ? [...Array(size).fill(2379), ...Array(size).fill(2380)] : await ports(2 * size)
   const [client, peer] = [all.slice(0, size), all.slice(size)]
+  const addr = (i: number): string => placement?.hosts[i]!.address ?? '127.0.0.1'
   const token = `rollcall-${Math.random().toString(36).slice(2, 10)}`
-  const initial = client.map((_, i) => `etcd${i + 1}=http://127.0.0.1:${peer[i]}`).join(',')
+  const initial = client.map((_, i) => `etcd${i + 1}=http://${addr(i)}:${peer[i]}`).join(',')
   const nodes = client.map((port, i) =>
-    new Proc(`etcd${i + 1}`, port, () => ({
-      cmd: 'etcd',
-      args: [
-        '--name',
-        `etcd${i + 1}`,
-        '--data-dir',
-        join(dir, `etcd${i + 1}`),
-        '--listen-client-urls',
-        `http://127.0.0.1:${port}`,
-        '--advertise-client-urls',
-        `http://127.0.0.1:${port}`,
-        '--listen-peer-urls',
-        `http://127.0.0.1:${peer[i]}`,
-        '--initial-advertise-peer-urls',
-        `http://127.0.0.1:${peer[i]}`,
-        '--initial-cluster',
-        initial,
-        '--initial-cluster-state',
-        'new',
-        '--initial-cluster-token',
-        token,
-        '--heartbeat-interval',
-        '200',
-        '--election-timeout',
-        '2000',
-        '--log-level',
-        'error',
-      ],
-    }), async () => {
-      const res = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2_000) })
-      return res.ok && ((await res.json()) as { health?: string }).health === 'true'
-    })
+    new Proc(
+      `etcd${i + 1}`,
+      port,
+      () => ({
+        cmd: 'etcd',
+        args: [
+          '--name',
+          `etcd${i + 1}`,
+          '--data-dir',
+          join(dir, `etcd${i + 1}`),
+          '--listen-client-urls',
+          `http://${addr(i)}:${port}`,
+          '--advertise-client-urls',
+          `http://${addr(i)}:${port}`,
+          '--listen-peer-urls',
+          `http://${addr(i)}:${peer[i]}`,
+          '--initial-advertise-peer-urls',
+          `http://${addr(i)}:${peer[i]}`,
+          '--initial-cluster',
+          initial,
+          '--initial-cluster-state',
+          'new',
+          '--initial-cluster-token',
+          token,
+          '--heartbeat-interval',
+          '200',
+          '--election-timeout',
+          '2000',
+          '--log-level',
+          'error',
+          ...(placement ? ['--pre-vote=true'] : []),
+        ],
+      }),
+      async () => {
+        const res = await fetch(`http://${addr(i)}:${port}/health`, { signal: AbortSignal.timeout(2_000) })
+        return res.ok && ((await res.json()) as { health?: string }).health === 'true'
+      },
+      undefined,
+      addr(i),
+      placement?.hosts[i]!.netns,
+    )
   )
   await startAll(nodes, 60_000, dir)
   const status = async (n: Proc): Promise<{ member: string; leader: string } | undefined> => {
-    const s = await etcdPost(n.port, 'maintenance/status').catch(() => undefined)
+    const s = await etcdPost(n.port, 'maintenance/status', {}, n.address).catch(() => undefined)
     return s && { member: String(s.header?.member_id), leader: String(s.leader) }
   }
   return {
     kind: 'etcd3',
     nodes,
-    url: (query) => `etcd3+http://${nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}${query ? `?${query}` : ''}`,
+    url: (query) => `etcd3+http://${nodes.map((n) => `${n.address}:${n.port}`).join(',')}${query ? `?${query}` : ''}`,
     async leader() {
       for (const n of nodes) {
         if (!n.running) continue
@@ -379,14 +421,17 @@ export const SENTINEL_MASTER = 'rcmaster'
  * Redis with Sentinel: a master and two replicas (no persistence), three sentinels with quorum 2,
  * down-after 1 s. `leader()` is the current master; nodes are named after their first role.
  */
-async function redisSentinel(): Promise<Cluster> {
+async function redisSentinel(placement?: Placement): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-sentinel-'))
-  const all = await ports(6)
+  const all = placement ? [6379, 6379, 6379, 26379, 26379, 26379] : await ports(6)
   const [dataPorts, sentinelPorts] = [all.slice(0, 3), all.slice(3)]
-  const [masterPort] = dataPorts as [number]
+  const addr = (i: number): string => placement?.hosts[i]!.address ?? '127.0.0.1'
+  const netns = (i: number): string | undefined => placement?.hosts[i]!.netns
+  /** A data node's identity: address and port (placed nodes share a port). */
+  const key = (n: { address: string; port: number }): string => `${n.address}:${n.port}`
   // A data node restarts as a replica of the master the sentinels name then, as an operator
   // would restart it (an old master restarted empty as a master would wait for the sentinels).
-  let currentMaster = masterPort
+  let currentMaster = key({ address: addr(0), port: dataPorts[0]! })
   const data = dataPorts.map((port, i) => {
     const home = join(dir, `redis${i}`)
     mkdirSync(home, { recursive: true })
@@ -400,7 +445,7 @@ async function redisSentinel(): Promise<Cluster> {
           '--port',
           String(port),
           '--bind',
-          '127.0.0.1',
+          addr(i),
           '--save',
           '',
           '--appendonly',
@@ -408,14 +453,16 @@ async function redisSentinel(): Promise<Cluster> {
           '--dir',
           home,
           '--replica-announce-ip',
-          '127.0.0.1',
-          ...(currentMaster === port ? [] : ['--replicaof', '127.0.0.1', String(currentMaster)]),
+          addr(i),
+          ...(currentMaster === key({ address: addr(i), port }) ? [] : ['--replicaof', ...currentMaster.split(':')]),
         ],
       }),
-      async () => (await redisAsk(port, 'PING')).startsWith('+PONG'),
+      async () => (await redisAsk({ address: addr(i), port }, 'PING')).startsWith('+PONG'),
       async () => {
         currentMaster = (await masterAddr()) ?? currentMaster
       },
+      addr(i),
+      netns(i),
     )
   })
   const sentinels = sentinelPorts.map((port, i) => {
@@ -426,11 +473,11 @@ async function redisSentinel(): Promise<Cluster> {
       conf,
       [
         `port ${port}`,
-        'bind 127.0.0.1',
+        `bind ${addr(i)}`,
         `dir ${home}`,
         'sentinel resolve-hostnames no',
-        'sentinel announce-ip 127.0.0.1',
-        `sentinel monitor ${SENTINEL_MASTER} 127.0.0.1 ${masterPort} 2`,
+        `sentinel announce-ip ${addr(i)}`,
+        `sentinel monitor ${SENTINEL_MASTER} ${addr(0)} ${dataPorts[0]} 2`,
         `sentinel down-after-milliseconds ${SENTINEL_MASTER} 1000`,
         `sentinel failover-timeout ${SENTINEL_MASTER} 5000`,
         `sentinel parallel-syncs ${SENTINEL_MASTER} 2`,
@@ -442,7 +489,10 @@ async function redisSentinel(): Promise<Cluster> {
       `sentinel${i + 1}`,
       port,
       () => ({ cmd: 'redis-server', args: [conf, '--sentinel'] }),
-      async () => (await redisAsk(port, 'PING')).startsWith('+PONG'),
+      async () => (await redisAsk({ address: addr(i), port }, 'PING')).startsWith('+PONG'),
+      undefined,
+      addr(i),
+      netns(i),
     )
   })
   await startAll(data, 30_000, dir)
@@ -451,11 +501,12 @@ async function redisSentinel(): Promise<Cluster> {
     throw err
   })
   const nodes = [...data, ...sentinels]
-  const masterAddr = async (): Promise<number | undefined> => {
+  /** The master the first running sentinel names, as `address:port`. */
+  const masterAddr = async (): Promise<string | undefined> => {
     for (const s of sentinels) {
       if (!s.running) continue
-      const m = /\$\d+\r\n127\.0\.0\.1\r\n\$\d+\r\n(\d+)/.exec(await redisAsk(s.port, 'SENTINEL', 'get-master-addr-by-name', SENTINEL_MASTER))
-      if (m) return Number(m[1])
+      const m = /\$\d+\r\n([\d.]+)\r\n\$\d+\r\n(\d+)/.exec(await redisAsk(s, 'SENTINEL', 'get-master-addr-by-name', SENTINEL_MASTER))
+      if (m) return `${m[1]}:${m[2]}`
     }
     return undefined
   }
@@ -463,12 +514,12 @@ async function redisSentinel(): Promise<Cluster> {
     kind: 'redis-sentinel',
     nodes,
     url: (query) =>
-      `redis://127.0.0.1:${sentinels[0]!.port}?sentinel=${SENTINEL_MASTER}${sentinels.slice(1).map((s) => `&sentinel_fallback=127.0.0.1:${s.port}`).join('')}${
+      `redis://${key(sentinels[0]!)}?sentinel=${SENTINEL_MASTER}${sentinels.slice(1).map((s) => `&sentinel_fallback=${key(s)}`).join('')}${
         query ? `&${query}` : ''
       }`,
     async leader() {
-      const port = await masterAddr()
-      return data.find((n) => n.port === port && n.running)
+      const at = await masterAddr()
+      return data.find((n) => key(n) === at && n.running)
     },
     async healthy(ms = 60_000) {
       // What the last check found wanting, for the timeout message.
@@ -478,17 +529,18 @@ async function redisSentinel(): Promise<Cluster> {
         return false
       }
       await waitUntil('the sentinels agreeing on a running master with every running replica in sync and every running sentinel known', async () => {
-        const port = await masterAddr()
-        const master = data.find((n) => n.port === port)
-        if (!master?.running) return not(`the sentinels name port ${port}, which runs no data node`)
-        const info = await redisAsk(master.port, 'INFO', 'replication')
+        const at = await masterAddr()
+        const master = data.find((n) => key(n) === at)
+        if (!master?.running) return not(`the sentinels name ${at}, which runs no data node`)
+        const info = await redisAsk(master, 'INFO', 'replication')
         if (!/role:master/.test(info)) return not(`${master.name} is not a master: ${info.replace(/\r\n/g, ' ')}`)
         const synced = (info.match(/slave\d+:ip=[^,]+,port=\d+,state=online/g) ?? []).length
         if (synced !== data.filter((n) => n.running).length - 1) return not(`${synced} replicas of ${master.name} online: ${info.replace(/\r\n/g, ' ')}`)
         for (const s of sentinels.filter((x) => x.running)) {
-          const view = await redisAsk(s.port, 'SENTINEL', 'master', SENTINEL_MASTER)
+          const view = await redisAsk(s, 'SENTINEL', 'master', SENTINEL_MASTER)
           const field = (name: string): number => Number(new RegExp(`\\$\\d+\\r\\n${name}\\r\\n\\$\\d+\\r\\n(\\d+)`).exec(view)?.[1] ?? -1)
-          if (field('port') !== master.port) return not(`${s.name} names port ${field('port')}, not ${master.name}`)
+          const ip = new RegExp(`\\$\\d+\\r\\nip\\r\\n\\$\\d+\\r\\n([\\d.]+)`).exec(view)?.[1]
+          if (`${ip}:${field('port')}` !== key(master)) return not(`${s.name} names ${ip}:${field('port')}, not ${master.name}`)
           if (field('num-other-sentinels') < sentinels.filter((x) => x.running).length - 1) {
             return not(`${s.name} knows ${field('num-other-sentinels')} other sentinels`)
           }
@@ -504,11 +556,11 @@ async function redisSentinel(): Promise<Cluster> {
     async describe() {
       const views = await Promise.all(sentinels.map(async (s) => {
         if (!s.running) return `${s.name} down`
-        const m = /\$\d+\r\n127\.0\.0\.1\r\n\$\d+\r\n(\d+)/.exec(await redisAsk(s.port, 'SENTINEL', 'get-master-addr-by-name', SENTINEL_MASTER))
-        return `${s.name} names ${data.find((n) => n.port === Number(m?.[1]))?.name ?? 'no master'}`
+        const m = /\$\d+\r\n([\d.]+)\r\n\$\d+\r\n(\d+)/.exec(await redisAsk(s, 'SENTINEL', 'get-master-addr-by-name', SENTINEL_MASTER))
+        return `${s.name} names ${data.find((n) => key(n) === `${m?.[1]}:${m?.[2]}`)?.name ?? 'no master'}`
       }))
       const roles = await Promise.all(
-        data.map(async (n) => `${n.name} ${n.running ? (/role:(\w+)/.exec(await redisAsk(n.port, 'INFO', 'replication'))?.[1] ?? '?') : 'down'}`),
+        data.map(async (n) => `${n.name} ${n.running ? (/role:(\w+)/.exec(await redisAsk(n, 'INFO', 'replication'))?.[1] ?? '?') : 'down'}`),
       )
       return [...roles, ...views].join(', ')
     },
@@ -532,11 +584,11 @@ export function startZookeeperEnsemble(size = 3, options: ZookeeperEnsembleOptio
 }
 
 /** {@link etcdCluster}, on fresh ports once more if a node exits while starting. */
-export function startEtcdCluster(size = 3): Promise<Cluster> {
-  return onFreshPortsIfExited(() => etcdCluster(size))
+export function startEtcdCluster(size = 3, placement?: Placement): Promise<Cluster> {
+  return onFreshPortsIfExited(() => etcdCluster(size, placement))
 }
 
 /** {@link redisSentinel}, on fresh ports once more if a node exits while starting. */
-export function startRedisSentinel(): Promise<Cluster> {
-  return onFreshPortsIfExited(() => redisSentinel())
+export function startRedisSentinel(placement?: Placement): Promise<Cluster> {
+  return onFreshPortsIfExited(() => redisSentinel(placement))
 }
