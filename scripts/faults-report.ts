@@ -8,7 +8,7 @@
  *                                                     set), regenerate the report, exit with the tests' status
  */
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { KNOWN_BUGS } from '../test/fault/support/known.js'
 import { readResults, RESULTS_DIR, type ResultsFile, type ScenarioResult } from '../test/fault/support/results.js'
@@ -169,7 +169,10 @@ function resultFiles(): string[] {
 function writeReport(): void {
   const files = resultFiles()
   if (files.length === 0) throw new Error(`No results in ${RESULTS_DIR}: run the fault tests first (npm run test:faults)`)
-  writeFileSync(REPORT, render(readResults(files)))
+  // The Partitions section is scripts/partitions-report.ts's: kept as it is.
+  const previous = existsSync(REPORT) ? readFileSync(REPORT, 'utf8') : ''
+  const partitions = /<!-- partitions:begin -->[\s\S]*<!-- partitions:end -->\n?/.exec(previous)?.[0]
+  writeFileSync(REPORT, partitions ? `${render(readResults(files))}\n${partitions}` : render(readResults(files)))
   console.log(`wrote ${REPORT} from ${files.length} results files`)
 }
 

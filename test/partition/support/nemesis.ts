@@ -1,0 +1,212 @@
+/**
+ * The nemesis of partition runs (issue 27): a seed gives a schedule (a bounded list of faults with
+ * their times and durations, the same list for the same seed and options), and runSchedule() plays
+ * it against a cluster on Hosts (hosts.ts), writing a nemesis record for every step: `cut` (with
+ * every host on its side and whether the cut leaves the cluster's leader off the majority) before
+ * the fault takes effect, `heal` after it is undone. Faults never overlap; each is healed before the
+ * next, and the schedule ends healed.
+ *
+ * Topology: servers n1..nN (cluster node i on host n(i+1)) and clients c1..cN; client ci is ni's
+ * "own" client (the one cut off with it by the `...-with-client` faults).
+ *
+ * Faults (all of one server's host, picked by the seed, or the leader's when the kind says so):
+ * - `isolate`: the server alone on its side (its clients stay with the majority);
+ * - `isolate-with-client`: the server and its own client on the minority side;
+ * - `isolate-leader`, `isolate-leader-with-client`: the same for the node that leads (ZooKeeper,
+ *   etcd) or is the master (Redis) when the fault begins;
+ * - `split`: the server and a random subset of the clients (possibly none) on the minority side;
+ * - `drop-in`, `drop-out`: one-way: the server hears nothing from anyone / nobody hears it (TCP
+ *   cannot work either way, so the history records it as the server's isolation);
+ * - `flap`: the server's isolation cut and healed 3-5 times, 0.5-2 s each (one cut/heal pair each);
+ * - `pause`: SIGSTOP of the server's process, SIGCONT at the heal (recorded as its isolation: none
+ *   of its peers or clients gets an answer from it meanwhile).
+ */
+import type { Cluster } from '../../support/cluster.js'
+import type { HistoryWriter } from '../../fault/support/partition-history.js'
+import type { Hosts } from './hosts.js'
+
+/** The kinds of fault (see the file's doc). */
+export const FAULT_KINDS = [
+  'isolate',
+  'isolate-with-client',
+  'isolate-leader',
+  'isolate-leader-with-client',
+  'split',
+  'drop-in',
+  'drop-out',
+  'flap',
+  'pause',
+] as const
+
+/** One kind of fault. */
+export type FaultKind = typeof FAULT_KINDS[number]
+
+/** One fault of a schedule. */
+export interface Fault {
+  kind: FaultKind
+  /** Wait before it begins, after the previous fault was healed (the first: after the schedule starts). */
+  gapMs: number
+  /** How long it lasts (for `flap`: the whole series). */
+  durationMs: number
+  /** Server index (0-based); for the leader kinds, the fallback when no node leads. */
+  node: number
+  /** For `split`: the client indices cut off with the server. */
+  clients: number[]
+  /** For `flap`: [on, off] ms of each round. */
+  rounds: [number, number][]
+}
+
+/** A seed's faults. */
+export interface Schedule {
+  seed: number
+  faults: Fault[]
+}
+
+/** Bounds of generated schedules. */
+export interface ScheduleOptions {
+  /** Number of servers (and of clients). */
+  size: number
+  /** Faults per schedule. */
+  count: number
+  /** Duration of a fault, [min, max] ms. */
+  faultMs: [number, number]
+  /** Wait before each fault, [min, max] ms (long enough for the cluster to recover from the previous one). */
+  gapMs: [number, number]
+  /** Only these kinds (default: all). */
+  kinds?: readonly FaultKind[]
+}
+
+/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** The schedule of `seed`: the same faults, in the same order, with the same times, for the same seed and options. */
+export function makeSchedule(seed: number, o: ScheduleOptions): Schedule {
+  const r = prng(seed)
+  const int = (lo: number, hi: number): number => Math.floor(lo + r() * (hi - lo + 1))
+  const kinds = o.kinds ?? FAULT_KINDS
+  const faults: Fault[] = []
+  for (let i = 0; i < o.count; i++) {
+    const kind = kinds[int(0, kinds.length - 1)]!
+    const node = int(0, o.size - 1)
+    const clients = kind === 'split' ? [...Array(o.size).keys()].filter(() => r() < 0.5) : []
+    const rounds: [number, number][] = kind === 'flap' ? [...Array(int(3, 5))].map(() => [int(500, 2_000), int(500, 2_000)]) : []
+    const durationMs = kind === 'flap' ? rounds.reduce((n, [on, off]) => n + on + off, 0) : int(...o.faultMs)
+    faults.push({ kind, gapMs: int(...o.gapMs), durationMs, node, clients, rounds })
+  }
+  return { seed, faults }
+}
+
+/** The longest a schedule can take (for test timeouts). */
+export function scheduleBoundMs(s: Schedule): number {
+  return s.faults.reduce((n, f) => n + f.gapMs + f.durationMs + 15_000, 0)
+}
+
+/** What runSchedule() acts on. */
+export interface NemesisTarget {
+  hosts: Hosts
+  cluster: Cluster
+  /** Host names of the servers (node i on servers[i]) and of the clients (client i on clients[i]). */
+  servers: readonly string[]
+  clients: readonly string[]
+  /** The history, written as process `nemesis`. */
+  history: HistoryWriter
+  /** Stops early (the faults in progress are healed first). */
+  signal?: AbortSignal
+}
+
+/** One fault as it happened. */
+export interface Played {
+  fault: Fault
+  /** The server it hit (resolved for the leader kinds). */
+  node: number
+  takesLeader: boolean
+  startAt: number
+  endAt: number
+}
+
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve()
+    const t = setTimeout(resolve, ms)
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t)
+      resolve()
+    }, { once: true })
+  })
+
+/** Plays `schedule`; resolves with what happened once the last fault is healed. */
+export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise<Played[]> {
+  const played: Played[] = []
+  const all = [...t.servers, ...t.clients]
+  for (const f of schedule.faults) {
+    await sleep(f.gapMs, t.signal)
+    if (t.signal?.aborted) break
+    const leader = await t.cluster.leader().catch(() => undefined)
+    const leaderHost = leader && t.hosts.hostAt(leader.address)?.name
+    const byLeader = f.kind === 'isolate-leader' || f.kind === 'isolate-leader-with-client'
+    const leaderServer = leaderHost === undefined ? -1 : t.servers.indexOf(leaderHost)
+    const node = byLeader && leaderServer >= 0 ? leaderServer : f.node
+    const victim = t.servers[node]!
+    const minority = [
+      victim,
+      ...(f.kind === 'isolate-with-client' || f.kind === 'isolate-leader-with-client' ? [t.clients[node]!] : []),
+      ...f.clients.map((c) => t.clients[c]!),
+    ]
+    const majority = all.filter((h) => !minority.includes(h))
+    const takesLeader = leaderHost !== undefined && minority.includes(leaderHost)
+    const cutRecord = (): void => {
+      t.history.write({ type: 'nemesis', what: 'cut', sides: [minority, majority], takesLeader })
+    }
+    const healRecord = (): void => {
+      t.history.write({ type: 'nemesis', what: 'heal' })
+    }
+    const startAt = performance.timeOrigin + performance.now()
+    if (f.kind === 'flap') {
+      for (const [on, off] of f.rounds) {
+        cutRecord()
+        await t.hosts.cut([minority, majority])
+        await sleep(on)
+        await t.hosts.heal()
+        healRecord()
+        if (t.signal?.aborted) break
+        await sleep(off)
+      }
+    } else if (f.kind === 'pause') {
+      // A Redis host runs a data node and a sentinel: both are paused.
+      const pids = t.cluster.nodes.filter((n) => n.address === t.hosts.host(victim).address && n.pid !== undefined).map((n) => n.pid!)
+      cutRecord()
+      for (const p of pids) t.hosts.pause(p)
+      await sleep(f.durationMs, t.signal)
+      for (const p of pids) t.hosts.resume(p)
+      healRecord()
+    } else {
+      cutRecord()
+      if (f.kind === 'drop-in') await t.hosts.drop(majority, minority)
+      else if (f.kind === 'drop-out') await t.hosts.drop(minority, majority)
+      else await t.hosts.cut([minority, majority])
+      await sleep(f.durationMs, t.signal)
+      await t.hosts.heal()
+      healRecord()
+    }
+    played.push({ fault: f, node, takesLeader, startAt, endAt: performance.timeOrigin + performance.now() })
+  }
+  return played
+}
+
+/** One line per fault, for messages and the report. */
+export function describeSchedule(s: Schedule): string {
+  return s.faults
+    .map((f) =>
+      `${f.kind}(n${f.node + 1}${f.clients.length ? ` +${f.clients.map((c) => `c${c + 1}`).join(',')}` : ''}) after ${f.gapMs} ms for ${f.durationMs} ms`
+    )
+    .join('; ')
+}

@@ -1,0 +1,200 @@
+/**
+ * One partition run (issue 27): six hosts (servers n1-n3, clients c1-c3; hosts.ts), a real cluster
+ * across n1-n3 (test/support/cluster.ts with a Placement), the fenced register in the test process
+ * (register.ts), one client process per client host running the lock, election and membership
+ * workloads against every server's address (client.ts), then the nemesis playing schedules back
+ * to back (nemesis.ts), a quiet tail for recovery, a clean stop, and the checker
+ * (test/fault/support/partition-checker.ts) on the whole history. Everything made is removed at the
+ * end, pass or fail.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { randomBytes } from 'node:crypto'
+import { startEtcdCluster, startRedisSentinel, startZookeeperEnsemble, type Cluster, type Placement } from '../../support/cluster.js'
+import { checkPartitionHistory, type PartitionCheckOptions, type PartitionReport } from '../../fault/support/partition-checker.js'
+import { HistoryWriter, readHistory, type HistoryEntry } from '../../fault/support/partition-history.js'
+import type { ClientSpec } from './client.js'
+import { Hosts } from './hosts.js'
+import { runSchedule, type Played, type Schedule, type ScheduleOptions } from './nemesis.js'
+import { startRegister } from './register.js'
+
+const HERE = dirname(fileURLToPath(import.meta.url))
+const REPO = join(HERE, '..', '..', '..')
+const CLIENT = join(HERE, 'client.ts')
+
+/** A backend under partition: its cluster, the URL options its clients get, the checker's bounds and the schedules' bounds. */
+export interface PartitionBackend {
+  /** The backend's name as docs/reliability.md reports it. */
+  name: 'zookeeper' | 'etcd3' | 'redis'
+  title: string
+  start(placement: Placement): Promise<Cluster>
+  /** The URL query (liveness) of every client. */
+  query: string
+  check: PartitionCheckOptions
+  schedule: Omit<ScheduleOptions, 'size' | 'count'>
+}
+
+/** Liveness of every client: session, lease or key TTL, in seconds. */
+export const LIVENESS_S = 4
+
+/** The backends, with their bounds. */
+export const PARTITION_BACKENDS: Record<PartitionBackend['name'], PartitionBackend> = {
+  zookeeper: {
+    name: 'zookeeper',
+    title: 'Three-node ZooKeeper ensemble (tickTime 500 ms, syncLimit 10), session timeout 4 s',
+    start: (p) => startZookeeperEnsemble(3, { placement: p }),
+    query: `timeout=${LIVENESS_S}`,
+    // A cut leader: followers notice after syncLimit × tickTime (5 s), elect (~1-2 s), and the new leader restarts every session's clock.
+    check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, electionMs: 9_000, recoverWithinMs: 10_000 },
+    schedule: { faultMs: [3_000, 14_000], gapMs: [6_000, 9_000] },
+  },
+  etcd3: {
+    name: 'etcd3',
+    title: 'Three-member etcd 3.4 cluster with pre-vote (heartbeat 200 ms, election timeout 2 s), leases of 4 s',
+    start: (p) => startEtcdCluster(3, p),
+    query: `timeout=${LIVENESS_S}`,
+    check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, electionMs: 4_000, recoverWithinMs: 10_000 },
+    schedule: { faultMs: [3_000, 12_000], gapMs: [6_000, 9_000] },
+  },
+  redis: {
+    name: 'redis',
+    title: 'Redis master + two replicas + three Sentinels (quorum 2, down-after 1 s), one data node and one sentinel per host, keys of 4 s',
+    start: (p) => startRedisSentinel(p),
+    query: `timeout=${LIVENESS_S}`,
+    // A cut master: the sentinels fail over after down-after (1 s) plus their own election.
+    check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, electionMs: 6_000, recoverWithinMs: 15_000 },
+    schedule: { faultMs: [3_000, 12_000], gapMs: [8_000, 12_000] },
+  },
+}
+
+/** What a run returns. */
+export interface PartitionRunResult {
+  backend: PartitionBackend['name']
+  schedules: Schedule[]
+  played: Played[]
+  /** Each schedule's time window on the history clock (to find which seed a finding belongs to). */
+  windows: { seed: number; from: number; to: number }[]
+  report: PartitionReport
+  history: HistoryEntry[]
+  /** Kept when the run found something (else removed). */
+  historyPath: string
+  /** Register writes. */
+  writes: { accepted: number; rejected: number }
+  startupMs: number
+  durationMs: number
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+const now = (): number => performance.timeOrigin + performance.now()
+
+/** Waits for a child's `ready` line; rejects with its stderr if it exits first or after `ms`. */
+function ready(p: ChildProcess, name: string, ms: number): Promise<void> {
+  let err = ''
+  p.stderr?.on('data', (d) => (err = (err + String(d)).slice(-2_000)))
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`client ${name} not ready within ${ms} ms: ${err.trim()}`)), ms)
+    p.stdout?.on('data', (d) => {
+      if (String(d).includes('ready')) {
+        clearTimeout(t)
+        resolve()
+      }
+    })
+    p.once('exit', (code, sig) => {
+      clearTimeout(t)
+      reject(new Error(`client ${name} exited (${code ?? sig}) before it was ready: ${err.trim()}`))
+    })
+  })
+}
+
+/** Runs `schedules` back to back against one fresh cluster of `backend`; see the file's doc. */
+export async function partitionRun(
+  backend: PartitionBackend,
+  schedules: readonly Schedule[],
+  log: (line: string) => void = () => {},
+): Promise<PartitionRunResult> {
+  const began = now()
+  const dir = mkdtempSync(join(tmpdir(), `rollcall-partition-${backend.name}-`))
+  const historyPath = join(dir, 'history.jsonl')
+  const servers = ['n1', 'n2', 'n3']
+  const clientHosts = ['c1', 'c2', 'c3']
+  const hosts = await Hosts.create([...servers, ...clientHosts])
+  const clients: ChildProcess[] = []
+  let cluster: Cluster | undefined
+  let register: Awaited<ReturnType<typeof startRegister>> | undefined
+  let keep = true
+  const nemesis = new HistoryWriter(historyPath, 'nemesis')
+  try {
+    cluster = await backend.start({ hosts: servers.map((s) => hosts.host(s)) })
+    await cluster.healthy(90_000)
+    register = await startRegister(hosts.adminAddress, historyPath)
+    const id = randomBytes(3).toString('hex')
+    const url = cluster.url(backend.query)
+    log(`${backend.name}: hosts ${hosts.prefix}, ${url}`)
+    for (const c of clientHosts) {
+      const spec: ClientSpec = {
+        url,
+        name: `${c}-w${id}`,
+        host: c,
+        history: historyPath,
+        lock: { name: `lock-${id}`, register: register.url, holdMs: [300, 1_500] },
+        election: { group: `elect-${id}`, termMs: [1_000, 4_000] },
+        group: `members-${id}`,
+      }
+      clients.push(hosts.spawn(c, process.execPath, ['--import', 'tsx', CLIENT, JSON.stringify(spec)], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] }))
+    }
+    await Promise.all(clients.map((p, i) => ready(p, clientHosts[i]!, 90_000)))
+    const startupMs = Math.round(now() - began)
+    // Let every watcher see every member before the first fault.
+    await sleep(3_000)
+    const played: Played[] = []
+    const windows: PartitionRunResult['windows'] = []
+    for (const s of schedules) {
+      const from = now()
+      played.push(...await runSchedule(s, { hosts, cluster, servers, clients: clientHosts, history: nemesis }))
+      windows.push({ seed: s.seed, from, to: now() })
+      log(`${backend.name}: schedule ${s.seed} played (${played.length} faults so far)`)
+    }
+    // A quiet tail: recovery of the last fault is measured, and must happen, before the clients stop.
+    await sleep((backend.check.recoverWithinMs ?? 10_000) + 2_000)
+    for (const p of clients) p.kill('SIGTERM')
+    await Promise.all(
+      clients.map((p) => Promise.race([new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(undefined) : p.once('exit', r))), sleep(15_000)])),
+    )
+    for (const [i, p] of clients.entries()) {
+      if (p.exitCode === null && p.signalCode === null) {
+        nemesis.write({ type: 'process', what: 'kill', process: `${clientHosts[i]}-w${id}` })
+        p.kill('SIGKILL')
+      }
+    }
+    const history = readHistory(historyPath)
+    const report = checkPartitionHistory(history, backend.check)
+    keep = report.failures > 0
+    return {
+      backend: backend.name,
+      schedules: [...schedules],
+      played,
+      windows,
+      report,
+      history,
+      historyPath,
+      writes: { ...register.counts },
+      startupMs,
+      durationMs: Math.round(now() - began),
+    }
+  } finally {
+    for (const p of clients) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL')
+    await register?.close().catch(() => {})
+    await cluster?.stop().catch(() => {})
+    await hosts.destroy()
+    nemesis.close()
+    if (!keep) rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The seed whose window holds time `at` (undefined: before the first or in the tail after the last). */
+export function seedAt(r: PartitionRunResult, at: number): number | undefined {
+  return (r.windows.find((w) => w.from <= at && at <= w.to) ?? r.windows.findLast((w) => w.from <= at))?.seed
+}

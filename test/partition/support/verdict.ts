@@ -1,0 +1,87 @@
+/**
+ * Which of a partition run's findings are known, unfixed bugs (test/fault/support/known.ts) and
+ * which are new. A finding is attributed to a known bug only when it has that bug's signature
+ * (backend, class of finding, and where it happened relative to the cuts); everything else is
+ * new and fails the test. Under FAULT_STRICT=1 nothing is excused.
+ */
+import type { FalseDown, FencingViolation, Lost, Overlap, PartitionReport } from '../../fault/support/partition-checker.js'
+import type { HistoryEntry } from '../../fault/support/partition-history.js'
+import type { KnownBug } from '../../fault/support/known.js'
+import { LIVENESS_S, type PartitionBackend } from './run.js'
+
+/** A run's findings, split. */
+export interface Verdict {
+  /** Known bug → how many findings it explains. */
+  known: Map<KnownBug, number>
+  /** Findings no known bug explains, one line each. */
+  unknown: string[]
+}
+
+interface CutSpan {
+  at: number
+  healAt: number
+  /** Hosts on the minority side (every side but the largest). */
+  cutOff: Set<string>
+}
+
+function cutsOf(h: readonly HistoryEntry[]): CutSpan[] {
+  const out: CutSpan[] = []
+  for (const e of h) {
+    if (e.type !== 'nemesis') continue
+    if (e.what === 'cut') {
+      const largest = [...e.sides].sort((a, b) => b.length - a.length)[0]!
+      out.push({ at: e.at, healAt: Infinity, cutOff: new Set(e.sides.flat().filter((x) => !largest.includes(x))) })
+    } else if (out.length > 0) out.at(-1)!.healAt = e.at
+  }
+  return out
+}
+
+/** Splits `report`'s findings (see the file's doc). */
+export function verdict(backend: PartitionBackend['name'], report: PartitionReport, history: readonly HistoryEntry[]): Verdict {
+  const strict = process.env.FAULT_STRICT === '1'
+  const known = new Map<KnownBug, number>()
+  const unknown: string[] = []
+  const hostOf = new Map<string, string>()
+  const at = new Map<number, number>()
+  for (const e of history) {
+    at.set(e.id, e.at)
+    if (e.type === 'process' && e.what === 'start') hostOf.set(e.process, e.host!)
+  }
+  const cuts = cutsOf(history)
+  const excuse = (bug: KnownBug | undefined, line: string): void => {
+    if (bug && !strict) known.set(bug, (known.get(bug) ?? 0) + 1)
+    else unknown.push(line)
+  }
+  /** During a cut, or within `afterMs` of its heal. */
+  const nearCut = (t: number, afterMs: number): CutSpan | undefined => cuts.find((c) => c.at <= t && t <= c.healAt + afterMs)
+
+  for (const o of report.beliefOverlaps.items as Overlap[]) {
+    const stale = hostOf.get(o.stale.process)
+    const cut = nearCut(o.granted.at, 0)
+    const staleCutOff = cut !== undefined && stale !== undefined && cut.cutOff.has(stale)
+    let bug: KnownBug | undefined
+    // The stale holder was on the minority side of the cut during which the next grant came.
+    if (backend === 'zookeeper' && staleCutOff) bug = 'zookeeper-follower-cut-overlap'
+    if (backend === 'redis' && cut !== undefined) bug = 'redis-sentinel-failover'
+    excuse(
+      bug,
+      `${o.kind} overlap on ${o.resource}: ${o.granted.process} granted (line ${o.granted.beganId}) while ${o.stale.process} believed, ${Math.round(o.ms)} ms`,
+    )
+  }
+  for (const f of report.fencingViolations.items as FencingViolation[]) {
+    const bug = backend === 'redis' && f.what === 'tokens-backwards' && nearCut(at.get(f.id)!, 30_000) ? 'redis-sentinel-failover' : undefined
+    excuse(bug, `fencing ${f.what} on ${f.resource}: token ${f.token} of ${f.process} (line ${f.id}) after ${f.previousToken} (line ${f.previousId})`)
+  }
+  for (const d of report.falseDowns.items as FalseDown[]) {
+    // The hung keepalive: during a cut or within the liveness window plus the keepalive's timeout after its heal.
+    const bug = backend === 'etcd3' && nearCut(d.at, 2 * LIVENESS_S * 1_000 + 2_000) ? 'etcd-hung-keepalive' : undefined
+    excuse(bug, `false down: ${d.observer} (${d.via}) saw ${d.member} leave ${d.group} at line ${d.id} for ${Math.round(d.ms)} ms`)
+  }
+  for (const d of report.detection.missed) unknown.push(`missed: ${d.observer} (${d.via}) never saw ${d.member} gone after the cut of line ${d.cutId}`)
+  for (const d of report.detection.late) unknown.push(`late: ${d.observer} (${d.via}) saw ${d.member} gone ${d.ms} ms after the cut of line ${d.cutId}`)
+  for (const r of report.recovery.late) {
+    unknown.push(`late recovery: ${r.observer} (${r.via}) saw ${r.member} back ${r.ms} ms after the heal of line ${r.healId}`)
+  }
+  for (const l of report.lost as Lost[]) unknown.push(`lost: ${l.what} ${l.member ?? ''} ${l.resource} (last line ${l.lastId})`)
+  return { known, unknown }
+}
