@@ -89,6 +89,14 @@ export async function renderDriversDoc(): Promise<string> {
     out.push(`Capabilities: ${def.capabilities.length ? def.capabilities.map((c) => `\`${c}\``).join(', ') : 'none'}.`, '')
     if (def.consistency) out.push(`**Consistency.** ${def.consistency}`, '')
     if (def.hazards.length) out.push('**Hazards.**', '', ...def.hazards.map((h) => `- ${h}`), '')
+    if (def.client) {
+      const decided = def.client.connectionOptions.map((name) => `\`${def.options[name]?.query ?? name}\``).join(', ')
+      out.push(
+        `**Your own client** (\`connect('${schemes[0]}?…', { client })\`, see docs/api.md): ${def.client.expects}. ${def.client.doc} Options the client `
+          + `decides, refused beside it: ${decided}.`,
+        '',
+      )
+    }
     if (REPLY_LIMITS[def.name]) out.push(`**Replies.** ${REPLY_LIMITS[def.name]}`, '')
   }
   return `${out.join('\n').trimEnd()}\n`

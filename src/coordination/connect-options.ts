@@ -11,6 +11,7 @@ import type { BuiltinDriverOptions } from './driver-options.js'
 import type { Logger } from './logger.js'
 import type { OptionSpec, OptionSpecs } from './options.js'
 import type { BUILTIN_LOADERS, BuiltinScheme } from './registry.js'
+import type { RedisOwnClient } from './drivers/redis/redis-own-client.js'
 
 /** What connect() takes besides driver options. */
 export interface BaseConnectOptions {
@@ -50,13 +51,32 @@ type Disagreeing = { [K in BuiltinScheme]: Agree<BuiltinDriverOptions[K], CodeOp
 type NoneDisagree<T extends never> = T
 type OptionInterfacesAgree = NoneDisagree<Disagreeing>
 
+/**
+ * The application's own clients that connect() takes, by URL scheme (see docs/api.md, "Bring your
+ * own client"). A scheme not listed takes none: `client` on a `zookeeper://` URL is a type error.
+ */
+export interface OwnClients {
+  redis: RedisOwnClient
+}
+
+/**
+ * `{ client?: ... }` for a scheme whose driver takes the application's own client, `{}` for the
+ * others. rollcall never closes or reconfigures that client; what more it needs (a Redis
+ * subscriber connection, SQL lock sessions) it derives from it and closes at stop().
+ */
+export type ClientOption<K extends string> = K extends keyof OwnClients ? {
+    /** The application's own client, used instead of one opened from the URL; it stays open after stop(). */
+    client?: OwnClients[K]
+  }
+  : {}
+
 /** The options of connect() for any built-in driver: a typo is an error, any driver's option is accepted. */
-export type ConnectOptions = BaseConnectOptions & { [K in BuiltinScheme]: DriverOptions<K> }[BuiltinScheme]
+export type ConnectOptions = BaseConnectOptions & { [K in BuiltinScheme]: DriverOptions<K> & ClientOption<K> }[BuiltinScheme]
 
 type SchemeOf<U extends string> = U extends `${infer S}://${string}` ? Lowercase<S> : never
 
 /** The options of connect(url) for this URL: its driver's options when the scheme is known. */
 export type ConnectOptionsFor<U extends string> = string extends U ? ConnectOptions
   : [SchemeOf<U>] extends [never] ? ConnectOptions
-  : SchemeOf<U> extends BuiltinScheme ? BaseConnectOptions & DriverOptions<SchemeOf<U>>
+  : SchemeOf<U> extends BuiltinScheme ? BaseConnectOptions & DriverOptions<SchemeOf<U>> & ClientOption<SchemeOf<U>>
   : BaseConnectOptions & { [option: string]: unknown }

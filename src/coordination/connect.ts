@@ -7,7 +7,7 @@
  */
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
-import { CapabilityMismatchError, InvalidIdError, InvalidOptionError } from '../errors.js'
+import { CapabilityMismatchError, InvalidIdError, InvalidOptionError, InvalidUrlError } from '../errors.js'
 import { keepListenedTo } from '../internal/linked-signal.js'
 import { isCapability } from './capabilities.js'
 import type { ConnectOptions, ConnectOptionsFor } from './connect-options.js'
@@ -17,7 +17,7 @@ import { adaptLogger, silentLogger } from './logger.js'
 import { opt, resolveOptions, type OptionSpecs } from './options.js'
 import { loadDriver } from './registry.js'
 import { shorten } from '../internal/redact.js'
-import { parseBackendUrl } from './url.js'
+import { parseBackendUrl, type BackendUrl } from './url.js'
 
 /** Options every driver accepts, in the URL (tooz-style spelling) or in code. */
 export const COMMON_OPTIONS = {
@@ -81,7 +81,7 @@ export async function createCoordinator<U extends string>(url: U | URL, options:
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new InvalidOptionError(`The options of connect() must be an object such as { memberId: 'api-1' }, not ${describe(options)}`)
   }
-  const { memberId = defaultMemberId(), require = [], heartbeat = true, autoWatch = true, logger = silentLogger, signal, ...rest } = options as
+  const { memberId = defaultMemberId(), require = [], heartbeat = true, autoWatch = true, logger = silentLogger, signal, client, ...rest } = options as
     & ConnectOptions
     & Record<string, unknown>
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
@@ -113,6 +113,7 @@ export async function createCoordinator<U extends string>(url: U | URL, options:
   if (missing.length) throw new CapabilityMismatchError(missing, definition.name)
 
   const specs = { ...COMMON_OPTIONS, ...definition.options }
+  if (client !== undefined) checkClient(definition, parsed, client, specs, rest)
   const resolved = resolveOptions(specs, parsed.query, rest, definition.name)
   const { watchIntervalMs, rejoin, ...driverOptions } = resolved
   const stopController = new AbortController()
@@ -123,7 +124,7 @@ export async function createCoordinator<U extends string>(url: U | URL, options:
 
   return new Coordinator({
     definition,
-    createDriver: (events) => definition.create({ url: parsed, options: driverOptions, memberId, signal: stopController.signal, log, events }),
+    createDriver: (events) => definition.create({ url: parsed, options: driverOptions, memberId, signal: stopController.signal, log, events, client }),
     memberId,
     redactedUrl: parsed.redacted,
     secrets,
@@ -135,6 +136,48 @@ export async function createCoordinator<U extends string>(url: U | URL, options:
     stopController,
   })
 }
+
+/**
+ * Checks an application's own client before any I/O: the driver must take one, of its kind, and
+ * neither the URL nor the options may configure the connection the client already decides (the
+ * URL then names the scheme and the coordination settings only, e.g. `redis://?namespace=app`).
+ */
+function checkClient(definition: DriverDefinition<any>, url: BackendUrl, client: unknown, specs: OptionSpecs, code: Record<string, unknown>): void {
+  const support = definition.client
+  if (!support) {
+    throw new InvalidOptionError(
+      `The ${definition.name} driver does not take a client: remove the client option and put the connection settings in the URL `
+        + `(a client is taken by the ${CLIENT_DRIVERS} drivers)`,
+    )
+  }
+  const problem = support.check(client)
+  if (problem) throw new InvalidOptionError(`Option client of the ${definition.name} driver must be ${support.expects}: ${problem}`)
+  const parts = [
+    url.hosts.length > 0 ? 'a host' : '',
+    url.username !== undefined || url.password !== undefined ? 'credentials' : '',
+    url.path !== '' && url.path !== '/' ? 'a path' : '',
+  ].filter(Boolean)
+  const urlProblem = parts.length > 0
+    ? `names ${parts.join(' and ')}, which the client decides`
+    : support.urlProblem?.(url)
+  if (urlProblem) {
+    throw new InvalidUrlError(
+      `${url.redacted} ${urlProblem}: with a client, the URL names the scheme and the coordination options only, e.g. ${url.scheme}://?membership_timeout=10`,
+    )
+  }
+  for (const name of support.connectionOptions) {
+    const spec = specs[name]
+    const given = code[name] !== undefined ? name : spec && url.query.has(spec.query) ? `${spec.query} (in the URL)` : undefined
+    if (given) {
+      throw new InvalidOptionError(
+        `Option ${given} configures the ${definition.name} connection, which the client decides: set it on the client, or drop the client option`,
+      )
+    }
+  }
+}
+
+/** The drivers that take a client, for messages. */
+const CLIENT_DRIVERS = 'redis, postgresql and mysql'
 
 /** A short description of a wrong value, for messages: its type, or the value when it is short. */
 function describe(value: unknown): string {

@@ -66,6 +66,32 @@ export interface DriverContext<O> {
   /** Aborted when the coordinator stops: end loops, streams and waits on it. */
   readonly signal: AbortSignal
   readonly log: Logger
+  /**
+   * The application's own client (connect(url, { client })), already accepted by the driver's
+   * {@link DriverClientSupport.check}; undefined when the driver opens its own connections. The
+   * driver must never close or reconfigure it: it closes only what it derived from it.
+   */
+  readonly client?: unknown
+}
+
+/**
+ * How a driver takes an application's own client (`connect(url, { client })`). Absent: the driver
+ * refuses one.
+ */
+export interface DriverClientSupport {
+  /** What the driver takes, for messages (`an ioredis Redis instance`). */
+  readonly expects: string
+  /** For docs/drivers.md: what the driver requires of the client and what it derives from it. */
+  readonly doc: string
+  /** Why `value` cannot serve (a sentence naming the fix), or undefined when it can. No I/O. */
+  check(value: unknown): string | undefined
+  /**
+   * Options (programmatic names) that configure the connection, which the client decides instead:
+   * giving one beside a client is an InvalidOptionError.
+   */
+  readonly connectionOptions: readonly string[]
+  /** Why this URL cannot go with a client (e.g. `rediss://`, which asks for TLS), beyond the host, credentials and path that no client URL may have. */
+  urlProblem?(url: BackendUrl): string | undefined
 }
 
 /**
@@ -239,6 +265,8 @@ export interface DriverDefinition<S extends OptionSpecs = OptionSpecs> {
    * `context` says what was being done and to which backend (its URL redacted), for the message.
    */
   translateError?(err: unknown, context: TranslateContext): RollcallError | undefined
+  /** Present when the driver can run on the application's own client (connect(url, { client })). */
+  readonly client?: DriverClientSupport
   /** Builds the driver. Must not do I/O (start() does); may throw InvalidUrlError. */
   create(ctx: DriverContext<ResolvedOptions<S>>): CoordinationDriver
 }

@@ -44,6 +44,10 @@ interface Run {
 }
 
 const RUNS: Record<string, Run> = {
+  'api-own-client': {
+    names: ['workers', 'nightly', 'worker-1'],
+    prints: [/members: \[ 'worker-1-\w+' \] fencing token: \d+n/, /client after stop\(\): ready PONG/],
+  },
   'api-leadership': {
     names: ['reports', 'scheduler', 'scheduler-1'],
     prints: [

@@ -31,8 +31,9 @@ import { decodeId, GROUP_EXISTS_FIELD, holderOfToken, RedisKeys, STILL_ALIVE } f
 import { RedisLock } from './redis-lock.js'
 import { REDIS_OPTIONS, type ResolvedRedisOptions } from './redis-options.js'
 import { RedisWakeups } from './redis-wakeups.js'
-import { installScripts, SCRIPTS, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
+import { scriptRunner, SCRIPTS, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
 import { utf8IdProblem } from '../kit/ids.js'
+import { redisClientProblem } from './redis-own-client.js'
 import { DeadlineError, withDeadline, withinStopGrace } from '../../../internal/deadline.js'
 
 /**
@@ -48,13 +49,18 @@ function backoffMs(attempt: number): number {
 
 type Runner = (name: ScriptName, keys: readonly string[], args: readonly ScriptArg[]) => Promise<ScriptReply>
 
-/** The redis driver: one ioredis connection per coordinator. */
+/** The redis driver: one ioredis connection per coordinator (its own, or the application's). */
 class RedisDriver implements CoordinationDriver {
   readonly #ctx: DriverContext<ResolvedRedisOptions>
   readonly #options: ResolvedRedisOptions
   readonly #keys: RedisKeys
-  readonly #target: RedisTarget
+  /** Where rollcall's own client connects; undefined with the application's client. */
+  readonly #target: RedisTarget | undefined
+  /** The application's client (connect(url, { client })): never closed nor reconfigured here. */
+  readonly #appClient: Redis | undefined
   #client: Redis | undefined
+  /** Listeners put on the client, taken off at stop() (the application's client outlives this driver). */
+  readonly #listeners: [event: string, listener: (...args: any[]) => void][] = []
   /** The subscriber connection for lock wake-ups, opened on the first contended wait. */
   #wakeups: RedisWakeups | undefined
   #runner: Runner | undefined
@@ -79,43 +85,42 @@ class RedisDriver implements CoordinationDriver {
   #confirming: Promise<void> | undefined
   #masterTimer: NodeJS.Timeout | undefined
 
-  constructor(ctx: DriverContext<ResolvedRedisOptions>, target: RedisTarget) {
+  constructor(ctx: DriverContext<ResolvedRedisOptions>, target: RedisTarget | undefined) {
     this.#ctx = ctx
     this.#options = ctx.options
     this.#target = target
+    this.#appClient = ctx.client as Redis | undefined
     this.#keys = new RedisKeys(ctx.options.namespace, ctx.options.lockKeyStyle)
   }
 
   async start(): Promise<void> {
-    const { Redis: RedisClient } = await import('ioredis').catch((err: unknown) => {
-      throw new DriverUnavailableError('redis', 'ioredis', { cause: err })
-    })
-    const tls = readTlsMaterial(this.#options)
-    // Until start() succeeds ioredis must not retry: a wrong port fails start() instead of
-    // reconnecting forever. Afterwards a dropped connection is retried with backoff.
-    const retry = (attempt: number): number | null => (this.#started && !this.#stopping ? backoffMs(attempt) : null)
-    const client = new RedisClient(ioredisOptions(this.#ctx.url, this.#target, this.#options, tls, { redis: retry, sentinel: retry }, this.#ctx.memberId))
-    client.on('error', (err: Error) => {
+    const client = this.#appClient ?? await this.#ownClient()
+    this.#listen(client, 'error', (err: Error) => {
       this.#lastError = err
     })
     this.#client = client
-    this.#runner = installScripts(client)
+    this.#runner = scriptRunner(client)
     const target = this.#target
-    if (target.kind === 'sentinel') {
+    if (!this.#appClient && target?.kind === 'sentinel') {
+      // The fencing epoch's questions to the sentinels (redis-fencing.ts), on connections of rollcall's own.
+      const { Redis: RedisClient } = await import('ioredis')
+      const tls = readTlsMaterial(this.#options)
       this.#sentinels = new SentinelAsker(target.sentinels, target.master, (s) => new RedisClient(sentinelClientOptions(s, this.#options, tls)))
     }
-    this.#wakeups = new RedisWakeups(() =>
-      client.duplicate({ autoResubscribe: true, lazyConnect: false, connectionName: `${client.options.connectionName}:sub` })
-    )
-    await this.#connectWithin(client, this.#options.socketConnectTimeoutMs)
+    // The subscriber connection is derived from the client (same server, credentials, TLS and
+    // Sentinel settings) and is rollcall's own, closed by stop().
+    const subName = `${this.#appClient ? `rollcall:${this.#ctx.memberId.replace(/[^!-~]/g, '_')}` : client.options.connectionName}:sub`.slice(0, 128)
+    this.#wakeups = new RedisWakeups(() => client.duplicate({ autoResubscribe: true, lazyConnect: false, connectionName: subName }))
+    if (this.#appClient) await this.#readyWithin(this.#appClient, this.#options.socketConnectTimeoutMs)
+    else await this.#connectWithin(client, this.#options.socketConnectTimeoutMs)
     this.#started = true
-    client.on('close', () => {
+    this.#listen(client, 'close', () => {
       this.#generation++
       this.#confirmed = undefined
       this.#onDown()
     })
-    client.on('reconnecting', () => this.#onDown())
-    client.on('ready', () => this.#onReady())
+    this.#listen(client, 'reconnecting', () => this.#onDown())
+    this.#listen(client, 'ready', () => this.#onReady())
     if (this.#options.healthCheckIntervalMs > 0) {
       this.#healthTimer = setInterval(() => void client.ping().catch(() => {}), this.#options.healthCheckIntervalMs)
       this.#healthTimer.unref()
@@ -142,7 +147,26 @@ class RedisDriver implements CoordinationDriver {
     if (!client) return
     // As tooz's _stop: delete the beat key, so that others see this member gone at once.
     if (this.#started && client.status === 'ready') await withinStopGrace(client.del(this.#keys.beat(this.#ctx.memberId)))
-    client.disconnect()
+    for (const [event, listener] of this.#listeners.splice(0)) client.off(event, listener)
+    // The application's client stays open and usable: it is the application's to close.
+    if (client !== this.#appClient) client.disconnect()
+  }
+
+  /** rollcall's own client, configured from the URL (not connected yet). */
+  async #ownClient(): Promise<Redis> {
+    const { Redis: RedisClient } = await import('ioredis').catch((err: unknown) => {
+      throw new DriverUnavailableError('redis', 'ioredis', { cause: err })
+    })
+    const tls = readTlsMaterial(this.#options)
+    // Until start() succeeds ioredis must not retry: a wrong port fails start() instead of
+    // reconnecting forever. Afterwards a dropped connection is retried with backoff.
+    const retry = (attempt: number): number | null => (this.#started && !this.#stopping ? backoffMs(attempt) : null)
+    return new RedisClient(ioredisOptions(this.#ctx.url, this.#target!, this.#options, tls, { redis: retry, sentinel: retry }, this.#ctx.memberId))
+  }
+
+  #listen(client: Redis, event: string, listener: (...args: any[]) => void): void {
+    client.on(event, listener)
+    this.#listeners.push([event, listener])
   }
 
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
@@ -297,13 +321,57 @@ class RedisDriver implements CoordinationDriver {
       await withDeadline(client.connect(), timeoutMs)
     } catch (err) {
       client.disconnect()
-      const detail = err instanceof DeadlineError
-        ? `${err.message}${this.#lastError ? ` (last error: ${this.#lastError.message})` : ''}`
-        : (this.#lastError ?? (err as Error)).message
-      throw new ConnectionError(`Cannot connect to Redis at ${describeTarget(this.#target)} (${this.#ctx.url.redacted}): ${detail}`, {
-        cause: this.#lastError ?? err,
-      })
+      throw this.#connectError(err)
     }
+  }
+
+  /**
+   * Waits until the application's client is ready: a lazy one (status `wait`) is connected, as its
+   * first command would connect it; one that is connecting or reconnecting is waited for. On
+   * failure the client is left as it is (it is the application's, and may still come up).
+   */
+  async #readyWithin(client: Redis, timeoutMs: number): Promise<void> {
+    if (client.status === 'ready') return
+    if (client.status === 'end' || client.status === 'close') {
+      throw new ConnectionError("The application's Redis client is closed (quit() or disconnect() was called); pass an open client", { retryable: false })
+    }
+    let onReady!: () => void
+    let onEnd!: () => void
+    const ready = new Promise<void>((resolve, reject) => {
+      onReady = resolve
+      onEnd = () => reject(new Error('the client was closed'))
+      client.once('ready', onReady)
+      client.once('end', onEnd)
+    })
+    try {
+      if (client.status === 'wait') void client.connect().catch(() => {})
+      await withDeadline(ready, timeoutMs)
+    } catch (err) {
+      throw this.#connectError(err)
+    } finally {
+      client.off('ready', onReady)
+      client.off('end', onEnd)
+      ready.catch(() => {})
+    }
+  }
+
+  #connectError(err: unknown): ConnectionError {
+    const detail = err instanceof DeadlineError
+      ? `${err.message}${this.#lastError ? ` (last error: ${this.#lastError.message})` : ''}`
+      : (this.#lastError ?? (err as Error)).message
+    return new ConnectionError(`Cannot connect to Redis at ${this.#where()}: ${detail}`, { cause: this.#lastError ?? err })
+  }
+
+  /** Where the driver connects, for messages (never with credentials). */
+  #where(): string {
+    if (this.#target) return `${describeTarget(this.#target)} (${this.#ctx.url.redacted})`
+    const o = this.#appClient!.options
+    const at = o.sentinels?.length
+      ? `master "${o.name ?? ''}" via Sentinel`
+      : o.path
+      ? `the Unix socket ${o.path}`
+      : `${o.host ?? 'localhost'}:${o.port ?? 6379}`
+    return `${at}, through the application's client`
   }
 
   /** The transport broke: report `suspended` once; members and locks may still be valid on the server. */
@@ -337,7 +405,7 @@ class RedisDriver implements CoordinationDriver {
       await this.#confirm()
     }
     throw new ConnectionError(
-      `Cannot acquire a lock: the connection to the master of ${describeTarget(this.#target)} kept changing while it was being confirmed`,
+      `Cannot acquire a lock: the connection to the master of ${describeTarget(this.#target!)} kept changing while it was being confirmed`,
     )
   }
 
@@ -462,7 +530,34 @@ export default defineDriver({
     return undefined
   },
   translateError: translateRedisError,
+  client: {
+    expects: 'an ioredis Redis instance (one server, or a master through Sentinel)',
+    doc: 'Not a Cluster, and without keyPrefix (use namespace). rollcall runs its scripts with EVAL/EVALSHA (no defineCommand), adds listeners '
+      + 'that stop() removes, connects a lazyConnect client as its first command would, and never closes it. The pub/sub connection for lock '
+      + 'wake-ups is client.duplicate() (same server, credentials, TLS and Sentinel settings), opened on the first contended wait and closed by '
+      + "stop(). The client's own settings apply: maxRetriesPerRequest null makes a command wait for the connection to come back (heartbeats "
+      + 'stall until the membership is presumed lost), and autoResendUnfulfilledCommands (on by default) sends a command in flight during a '
+      + "break again (a join may then answer MemberExistsError); rollcall's own client uses 0 and false.",
+    check: redisClientProblem,
+    connectionOptions: [
+      'db',
+      'socketTimeoutMs',
+      'socketConnectTimeoutMs',
+      'socketKeepalive',
+      'ssl',
+      'sslCertfile',
+      'sslKeyfile',
+      'sslCaCerts',
+      'sentinel',
+      'sentinelFallback',
+      'sentinelUsername',
+      'sentinelPassword',
+      'sentinelSsl',
+    ],
+    urlProblem: (url) => (url.scheme === 'rediss' ? 'asks for TLS (rediss://), which the client decides; write redis://' : undefined),
+  },
   create(ctx) {
-    return new RedisDriver(ctx, redisTarget(ctx.url, ctx.options, (message) => ctx.log.warn(message)))
+    const target = ctx.client === undefined ? redisTarget(ctx.url, ctx.options, (message) => ctx.log.warn(message)) : undefined
+    return new RedisDriver(ctx, target)
   },
 })

@@ -17,6 +17,7 @@
  * Member keys are built inside the scripts (`<beat prefix> .. member`), so these scripts need a
  * single Redis server (or Sentinel master): like tooz's, they are not Redis Cluster-safe.
  */
+import { createHash } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { GROUP_EXISTS_FIELD, GROUP_EXISTS_VALUE } from './redis-keys.js'
 
@@ -340,17 +341,26 @@ export type ScriptArg = string | number | Uint8Array
 /** A reply as the Buffer variant of a command returns it. */
 export type ScriptReply = number | Buffer | null | ScriptReply[]
 
-type BufferScript = (numberOfKeys: number, ...args: (string | number | Buffer)[]) => Promise<ScriptReply>
-
 /**
- * Registers every script on `client` (ioredis sends EVALSHA and falls back to EVAL on NOSCRIPT,
- * so a restarted server that lost its script cache is handled) and returns a runner.
+ * A runner of the scripts on `client` that leaves the client as it was (no defineCommand: the
+ * client may be the application's). Each script goes as EVAL the first time, then as EVALSHA,
+ * and as EVAL again when the server answers NOSCRIPT (a restarted server lost its script cache);
+ * a NOSCRIPT reply means the script did not run, so sending it again is safe.
  */
-export function installScripts(client: Redis): (name: ScriptName, keys: readonly string[], args: readonly ScriptArg[]) => Promise<ScriptReply> {
-  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua })
-  const commands = client as unknown as Record<string, BufferScript>
-  return (name, keys, args) => {
+export function scriptRunner(client: Redis): (name: ScriptName, keys: readonly string[], args: readonly ScriptArg[]) => Promise<ScriptReply> {
+  const shas = new Map(Object.entries(SCRIPTS).map(([name, lua]) => [name, createHash('sha1').update(lua).digest('hex')]))
+  const loaded = new Set<ScriptName>()
+  return async (name, keys, args) => {
     const raw = args.map((a) => (a instanceof Uint8Array ? Buffer.from(a.buffer, a.byteOffset, a.byteLength) : a))
-    return commands[`${name}Buffer`]!.call(client, keys.length, ...keys, ...raw)
+    if (loaded.has(name)) {
+      try {
+        return (await client.callBuffer('EVALSHA', shas.get(name)!, keys.length, ...keys, ...raw)) as ScriptReply
+      } catch (err) {
+        if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err
+      }
+    }
+    const reply = (await client.callBuffer('EVAL', SCRIPTS[name], keys.length, ...keys, ...raw)) as ScriptReply
+    loaded.add(name)
+    return reply
   }
 }
