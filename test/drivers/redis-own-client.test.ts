@@ -197,8 +197,9 @@ describe("redis: the application's own client", () => {
   it('redis: own client: a client on a driver that takes none, URL connection parts and connection options beside it are refused before any I/O', async (t) => {
     const own = client(t, { lazyConnect: true })
     // @ts-expect-error a ZooKeeper URL takes no client: a type error, and InvalidOptionError at run time
+    const onZookeeper = connect('zookeeper://127.0.0.1:2181', { client: own })
     await assert.rejects(
-      connect('zookeeper://127.0.0.1:2181', { client: own }),
+      onZookeeper,
       (e: unknown) => e instanceof InvalidOptionError && /zookeeper driver does not take a client: remove the client option/.test(e.message),
     )
     // @ts-expect-error rediss:// asks for TLS, which the client decides
