@@ -57,6 +57,16 @@ type OptionInterfacesAgree = NoneDisagree<Disagreeing>
  */
 export interface OwnClients {
   redis: RedisOwnClient
+  postgresql: PgOwnPool
+}
+
+/** What connect() takes as a PostgreSQL client: a pg `Pool` (typed by its shape, so that rollcall's types do not need pg installed). */
+export interface PgOwnPool {
+  /** Checks a session out of the pool. */
+  connect(): Promise<unknown>
+  query(text: string, values?: unknown[]): Promise<unknown>
+  /** How many connections the pool holds. */
+  readonly totalCount: number
 }
 
 /**

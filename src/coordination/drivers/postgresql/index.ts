@@ -42,6 +42,7 @@ import { LockSessions } from '../sql/sql-sessions.js'
 import { namespaceProblem, sqlNames, type SqlNames, type SqlStatements, type StatementName } from '../sql/sql-schema.js'
 import { postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql } from './postgresql-schema.js'
 import { isPgConnectionFailure } from '../../../internal/network-errors.js'
+import { kindOf } from '../kit/client-kind.js'
 
 type Pg = (typeof import('pg'))['default']
 type PgPool = InstanceType<Pg['Pool']>
@@ -86,10 +87,13 @@ class PgDialect implements SqlDialect, PgLockHost {
   readonly #clients = new Set<PgClient>()
   #lib: Pg | undefined
   #pool: PgPool | undefined
+  /** The application's pool (connect(url, { client })): never ended here; lock and LISTEN sessions are checked out of it. */
+  readonly #appPool: PgPool | undefined
   #closed = false
 
-  constructor(config: PgConfig, where: string, timeoutMs: number, membershipTimeoutMs: number, names: SqlNames, log: Logger) {
+  constructor(config: PgConfig, where: string, timeoutMs: number, membershipTimeoutMs: number, names: SqlNames, log: Logger, appPool?: PgPool) {
     this.#config = config
+    this.#appPool = appPool
     this.#where = where
     this.#timeoutMs = timeoutMs
     // A heartbeat comes every half membership timeout: it keeps the one connection rather than reopening it.
@@ -109,6 +113,15 @@ class PgDialect implements SqlDialect, PgLockHost {
   }
 
   async open(): Promise<void> {
+    if (this.#appPool) {
+      this.#pool = this.#appPool
+      try {
+        await withDeadline(this.#createTables(this.#appPool), this.#timeoutMs)
+      } catch (err) {
+        throw this.#startError(err)
+      }
+      return
+    }
     try {
       this.#lib = (await import('pg')).default
     } catch (err) {
@@ -130,7 +143,8 @@ class PgDialect implements SqlDialect, PgLockHost {
     await this.notifier.close()
     await this.sessions.close()
     await Promise.all([...this.#clients].map((c) => endPgClient(c)))
-    await withinStopGrace(this.#pool?.end() ?? Promise.resolve())
+    // The application's pool stays open: it is the application's to end.
+    if (this.#pool !== this.#appPool) await withinStopGrace(this.#pool?.end() ?? Promise.resolve())
   }
 
   async run(statement: StatementName, params: readonly unknown[]): Promise<SqlResult> {
@@ -153,6 +167,7 @@ class PgDialect implements SqlDialect, PgLockHost {
 
   /** A dedicated client (a lock session, or LISTEN), ended by close() if still open then. */
   async connect(): Promise<PgClient> {
+    if (this.#appPool && !this.#closed) return this.#checkOut(this.#appPool)
     if (!this.#lib || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started')
     const client = new this.#lib.Client(this.#config)
     const session = client as unknown as PgClient
@@ -166,6 +181,34 @@ class PgDialect implements SqlDialect, PgLockHost {
       this.#clients.delete(session)
       throw err
     }
+    return session
+  }
+
+  /**
+   * A session checked out of the application's pool and held: advisory locks and LISTEN belong to
+   * a session. Its end gives it back with release(true), so that the pool closes it rather than
+   * lending out a session that may still hold a lock or listen.
+   */
+  async #checkOut(pool: PgPool): Promise<PgClient> {
+    const lent = await pool.connect()
+    const onError = (): void => undefined
+    // Errors are reported through the queries that fail; an idle session must not crash the process.
+    lent.on('error', onError)
+    let released = false
+    const session: PgClient = {
+      query: (text, values) => lent.query(text, values) as never,
+      end: async () => {
+        if (released) return
+        released = true
+        this.#clients.delete(session)
+        lent.release(true)
+      },
+      on: ((event: string, listener: (...args: any[]) => void) => lent.on(event as 'error', listener)) as PgClient['on'],
+      get processID() {
+        return (lent as unknown as { processID: number | null }).processID
+      },
+    }
+    this.#clients.add(session)
     return session
   }
 
@@ -218,6 +261,21 @@ class PgDriver extends SqlDriver {
   watchGroup(group: string, onChange: () => void): Promise<() => Promise<void>> {
     return this.#pg.notifier.subscribe(group, onChange)
   }
+}
+
+/** Why `value` cannot serve as the postgresql driver's client, or undefined when it can. */
+function pgClientProblem(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object') return `got ${value === null ? 'null' : typeof value}; pass new pg.Pool(...)`
+  const c = value as Record<string, unknown>
+  if (typeof c.connectionParameters === 'object' && typeof c.query === 'function') {
+    return 'got a pg Client (one connection); pass a pg Pool: rollcall holds a session of its own for each held or waiting lock (advisory locks are '
+      + 'per session), which it checks out of the pool'
+  }
+  if (typeof c.connect !== 'function' || typeof c.query !== 'function' || typeof c.totalCount !== 'number' || typeof c.options !== 'object') {
+    return `got ${kindOf(value)}; pass new pg.Pool(...)`
+  }
+  if (c.ending === true || c.ended === true) return 'it is ended (pool.end() was called); pass an open pool'
+  return undefined
 }
 
 /** node-postgres settings from the URL and tooz's host/port/dbname overrides. */
@@ -288,11 +346,23 @@ export default defineDriver({
     }
     return undefined
   },
-  create({ url, options, memberId, events, log }) {
+  client: {
+    expects: 'a pg Pool',
+    doc: 'rollcall runs membership statements and heartbeats through pool.query(), and checks a session out of the pool (pool.connect()) for '
+      + 'each held or waiting lock and for LISTEN while a group is watched, holding it as long as PostgreSQL ties the lock to it (advisory locks '
+      + 'are per session); it gives each back with release(true), so that the pool closes it rather than lend out a session that may hold a '
+      + 'lock. Size max for it: 1 + held or waiting locks + 1 while watching, and a cancelled wait needs one more for pg_cancel_backend. '
+      + 'A pg Client (one connection) is refused: a blocking lock wait would hold the only session. rollcall never ends the pool.',
+    check: pgClientProblem,
+    connectionOptions: ['host', 'port', 'dbname'],
+  },
+  create({ url, options, memberId, events, log, client }) {
     const problem = namespaceProblem(options.namespace)
     if (problem) throw new InvalidOptionError(`Option namespace "${options.namespace}" for the postgresql driver is not usable: ${problem}`)
-    const { config, where } = clientConfig(url, options)
-    const dialect = new PgDialect(config, where, options.timeoutMs, options.membershipTimeoutMs, sqlNames(options.namespace), log)
+    const { config, where } = client === undefined
+      ? clientConfig(url, options)
+      : { config: {} as PgConfig, where: "the application's pg Pool" }
+    const dialect = new PgDialect(config, where, options.timeoutMs, options.membershipTimeoutMs, sqlNames(options.namespace), log, client as PgPool | undefined)
     return new PgDriver(dialect, memberId, options.membershipTimeoutMs, events)
   },
 })
