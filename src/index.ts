@@ -4,7 +4,8 @@
  * service groups live in `rollcall/servicegroup`.
  */
 export { connect, createCoordinator, defaultMemberId, COMMON_OPTIONS } from './coordination/connect.js'
-export type { BaseConnectOptions, BuiltinScheme, ClientOption, CodeOptions, ConnectOptions, ConnectOptionsFor, DriverOptions, OwnClients } from './coordination/connect-options.js'
+export type { BaseConnectOptions, BuiltinScheme, ClientOption, CodeOptions, ConnectOptions, ConnectOptionsFor, DriverOptions,
+  OwnClients } from './coordination/connect-options.js'
 export type { RedisOwnClient } from './coordination/drivers/redis/redis-own-client.js'
 export type {
   BuiltinDriverOptions,

@@ -318,6 +318,11 @@ export default defineDriver({
     'tooz ignores the URL path; rollcall uses it as a chroot. A Python peer reaches the same nodes with `namespace=<chroot>/<namespace>` and no path.',
     'Ids must be ASCII without `/`, control characters, `.` or `..` (tooz encodes ids as ASCII; ZooKeeper refuses the rest).',
     'A password in the URL is %-decoded by rollcall but not by tooz: with %-escapes, Python and Node would use different credentials.',
+    'Client-side expiry counts only what the ZooKeeper leader is proven to have seen: a follower cut off from the leader keeps answering pings until '
+    + 'syncLimit × tickTime, so the client sends a `sync` every twelfth of the session (a follower must forward it to the leader) and presumes the '
+    + 'session expired at the send time of the latest request answered at least a quarter of the timeout (and a sixth more) before an answered sync, '
+    + "plus the timeout, less a margin. This relies on the server's tickTime being at most half the negotiated timeout (ZooKeeper's default "
+    + 'minSessionTimeout); a brief cut longer than about half the timeout ends the session on the client.',
     'After a session is lost (expired by the server, or no server answered for longer than the session timeout) a new session is opened '
     + 'and memberships are restored; others may still see the old member and lock nodes until the server expires the old session.',
     'On a server before 3.6, the first group watch of each session asks for a persistent watch, which the server refuses and then '
