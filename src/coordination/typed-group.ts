@@ -5,7 +5,6 @@
  * `parse` is an assertion the caller opts into: values are handed over unchecked.
  */
 import { SerializationError } from '../errors.js'
-import type { Coordinator } from './coordinator.js'
 
 /** Checks one member's decoded capabilities and returns them typed; throws (any error) when they do not fit. */
 export type CapabilitiesParser<Caps> = (value: unknown) => Caps
@@ -19,15 +18,27 @@ export interface TypedGroupOptions<Caps> {
   parse?: CapabilitiesParser<Caps>
 }
 
+/** What a TypedGroup needs of its coordinator: the group calls it makes on the caller's behalf. */
+export interface TypedGroupHost {
+  readonly memberId: string
+  joinGroup(group: string, capabilities: unknown): Promise<void>
+  joinGroupCreate(group: string, capabilities: unknown): Promise<void>
+  leaveGroup(group: string): Promise<void>
+  updateCapabilities(group: string, capabilities: unknown): Promise<void>
+  getMembers(group: string): Promise<string[]>
+  getMembersWithCapabilities(group: string): Promise<Map<string, unknown>>
+  getMemberCapabilities(group: string, member: string): Promise<unknown>
+}
+
 /** One group, with capabilities of type `Caps` on join, update and every read. */
 export class TypedGroup<Caps> {
-  readonly #coordinator: Coordinator
+  readonly #coordinator: TypedGroupHost
   readonly #parse: CapabilitiesParser<Caps> | undefined
   /** The group's id. */
   readonly name: string
 
   /** Use {@link Coordinator.group}. */
-  constructor(coordinator: Coordinator, name: string, options: TypedGroupOptions<Caps> = {}) {
+  constructor(coordinator: TypedGroupHost, name: string, options: TypedGroupOptions<Caps> = {}) {
     this.#coordinator = coordinator
     this.name = name
     this.#parse = options.parse

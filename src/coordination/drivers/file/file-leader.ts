@@ -17,7 +17,8 @@
  */
 import { closeSync, constants, ftruncateSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
 import { dumps, loads } from '../../codec.js'
-import { nativeLocks, pause, RecordLock } from './file-lock.js'
+import { pause, RecordLock } from './file-lock.js'
+import { nativeLocks } from './record-locks.js'
 import { exists } from './file-records.js'
 import { strictUtf8 } from '../../../internal/unicode.js'
 

@@ -20,7 +20,7 @@
  * barrier). The kernel drops the lock when the description's last descriptor closes, so a process
  * that dies never leaves a lock behind. Elsewhere than Linux (macOS) the package falls back to
  * flock: rollcall processes still exclude each other, Python processes no longer. On Bun, which
- * aborts when fs-native-extensions reports a busy lock, bun-record-locks.ts makes the same fcntl
+ * aborts when fs-native-extensions reports a busy lock, record-locks.ts makes the same fcntl
  * calls through bun:ffi.
  *
  * The file calls here are synchronous: open, fstat, stat, ftruncate and close of a local file take
@@ -29,36 +29,11 @@
  * are opened with O_NONBLOCK, so that a FIFO planted at a lock path fails instead of blocking the
  * event loop; on regular files the flag does nothing.
  */
-import { createRequire } from 'node:module'
 import { closeSync, constants, fstatSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { DriverUnavailableError, OperationTimeoutError } from '../../../errors.js'
+import { OperationTimeoutError } from '../../../errors.js'
 import type { DriverLock } from '../../driver.js'
-import { bunRecordLocks } from './bun-record-locks.js'
-
-/** The subset of fs-native-extensions used here. */
-export interface NativeLocks {
-  /** Whole-file write lock (read lock with `shared`) without waiting; false when another description holds a conflicting lock. */
-  tryLock(fd: number, options?: { shared?: boolean }): boolean
-  /** The same on `length` bytes from `offset` (a conversion when this description already locks them). */
-  tryLock(fd: number, offset: number, length: number, options?: { shared?: boolean }): boolean
-  unlock(fd: number, offset?: number, length?: number): void
-}
-
-let native: NativeLocks | undefined
-
-/** Loads fs-native-extensions once (on Bun, the same calls through bun:ffi); DriverUnavailableError when it is missing. */
-export function nativeLocks(): NativeLocks {
-  if (!native && process.versions.bun !== undefined) native = bunRecordLocks()
-  if (!native) {
-    try {
-      native = createRequire(import.meta.url)('fs-native-extensions') as NativeLocks
-    } catch (err) {
-      throw new DriverUnavailableError('file', 'fs-native-extensions', { cause: err })
-    }
-  }
-  return native
-}
+import { nativeLocks } from './record-locks.js'
 
 /** fasteners' append mode (created if missing), without blocking on a FIFO. */
 const LOCK_FILE_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK

@@ -18,7 +18,8 @@
  * fairness or a poll, never exclusion.
  */
 import { closeSync, constants, readSync, writeSync } from 'node:fs'
-import { nativeLocks, openMakingDirs } from './file-lock.js'
+import { openMakingDirs } from './file-lock.js'
+import { nativeLocks } from './record-locks.js'
 
 /** How long an idle registry descriptor stays open. */
 const LINGER_MS = 1_000

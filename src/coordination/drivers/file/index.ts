@@ -50,7 +50,8 @@ import { CorruptRecordError, decodeGroupMetadata, decodeMemberRecord, encodeGrou
 import { FileLeaderLock, leaderRetryInMs, readLeader, removeFreeLeaderFile } from './file-leader.js'
 import { directoryOf, makeDirectory, normalizeLockName, validateId, writeAtomically } from './file-paths.js'
 import { FairFileLock } from './file-fair-lock.js'
-import { asDriverLock, nativeLocks, RecordLock, withFileLock } from './file-lock.js'
+import { asDriverLock, RecordLock, withFileLock } from './file-lock.js'
+import { nativeLocks } from './record-locks.js'
 import { closeIdleWakeWatches } from './file-wake.js'
 import { exists, isMissing, MemberRecords, statIfExists, type CachedRecord, type LiveFile, type MemberEntry } from './file-records.js'
 

@@ -1,5 +1,5 @@
 /**
- * The file driver's record locks on Bun: the same `fcntl(F_OFD_SETLK)` calls that
+ * The file driver's record locks: fs-native-extensions on Node, and on Bun the same `fcntl(F_OFD_SETLK)` calls that
  * fs-native-extensions makes on Linux, made through `bun:ffi`.
  *
  * Why: fs-native-extensions reports a failed lock through libuv's `uv_translate_sys_error`, which
@@ -14,7 +14,6 @@
 import { createRequire } from 'node:module'
 import { constants } from 'node:os'
 import { DriverUnavailableError } from '../../../errors.js'
-import type { NativeLocks } from './file-lock.js'
 
 /** The part of `bun:ffi` used here (its types are not Node's). */
 interface BunFfi {
@@ -76,4 +75,28 @@ export function bunRecordLocks(): NativeLocks {
       setLock(fd, F_UNLCK, offset, length)
     },
   } as NativeLocks
+}
+
+/** The subset of fs-native-extensions used here. */
+export interface NativeLocks {
+  /** Whole-file write lock (read lock with `shared`) without waiting; false when another description holds a conflicting lock. */
+  tryLock(fd: number, options?: { shared?: boolean }): boolean
+  /** The same on `length` bytes from `offset` (a conversion when this description already locks them). */
+  tryLock(fd: number, offset: number, length: number, options?: { shared?: boolean }): boolean
+  unlock(fd: number, offset?: number, length?: number): void
+}
+
+let native: NativeLocks | undefined
+
+/** Loads fs-native-extensions once (on Bun, the same calls through bun:ffi); DriverUnavailableError when it is missing. */
+export function nativeLocks(): NativeLocks {
+  if (!native && process.versions.bun !== undefined) native = bunRecordLocks()
+  if (!native) {
+    try {
+      native = createRequire(import.meta.url)('fs-native-extensions') as NativeLocks
+    } catch (err) {
+      throw new DriverUnavailableError('file', 'fs-native-extensions', { cause: err })
+    }
+  }
+  return native
 }
