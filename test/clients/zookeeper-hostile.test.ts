@@ -523,6 +523,9 @@ describe('ZooKeeper client against a server with one valid 16 MiB children reply
       } else if (type === OP.getData) {
         this.singles += 1
         c.sock.write(reply(xid, 0, (w) => stat(w.buffer(VALUE), VALUE.length)))
+      } else if (type === OP.sync) {
+        // The client's proof that a leader still counts its session (zookeeper-leader-proof.ts): a real server answers with the path.
+        c.sock.write(reply(xid, 0, (w) => w.string('/')))
       }
     }
   }
