@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { describe, it, type TestContext } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { MemcachedClient } from '../../src/clients/memcached/memcached-client.js'
 import { lockQueueCases, queueBehind, type QueueBackend } from '../support/lock-queue-cases.js'
 import { connect } from '../../src/index.js'
@@ -52,6 +53,9 @@ describe('memcached lock queue and turns', { concurrency: 3 }, () => {
     const { name, holder, waiters: [w] } = await queueBehind(t, BACKEND, 1)
     // The turn key of a holder that died between a release and its next acquisition: with 3 s it lives at least 1 s (the clock may skip 2).
     await raw(t).meta('ms', queueKey(name, 'turn'), ['T3'], Buffer.alloc(0))
+    // The head waiter may be between a look that found no turn and its attempt: let that cycle end (its attempt fails, the
+    // holder still holds) so that its next look sees the turn, as a waiter behind a holder that died would, before the release.
+    await sleep(250)
     const releasedAt = performance.now()
     assert.equal(await holder.release(), true)
     assert.equal(await w!.waiting, true)
