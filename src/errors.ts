@@ -40,6 +40,7 @@ export type ErrorCode =
   | 'SERVICEGROUP_UNAVAILABLE'
   | 'AUTH_FAILED'
   | 'LISTENER_FAILED'
+  | 'METRICS_UNAVAILABLE'
 
 /** Construction options shared by every rollcall error. */
 export interface RollcallErrorOptions {
@@ -289,6 +290,21 @@ export class UnknownDriverError extends RollcallError {
 export class DriverUnavailableError extends RollcallError {
   constructor(driver: string, pkg: string, options: RollcallErrorOptions = {}) {
     super(`The ${driver} driver needs the npm package "${pkg}"; install it with: npm install ${pkg}`, 'DRIVER_UNAVAILABLE', { driver, ...options })
+  }
+}
+
+/**
+ * Prometheus metrics were asked for (registerMetrics(), a status handler with metrics, `rollcall
+ * serve`'s /metrics) but prom-client, an optional peer dependency, cannot be loaded. The message
+ * names the fix: `npm install prom-client`.
+ */
+export class MetricsUnavailableError extends RollcallError {
+  constructor(options: RollcallErrorOptions = {}) {
+    super(
+      'Prometheus metrics need the npm package "prom-client" (an optional peer of rollcall); install it with: npm install prom-client',
+      'METRICS_UNAVAILABLE',
+      options,
+    )
   }
 }
 

@@ -1,12 +1,14 @@
 /**
- * The status server's Prometheus metrics, on a Registry of its own (never prom-client's global
- * one, so that an application embedding rollcall keeps its registry to itself). docs/operations.md
- * lists every metric with its meaning; the names here are the source.
+ * rollcall's Prometheus metrics: on a Registry of the status server's own (never prom-client's
+ * global one), or on the application's Registry when it calls registerMetrics(). prom-client is
+ * an optional peer, loaded by prom.ts and handed in; this file only imports its types.
+ * docs/operations.md lists every metric with its meaning; the names here are the source.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { Counter, Gauge, Histogram, Registry, RegistryContentType } from 'prom-client'
 import type { ConnectionState } from '../index.js'
 import type { ServiceStatus } from '../servicegroup/index.js'
 import type { GroupRow } from './groups.js'
+import type { PromClient } from './prom.js'
 
 /** The connection states the backend gauge has a series for. */
 export const CONNECTION_STATES: readonly ConnectionState[] = ['connected', 'suspended', 'reconnected', 'lost']
@@ -17,84 +19,124 @@ const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60]
 /** Groups that get a series of their own in rollcall_group_members at most. */
 export const MAX_GROUP_SERIES = 500
 
-/** Every metric of one status server. */
-export class WebMetrics {
-  readonly registry = new Registry()
-  readonly #services = new Gauge({
-    name: 'rollcall_services',
-    help: 'Services in the catalog by topic and state (up/down, as the status page shows them).',
-    labelNames: ['topic', 'state'] as const,
-    registers: [this.registry],
-  })
-  readonly #members = new Gauge({
-    name: 'rollcall_group_members',
-    help: `Live members of each coordination group that has any (at most ${MAX_GROUP_SERIES} groups, the largest; rollcall_groups counts them all).`,
-    labelNames: ['group'] as const,
-    registers: [this.registry],
-  })
-  readonly #groups = new Gauge({
-    name: 'rollcall_groups',
-    help: 'Coordination groups, with members (members="some") and empty (members="none").',
-    labelNames: ['members'] as const,
-    registers: [this.registry],
-  })
-  readonly #report = new Histogram({
-    name: 'rollcall_report_latency_seconds',
-    help: 'Time from a service report landing on the backend to the status server seeing it (exact under the db driver, whose store stamps last_seen_up; '
-      + "approximate under tooz, whose report time is as fresh as the driver's last full read).",
-    labelNames: ['topic'] as const,
-    buckets: LAG_BUCKETS,
-    registers: [this.registry],
-  })
-  readonly #heartbeat = new Histogram({
-    name: 'rollcall_heartbeat_duration_seconds',
-    help: "Round trip of a heartbeat of the status server's own coordinator to the coordination backend.",
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  })
-  readonly #heartbeatFailed = new Counter({
-    name: 'rollcall_heartbeat_failures_total',
-    help: 'Heartbeats that failed (reason="error") or landed after liveness had lapsed (reason="late"), from the coordinator\'s heartbeatFailed event.',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  })
-  readonly #connection = new Gauge({
-    name: 'rollcall_backend_connection_state',
-    help: "1 for the coordination backend connection's current state, 0 for the others.",
-    labelNames: ['state'] as const,
-    registers: [this.registry],
-  })
-  readonly #watcherLag = new Histogram({
-    name: 'rollcall_watcher_lag_seconds',
-    help: "Time from a membership change on the backend to the status server's watcher seeing it, where the change carries its time (joins by rollcall's "
-      + 'tooz service-group driver).',
-    labelNames: ['source'] as const,
-    buckets: LAG_BUCKETS,
-    registers: [this.registry],
-  })
-  readonly #refresh = new Histogram({
-    name: 'rollcall_refresh_duration_seconds',
-    help: 'Duration of one full read of the services (catalog + liveness) or of the coordination groups.',
-    labelNames: ['view'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  })
-  readonly #refreshFailed = new Counter({
-    name: 'rollcall_refresh_failures_total',
-    help: 'Reads of the services or groups that failed (the page shows the last good state meanwhile).',
-    labelNames: ['view'] as const,
-    registers: [this.registry],
-  })
-  readonly #sse = new Gauge({ name: 'rollcall_sse_clients', help: 'Open server-sent event streams (status pages watching live).', registers: [this.registry] })
-  readonly #requests = new Counter({
-    name: 'rollcall_http_requests_total',
-    help: 'HTTP requests by route, method and status.',
-    labelNames: ['route', 'method', 'status'] as const,
-    registers: [this.registry],
-  })
+/** The name of every metric {@link WebMetrics} registers. */
+export const METRIC_NAMES = [
+  'rollcall_services',
+  'rollcall_group_members',
+  'rollcall_groups',
+  'rollcall_report_latency_seconds',
+  'rollcall_heartbeat_duration_seconds',
+  'rollcall_heartbeat_failures_total',
+  'rollcall_backend_connection_state',
+  'rollcall_watcher_lag_seconds',
+  'rollcall_refresh_duration_seconds',
+  'rollcall_refresh_failures_total',
+  'rollcall_sse_clients',
+  'rollcall_http_requests_total',
+] as const
 
-  constructor() {
-    collectDefaultMetrics({ register: this.registry })
+/** Every metric of one status server, or of one registerMetrics() call. */
+export class WebMetrics {
+  /** Where the metrics are registered. */
+  readonly registry: Registry<RegistryContentType>
+  readonly #services: Gauge
+  readonly #members: Gauge
+  readonly #groups: Gauge
+  readonly #report: Histogram
+  readonly #heartbeat: Histogram
+  readonly #heartbeatFailed: Counter
+  readonly #connection: Gauge
+  readonly #watcherLag: Histogram
+  readonly #refresh: Histogram
+  readonly #refreshFailed: Counter
+  readonly #sse: Gauge
+  readonly #requests: Counter
+
+  /**
+   * Registers every metric on `registry`, or on a new Registry of its own (then with prom-client's
+   * default process metrics too, as `rollcall serve` has always shown them).
+   */
+  constructor(prom: PromClient, registry?: Registry<RegistryContentType>) {
+    this.registry = registry ?? new prom.Registry()
+    const registers = [this.registry]
+    this.#services = new prom.Gauge({
+      name: 'rollcall_services',
+      help: 'Services in the catalog by topic and state (up/down, as the status page shows them).',
+      labelNames: ['topic', 'state'] as const,
+      registers,
+    })
+    this.#members = new prom.Gauge({
+      name: 'rollcall_group_members',
+      help: `Live members of each coordination group that has any (at most ${MAX_GROUP_SERIES} groups, the largest; rollcall_groups counts them all).`,
+      labelNames: ['group'] as const,
+      registers,
+    })
+    this.#groups = new prom.Gauge({
+      name: 'rollcall_groups',
+      help: 'Coordination groups, with members (members="some") and empty (members="none").',
+      labelNames: ['members'] as const,
+      registers,
+    })
+    this.#report = new prom.Histogram({
+      name: 'rollcall_report_latency_seconds',
+      help: 'Time from a service report landing on the backend to the status server seeing it (exact under the db driver, whose store stamps last_seen_up; '
+        + "approximate under tooz, whose report time is as fresh as the driver's last full read).",
+      labelNames: ['topic'] as const,
+      buckets: LAG_BUCKETS,
+      registers,
+    })
+    this.#heartbeat = new prom.Histogram({
+      name: 'rollcall_heartbeat_duration_seconds',
+      help: "Round trip of a heartbeat of the status server's own coordinator to the coordination backend.",
+      buckets: LATENCY_BUCKETS,
+      registers,
+    })
+    this.#heartbeatFailed = new prom.Counter({
+      name: 'rollcall_heartbeat_failures_total',
+      help: 'Heartbeats that failed (reason="error") or landed after liveness had lapsed (reason="late"), from the coordinator\'s heartbeatFailed event.',
+      labelNames: ['reason'] as const,
+      registers,
+    })
+    this.#connection = new prom.Gauge({
+      name: 'rollcall_backend_connection_state',
+      help: "1 for the coordination backend connection's current state, 0 for the others.",
+      labelNames: ['state'] as const,
+      registers,
+    })
+    this.#watcherLag = new prom.Histogram({
+      name: 'rollcall_watcher_lag_seconds',
+      help: "Time from a membership change on the backend to the status server's watcher seeing it, where the change carries its time (joins by rollcall's "
+        + 'tooz service-group driver).',
+      labelNames: ['source'] as const,
+      buckets: LAG_BUCKETS,
+      registers,
+    })
+    this.#refresh = new prom.Histogram({
+      name: 'rollcall_refresh_duration_seconds',
+      help: 'Duration of one full read of the services (catalog + liveness) or of the coordination groups.',
+      labelNames: ['view'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers,
+    })
+    this.#refreshFailed = new prom.Counter({
+      name: 'rollcall_refresh_failures_total',
+      help: 'Reads of the services or groups that failed (the page shows the last good state meanwhile).',
+      labelNames: ['view'] as const,
+      registers,
+    })
+    this.#sse = new prom.Gauge({ name: 'rollcall_sse_clients', help: 'Open server-sent event streams (status pages watching live).', registers })
+    this.#requests = new prom.Counter({
+      name: 'rollcall_http_requests_total',
+      help: 'HTTP requests by route, method and status.',
+      labelNames: ['route', 'method', 'status'] as const,
+      registers,
+    })
+    if (!registry) prom.collectDefaultMetrics({ register: this.registry })
+  }
+
+  /** Takes every metric off the registry (they are kept nowhere else). */
+  unregister(): void {
+    for (const name of METRIC_NAMES) this.registry.removeSingleMetric(name)
   }
 
   /** The Content-Type of {@link text}. */

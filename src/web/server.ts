@@ -30,6 +30,8 @@ import { HostCheck } from './hosts.js'
 import { checkHealth } from './health.js'
 import { HttpError, authorizeWrite, baseHeaders, readJson, sendError, sendJson } from './http.js'
 import { WebMetrics } from './metrics.js'
+import { loadPromClient } from './prom.js'
+import { feedCoordinatorMetrics } from './feed.js'
 import { pageCsp, renderPage, type PageInfo } from './page.js'
 import { parseServiceFilter, SERVICE_FILTER_KEYS, ServiceView } from './services.js'
 import { EventHub } from './sse.js'
@@ -109,7 +111,7 @@ export class StatusServer {
   readonly #options: StatusServerOptions
   readonly #info: PageInfo
   readonly #routes: Route[]
-  readonly #timers: NodeJS.Timeout[] = []
+  #stopFeed: (() => void) | undefined
   readonly #logger: Logger
   readonly #hosts: HostCheck
   #closing: Promise<void> | undefined
@@ -150,7 +152,7 @@ export class StatusServer {
   /** Stops: ends every event stream and connection, stops the views and timers. Does not stop the ServiceGroup or Coordinator. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      for (const t of this.#timers) clearInterval(t)
+      this.#stopFeed?.()
       this.#hub.close()
       this.services?.stop()
       await this.groups?.stop()
@@ -168,23 +170,7 @@ export class StatusServer {
     this.services?.on('changed', (row) => this.#hub.send('service', row)).on('removed', (e) => this.#hub.send('service-removed', e)).on('health', problems)
     this.groups?.on('changed', (row) => this.#hub.send('group', row)).on('removed', (e) => this.#hub.send('group-removed', e)).on('health', problems)
     const c = this.#options.coordinator
-    if (!c) return
-    this.metrics.connectionState(c.connectionState)
-    c.on('connectionStateChanged', ({ state }) => this.metrics.connectionState(state))
-    c.on('heartbeatFailed', (f) => this.metrics.heartbeatFailed(f.reason))
-    const probe = async (): Promise<void> => {
-      const t0 = performance.now()
-      try {
-        await c.heartbeat()
-        this.metrics.heartbeat((performance.now() - t0) / 1000)
-      } catch {
-        // Counted by heartbeatFailed when the coordinator's own loop fails; healthz reports it.
-      }
-    }
-    void probe()
-    const t = setInterval(() => void probe(), this.#options.heartbeatProbeMs ?? DEFAULTS.heartbeatProbeMs)
-    t.unref()
-    this.#timers.push(t)
+    if (c) this.#stopFeed = feedCoordinatorMetrics(c, this.metrics, this.#options.heartbeatProbeMs ?? DEFAULTS.heartbeatProbeMs)
   }
 
   #table(): Route[] {
@@ -332,7 +318,7 @@ export class StatusServer {
 
 /** Starts the status server: first reads of the views, then listening. */
 export async function startStatusServer(options: StatusServerOptions): Promise<StatusServer> {
-  const metrics = new WebMetrics()
+  const metrics = new WebMetrics(await loadPromClient())
   const refreshMs = options.refreshMs ?? DEFAULTS.refreshMs
   const warn = (message: string): void => (options.logger ?? silentLogger).warn(redactUrl(message))
   checkToken(options.token, warn)

@@ -48,6 +48,10 @@ const RUNS: Record<string, Run> = {
     names: ['workers', 'nightly', 'worker-1'],
     prints: [/members: \[ 'worker-1-\w+' \] fencing token: \d+n/, /client after stop\(\): ready PONG/],
   },
+  'api-metrics': {
+    names: ['metrics-1', 'workers'],
+    prints: [/rollcall_group_members\{group="workers-[a-z0-9]+"\} 1/, /rollcall_backend_connection_state\{state="connected"\} 1/],
+  },
   'api-leadership': {
     names: ['reports', 'scheduler', 'scheduler-1'],
     prints: [
@@ -145,7 +149,11 @@ function compilerOptions(): ts.CompilerOptions {
     allowJs: true,
     checkJs: true,
     typeRoots: [join(ROOT, 'node_modules/@types')],
-    paths: { 'rollcall': [join(ROOT, 'src/index.ts')], 'rollcall/servicegroup': [join(ROOT, 'src/servicegroup/index.ts')] },
+    paths: {
+      'rollcall': [join(ROOT, 'src/index.ts')],
+      'rollcall/servicegroup': [join(ROOT, 'src/servicegroup/index.ts')],
+      'rollcall/web': [join(ROOT, 'src/web/public.ts')],
+    },
   }
 }
 
@@ -233,6 +241,7 @@ async function runBlock(block: Block, run: Run, signal: NodeJS.Signals | undefin
   const suffix = rid('').slice(1)
   let code = block.code
     .replaceAll("from 'rollcall/servicegroup'", `from '${join(ROOT, 'src/servicegroup/index.ts')}'`)
+    .replaceAll("from 'rollcall/web'", `from '${join(ROOT, 'src/web/public.ts')}'`)
     .replaceAll("from 'rollcall'", `from '${join(ROOT, 'src/index.ts')}'`)
     .replaceAll('redis://127.0.0.1:6379', serverUrl('redis'))
   const names = new Map(run.names.map((n) => [n, `${n}-${suffix}`]))
