@@ -1,5 +1,5 @@
 /**
- * The status page's script, inline. It listens to `/v1/events` and updates the page in place:
+ * The status page's script, inline. It listens to `v1/events` (relative to the page) and updates the page in place:
  * rows change, appear and vanish without a reload; values are written with textContent only (the
  * server escapes the first render, the script never parses HTML). It also applies the filters
  * (kept in the query string), ticks the report ages, and says when the stream is down.
@@ -216,7 +216,7 @@ export const PAGE_SCRIPT = `
     if (sec.after) streamQuery.set('cursor', sec.after);
     streamQuery.set('limit', sec.limit);
   }
-  var source = new EventSource('/v1/events' + (streamQuery.toString() ? '?' + streamQuery : ''));
+  var source = new EventSource('v1/events' + (streamQuery.toString() ? '?' + streamQuery : ''));
   source.addEventListener('open', function () { setLive(true, 'live'); });
   source.addEventListener('error', function () { setLive(false, 'reconnecting\\u2026'); });
   source.addEventListener('snapshot', function (e) {

@@ -1,7 +1,8 @@
 /**
  * The status page (`GET /`): server-rendered, every value HTML-escaped here; the inline script
- * (page-script.ts) then keeps it live from `/v1/events`, writing values with textContent only.
- * No framework, no build step, nothing fetched from elsewhere: the CSS and the script are inline,
+ * (page-script.ts) then keeps it live from `v1/events`, writing values with textContent only.
+ * Every link is relative (`v1/events`, `healthz`, `./`), so the page works wherever it is mounted
+ * (`/`, or `/status/` under createStatusHandler's basePath). No framework, no build step, nothing fetched from elsewhere: the CSS and the script are inline,
  * allowed by a Content-Security-Policy nonce.
  */
 import { PAGE_SCRIPT } from './page-script.js'
@@ -17,6 +18,8 @@ export interface PageInfo {
   /** Coordination backend, when groups are shown. */
   coordination?: { url: string; driver: string; hasLeader: boolean }
   readOnly: boolean
+  /** Whether `metrics` (Prometheus) is served beside the page. */
+  metrics: boolean
 }
 
 /** Everything one render needs. */
@@ -98,8 +101,8 @@ export function renderPage(d: PageData): string {
 ${d.info.services ? renderServices(d, topics, zones, up) : ''}
 ${d.info.coordination ? renderGroups(d) : ''}
 </main>
-<footer>JSON: <a href="/v1/services">/v1/services</a> · <a href="/v1/groups">/v1/groups</a> · \
-<a href="/metrics">/metrics</a> · <a href="/healthz">/healthz</a></footer>
+<footer>JSON: <a href="v1/services">v1/services</a> · <a href="v1/groups">v1/groups</a> · \
+${d.info.metrics ? '<a href="metrics">metrics</a> · ' : ''}<a href="healthz">healthz</a></footer>
 <script nonce="${escapeHtml(d.nonce)}">${PAGE_SCRIPT}</script>
 </body>
 </html>
@@ -130,7 +133,7 @@ function renderServices(d: PageData, topics: string[], zones: string[], up: numb
   }).join('\n')
   return `<section id="services" aria-labelledby="services-title">
 <h2 id="services-title">Services</h2>
-<form id="filters" method="get" action="/">
+<form id="filters" method="get" action="./">
 ${select('topic', 'Topic', topics, d.filter.topic, 'all topics')}
 ${select('zone', 'Zone', zones, d.filter.zone, 'all zones')}
 ${select('state', 'State', ['up', 'down'], d.filter.state, 'up and down')}

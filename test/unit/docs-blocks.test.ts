@@ -48,6 +48,10 @@ const RUNS: Record<string, Run> = {
     names: ['workers', 'nightly', 'worker-1'],
     prints: [/members: \[ 'worker-1-\w+' \] fencing token: \d+n/, /client after stop\(\): ready PONG/],
   },
+  'api-status-handler': {
+    names: ['web-1', 'web'],
+    prints: [/page 200 true/, /health 200 ok/, /groups true/],
+  },
   'api-metrics': {
     names: ['metrics-1', 'workers'],
     prints: [/rollcall_group_members\{group="workers-[a-z0-9]+"\} 1/, /rollcall_backend_connection_state\{state="connected"\} 1/],

@@ -108,11 +108,11 @@ export interface EventStream {
   close(): void
 }
 
-/** Opens `/v1/events` (with `query`, e.g. `?prefix=a`) and parses its frames. */
+/** Opens `v1/events` under `base` (with `query`, e.g. `?prefix=a`) and parses its frames. */
 export function openEvents(base: string, query = ''): Promise<EventStream> {
   return new Promise((resolve, reject) => {
     const events: { event: string; data: any }[] = []
-    const req = httpRequest(new URL(`/v1/events${query}`, base), { headers: { accept: 'text/event-stream' } }, (res) => {
+    const req = httpRequest(new URL(`v1/events${query}`, base), { headers: { accept: 'text/event-stream' } }, (res) => {
       if (res.statusCode !== 200) return reject(new Error(`events: status ${res.statusCode}`))
       let buf = ''
       res.setEncoding('utf8')
