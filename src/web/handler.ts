@@ -18,7 +18,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { WebMetrics } from './metrics.js'
 import { loadPromClient } from './prom.js'
-import { createStatusApp, normaliseBasePath, type NextHandler, type StatusAppOptions } from './status-app.js'
+import { createStatusApp, normaliseBasePath, type NextHandler } from './status-app.js'
+import type { StatusAppOptions } from './status-options.js'
 
 /** Options of {@link createStatusHandler}. */
 export interface StatusHandlerOptions extends StatusAppOptions {

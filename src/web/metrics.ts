@@ -8,6 +8,7 @@ import type { Counter, Gauge, Histogram, Registry, RegistryContentType } from 'p
 import type { ConnectionState } from '../index.js'
 import type { ServiceStatus } from '../servicegroup/index.js'
 import type { GroupRow } from './groups.js'
+import { METRIC_NAMES } from './metric-names.js'
 import type { PromClient } from './prom.js'
 
 /** The connection states the backend gauge has a series for. */
@@ -18,22 +19,6 @@ const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60]
 
 /** Groups that get a series of their own in rollcall_group_members at most. */
 export const MAX_GROUP_SERIES = 500
-
-/** The name of every metric {@link WebMetrics} registers. */
-export const METRIC_NAMES = [
-  'rollcall_services',
-  'rollcall_group_members',
-  'rollcall_groups',
-  'rollcall_report_latency_seconds',
-  'rollcall_heartbeat_duration_seconds',
-  'rollcall_heartbeat_failures_total',
-  'rollcall_backend_connection_state',
-  'rollcall_watcher_lag_seconds',
-  'rollcall_refresh_duration_seconds',
-  'rollcall_refresh_failures_total',
-  'rollcall_sse_clients',
-  'rollcall_http_requests_total',
-] as const
 
 /** Every metric of one status server, or of one registerMetrics() call. */
 export class WebMetrics {

@@ -6,7 +6,7 @@
  */
 export { registerMetrics, REGISTER_METRICS_DEFAULTS } from './register-metrics.js'
 export type { MetricsRegistry, MetricsSource, RegisterMetricsOptions, RollcallMetrics } from './register-metrics.js'
-export { METRIC_NAMES } from './metrics.js'
+export { METRIC_NAMES } from './metric-names.js'
 export { createStatusHandler } from './handler.js'
 export type { StatusHandler, StatusHandlerOptions } from './handler.js'
-export type { StatusAppOptions } from './status-app.js'
+export type { StatusAppOptions } from './status-options.js'

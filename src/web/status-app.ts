@@ -11,8 +11,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { InvalidArgumentError, MetricsUnavailableError, RollcallError, redactUrl, silentLogger, type Coordinator, type Logger } from '../index.js'
-import type { ServiceGroup } from '../servicegroup/index.js'
+import { InvalidArgumentError, MetricsUnavailableError, RollcallError, redactUrl, silentLogger, type Logger } from '../index.js'
 import { deleteService, getGroup, getService, listGroups, listServices, updateService } from './api.js'
 import { feedCoordinatorMetrics } from './feed.js'
 import { GROUP_QUERY_KEYS, GroupListView, MAX_GROUP_PAGE, PAGE_GROUPS, pageOfGroups, parseGroupQuery, type GroupQuery } from './groups.js'
@@ -22,51 +21,15 @@ import type { WebMetrics } from './metrics.js'
 import { pageCsp, renderPage, type PageInfo } from './page.js'
 import { parseServiceFilter, SERVICE_FILTER_KEYS, ServiceView } from './services.js'
 import { EventHub } from './sse.js'
+import type { StatusAppOptions } from './status-options.js'
+
+export type { StatusAppOptions } from './status-options.js'
 
 /** Defaults shared by the status server and createStatusHandler(). */
 export const STATUS_DEFAULTS = {
   refreshMs: 1000,
   heartbeatProbeMs: 5000,
 } as const
-
-/** What the status page, API and health check show, and how; shared by `rollcall serve` and createStatusHandler(). */
-export interface StatusAppOptions {
-  /** Services to show (the os-services view and API). */
-  serviceGroup?: ServiceGroup
-  /** A coordinator to read groups through (joins nothing). */
-  coordinator?: Coordinator
-  /** Bearer token for writes; undefined = read-only. */
-  token?: string
-  /** How often the views are re-read (default 1000 ms); pushed changes show sooner. */
-  refreshMs?: number
-  /**
-   * How long one pass over the empty groups takes (default 60 000 ms): a first member joining a
-   * group that was empty shows within it. Groups with members are watched; see groups.ts.
-   */
-  emptyRefreshMs?: number
-  /** How often the coordinator's heartbeat round trip is measured (default 5000 ms). */
-  heartbeatProbeMs?: number
-  /**
-   * True when `coordinator` reads the backend of the tooz service-group driver: then each group
-   * read (what keeps the groups section live) also carries the services' report times into the
-   * services table, instead of waiting for the driver's next full read.
-   */
-  groupsAreServiceTopics?: boolean
-  /** The page's title (default "rollcall"). */
-  title?: string
-  /** Where unexpected errors are logged (default: nowhere). */
-  logger?: Logger
-  /** Bytes that may wait on one event stream before it is dropped (default 8 MiB). */
-  maxStreamQueueBytes?: number
-  /** Event streams open at once (default 200; 503 beyond). */
-  maxStreams?: number
-  /** Event streams one client (an IPv4 address or an IPv6 /64: see sse.ts) keeps open at once (default 32; 429 beyond). */
-  maxStreamsPerClient?: number
-  /** How long data may wait unsent on one event stream before it is dropped (default 30 000 ms). */
-  streamStallMs?: number
-  /** How long one event stream lives before it is ended; browsers reconnect (default 600 000 ms). */
-  maxStreamMs?: number
-}
 
 type Handler = (req: IncomingMessage, res: ServerResponse, match: RegExpExecArray, url: URL) => Promise<void>
 

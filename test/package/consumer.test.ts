@@ -1,6 +1,6 @@
 /**
  * The package as a consumer gets it: `npm pack`, the tarball installed into a fresh project, a
- * file that uses the root export and `rollcall/servicegroup` type-checked with skipLibCheck off
+ * file that uses the root export, `rollcall/servicegroup` and `rollcall/web` type-checked with skipLibCheck off
  * under `node16` and `bundler` resolution, then run through `import` and through `require`.
  *
  * scripts/run-tests.mjs runs it on every runtime of its matrix (Node 20, 22 and 24, Bun): the
@@ -25,6 +25,10 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { ve
 const APP_TS = `
 import { connect, Coordinator, DriverUnavailableError, type Lock } from 'rollcall'
 import { openCatalog, parseIni, type IniDocument } from 'rollcall/servicegroup'
+import { createStatusHandler, registerMetrics, type MetricsRegistry } from 'rollcall/web'
+import { MetricsUnavailableError } from 'rollcall'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 
 export async function run(): Promise<string> {
   const c: Coordinator = await connect('memory://', { memberId: 'consumer-1', watchIntervalMs: 50 })
@@ -45,7 +49,19 @@ export async function run(): Promise<string> {
       () => 'connected',
       (err: unknown) => (err instanceof DriverUnavailableError ? err.message : String(err)),
     )
-    return JSON.stringify({ members, held, sections: [...doc.keys()], catalog, redis })
+    // prom-client is not installed here: metrics name the fix; the status handler works without it.
+    const registry: MetricsRegistry = { registerMetric: () => undefined, removeSingleMetric: () => undefined }
+    const metrics = await registerMetrics(c, { registry }).then(
+      () => 'registered',
+      (err: unknown) => (err instanceof MetricsUnavailableError ? err.code + ': ' + err.message : String(err)),
+    )
+    const status = await createStatusHandler({ coordinator: c, basePath: '/status' })
+    const server = createServer((req, res) => status(req, res))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const health = await fetch('http://127.0.0.1:' + (server.address() as AddressInfo).port + '/status/healthz')
+    await status.close()
+    server.close()
+    return JSON.stringify({ members, held, sections: [...doc.keys()], catalog, redis, metrics, health: health.status })
   } finally {
     await c.stop()
   }
@@ -61,6 +77,9 @@ run().then((out) => console.log(out), (err: unknown) => {
 const APP_CJS = `
 const { connect, DriverUnavailableError } = require('rollcall')
 const { openCatalog, parseIni } = require('rollcall/servicegroup')
+const { createStatusHandler, registerMetrics } = require('rollcall/web')
+const { MetricsUnavailableError } = require('rollcall')
+const { createServer } = require('node:http')
 ;(async () => {
   const c = await connect('memory://', { memberId: 'consumer-1', watchIntervalMs: 50 })
   try {
@@ -77,7 +96,18 @@ const { openCatalog, parseIni } = require('rollcall/servicegroup')
       catalog = err instanceof DriverUnavailableError ? err.code : String(err)
     }
     const redis = await connect('redis://127.0.0.1:1').then(() => 'connected', (err) => (err instanceof DriverUnavailableError ? err.message : String(err)))
-    console.log(JSON.stringify({ members, held, sections: [...doc.keys()], catalog, redis }))
+    const registry = { registerMetric: () => undefined, removeSingleMetric: () => undefined }
+    const metrics = await registerMetrics(c, { registry }).then(
+      () => 'registered',
+      (err) => (err instanceof MetricsUnavailableError ? err.code + ': ' + err.message : String(err)),
+    )
+    const status = await createStatusHandler({ coordinator: c, basePath: '/status' })
+    const server = createServer((req, res) => status(req, res))
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const health = await fetch('http://127.0.0.1:' + server.address().port + '/status/healthz')
+    await status.close()
+    server.close()
+    console.log(JSON.stringify({ members, held, sections: [...doc.keys()], catalog, redis, metrics, health: health.status }))
   } finally {
     await c.stop()
   }
@@ -141,6 +171,9 @@ const EXPECTED = {
   sections: ['DEFAULT'],
   catalog: BUILTIN_SQLITE ? 'opened' : 'DRIVER_UNAVAILABLE',
   redis: 'The redis driver needs the npm package "ioredis"; install it with: npm install ioredis',
+  metrics:
+    'METRICS_UNAVAILABLE: Prometheus metrics need the npm package "prom-client" (an optional peer of rollcall); install it with: npm install prom-client',
+  health: 200,
 }
 
 function tsconfig(resolution: 'node16' | 'bundler'): object {
@@ -237,7 +270,7 @@ describe('package: the packed tarball as a consumer installs it', () => {
 
   it('package: a coordination-only install has no backend client and nothing compiled', () => {
     const installed = readdirSync(join(app, 'node_modules'))
-    for (const optional of ['ioredis', 'pg', 'mysql2', 'node-zookeeper-client', 'better-sqlite3']) {
+    for (const optional of ['ioredis', 'pg', 'mysql2', 'node-zookeeper-client', 'better-sqlite3', 'prom-client']) {
       assert.ok(!installed.includes(optional), `${optional} is an optional peer, not installed by default`)
     }
     const built = installed.filter((name) => existsSync(join(app, 'node_modules', name, 'build')))

@@ -7,8 +7,9 @@ import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { connect, InvalidArgumentError, type Coordinator } from '../../src/index.js'
+import { connect, InvalidArgumentError, MetricsUnavailableError, type Coordinator } from '../../src/index.js'
 import { createStatusHandler, type StatusHandler } from '../../src/web/public.js'
+import { createStatusApp } from '../../src/web/status-app.js'
 import { serverUrl } from '../support/backends.js'
 import { rid, waitFor } from '../support/wait.js'
 import { call, openEvents, WEB_TIMING } from './support.js'
@@ -139,5 +140,18 @@ describe('web: status handler in an application server', () => {
         basePath,
       )
     }
+  })
+
+  it('web: handler: without prom-client (as rollcall serve runs then), the page links metrics and /metrics answers 501 naming the fix', async (t) => {
+    const app = await createStatusApp({ coordinator: observer }, '', new MetricsUnavailableError())
+    t.after(() => app.close())
+    const s = createServer((req, res) => void app.handle(req, res))
+    t.after(() => new Promise((resolve) => s.close(resolve)))
+    const url = await listen(s)
+    const r = await call(url, 'GET', '/metrics')
+    assert.equal(r.status, 501)
+    assert.equal(r.json.error.code, 'METRICS_UNAVAILABLE')
+    assert.match(r.json.error.message, /npm install prom-client/)
+    assert.equal((await call(url, 'GET', '/healthz')).status, 200)
   })
 })
