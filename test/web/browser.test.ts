@@ -2,16 +2,22 @@
  * The status page in a real browser: Debian's Chromium (never a downloaded one) driven by
  * playwright-core. Real `rollcall service run` processes and `rollcall serve` from dist/; the
  * page must show them, then turn a killed service's row down by itself (no reload), filter, and
- * read on a phone-width screen. With ROLLCALL_UPDATE_DOCS=1 it refreshes docs/status-page.png for
- * the README (otherwise the screenshot goes to a temporary directory, so a test run leaves the
- * tree clean).
+ * read on a phone-width screen; and the page of createStatusHandler() mounted under a prefix in a
+ * node:http server of the test's own, live through its relative event stream. With
+ * ROLLCALL_UPDATE_DOCS=1 it refreshes docs/status-page.png for the README (otherwise the
+ * screenshot goes to a temporary directory, so a test run leaves the tree clean).
  */
 import assert from 'node:assert/strict'
 import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, it } from 'node:test'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { connect } from '../../src/index.js'
+import { createStatusHandler } from '../../src/web/public.js'
+import { serverUrl } from '../support/backends.js'
+import { rid } from '../support/wait.js'
 import { waitFor } from '../support/wait.js'
 import { cli, startService, tempDir, writeConfig, WEB_TIMING, type CliProcess } from './support.js'
 
@@ -287,5 +293,47 @@ describe('web: browser', () => {
       serve.child.kill('SIGTERM')
       await serve.exited
     }
+  })
+
+  it("web: browser: mounted under a prefix in the app's own server, the page goes live through its relative stream and shows a join without reload", {
+    timeout: 120_000,
+  }, async (t) => {
+    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: scripts/backends.sh installs Debian's chromium`)
+    const dir = tempDir(t)
+    const group = rid('browser')
+    const observer = await connect(serverUrl('redis'), { memberId: rid('observer') })
+    t.after(() => observer.stop())
+    const first = await connect(serverUrl('redis'), { memberId: rid('first') })
+    t.after(() => first.stop())
+    await first.joinGroupCreate(group)
+    const status = await createStatusHandler({ coordinator: observer, basePath: '/ops/rollcall', refreshMs: 300 })
+    t.after(() => status.close())
+    const server = createServer((req, res) => status(req, res, () => void res.writeHead(404).end('app 404')))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    t.after(() => {
+      server.closeAllConnections()
+      return new Promise((resolve) => server.close(resolve))
+    })
+    const context = await launch(dir)
+    t.after(() => context.close())
+    const page = context.pages()[0] ?? await context.newPage()
+    const consoleErrors: string[] = []
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
+    page.on('pageerror', (e) => consoleErrors.push(String(e)))
+    const requested: string[] = []
+    page.on('request', (r) => requested.push(new URL(r.url()).pathname))
+    await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/ops/rollcall`, { timeout: WEB_TIMING.liveMs })
+    await page.waitForSelector('body[data-synced="true"]', { timeout: WEB_TIMING.liveMs })
+    const count = (): Promise<string | undefined> =>
+      page.evaluate((g) => document.querySelector(`article[data-group="${g}"] .count`)?.textContent ?? undefined, group)
+    assert.equal(await count(), '1 member')
+    const second = await connect(serverUrl('redis'), { memberId: rid('second') })
+    t.after(() => second.stop())
+    await second.joinGroup(group)
+    await waitFor('the join to show without reload', async () => (await count()) === '2 members', WEB_TIMING.liveMs)
+    assert.ok(requested.includes('/ops/rollcall/v1/events'), `the stream under the prefix: ${requested.join(', ')}`)
+    assert.equal(requested[0], '/ops/rollcall', 'the page was asked for without its slash (and redirected)')
+    assert.deepEqual(requested.slice(1).filter((p) => !p.startsWith('/ops/rollcall/')), [], 'every request after stays under the prefix')
+    assert.deepEqual(consoleErrors, [])
   })
 })
