@@ -58,6 +58,16 @@ type OptionInterfacesAgree = NoneDisagree<Disagreeing>
 export interface OwnClients {
   redis: RedisOwnClient
   postgresql: PgOwnPool
+  mysql: MysqlOwnPool
+}
+
+/** What connect() takes as a MySQL client: a mysql2 promise pool (`createPool` of 'mysql2/promise'), typed by its shape. */
+export interface MysqlOwnPool {
+  /** Checks a connection out of the pool. */
+  getConnection(): Promise<unknown>
+  query(sql: any, values?: any): Promise<unknown>
+  /** The underlying callback pool, whose config rollcall checks. */
+  readonly pool: object
 }
 
 /** What connect() takes as a PostgreSQL client: a pg `Pool` (typed by its shape, so that rollcall's types do not need pg installed). */

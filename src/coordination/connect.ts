@@ -177,7 +177,7 @@ function checkClient(definition: DriverDefinition<any>, url: BackendUrl, client:
 }
 
 /** The drivers that take a client, for messages. */
-const CLIENT_DRIVERS = 'redis and postgresql'
+const CLIENT_DRIVERS = 'redis, postgresql and mysql'
 
 /** A short description of a wrong value, for messages: its type, or the value when it is short. */
 function describe(value: unknown): string {

@@ -44,6 +44,7 @@ import { isMysqlConnectionFailure } from '../../../internal/network-errors.js'
 import { MAX_TLS_FILE_BYTES, readTlsFile } from '../kit/tls-files.js'
 import { FileRefused, readRegularFile } from '../../../internal/regular-file.js'
 import { shorten } from '../../../internal/shown-text.js'
+import { kindOf } from '../kit/client-kind.js'
 
 type Mysql = typeof import('mysql2/promise')
 type MysqlPool = ReturnType<Mysql['createPool']>
@@ -143,6 +144,65 @@ function readOrEmpty(path: string): string {
   }
 }
 
+type QueryOptions = Exclude<Parameters<MysqlPool['query']>[0], string>
+
+/**
+ * A statement on the application's pool, with the read settings rollcall's own pool has, which
+ * mysql2 takes per query: BIGINT as strings (fencing tokens, lock session ids), no named
+ * placeholders, rows as objects, and DATETIME read as UTC whatever the pool's timezone,
+ * dateStrings or typeCast (a typeCast given per query replaces the pool's).
+ */
+function appPoolQuery(sql: string): QueryOptions {
+  return {
+    sql,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    timezone: 'Z',
+    namedPlaceholders: false,
+    rowsAsArray: false,
+    typeCast: (field, next) => {
+      if (field.type !== 'DATETIME') return next()
+      const text = field.string()
+      return text === null ? null : new Date(`${text.replace(' ', 'T')}Z`)
+    },
+  }
+}
+
+/** mysql2's CLIENT_MULTI_STATEMENTS flag. */
+const MULTI_STATEMENTS_FLAG = 0x10000
+
+/** Why `value` cannot serve as the mysql driver's client, or undefined when it can. */
+function mysqlClientProblem(value: unknown): string | undefined {
+  const fix = "pass createPool({ ..., multipleStatements: true }) of 'mysql2/promise'"
+  if (value === null || typeof value !== 'object') return `got ${value === null ? 'null' : typeof value}; ${fix}`
+  const c = value as Record<string, any>
+  if (typeof c.getConnection === 'function' && typeof c.promise === 'function' && typeof c.config?.connectionConfig === 'object') {
+    return "got a callback pool of 'mysql2'; pass its pool.promise() (or a pool of 'mysql2/promise')"
+  }
+  if (typeof c.getConnection !== 'function' && typeof (c.connection ?? c).config === 'object' && typeof c.query === 'function') {
+    return `got a mysql2 connection (one connection); ${fix}: rollcall holds a connection of its own for each held or waiting lock (GET_LOCK `
+      + 'locks are per session), which it checks out of the pool'
+  }
+  const config = c.pool?.config
+  if (typeof c.getConnection !== 'function' || typeof c.query !== 'function' || typeof config?.connectionConfig !== 'object') {
+    return `got ${kindOf(value)}; ${fix}`
+  }
+  if (c.pool._closed === true) return 'it is ended (pool.end() was called); pass an open pool'
+  const conn = config.connectionConfig as { clientFlags?: unknown; multipleStatements?: unknown; database?: unknown }
+  const multiple = typeof conn.clientFlags === 'number' ? (conn.clientFlags & MULTI_STATEMENTS_FLAG) !== 0 : conn.multipleStatements === true
+  if (!multiple) {
+    return 'its connections do not allow multiple statements, which rollcall sends in one round trip (a join, a lock acquire with its fencing '
+      + 'token): create the pool with multipleStatements: true (every value rollcall sends is still a bound parameter)'
+  }
+  if (typeof conn.database !== 'string' || conn.database === '') {
+    return 'it names no database, and rollcall keeps its tables in one: create the pool with database: "..."'
+  }
+  if (config.connectionLimit === 1) {
+    return 'its connectionLimit is 1, but a held lock keeps a connection of its own: allow at least 1 + the locks held or waited for at once'
+  }
+  return undefined
+}
+
 /** A statement rewritten for mysql2: positional text, parameter order, and whether it is several statements. */
 interface Prepared {
   readonly text: string
@@ -163,10 +223,13 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   readonly #statements: Record<StatementName, Prepared>
   #lib: Mysql | undefined
   #pool: MysqlPool | undefined
+  /** The application's pool (connect(url, { client })): never ended here; lock sessions are checked out of it and destroyed. */
+  readonly #appPool: MysqlPool | undefined
   #closed = false
 
-  constructor(config: MysqlConfig, tls: MysqlTlsOptions, where: string, timeoutMs: number, names: SqlNames, fencing: boolean) {
+  constructor(config: MysqlConfig, tls: MysqlTlsOptions, where: string, timeoutMs: number, names: SqlNames, fencing: boolean, appPool?: MysqlPool) {
     this.#config = config
+    this.#appPool = appPool
     this.#tls = tls
     this.#where = where
     this.#timeoutMs = timeoutMs
@@ -189,6 +252,15 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   }
 
   async open(): Promise<void> {
+    if (this.#appPool) {
+      this.#pool = this.#appPool
+      try {
+        await withDeadline(this.#createTables(), this.#timeoutMs)
+      } catch (err) {
+        throw this.#startError(err)
+      }
+      return
+    }
     try {
       this.#lib = await import('mysql2/promise')
     } catch (err) {
@@ -207,12 +279,13 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   async close(): Promise<void> {
     this.#closed = true
     await this.sessions.close()
-    await withinStopGrace(this.#pool?.end() ?? Promise.resolve())
+    // The application's pool stays open: it is the application's to end.
+    if (this.#pool !== this.#appPool) await withinStopGrace(this.#pool?.end() ?? Promise.resolve())
   }
 
   async run(statement: StatementName, params: readonly unknown[]): Promise<SqlResult> {
     const { text, order, multiple } = this.#statements[statement]
-    const [answer] = await this.#requirePool().query(text, order.map((i) => param(params[i])))
+    const [answer] = await this.#requirePool().query(this.#sql(text), order.map((i) => param(params[i])))
     // Several statements answer one result each: the last one is the statement's outcome.
     const result: unknown = multiple ? (answer as unknown[]).at(-1) : answer
     if (Array.isArray(result)) return { rows: result as Record<string, unknown>[], affected: result.length }
@@ -222,9 +295,9 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   async refreshMembers(member: string, groups: readonly string[], ttlMs: number): Promise<string[]> {
     const pool = this.#requirePool()
     const sql = mysqlRefreshSql(this.#names)
-    const [header] = await pool.query(sql.update, [ttlMs, member, [...groups]])
+    const [header] = await pool.query(this.#sql(sql.update), [ttlMs, member, [...groups]])
     if ((header as { affectedRows: number }).affectedRows === groups.length) return [...groups]
-    const [rows] = await pool.query(sql.live, [member, [...groups]])
+    const [rows] = await pool.query(this.#sql(sql.live), [member, [...groups]])
     return (rows as { group_id: Buffer }[]).map((r) => r.group_id.toString('utf8'))
   }
 
@@ -238,6 +311,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
 
   /** A new lock session; closed by close() (through LockSessions) if still open then. */
   async #connect(): Promise<MysqlConnection> {
+    if (this.#appPool && !this.#closed) return this.#checkOut(this.#appPool)
     if (!this.#lib || this.#closed) throw new ConnectionError('The mysql driver is not started')
     const conn = (await this.#lib.createConnection(this.#config)) as unknown as MysqlConnection
     // Errors are reported through the queries that fail; an idle connection must not crash the process.
@@ -249,8 +323,38 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     return conn
   }
 
+  /**
+   * A lock session checked out of the application's pool, held while it holds or waits for a
+   * lock. Its end destroys it (the pool forgets it): released, the pool would lend out a session
+   * that may still hold a GET_LOCK lock. Its statements carry rollcall's read settings.
+   */
+  async #checkOut(pool: MysqlPool): Promise<MysqlConnection> {
+    const lent = await pool.getConnection()
+    // Errors are reported through the queries that fail; an idle session must not crash the process.
+    lent.on('error', () => undefined)
+    if (this.#closed) {
+      lent.destroy()
+      throw new ConnectionError('The mysql driver stopped while a lock session was opening')
+    }
+    const session: MysqlConnection = {
+      query: (sql, values) => lent.query(appPoolQuery(sql), values as never) as never,
+      end: async () => lent.destroy(),
+      destroy: () => lent.destroy(),
+      on: ((event: string, listener: (...args: any[]) => void) => lent.on(event as 'error', listener)) as MysqlConnection['on'],
+      get threadId() {
+        return lent.threadId
+      },
+    }
+    return session
+  }
+
+  /** A statement as sent: on the application's pool, with rollcall's read settings attached (appPoolQuery). */
+  #sql(text: string): QueryOptions {
+    return this.#appPool ? appPoolQuery(text) : { sql: text }
+  }
+
   async query(sql: string, values: unknown[]): Promise<Record<string, unknown>[]> {
-    const [rows] = await this.#requirePool().query(sql, values)
+    const [rows] = await this.#requirePool().query(this.#sql(sql), values)
     return Array.isArray(rows) ? (rows as Record<string, unknown>[]) : []
   }
 
@@ -266,9 +370,9 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
 
   /** CREATE TABLE IF NOT EXISTS is atomic in InnoDB (metadata locks), so racing starts are safe. */
   async #createTables(): Promise<void> {
-    const [rows] = await this.#requirePool().query(mysqlTablesExistSql(this.#names))
+    const [rows] = await this.#requirePool().query(this.#sql(mysqlTablesExistSql(this.#names)))
     if (Number((rows as { ok: unknown }[])[0]?.ok) === 1) return
-    for (const ddl of mysqlSchema(this.#names)) await this.#requirePool().query(ddl)
+    for (const ddl of mysqlSchema(this.#names)) await this.#requirePool().query(this.#sql(ddl))
   }
 
   #startError(err: unknown): RollcallError {
@@ -344,9 +448,34 @@ export default defineDriver({
     }
     return undefined
   },
-  create({ url, options, memberId, events }) {
+  client: {
+    expects: "a mysql2 promise pool (createPool of 'mysql2/promise') with multipleStatements: true and a database",
+    doc: 'rollcall runs membership statements and heartbeats through pool.query(), and checks a connection out of the pool (pool.getConnection()) '
+      + 'for each held or waiting lock, holding it as long as the server ties the lock to it (GET_LOCK locks are per session); it destroys each '
+      + 'afterwards rather than release it, so that the pool never lends out a session that may hold a lock. The pool must allow multiple '
+      + 'statements (multipleStatements: true: a join and a fenced acquire are two statements in one round trip) and name the database that holds '
+      + "rollcall's tables; connect() refuses it otherwise, naming the setting. Its timezone, dateStrings, typeCast and big-number settings may be "
+      + "anything: rollcall's statements carry their own (BIGINT as strings, DATETIME as UTC). Size connectionLimit for it: 1 + held or waiting "
+      + 'locks (a limit of 1 is refused). A single connection or a callback pool (pass pool.promise()) is refused. rollcall never ends the pool.',
+    check: mysqlClientProblem,
+    connectionOptions: ['unixSocket', 'sslCa', 'sslCapath', 'sslCert', 'sslKey', 'sslCipher', 'sslVerifyMode', 'sslCheckHostname'],
+  },
+  create({ url, options, memberId, events, client }) {
     const problem = namespaceProblem(options.namespace)
     if (problem) throw new InvalidOptionError(`Option namespace "${options.namespace}" for the mysql driver is not usable: ${problem}`)
+    if (client !== undefined) {
+      const database = ((client as MysqlPool).pool.config as { connectionConfig: { database?: string } }).connectionConfig.database
+      const dialect = new MysqlDialect(
+        {},
+        {},
+        `the application's mysql2 pool (database ${database})`,
+        options.timeoutMs,
+        sqlNames(options.namespace),
+        options.fencing,
+        client as MysqlPool,
+      )
+      return new SqlDriver(dialect, { memberId, membershipTimeoutMs: options.membershipTimeoutMs, events })
+    }
     if (options.sslVerifyMode && !(options.sslVerifyMode.toLowerCase() in VERIFY_MODES)) {
       throw new InvalidOptionError(`Option ssl_verify_mode of the mysql driver must be none, optional or required, not "${options.sslVerifyMode}"`)
     }
