@@ -54,6 +54,27 @@ describe("mysql: the application's own client", () => {
     assert.equal(lentOut(own), 0, 'a connection checked out by rollcall was not given back')
   })
 
+  it('mysql: own client: a waiter is granted when the peer releases; stop() while holding destroys the session, which frees the lock for the peer', async (t) => {
+    const own = pool(t)
+    const peer = await openPeer(t, URL)
+    const c = await openOwn(t, own)
+    const name = rid('lock')
+    const peerLock = peer.getLock(name)
+    assert.equal(await peerLock.acquire({ blocking: false }), true)
+    const waiting = c.getLock(name).acquire({ timeoutMs: 10_000 })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.equal(lentOut(own), 1, 'a waiting lock holds one connection of the pool')
+    await peerLock.release()
+    assert.equal(await waiting, true, 'the waiter on the own pool was not granted the released lock')
+    await c.stop()
+    assert.equal(lentOut(own), 0, 'a connection checked out by rollcall was not given back')
+    // The destroyed session held the lock: the server freed it with the session.
+    const startedMs = Date.now()
+    assert.equal(await peerLock.acquire({ timeoutMs: 5_000 }), true, 'the lock held at stop() stayed taken')
+    assert.ok(Date.now() - startedMs < 5_000)
+    await peerLock.release()
+  })
+
   it('mysql: own client: a pool without multipleStatements, a client of the wrong kind, URL connection parts and connection options are refused before any I/O', async (t) => {
     const single = mysqlCallback.createConnection({ uri: URL, multipleStatements: true })
     single.on('error', () => {})
