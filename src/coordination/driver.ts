@@ -36,13 +36,19 @@ export interface DriverEvents {
    * Recovery is the Coordinator's alone: on `reconnected` it beats at once (one beat), refreshes
    * every held lock the beat did not, and rejoins lost groups. A driver reports the state and
    * re-beats, re-checks or re-joins nothing of its own, so that every loss is told once, by it.
+   * A driver that reported `lost` tells its return with sessionReplaced(), never `reconnected`:
+   * a lost session does not come back, a new one does.
    */
   connectionState(state: ConnectionState, cause?: unknown): void
   /**
    * The backend ended this member's session and the driver is already on a new one (a lapsed
    * lease replaced, a restarted server, a new ZooKeeper session): every membership, lock and
    * leadership of the old one is gone. The Coordinator reports them lost, whatever state it was
-   * in, then `reconnected`, rejoins and beats at once. The one way to say "lost, and back".
+   * in, then `reconnected`, rejoins and beats at once; liveness is counted afresh from this call
+   * (the old session's deadline says nothing about the new one). The one way to say "lost, and
+   * back". A driver may report `lost` when the old session ends and this once the new one is up
+   * (ZooKeeper does); it then calls this before any answer on the new session is read, so that
+   * nothing gained on it (a rejoin, a lock) is reported lost with the old session.
    */
   sessionReplaced(reason: string): void
   /** The backend dropped this member from these groups (an evicted key, a lapsed lease). */

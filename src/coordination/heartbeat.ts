@@ -85,6 +85,15 @@ export class HeartbeatLoop {
     return this.#running
   }
 
+  /**
+   * The owner's session was replaced by a new one: liveness now runs from `from` for the last
+   * interval, whatever the old session's deadline was (earlier or later). Nothing before start().
+   */
+  restartDeadline(from = Date.now()): void {
+    if (this.#stopped || !Number.isFinite(this.#deadline)) return
+    this.#record(this.#lastIntervalMs, from)
+  }
+
   /** Ends the loop; a beat under way finishes but schedules nothing. */
   stop(): void {
     this.#stopped = true

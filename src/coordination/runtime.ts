@@ -101,8 +101,6 @@ export class DriverRuntime {
   #ticks = 0
   #stopping: Promise<void> | undefined
   #lastBeatAt: Date | undefined
-  /** When the driver last reported its session lost (it then opened a new one). */
-  #driverLostAt: number | undefined
   /** With autoWatch off: reports waiting for the next runWatchers(). */
   #deferred: (() => void)[] = []
   /** The log's view of warnings: a backend that is down is one line, not one per group per poll. */
@@ -133,10 +131,7 @@ export class DriverRuntime {
     this.capabilities = new Set(parts.definition.capabilities)
     this.stopSignal = parts.stopController.signal
     this.driver = parts.createDriver({
-      connectionState: (state, cause) => {
-        if (state === 'lost') this.#driverLostAt = Date.now()
-        this.setConnection(state, cause)
-      },
+      connectionState: (state, cause) => this.setConnection(state, cause),
       sessionReplaced: (reason) => this.#sessionReplaced(reason),
       membershipLost: (groups, reason) => this.#later(() => this.membership.lost(groups, reason)),
       lockLost: (lock, reason) => this.locks.lost(lock, reason),
@@ -194,15 +189,14 @@ export class DriverRuntime {
       onFailure: (error, consecutiveFailures, pastDeadline) => {
         emit('heartbeatFailed', { reason: 'error', error, consecutiveFailures })
         // Client-side expiry: liveness has lapsed on the backend by now, whatever the transport says.
-        if (pastDeadline && !this.#lossReported()) this.setConnection('lost', error)
+        if (pastDeadline) this.setConnection('lost', error)
       },
       onSuccess: (lateByMs) => {
         if (lateByMs > 0) emit('heartbeatFailed', { reason: 'late', consecutiveFailures: 0, lateByMs })
         this.#warnings.recovered(isOutageKey)
         if (this.#connection === 'lost') this.setConnection('reconnected')
       },
-      onExpired: () =>
-        this.#lossReported() || this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
+      onExpired: () => this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
       deadline: this.driver.livenessDeadline && (() => this.driver.livenessDeadline!()),
     })
   }
@@ -308,14 +302,6 @@ export class DriverRuntime {
     })
   }
 
-  /**
-   * True when the driver itself reported its session lost since the last good beat: a heartbeat
-   * deadline of that session passing later is stale (the loss was reported, a new session opened).
-   */
-  #lossReported(): boolean {
-    return this.#driverLostAt !== undefined && (this.#lastBeatAt === undefined || this.#driverLostAt >= this.#lastBeatAt.getTime())
-  }
-
   /** Records a connection state and applies its consequences. */
   setConnection(state: ConnectionState, cause?: unknown): void {
     if (this.#state === 'stopping' || this.#state === 'stopped') return
@@ -338,11 +324,17 @@ export class DriverRuntime {
     }
   }
 
-  /** The driver is on a new session: everything of the old one is lost, even if the Coordinator already said so; then back. */
+  /**
+   * The driver is on a new session: everything of the old one is lost, even if the Coordinator
+   * already said so; then back. The liveness deadline restarts with the new session: the old
+   * session's says nothing about it (counted on, a beat failing on the new session would find it
+   * passed and lose again what the rejoin just restored).
+   */
   #sessionReplaced(reason: string): void {
     if ((this.#state as CoordinatorState) !== 'started') return
     if (this.#connection === 'lost') this.#loseEverything(reason)
     else this.setConnection('lost', new Error(reason))
+    this.#heart.restartDeadline()
     this.setConnection('reconnected')
   }
 

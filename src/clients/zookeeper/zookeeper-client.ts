@@ -8,7 +8,8 @@
  * - A session is lost when a server says it expired, when it refuses the credentials, or when no
  *   server answered for the session timeout (less a margin) counted from the send time of the
  *   last answered request: client-side expiry (ZOOKEEPER-4508), decided on the wire. The owner
- *   hears `lost`, then `reconnected` once the new session is up.
+ *   hears `lost`; then onNewSession() at the new session's connect, before any answer on it is
+ *   read; then `reconnected` once onNewSession() has settled.
  * - Nodes this process could not delete because the connection broke are deleted when the same
  *   session reconnects (deleteWhenConnected); a lost session takes them with it.
  */

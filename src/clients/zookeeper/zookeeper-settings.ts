@@ -28,6 +28,6 @@ export interface ZkConnectionOptions {
   shownAs: string
   /** A transport or session change, after the initial connect. */
   onState(state: ZkSessionState, cause?: Error): void
-  /** A replacement session is up; runs before `reconnected` is reported. Must not reject. */
+  /** A replacement session is up; called at its connect, before any answer on it is read, and before `reconnected` is reported. Must not reject. */
   onNewSession(): Promise<void>
 }

@@ -32,7 +32,7 @@ import {
   MemberNotJoinedError,
 } from '../../../errors.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
-import { OPEN_ACL, PERM, ZK_CODES, zkCode, ZkConnection } from '../../../clients/zookeeper/zookeeper-client.js'
+import { OPEN_ACL, PERM, ZK_CODES, zkCode, ZkConnection, type ZkSessionState } from '../../../clients/zookeeper/zookeeper-client.js'
 import { GroupWatches } from './zookeeper-group-watch.js'
 import { readHolder, ZkLock } from './zookeeper-lock.js'
 import { asBackendError, checkSize, translateZkError } from './zookeeper-translate.js'
@@ -47,6 +47,10 @@ class ZookeeperDriver implements CoordinationDriver {
   readonly #credential: { auth: string; acl: string } | undefined
   #conn: ZkConnection | undefined
   readonly #watches: GroupWatches
+  /** The session state last told to the Coordinator (`reconnected` once a new session was told by sessionReplaced). */
+  #told: ZkSessionState | undefined
+  /** Why the last session was lost, for the sessionReplaced() that follows. */
+  #lostBecause: string | undefined
 
   constructor(ctx: DriverContext<ResolvedZookeeperOptions>) {
     this.#ctx = ctx
@@ -77,7 +81,7 @@ class ZookeeperDriver implements CoordinationDriver {
   }
 
   async start(): Promise<void> {
-    const { url, options, events } = this.#ctx
+    const { url, options } = this.#ctx
     // tooz's default_acl with credentials; otherwise ZooKeeper's OPEN_ACL_UNSAFE (world:anyone, all), as kazoo.
     const acl = this.#credential ? [{ perms: PERM.all, scheme: 'digest', id: this.#credential.acl }] : OPEN_ACL
     const conn = new ZkConnection({
@@ -90,7 +94,7 @@ class ZookeeperDriver implements CoordinationDriver {
       digestAuth: this.#credential?.auth,
       acl,
       shownAs: url.redacted,
-      onState: (state, cause) => events.connectionState(state, cause),
+      onState: (state, cause) => this.#onState(state, cause),
       onNewSession: () => this.#onNewSession(),
     })
     this.#conn = conn
@@ -282,9 +286,29 @@ class ZookeeperDriver implements CoordinationDriver {
     return this.#watches.watch(group, this.#group(group), onChange)
   }
 
-  /** A replacement session: restore the namespace, re-arm every watch and have the watchers re-read. */
+  /**
+   * The client's session states, told to the Coordinator when they are news. `lost` is told at
+   * once (memberships, locks and leadership are gone the moment the session is); the return on a
+   * new session is told by sessionReplaced() (#onNewSession), so the client's `reconnected` that
+   * follows it, once the watches are re-armed, says nothing new.
+   */
+  #onState(state: ZkSessionState, cause?: Error): void {
+    if (state === 'lost') this.#lostBecause = cause?.message
+    if (state === this.#told) return
+    this.#told = state
+    this.#ctx.events.connectionState(state, cause)
+  }
+
+  /**
+   * A replacement session is up: say so at once (the client calls this at the connect, before any
+   * answer on the new session is read, so nothing was gained on it that the report could take
+   * away), then restore the namespace, re-arm every watch and have the watchers re-read.
+   */
   async #onNewSession(): Promise<void> {
     const conn = this.#connection()
+    this.#told = 'reconnected'
+    const why = this.#lostBecause === undefined ? 'the ZooKeeper session was lost' : `the ZooKeeper session was lost (${this.#lostBecause})`
+    this.#ctx.events.sessionReplaced(`${why}; session 0x${conn.sessionId} replaced it`)
     await conn.ensurePath(this.#base).catch((err: unknown) =>
       this.#ctx.events.warning(asBackendError(err, 'Restoring the namespace after a new ZooKeeper session'))
     )
