@@ -1,113 +1,14 @@
 /**
  * The Coordinator's own logic under faults no real server produces on demand: heartbeats that
  * fail, client-side expiry, memberships dropped behind the member's back, lost connections.
- * A test driver wraps the memory driver and injects the faults (it stands in for no backend; the
+ * The scripted driver of runtime-driver.ts injects the faults (it stands in for no backend; the
  * conformance and fault suites run the real ones).
  */
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
-import { connect, defineDriver, registerDriver, ConnectionError, type Coordinator, type CoordinationDriver, type DriverEvents, type DriverLock,
-  type HeartbeatResult } from '../../src/index.js'
-import memory from '../../src/coordination/drivers/memory.js'
+import { connect } from '../../src/index.js'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
-
-interface Faults {
-  failBeats: boolean
-  lostGroups: string[]
-  nextBeatMs: number
-  events?: DriverEvents
-  /**
-   * Leader locks as the SQL drivers have them: acquireWaiting() refuses at once while the lock is
-   * still held, and release() takes a round trip (here a timer). Counts acquireWaiting() calls.
-   */
-  sqlLikeLeader?: { waits: number }
-  /** With sqlLikeLeader: the release's answer arrives this long after the lock is let go (default 0). */
-  lateReleaseAnswerMs?: number
-  /** With sqlLikeLeader: the state of the last leader lock made. */
-  leader?: { held: boolean; claiming: boolean }
-}
-const faults = new Map<string, Faults>()
-
-/** A leader lock that refuses to wait while it holds and releases a round trip later (see Faults.sqlLikeLeader). */
-function sqlLikeLeader(inner: DriverLock, counts: { waits: number }, f: Faults): DriverLock {
-  const state: { held: boolean; claiming: boolean } = { held: false, claiming: false }
-  f.leader = state
-  let held = false
-  const pause = (ms: number): Promise<unknown> => new Promise((r) => setTimeout(r, ms))
-  return {
-    get fencingToken() {
-      return inner.fencingToken
-    },
-    tryAcquire: async () => !held && (held = await inner.tryAcquire()),
-    acquireWaiting: async (signal) => {
-      counts.waits += 1
-      // A spinning caller is stopped here, so that the test fails instead of hanging.
-      if (counts.waits > 10_000) throw new ConnectionError('acquireWaiting() called 10,000 times')
-      if (held) return false
-      if (!(await inner.acquireWaiting!(signal))) return false
-      held = state.held = state.claiming = true
-      // Held before acquisition is reported: the SQL leader lock writes its leaders row meanwhile.
-      await pause(30)
-      state.claiming = false
-      return true
-    },
-    // Whatever is held when the release gets to it is let go (the SQL leader lock clears its
-    // leaders row first); the answer may come later.
-    release: async () => {
-      await pause(20)
-      held = state.held = false
-      const released = await inner.release()
-      await pause(f.lateReleaseAnswerMs ?? 0)
-      return released
-    },
-    isStillOwner: () => inner.isStillOwner(),
-    break: () => inner.break(),
-  }
-}
-
-registerDriver('faulty', async () => ({
-  default: defineDriver({
-    ...memory,
-    name: 'faulty',
-    create(ctx) {
-      const inner = memory.create(ctx)
-      const f = faults.get(ctx.memberId)!
-      f.events = ctx.events
-      // While "down", every backend call fails, as it would during a real outage.
-      const down = <T extends object>(obj: T, extra: Record<string, unknown> = {}): T =>
-        new Proxy(obj, {
-          get(target, prop, receiver) {
-            if (prop in extra) return extra[prop as string]
-            const value = Reflect.get(target, prop, receiver) as unknown
-            if (typeof value !== 'function') return value
-            if (prop === 'stop') return value.bind(target)
-            if (prop === 'leaderLock' && f.sqlLikeLeader) {
-              return (name: string) => sqlLikeLeader(down((value as (n: string) => DriverLock).call(target, name)), f.sqlLikeLeader!, f)
-            }
-            if (prop === 'createLock' || prop === 'leaderLock') return (name: string) => down((value as (n: string) => object).call(target, name))
-            return (
-              ...args: unknown[]
-            ) => (f.failBeats ? Promise.reject(new ConnectionError('injected outage')) : (value as (...a: unknown[]) => unknown).apply(target, args))
-          },
-        })
-      return down(inner, {
-        heartbeat: async (): Promise<HeartbeatResult> => {
-          if (f.failBeats) throw new ConnectionError('injected outage')
-          return { nextBeatMs: f.nextBeatMs, lostGroups: f.lostGroups.splice(0), locks: { refreshed: false } }
-        },
-      }) as CoordinationDriver
-    },
-  }),
-}))
-
-async function open(t: TestContext, store: string, nextBeatMs = 400): Promise<{ c: Coordinator; f: Faults }> {
-  const memberId = rid('m')
-  const f: Faults = { failBeats: false, lostGroups: [], nextBeatMs }
-  faults.set(memberId, f)
-  const c = await connect(`faulty://${store}`, { memberId, watchIntervalMs: 50 })
-  t.after(() => c.stop())
-  return { c, f }
-}
+import { faults, open, type Faults } from './runtime-driver.js'
 
 describe('unit: runtime', { concurrency: 4 }, () => {
   it('runtime: heartbeats keep going and report health', async (t) => {

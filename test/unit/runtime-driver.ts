@@ -1,0 +1,121 @@
+/**
+ * The scripted in-process driver of the runtime's unit tests: the memory driver, wrapped so that a
+ * test injects faults (failing calls, lost groups, a beat's answer about the held locks) and
+ * reports driver events itself (Faults.events). It stands in for no backend; it tests the
+ * runtime's rules (the conformance and fault suites run the real backends).
+ */
+import type { TestContext } from 'node:test'
+import { connect, defineDriver, registerDriver, ConnectionError, type BeatLocks, type Coordinator, type CoordinationDriver, type DriverEvents, type DriverLock,
+  type HeartbeatResult } from '../../src/index.js'
+import memory from '../../src/coordination/drivers/memory.js'
+import { rid } from '../support/wait.js'
+
+/** What a test scripts, and what the driver counts, per member id. */
+export interface Faults {
+  failBeats: boolean
+  lostGroups: string[]
+  nextBeatMs: number
+  events?: DriverEvents
+  /**
+   * Leader locks as the SQL drivers have them: acquireWaiting() refuses at once while the lock is
+   * still held, and release() takes a round trip (here a timer). Counts acquireWaiting() calls.
+   */
+  sqlLikeLeader?: { waits: number }
+  /** With sqlLikeLeader: the release's answer arrives this long after the lock is let go (default 0). */
+  lateReleaseAnswerMs?: number
+  /** With sqlLikeLeader: the state of the last leader lock made. */
+  leader?: { held: boolean; claiming: boolean }
+  /** What a beat says it did with the held locks (default `{ refreshed: false }`). */
+  beatLocks?: (held: ReadonlySet<DriverLock>) => BeatLocks
+  /** Heartbeats fail (every other call still works). */
+  failHeartbeat?: boolean
+  /** Beats answered, and refresh() calls on this member's locks. */
+  beats?: number
+  refreshes?: number
+}
+/** The scripts, by member id. */
+export const faults = new Map<string, Faults>()
+
+/** A leader lock that refuses to wait while it holds and releases a round trip later (see Faults.sqlLikeLeader). */
+function sqlLikeLeader(inner: DriverLock, counts: { waits: number }, f: Faults): DriverLock {
+  const state: { held: boolean; claiming: boolean } = { held: false, claiming: false }
+  f.leader = state
+  let held = false
+  const pause = (ms: number): Promise<unknown> => new Promise((r) => setTimeout(r, ms))
+  return {
+    get fencingToken() {
+      return inner.fencingToken
+    },
+    tryAcquire: async () => !held && (held = await inner.tryAcquire()),
+    acquireWaiting: async (signal) => {
+      counts.waits += 1
+      // A spinning caller is stopped here, so that the test fails instead of hanging.
+      if (counts.waits > 10_000) throw new ConnectionError('acquireWaiting() called 10,000 times')
+      if (held) return false
+      if (!(await inner.acquireWaiting!(signal))) return false
+      held = state.held = state.claiming = true
+      // Held before acquisition is reported: the SQL leader lock writes its leaders row meanwhile.
+      await pause(30)
+      state.claiming = false
+      return true
+    },
+    // Whatever is held when the release gets to it is let go (the SQL leader lock clears its
+    // leaders row first); the answer may come later.
+    release: async () => {
+      await pause(20)
+      held = state.held = false
+      const released = await inner.release()
+      await pause(f.lateReleaseAnswerMs ?? 0)
+      return released
+    },
+    isStillOwner: () => inner.isStillOwner(),
+    break: () => inner.break(),
+  }
+}
+
+registerDriver('faulty', async () => ({
+  default: defineDriver({
+    ...memory,
+    name: 'faulty',
+    create(ctx) {
+      const inner = memory.create(ctx)
+      const f = faults.get(ctx.memberId)!
+      f.events = ctx.events
+      // While "down", every backend call fails, as it would during a real outage.
+      const down = <T extends object>(obj: T, extra: Record<string, unknown> = {}): T =>
+        new Proxy(obj, {
+          get(target, prop, receiver) {
+            if (prop in extra) return extra[prop as string]
+            const value = Reflect.get(target, prop, receiver) as unknown
+            if (typeof value !== 'function') return value
+            if (prop === 'stop') return value.bind(target)
+            if (prop === 'leaderLock' && f.sqlLikeLeader) {
+              return (name: string) => sqlLikeLeader(down((value as (n: string) => DriverLock).call(target, name)), f.sqlLikeLeader!, f)
+            }
+            if (prop === 'createLock' || prop === 'leaderLock') return (name: string) => down((value as (n: string) => object).call(target, name))
+            return (...args: unknown[]) => {
+              if (prop === 'refresh') f.refreshes = (f.refreshes ?? 0) + 1
+              return f.failBeats ? Promise.reject(new ConnectionError('injected outage')) : (value as (...a: unknown[]) => unknown).apply(target, args)
+            }
+          },
+        })
+      return down(inner, {
+        heartbeat: async (_joined: unknown, held: ReadonlySet<DriverLock>): Promise<HeartbeatResult> => {
+          if (f.failBeats || f.failHeartbeat) throw new ConnectionError('injected outage')
+          f.beats = (f.beats ?? 0) + 1
+          return { nextBeatMs: f.nextBeatMs, lostGroups: f.lostGroups.splice(0), locks: f.beatLocks?.(held) ?? { refreshed: false } }
+        },
+      }) as CoordinationDriver
+    },
+  }),
+}))
+
+/** Connects a coordinator on the scripted driver; stopped after the test. */
+export async function open(t: TestContext, store: string, nextBeatMs = 400): Promise<{ c: Coordinator; f: Faults }> {
+  const memberId = rid('m')
+  const f: Faults = { failBeats: false, lostGroups: [], nextBeatMs }
+  faults.set(memberId, f)
+  const c = await connect(`faulty://${store}`, { memberId, watchIntervalMs: 50 })
+  t.after(() => c.stop())
+  return { c, f }
+}
