@@ -294,8 +294,8 @@ export class DriverUnavailableError extends RollcallError {
 }
 
 /**
- * Prometheus metrics were asked for (registerMetrics(), a status handler with metrics, `rollcall
- * serve`'s /metrics) but prom-client, an optional peer dependency, cannot be loaded. The message
+ * Prometheus metrics were asked for (registerMetrics(), a status handler with metrics, the
+ * /metrics of `rollcall serve`) but prom-client, an optional peer dependency, cannot be loaded. The message
  * names the fix: `npm install prom-client`.
  */
 export class MetricsUnavailableError extends RollcallError {

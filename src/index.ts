@@ -45,6 +45,7 @@ export type {
   BeatLocks,
   ConnectionState,
   CoordinationDriver,
+  DriverClientSupport,
   DriverContext,
   DriverDefinition,
   DriverEvents,

@@ -73,7 +73,7 @@ export interface DriverContext<O> {
   readonly signal: AbortSignal
   readonly log: Logger
   /**
-   * The application's own client (connect(url, { client })), already accepted by the driver's
+   * The application's own client (`connect(url, { client })`), already accepted by the driver's
    * {@link DriverClientSupport.check}; undefined when the driver opens its own connections. The
    * driver must never close or reconfigure it: it closes only what it derived from it.
    */
@@ -271,7 +271,7 @@ export interface DriverDefinition<S extends OptionSpecs = OptionSpecs> {
    * `context` says what was being done and to which backend (its URL redacted), for the message.
    */
   translateError?(err: unknown, context: TranslateContext): RollcallError | undefined
-  /** Present when the driver can run on the application's own client (connect(url, { client })). */
+  /** Present when the driver can run on the application's own client (`connect(url, { client })`). */
   readonly client?: DriverClientSupport
   /** Builds the driver. Must not do I/O (start() does); may throw InvalidUrlError. */
   create(ctx: DriverContext<ResolvedOptions<S>>): CoordinationDriver
