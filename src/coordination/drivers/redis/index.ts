@@ -419,15 +419,19 @@ class RedisDriver implements CoordinationDriver {
 
   /**
    * Asks a sentinel for the master (address, run id, config epoch) and this connection's server for
-   * its run id; when they match, that epoch is confirmed for this connection. When they do not, the
-   * server is no longer the master the sentinels name: reconnect (ioredis asks the sentinels again),
+   * its run id; when they match, that epoch is confirmed for this connection. When they do not, and
+   * the newest view of all sentinels does not name it either, the server is no longer the master
+   * the sentinels name: reconnect (ioredis asks the sentinels again),
    * after which the coordinator re-checks every held lock on the master (its recovery on `reconnected`). Rejects with ConnectionError then.
    */
   #confirm(): Promise<void> {
     this.#confirming ??= (async () => {
       const client = this.#redis()
       const generation = this.#generation
-      const [view, server] = await Promise.all([this.#sentinels!.ask(), serverIdentity(client)])
+      const [first, server] = await Promise.all([this.#sentinels!.ask(), serverIdentity(client)])
+      if (generation !== this.#generation) return
+      // One sentinel may not have heard of a failover yet: before reconnecting, take the newest view of them all.
+      const view = isNamedMaster(first, server) ? first : await this.#sentinels!.newest()
       if (generation !== this.#generation) return
       if (!isNamedMaster(view, server)) {
         this.#notMaster(client, view)

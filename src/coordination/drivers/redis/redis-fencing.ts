@@ -94,6 +94,30 @@ export class SentinelAsker {
     throw new ConnectionError(`No sentinel confirmed the master "${this.#master}" (${errors.join('; ')})`)
   }
 
+  /**
+   * The view with the highest config epoch among every sentinel that answers, each asked on a
+   * connection of its own: a second opinion when the usual sentinel names another master, which a
+   * sentinel that has not yet heard of a failover does for a second or two. ConnectionError when
+   * none answers.
+   */
+  async newest(): Promise<MasterView> {
+    const views = await Promise.all(this.#sentinels.map(async (sentinel) => {
+      const client = this.#connect(sentinel)
+      client.on('error', () => {})
+      try {
+        await client.connect()
+        return parseMasterView(await client.call('SENTINEL', 'MASTER', this.#master), `${sentinel.host}:${sentinel.port}`)
+      } catch {
+        return undefined
+      } finally {
+        client.disconnect()
+      }
+    }))
+    const answered = views.filter((v): v is MasterView => v !== undefined)
+    if (answered.length === 0) throw new ConnectionError(`No sentinel confirmed the master "${this.#master}"`)
+    return answered.reduce((a, b) => (b.configEpoch > a.configEpoch ? b : a))
+  }
+
   stop(): void {
     this.#client?.disconnect()
     this.#client = undefined
