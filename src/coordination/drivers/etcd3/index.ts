@@ -37,7 +37,7 @@ import {
 } from '../../../errors.js'
 import { dumps, loads } from '../../codec.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
-import { OPTIONS, readTls, ttlSeconds, type ResolvedEtcd3Options } from './etcd3-options.js'
+import { keepAliveTimeoutMs, OPTIONS, readTls, ttlSeconds, type ResolvedEtcd3Options } from './etcd3-options.js'
 import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
 import { Etcd3Lock, lockKey, type Etcd3LockHost } from './etcd3-lock.js'
 import { WaiterLease } from './etcd3-waiter-lease.js'
@@ -63,6 +63,12 @@ class Etcd3Driver implements CoordinationDriver {
   #suspended = false
   /** performance.now() when the latest heartbeat began (a lock may reuse only a lease renewed since). */
   #beatStartedAt = 0
+  /** When (performance.now() ms) the membership lease lapses as far as the client knows: send time of its last answered keepalive (or grant) + the TTL. */
+  #leaseExpiresAt = -Infinity
+  /** performance.now() when the latest membership keepalive was sent. */
+  #keepAliveSentAt = -Infinity
+  /** Keeps the leases alive every quarter TTL, whether or not an earlier keepalive still hangs. */
+  #pump: NodeJS.Timeout | undefined
   /** Lease revokes under way in the background; stop() waits for them. */
   readonly #background = new Set<Promise<void>>()
   /** Warns of a key skipped because its id is not UTF-8. */
@@ -100,9 +106,11 @@ class Etcd3Driver implements CoordinationDriver {
     try {
       gw.setApiVersion(options.apiVersion ?? (await gw.discoverApiVersion(deadline)))
       await gw.authenticate(deadline)
+      const sentAt = performance.now()
       const granted = await gw.leaseGrant(this.#leaseTtlSeconds, deadline)
       this.#lease = granted.id
       this.#leaseTtlSeconds = granted.ttlSeconds
+      this.#leaseExpiresAt = sentAt + granted.ttlSeconds * 1000
     } catch (err) {
       if (err instanceof EtcdTransportError) {
         throw new ConnectionError(`Cannot connect to etcd at ${gw.endpoints} (${url.redacted}): ${err.message}`, { cause: err })
@@ -110,10 +118,12 @@ class Etcd3Driver implements CoordinationDriver {
       throw err
     }
     this.#started = true
+    this.#pump = setInterval(() => this.#pumpTick(), this.#nextBeatMs() / 4).unref()
   }
 
   async stop(): Promise<void> {
     this.#started = false
+    clearInterval(this.#pump)
     const gw = this.#gw
     if (!gw) return
     // tooz leaves its leases to expire; revoking frees member keys and locks at once.
@@ -132,7 +142,7 @@ class Etcd3Driver implements CoordinationDriver {
     this.#beatStartedAt = performance.now()
     const gw = this.#client
     const lease = this.#lease!
-    if ((await gw.leaseKeepAlive(lease)) <= 0) {
+    if (!(await this.#keepAlive(lease))) {
       await this.#replaceLease(lease, 'the membership lease expired')
       return { nextBeatMs: this.#nextBeatMs(), locks: { refreshed: false } }
     }
@@ -141,6 +151,40 @@ class Etcd3Driver implements CoordinationDriver {
     const attached = new Set((await gw.leaseTimeToLive(lease)).keys.map((k) => k.toString('latin1')))
     const lostGroups = [...joined.keys()].filter((g) => !attached.has(memberKey(g, this.#ctx.memberId).toString('latin1')))
     return { nextBeatMs: this.#nextBeatMs(), lostGroups, locks: { refreshed: false } }
+  }
+
+  /**
+   * Liveness lapses when the first of the leases lapses as the client knows them: the membership
+   * lease and every held lock's lease, each at the send time of its last answered keepalive plus
+   * the TTL that answer granted. Keepalives go on between beats (every quarter TTL, each bounded
+   * below the TTL), so one hung on a member that forwards it to a lost leader holds nothing up.
+   */
+  livenessDeadline(): number {
+    let at = this.#leaseExpiresAt
+    for (const l of this.#holding) at = Math.min(at, l.expiresAt() ?? Infinity)
+    return Date.now() + (at - performance.now())
+  }
+
+  /** One keepalive of the membership lease, bounded below its TTL; resolves false when etcd says the lease is gone. */
+  async #keepAlive(lease: string): Promise<boolean> {
+    const gw = this.#client
+    const sentAt = performance.now()
+    this.#keepAliveSentAt = sentAt
+    const ttl = this.#leaseTtlSeconds * 1000
+    const granted = await gw.leaseKeepAlive(lease, AbortSignal.timeout(keepAliveTimeoutMs(ttl, gw.timeoutMs)))
+    if (granted <= 0) return false
+    if (this.#lease === lease) this.#leaseExpiresAt = Math.max(this.#leaseExpiresAt, sentAt + granted * 1000)
+    return true
+  }
+
+  /** Between beats: a keepalive of the membership lease unless one went out within the last quarter TTL, and one of each held lock's lease. */
+  #pumpTick(): void {
+    const lease = this.#lease
+    if (!this.#started || lease === undefined) return
+    const quarterMs = this.#nextBeatMs() / 4
+    // Failures are the heartbeat's to report (the gateway tells the transport's); a lease found gone too.
+    if (performance.now() - this.#keepAliveSentAt >= quarterMs * 0.9) this.#keepAlive(lease).catch(() => {})
+    for (const l of this.#holding) l.keepAlive().catch(() => {})
   }
 
   async createGroup(group: string): Promise<void> {
@@ -286,9 +330,11 @@ class Etcd3Driver implements CoordinationDriver {
   #replaceLease(old: string, reason: string): Promise<void> {
     this.#renewing ??= (async () => {
       if (this.#lease !== old) return
+      const sentAt = performance.now()
       const granted = await this.#client.leaseGrant(ttlSeconds(this.#ctx.options.membershipTimeoutMs))
       this.#lease = granted.id
       this.#leaseTtlSeconds = granted.ttlSeconds
+      this.#leaseExpiresAt = sentAt + granted.ttlSeconds * 1000
       this.#ctx.log.warn('etcd membership lease lost; granted a new one', { old, lease: granted.id })
       await Promise.allSettled([...this.#holding].map((l) => l.abandon()))
       this.#ctx.events.sessionReplaced(reason)
