@@ -3,9 +3,9 @@
  * follower receives while the old leader is gone is forwarded to that leader and hangs. Before
  * the fix the driver sent nothing else meanwhile (one keepalive per beat, bounded only by the
  * HTTP timeout, which equals the TTL here), so the client-side expiry told a healthy member
- * `membershipLost` although etcd kept its lease and no watcher saw it leave. Now keepalives go
- * on schedule (every TTL/4) while one hangs, each bounded below the TTL, and the deadline runs
- * from the send time of the last answered one.
+ * `membershipLost` although etcd kept its lease and no watcher saw it leave. Now a beat sends
+ * another keepalive every TTL/4 while none answered (src/coordination/drivers/etcd3/etcd3-hedge.ts),
+ * each bounded at half the TTL, and the deadline runs from the send time of the last answered one.
  *
  * A 3-node etcd (pre-vote, election timeout 2 s) on loopback; member A (lease TTL 10 s, HTTP
  * timeout 10 s) talks to follower 1 alone, watcher W to follower 2 alone. The leader is SIGSTOPped

@@ -24,6 +24,7 @@ import { RetakeWatch, Turn, TURN_RULES, turnSize } from '../kit/lock-turn.js'
 import { isLeaseGone, type Compare, type EtcdGateway, type RequestOp, type TxnResult } from './etcd3-gateway.js'
 import { absent } from './etcd3-layout.js'
 import { keepAliveTimeoutMs } from './etcd3-options.js'
+import { hedged } from './etcd3-hedge.js'
 import { enqueueOps, headFailureOps, queueEmpty, queueKeys, QueueWait, type QueueKeys } from './etcd3-lock-queue.js'
 import type { WaiterLease } from './etcd3-waiter-lease.js'
 
@@ -209,7 +210,7 @@ export class Etcd3Lock implements DriverLock {
   async refresh(): Promise<boolean> {
     const held = this.#held
     if (held === undefined) return false
-    if ((await this.keepAlive()) && (await this.isStillOwner())) return true
+    if ((await hedged(() => this.keepAlive(), held.ttlMs / 4, 4)) && (await this.isStillOwner())) return true
     await this.abandon()
     return false
   }

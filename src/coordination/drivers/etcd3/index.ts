@@ -41,6 +41,7 @@ import { keepAliveTimeoutMs, OPTIONS, readTls, ttlSeconds, type ResolvedEtcd3Opt
 import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
 import { Etcd3Lock, lockKey, type Etcd3LockHost } from './etcd3-lock.js'
 import { WaiterLease } from './etcd3-waiter-lease.js'
+import { hedged } from './etcd3-hedge.js'
 import { absent, exists, GROUP_PREFIX, groupIds, groupKey, groupMembers, key, memberKey, type SkipWarning } from './etcd3-layout.js'
 import { openWatch } from './etcd3-watch.js'
 import { utf8IdProblem } from '../kit/ids.js'
@@ -65,10 +66,6 @@ class Etcd3Driver implements CoordinationDriver {
   #beatStartedAt = 0
   /** When (performance.now() ms) the membership lease lapses as far as the client knows: send time of its last answered keepalive (or grant) + the TTL. */
   #leaseExpiresAt = -Infinity
-  /** performance.now() when the latest membership keepalive was sent. */
-  #keepAliveSentAt = -Infinity
-  /** Keeps the leases alive every quarter TTL, whether or not an earlier keepalive still hangs. */
-  #pump: NodeJS.Timeout | undefined
   /** Lease revokes under way in the background; stop() waits for them. */
   readonly #background = new Set<Promise<void>>()
   /** Warns of a key skipped because its id is not UTF-8. */
@@ -118,12 +115,10 @@ class Etcd3Driver implements CoordinationDriver {
       throw err
     }
     this.#started = true
-    this.#pump = setInterval(() => this.#pumpTick(), this.#nextBeatMs() / 4).unref()
   }
 
   async stop(): Promise<void> {
     this.#started = false
-    clearInterval(this.#pump)
     const gw = this.#gw
     if (!gw) return
     // tooz leaves its leases to expire; revoking frees member keys and locks at once.
@@ -142,7 +137,8 @@ class Etcd3Driver implements CoordinationDriver {
     this.#beatStartedAt = performance.now()
     const gw = this.#client
     const lease = this.#lease!
-    if (!(await this.#keepAlive(lease))) {
+    // A keepalive hung on a member that forwards it to a lost leader must not hold up the next one.
+    if (!(await hedged(() => this.#keepAlive(lease), (this.#leaseTtlSeconds * 1000) / 4, 4))) {
       await this.#replaceLease(lease, 'the membership lease expired')
       return { nextBeatMs: this.#nextBeatMs(), locks: { refreshed: false } }
     }
@@ -156,8 +152,9 @@ class Etcd3Driver implements CoordinationDriver {
   /**
    * Liveness lapses when the first of the leases lapses as the client knows them: the membership
    * lease and every held lock's lease, each at the send time of its last answered keepalive plus
-   * the TTL that answer granted. Keepalives go on between beats (every quarter TTL, each bounded
-   * below the TTL), so one hung on a member that forwards it to a lost leader holds nothing up.
+   * the TTL that answer granted. A beat's keepalive is hedged (another every quarter TTL while none
+   * answered, each bounded at half the TTL), so one hung on a member that forwards it to a lost
+   * leader holds nothing up.
    */
   livenessDeadline(): number {
     let at = this.#leaseExpiresAt
@@ -169,22 +166,11 @@ class Etcd3Driver implements CoordinationDriver {
   async #keepAlive(lease: string): Promise<boolean> {
     const gw = this.#client
     const sentAt = performance.now()
-    this.#keepAliveSentAt = sentAt
     const ttl = this.#leaseTtlSeconds * 1000
     const granted = await gw.leaseKeepAlive(lease, AbortSignal.timeout(keepAliveTimeoutMs(ttl, gw.timeoutMs)))
     if (granted <= 0) return false
     if (this.#lease === lease) this.#leaseExpiresAt = Math.max(this.#leaseExpiresAt, sentAt + granted * 1000)
     return true
-  }
-
-  /** Between beats: a keepalive of the membership lease unless one went out within the last quarter TTL, and one of each held lock's lease. */
-  #pumpTick(): void {
-    const lease = this.#lease
-    if (!this.#started || lease === undefined) return
-    const quarterMs = this.#nextBeatMs() / 4
-    // Failures are the heartbeat's to report (the gateway tells the transport's); a lease found gone too.
-    if (performance.now() - this.#keepAliveSentAt >= quarterMs * 0.9) this.#keepAlive(lease).catch(() => {})
-    for (const l of this.#holding) l.keepAlive().catch(() => {})
   }
 
   async createGroup(group: string): Promise<void> {
