@@ -415,7 +415,11 @@ describe('redis driver', { concurrency: 4 }, () => {
     assert.ok(fencingToken(8_000_000, 2 ** 40 - 1) < 2n ** 63n, 'tokens stay below 2^63 up to 2^23 epochs')
     const reply = ['name', 'm', 'ip', '10.0.0.5', 'port', '6380', 'runid', 'abc123', 'flags', 'master', 'config-epoch', '4']
     const view = parseMasterView(reply, 's1')
-    assert.deepEqual(view, { host: '10.0.0.5', port: 6380, runId: 'abc123', configEpoch: 4, sentinel: 's1' })
+    assert.deepEqual(view, { host: '10.0.0.5', port: 6380, runId: 'abc123', configEpoch: 4, settled: true, sentinel: 's1' })
+    // During a failover a sentinel has raised the epoch but still names the old master: such a view proves nothing.
+    for (const flags of ['master,s_down', 'master,s_down,o_down', 'master,failover_in_progress']) {
+      assert.equal(parseMasterView(reply.map((x) => (x === 'master' ? flags : x)), 's1').settled, false, flags)
+    }
     assert.throws(() => parseMasterView(['name', 'm', 'ip', '10.0.0.5'], 's1'), /config-epoch/)
     assert.equal(isNamedMaster(view, { runId: 'abc123', host: '10.0.0.9', port: 1 }), true, 'same run id')
     assert.equal(isNamedMaster(view, { runId: 'fff', host: '10.0.0.5', port: 6380 }), true, 'same address (restarted, run id not re-read yet)')

@@ -35,6 +35,12 @@ import { scriptRunner, SCRIPTS, type ScriptArg, type ScriptName, type ScriptRepl
 import { utf8IdProblem } from '../kit/ids.js'
 import { redisClientProblem } from './redis-own-client.js'
 import { DeadlineError, withDeadline, withinStopGrace } from '../../../internal/deadline.js'
+import { sleep } from '../../../internal/sleep.js'
+
+/** How long a lock attempt waits for the sentinels to confirm its server as the master (a failover settles within seconds). */
+const CONFIRM_WITHIN_MS = 10_000
+/** How often it asks again meanwhile. */
+const CONFIRM_RETRY_MS = 200
 
 /**
  * Reconnect delays once started: 100 ms more per attempt, capped at 1 s, plus up to 100 ms of
@@ -399,12 +405,16 @@ class RedisDriver implements CoordinationDriver {
    */
   async #acquire(keys: readonly string[], args: readonly ScriptArg[]): Promise<ScriptReply> {
     if (!this.#sentinels) return this.#run('rollcallLockAcquire', keys, [...args, 0])
-    for (let attempt = 0; attempt < 3; attempt++) {
+    // While the sentinels fail the master over, nobody can say at which epoch a server masters: no grant until they settle.
+    const until = performance.now() + CONFIRM_WITHIN_MS
+    let failure: unknown
+    for (let attempt = 0; attempt < 3 || performance.now() < until; attempt++) {
       const epoch = this.#currentEpoch()
       if (epoch !== undefined) return this.#run('rollcallLockAcquire', keys, [...args, epoch])
-      await this.#confirm()
+      failure = await this.#confirm().then(() => undefined, (err: unknown) => err)
+      if (failure !== undefined && performance.now() < until) await sleep(CONFIRM_RETRY_MS)
     }
-    throw new ConnectionError(
+    throw failure ?? new ConnectionError(
       `Cannot acquire a lock: the connection to the master of ${describeTarget(this.#target!)} kept changing while it was being confirmed`,
     )
   }
@@ -431,7 +441,7 @@ class RedisDriver implements CoordinationDriver {
       const [first, server] = await Promise.all([this.#sentinels!.ask(), serverIdentity(client)])
       if (generation !== this.#generation) return
       // One sentinel may not have heard of a failover yet: before reconnecting, take the newest view of them all.
-      const view = isNamedMaster(first, server) ? first : await this.#sentinels!.newest()
+      const view = first.settled && isNamedMaster(first, server) ? first : await this.#sentinels!.newest()
       if (generation !== this.#generation) return
       if (!isNamedMaster(view, server)) {
         this.#notMaster(client, view)

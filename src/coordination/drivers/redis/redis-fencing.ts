@@ -47,6 +47,12 @@ export interface MasterView {
   /** Empty when the Sentinel has not read the master's INFO yet (just after a failover). */
   runId: string
   configEpoch: number
+  /**
+   * False while the Sentinel thinks the master down or fails it over: it has then already raised
+   * the config epoch but still names the old master, so the view proves nothing about who masters
+   * at which epoch.
+   */
+  settled: boolean
   /** Which Sentinel said so, for messages. */
   sentinel: string
 }
@@ -95,10 +101,10 @@ export class SentinelAsker {
   }
 
   /**
-   * The view with the highest config epoch among every sentinel that answers, each asked on a
-   * connection of its own: a second opinion when the usual sentinel names another master, which a
-   * sentinel that has not yet heard of a failover does for a second or two. ConnectionError when
-   * none answers.
+   * The settled view with the highest config epoch among every sentinel that answers, each asked
+   * on a connection of its own: a second opinion when the usual sentinel names another master
+   * (one that has not yet heard of a failover does for a second or two) or is failing it over.
+   * ConnectionError when none answers with a settled view.
    */
   async newest(): Promise<MasterView> {
     const views = await Promise.all(this.#sentinels.map(async (sentinel) => {
@@ -113,8 +119,8 @@ export class SentinelAsker {
         client.disconnect()
       }
     }))
-    const answered = views.filter((v): v is MasterView => v !== undefined)
-    if (answered.length === 0) throw new ConnectionError(`No sentinel confirmed the master "${this.#master}"`)
+    const answered = views.filter((v): v is MasterView => v !== undefined && v.settled)
+    if (answered.length === 0) throw new ConnectionError(`No sentinel confirmed the master "${this.#master}" (none answered, or a failover is in progress)`)
     return answered.reduce((a, b) => (b.configEpoch > a.configEpoch ? b : a))
   }
 
@@ -135,7 +141,8 @@ export function parseMasterView(reply: unknown, sentinel: string): MasterView {
   if (host === undefined || !Number.isSafeInteger(port) || !Number.isSafeInteger(configEpoch) || configEpoch < 0) {
     throw new Error(`SENTINEL MASTER reply lacks ip, port or config-epoch`)
   }
-  return { host, port, runId: fields.get('runid') ?? '', configEpoch, sentinel }
+  const settled = !/\b(s_down|o_down|failover_in_progress)\b/.test(fields.get('flags') ?? '')
+  return { host, port, runId: fields.get('runid') ?? '', configEpoch, settled, sentinel }
 }
 
 /** The server a connection reaches: its run id (INFO server) and the address of the socket. */
