@@ -157,12 +157,9 @@ export class EtcdGateway {
     return { id: String(answer.ID), ttlSeconds: Number(answer.TTL) }
   }
 
-  /**
-   * Refreshes a lease; resolves to its TTL, or -1 when the lease no longer exists. `signal` bounds
-   * it below the TTL: a member whose leader is gone forwards it there, where it hangs.
-   */
-  async leaseKeepAlive(id: string, signal?: AbortSignal): Promise<number> {
-    const answer = await this.#api('lease/keepalive', { ID: id }, signal)
+  /** Refreshes a lease; resolves to its TTL, or -1 when the lease no longer exists. */
+  async leaseKeepAlive(id: string): Promise<number> {
+    const answer = await this.#api('lease/keepalive', { ID: id })
     if (answer.error) throw this.#streamError(answer.error)
     const ttl = answer.result?.TTL
     return ttl === undefined ? -1 : Number(ttl)

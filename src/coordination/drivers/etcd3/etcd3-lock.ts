@@ -23,8 +23,6 @@ import type { DriverLock } from '../../driver.js'
 import { RetakeWatch, Turn, TURN_RULES, turnSize } from '../kit/lock-turn.js'
 import { isLeaseGone, type Compare, type EtcdGateway, type RequestOp, type TxnResult } from './etcd3-gateway.js'
 import { absent } from './etcd3-layout.js'
-import { keepAliveTimeoutMs } from './etcd3-options.js'
-import { hedged } from './etcd3-hedge.js'
 import { enqueueOps, headFailureOps, queueEmpty, queueKeys, QueueWait, type QueueKeys } from './etcd3-lock-queue.js'
 import type { WaiterLease } from './etcd3-waiter-lease.js'
 
@@ -210,29 +208,13 @@ export class Etcd3Lock implements DriverLock {
   async refresh(): Promise<boolean> {
     const held = this.#held
     if (held === undefined) return false
-    if ((await hedged(() => this.keepAlive(), held.ttlMs / 4, 4)) && (await this.isStillOwner())) return true
+    const sentAt = performance.now()
+    if ((await this.#host.gw.leaseKeepAlive(held.id)) > 0 && (await this.isStillOwner())) {
+      held.renewedAt = Math.max(held.renewedAt, sentAt)
+      return true
+    }
     await this.abandon()
     return false
-  }
-
-  /**
-   * One keepalive of the held lease, bounded below its TTL; an answered one moves
-   * {@link expiresAt}. Resolves false when nothing is held or etcd says the lease is gone.
-   */
-  async keepAlive(): Promise<boolean> {
-    const held = this.#held
-    if (held === undefined) return false
-    const sentAt = performance.now()
-    const ttlSeconds = await this.#host.gw.leaseKeepAlive(held.id, AbortSignal.timeout(keepAliveTimeoutMs(held.ttlMs, this.#host.gw.timeoutMs)))
-    if (ttlSeconds <= 0) return false
-    held.renewedAt = Math.max(held.renewedAt, sentAt)
-    return true
-  }
-
-  /** When (performance.now() ms) the held lease lapses unless kept alive: send time of its last answered keepalive (or grant) + its TTL. */
-  expiresAt(): number | undefined {
-    const held = this.#held
-    return held && held.renewedAt + held.ttlMs
   }
 
   async isStillOwner(): Promise<boolean> {

@@ -28,9 +28,6 @@ export type ResolvedEtcd3Options = ResolvedOptions<typeof OPTIONS>
 /** An etcd lease TTL for a duration: whole seconds, rounded up, at least 1. */
 export const ttlSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
 
-/** The bound on one keepalive of a lease of `ttlMs`: half the TTL (at most the request timeout), so that the next one, due a quarter TTL later, overlaps it. */
-export const keepAliveTimeoutMs = (ttlMs: number, requestTimeoutMs: number): number => Math.max(1, Math.min(requestTimeoutMs, ttlMs / 2))
-
 /** The PEM files named by ca_cert, cert_cert and cert_key, read (etcd3+https). */
 export function readTls(options: ResolvedEtcd3Options): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
   return {

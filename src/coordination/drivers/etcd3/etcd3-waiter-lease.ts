@@ -8,7 +8,7 @@ import { isLeaseGone, type EtcdGateway } from './etcd3-gateway.js'
 
 /** The TTL asked for: etcd's minimum (1.5 x the election timeout, rounded up: 2 s by default), which it grants instead of anything lower. */
 const WAITER_LEASE_TTL_S = 2
-/** How often a used lease is kept alive: four times within its TTL, each keepalive bounded by two of these (one that hangs never holds up the next). */
+/** How often a used lease is kept alive: four times within its TTL. */
 const KEEPALIVE_EVERY_MS = 500
 /** How long an unused lease is kept for the next waiter before it is revoked. */
 const IDLE_MS = 2_000
@@ -89,7 +89,7 @@ export class WaiterLease {
     if (id === undefined) return
     try {
       // Gone (it lapsed during an outage): its keys went with it, and their waiters queue again on a new one.
-      if ((await this.#gw().leaseKeepAlive(id, AbortSignal.timeout(2 * KEEPALIVE_EVERY_MS))) <= 0) this.lost(id)
+      if ((await this.#gw().leaseKeepAlive(id)) <= 0) this.lost(id)
     } catch (err) {
       // A transport failure is the driver's to report (the gateway tells it); the next keepalive tries again.
       if (isLeaseGone(err)) this.lost(id)

@@ -37,11 +37,10 @@ import {
 } from '../../../errors.js'
 import { dumps, loads } from '../../codec.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
-import { keepAliveTimeoutMs, OPTIONS, readTls, ttlSeconds, type ResolvedEtcd3Options } from './etcd3-options.js'
+import { OPTIONS, readTls, ttlSeconds, type ResolvedEtcd3Options } from './etcd3-options.js'
 import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
 import { Etcd3Lock, lockKey, type Etcd3LockHost } from './etcd3-lock.js'
 import { WaiterLease } from './etcd3-waiter-lease.js'
-import { hedged } from './etcd3-hedge.js'
 import { absent, exists, GROUP_PREFIX, groupIds, groupKey, groupMembers, key, memberKey, type SkipWarning } from './etcd3-layout.js'
 import { openWatch } from './etcd3-watch.js'
 import { utf8IdProblem } from '../kit/ids.js'
@@ -64,8 +63,6 @@ class Etcd3Driver implements CoordinationDriver {
   #suspended = false
   /** performance.now() when the latest heartbeat began (a lock may reuse only a lease renewed since). */
   #beatStartedAt = 0
-  /** When (performance.now() ms) the membership lease lapses as far as the client knows: send time of its last answered keepalive (or grant) + the TTL. */
-  #leaseExpiresAt = -Infinity
   /** Lease revokes under way in the background; stop() waits for them. */
   readonly #background = new Set<Promise<void>>()
   /** Warns of a key skipped because its id is not UTF-8. */
@@ -103,11 +100,9 @@ class Etcd3Driver implements CoordinationDriver {
     try {
       gw.setApiVersion(options.apiVersion ?? (await gw.discoverApiVersion(deadline)))
       await gw.authenticate(deadline)
-      const sentAt = performance.now()
       const granted = await gw.leaseGrant(this.#leaseTtlSeconds, deadline)
       this.#lease = granted.id
       this.#leaseTtlSeconds = granted.ttlSeconds
-      this.#leaseExpiresAt = sentAt + granted.ttlSeconds * 1000
     } catch (err) {
       if (err instanceof EtcdTransportError) {
         throw new ConnectionError(`Cannot connect to etcd at ${gw.endpoints} (${url.redacted}): ${err.message}`, { cause: err })
@@ -137,8 +132,7 @@ class Etcd3Driver implements CoordinationDriver {
     this.#beatStartedAt = performance.now()
     const gw = this.#client
     const lease = this.#lease!
-    // A keepalive hung on a member that forwards it to a lost leader must not hold up the next one.
-    if (!(await hedged(() => this.#keepAlive(lease), (this.#leaseTtlSeconds * 1000) / 4, 4))) {
+    if ((await gw.leaseKeepAlive(lease)) <= 0) {
       await this.#replaceLease(lease, 'the membership lease expired')
       return { nextBeatMs: this.#nextBeatMs(), locks: { refreshed: false } }
     }
@@ -147,30 +141,6 @@ class Etcd3Driver implements CoordinationDriver {
     const attached = new Set((await gw.leaseTimeToLive(lease)).keys.map((k) => k.toString('latin1')))
     const lostGroups = [...joined.keys()].filter((g) => !attached.has(memberKey(g, this.#ctx.memberId).toString('latin1')))
     return { nextBeatMs: this.#nextBeatMs(), lostGroups, locks: { refreshed: false } }
-  }
-
-  /**
-   * Liveness lapses when the first of the leases lapses as the client knows them: the membership
-   * lease and every held lock's lease, each at the send time of its last answered keepalive plus
-   * the TTL that answer granted. A beat's keepalive is hedged (another every quarter TTL while none
-   * answered, each bounded at half the TTL), so one hung on a member that forwards it to a lost
-   * leader holds nothing up.
-   */
-  livenessDeadline(): number {
-    let at = this.#leaseExpiresAt
-    for (const l of this.#holding) at = Math.min(at, l.expiresAt() ?? Infinity)
-    return Date.now() + (at - performance.now())
-  }
-
-  /** One keepalive of the membership lease, bounded below its TTL; resolves false when etcd says the lease is gone. */
-  async #keepAlive(lease: string): Promise<boolean> {
-    const gw = this.#client
-    const sentAt = performance.now()
-    const ttl = this.#leaseTtlSeconds * 1000
-    const granted = await gw.leaseKeepAlive(lease, AbortSignal.timeout(keepAliveTimeoutMs(ttl, gw.timeoutMs)))
-    if (granted <= 0) return false
-    if (this.#lease === lease) this.#leaseExpiresAt = Math.max(this.#leaseExpiresAt, sentAt + granted * 1000)
-    return true
   }
 
   async createGroup(group: string): Promise<void> {
@@ -316,11 +286,9 @@ class Etcd3Driver implements CoordinationDriver {
   #replaceLease(old: string, reason: string): Promise<void> {
     this.#renewing ??= (async () => {
       if (this.#lease !== old) return
-      const sentAt = performance.now()
       const granted = await this.#client.leaseGrant(ttlSeconds(this.#ctx.options.membershipTimeoutMs))
       this.#lease = granted.id
       this.#leaseTtlSeconds = granted.ttlSeconds
-      this.#leaseExpiresAt = sentAt + granted.ttlSeconds * 1000
       this.#ctx.log.warn('etcd membership lease lost; granted a new one', { old, lease: granted.id })
       await Promise.allSettled([...this.#holding].map((l) => l.abandon()))
       this.#ctx.events.sessionReplaced(reason)
