@@ -15,6 +15,7 @@ import { startEtcdCluster, startRedisSentinel, startZookeeperEnsemble, type Clus
 import { rid } from '../support/wait.js'
 import { faultBackends } from './support/backends.js'
 import { has, open, orderProblems, recordEvents, repeat, show, sleep, spawnMember, until, type Scope, testTimeout } from './support/harness.js'
+import { todoFor, type KnownBug } from './support/known.js'
 import { ResultsWriter } from './support/results.js'
 
 const writer = new ResultsWriter(import.meta.url)
@@ -31,6 +32,8 @@ interface ClusterKind {
   start(): Promise<Cluster>
   /** The node to kill in run n: the leader (or master) on odd runs, each other kind of node in turn on even runs. */
   victim(cluster: Cluster, n: number): Promise<ClusterNode>
+  /** A known bug that breaks this case (test/fault/support/known.ts): it then runs as `todo`. */
+  knownBug?: KnownBug
 }
 
 async function nonLeader(cluster: Cluster, n: number, names: RegExp): Promise<ClusterNode> {
@@ -50,6 +53,8 @@ const KINDS: ClusterKind[] = [
     backend: 'etcd3',
     title: 'Three-node etcd cluster: one node SIGKILLed (the leader every other run)',
     start: () => startEtcdCluster(),
+    // A keepalive hung on the killed leader can outlast the lease: A is told lost, then rejoins (issue 27).
+    knownBug: 'etcd-hung-keepalive',
     victim: async (c, n) => (n % 2 === 1 ? (await c.leader())! : nonLeader(c, n, /^etcd/)),
   },
   {
@@ -169,6 +174,7 @@ describe('fault: clusters', { concurrency: 3 }, () => {
       after(() => cluster?.stop())
       it(`${kind.backend}: fault: cluster: one node killed (leader or master included): clients move on, no member lost, no lock held twice`, {
         skip,
+        todo: skip ? undefined : todoFor(kind.knownBug),
         timeout: testTimeout(240_000),
       }, async (t) => {
         await repeat(t, {
