@@ -50,6 +50,10 @@ export function redisClientProblem(value: unknown): string | undefined {
     return `its keyPrefix (${JSON.stringify(options.keyPrefix)}) cannot apply to keys built inside rollcall's scripts; use a client without keyPrefix and the `
       + 'namespace option (redis://?namespace=...)'
   }
-  if (c.status === 'end' || c.status === 'close') return 'it is closed (quit() or disconnect() was called); pass an open client'
+  // quit()/disconnect() leave the status 'ready' until the socket's close event; ioredis marks the
+  // client as closing at once (manuallyClosing, cleared when the close completes).
+  if (c.status === 'end' || c.status === 'close' || c.manuallyClosing === true) {
+    return 'it is closed (quit() or disconnect() was called); pass an open client'
+  }
   return undefined
 }
