@@ -380,18 +380,27 @@ export class ZkConnection {
     })
   }
 
-  /** A timer at the current session's deadline, re-armed while answers keep moving it. */
+  /**
+   * A timer at the current session's move point (ZkSession.moveIfStuck) while connected and
+   * before it, else at its deadline; re-armed while answers keep moving them. The watchdog tick
+   * checks both too, but a tick late would leave less time to move.
+   */
   #armExpiry(): void {
     clearTimeout(this.#expiry)
     const s = this.#current
     if (!s || this.#stopped) return
+    const t = now()
+    const move = s.movePoint
+    const at = move !== undefined && move > t ? move : s.deadline
     // Judged after this turn's I/O, as in #onTick().
     this.#expiry = setTimeout(() =>
       setImmediate(() => {
         if (s !== this.#current || this.#stopped) return
-        if (s.id !== undefined && now() > s.deadline) return this.#presumeExpired(s)
+        const t = now()
+        if (s.id !== undefined && t > s.deadline) return this.#presumeExpired(s)
+        s.moveIfStuck(t)
         this.#armExpiry()
-      }), Math.max(1, s.deadline - now() + 1))
+      }), Math.max(1, at - t + 1))
     this.#expiry.unref()
   }
 

@@ -12,10 +12,18 @@
  * anyone else can take them; and a brief cut, shorter than the timeout less the margin, the
  * relay lag and a sync period, never ends the session on this side. A server that reports the
  * session expired, or refuses its credentials, ends it too.
+ *
+ * That deadline comes about half a session timeout after the last answer, earlier than the Java
+ * client's read timeout (2/3 of the session) would notice a silent server. So a connection that
+ * stops renewing the session (a sync unanswered for a sync period) is left once less than
+ * moveReserveMs() (a quarter of the timeout) remains before the deadline, and the session is
+ * resumed (id and password) on the next server, whose handshake answer proves the leader renewed
+ * it: a client whose own server is silently cut off, or cut off from the leader, stays in its
+ * session while another server is reachable (issue 27).
  */
 import type { ConnectionOptions as TlsOptions } from 'node:tls'
 import { formatHosts } from '../../coordination/url.js'
-import { OperationTimeoutError } from '../../errors.js'
+import { ConnectionError, OperationTimeoutError } from '../../errors.js'
 import { keepListenedTo } from '../../internal/linked-signal.js'
 import { sessionHex } from './zookeeper-frames.js'
 import type { ZkRequest, ZkResponses } from './zookeeper-ops.js'
@@ -45,6 +53,19 @@ export interface ZkSessionOptions {
 /** The share of the session timeout kept in hand against timer lateness: a tenth, 100 ms to 1 s. */
 export function expiryMarginMs(timeoutMs: number): number {
   return Math.min(1_000, Math.max(100, timeoutMs / 10))
+}
+
+/**
+ * The share of the session timeout kept, before the session's deadline, for moving to another
+ * server when the current one is not renewing the session: a quarter (zookeeper-session.ts's doc).
+ */
+export function moveReserveMs(timeoutMs: number): number {
+  return timeoutMs / 4
+}
+
+/** How often the watchdog sends a sync (the proof of leader contact): each twelfth of the session. */
+function syncEveryMs(timeoutMs: number): number {
+  return timeoutMs / 12
 }
 
 interface Queued {
@@ -167,15 +188,51 @@ export class ZkSession {
     this.watches.add(kind, path, watcher)
   }
 
-  /** The watchdog step: pings an idle connection, drops a silent one; true once the session is presumed expired. */
+  /**
+   * The watchdog step: pings an idle connection, drops a silent one or one that is not renewing
+   * the session in time (moveIfStuck); true once the session is presumed expired.
+   */
   check(t: number): boolean {
     if (this.abandoned) return false
     const wire = this.#wire
     if (wire?.closed) this.#onWireClosed(new Error('the connection closed'))
-    // As ZooKeeper's Java client and kazoo: read timeout 2/3 of the session, a ping after half of
-    // that idle; and a sync each twelfth of the session (each watchdog tick), whose answers keep the deadline moving.
-    else wire?.check(this.#timeoutMs / 3, (this.#timeoutMs * 2) / 3, this.#timeoutMs / 12)
+    else if (!this.moveIfStuck(t)) {
+      // As ZooKeeper's Java client and kazoo: read timeout 2/3 of the session, a ping after half of
+      // that idle; and a sync each twelfth of the session (each watchdog tick), whose answers keep the deadline moving.
+      wire?.check(this.#timeoutMs / 3, (this.#timeoutMs * 2) / 3, syncEveryMs(this.#timeoutMs))
+    }
     return this.id !== undefined && t > this.deadline
+  }
+
+  /**
+   * When (now() ms) moveIfStuck() will leave the current connection unless it renews the session
+   * first: the deadline less moveReserveMs(); undefined while not connected.
+   */
+  get movePoint(): number | undefined {
+    return this.connected && this.#wire && !this.#wire.closed ? this.deadline - moveReserveMs(this.#timeoutMs) : undefined
+  }
+
+  /**
+   * Leaves the current connection for the next server, resuming the session there, when the
+   * session's deadline is less than moveReserveMs() away and a sync on this connection has gone
+   * unanswered for a sync period: the server is silent (cut off from this client, packets
+   * vanishing) or cannot reach the leader, and waiting longer would leave no time to resume the
+   * session elsewhere before it is presumed expired. True if it left.
+   */
+  moveIfStuck(t: number): boolean {
+    const wire = this.#wire
+    if (this.abandoned || !this.connected || !wire || wire.closed) return false
+    const leftMs = this.deadline - t
+    if (leftMs >= moveReserveMs(this.#timeoutMs)) return false
+    const waitedMs = wire.syncUnansweredMs(t)
+    if (waitedMs < syncEveryMs(this.#timeoutMs)) return false
+    wire.close(
+      new ConnectionError(
+        `ZooKeeper at ${wire.where} left a sync unanswered for ${Math.round(waitedMs)} ms with ${Math.round(leftMs)} ms left before session 0x${this.id} `
+          + 'is presumed expired; resuming it on another server',
+      ),
+    )
+    return true
   }
 
   /** `host:port,...` for messages. */

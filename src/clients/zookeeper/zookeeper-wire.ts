@@ -217,6 +217,11 @@ export class ZkWire {
     })
   }
 
+  /** `host:port` of the server, for messages. */
+  get where(): string {
+    return formatHosts([this.#options])
+  }
+
   /** True once the connection has ended. */
   get closed(): boolean {
     return this.#closed !== undefined
@@ -265,6 +270,11 @@ export class ZkWire {
       this.send({ op: 'sync', path: '/' }, () => (this.#syncInFlight = false))
     }
     if (t - this.#lastSentAt >= pingAfterMs) this.ping()
+  }
+
+  /** How long (ms, at `t`) the sync in flight has gone unanswered; 0 when none is. */
+  syncUnansweredMs(t: number): number {
+    return this.#syncInFlight ? t - this.#syncSentAt : 0
   }
 
   /** Sends a ping now. */

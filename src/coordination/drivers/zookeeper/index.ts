@@ -346,7 +346,9 @@ export default defineDriver({
     + 'syncLimit × tickTime, so the client sends a `sync` every twelfth of the session (a follower must forward it to the leader) and presumes the '
     + 'session expired at the send time of the latest request answered at least a quarter of the timeout (and a sixth more) before an answered sync, '
     + "plus the timeout, less a margin. This relies on the server's tickTime being at most half the negotiated timeout (ZooKeeper's default "
-    + 'minSessionTimeout); a brief cut longer than about half the timeout ends the session on the client.',
+    + 'minSessionTimeout). A server that stops renewing the session (silent, or cut off from the leader) is left for the next one, resuming '
+    + 'the session there, a quarter of the timeout before that deadline; a brief cut from every server longer than about half the '
+    + 'timeout ends the session on the client.',
     'After a session is lost (expired by the server, or no server answered for longer than the session timeout) a new session is opened '
     + 'and memberships are restored; others may still see the old member and lock nodes until the server expires the old session.',
     'On a server before 3.6, the first group watch of each session asks for a persistent watch, which the server refuses and then '
