@@ -348,7 +348,9 @@ export default defineDriver({
     + "plus the timeout, less a margin. This relies on the server's tickTime being at most half the negotiated timeout (ZooKeeper's default "
     + 'minSessionTimeout). A server that stops renewing the session (silent, or cut off from the leader) is left for the next one, resuming '
     + 'the session there, a quarter of the timeout before that deadline; a brief cut from every server longer than about half the '
-    + 'timeout ends the session on the client.',
+    + 'timeout ends the session on the client. So does a cut of the leader: no server can renew a session until the leader is back or '
+    + 'another is elected (after syncLimit × tickTime), and although the new leader keeps the sessions, a session timeout shorter than '
+    + 'that is presumed expired on the client meanwhile.',
     'After a session is lost (expired by the server, or no server answered for longer than the session timeout) a new session is opened '
     + 'and memberships are restored; others may still see the old member and lock nodes until the server expires the old session.',
     'On a server before 3.6, the first group watch of each session asks for a persistent watch, which the server refuses and then '
