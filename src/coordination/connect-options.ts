@@ -57,7 +57,7 @@ type OptionInterfacesAgree = NoneDisagree<Disagreeing>
  */
 export interface OwnClients {
   redis: RedisOwnClient
-  postgresql: PgOwnPool
+  postgresql: PgOwnPool | PgOwnClient
   mysql: MysqlOwnPool
 }
 
@@ -80,9 +80,24 @@ export interface PgOwnPool {
 }
 
 /**
+ * What connect() takes as a PostgreSQL client besides a pool: a pg `Client`, connected or not
+ * (typed by its shape). rollcall sends nothing on it: it opens sessions of its own with the
+ * client's connection settings and closes them at stop().
+ */
+export interface PgOwnClient {
+  /** The server's host (or Unix socket directory), as the client resolved it. */
+  readonly host: string
+  /** The server's port. */
+  readonly port: number
+  connect(): Promise<unknown>
+  query(text: string, values?: unknown[]): Promise<unknown>
+  end(): Promise<void>
+}
+
+/**
  * `{ client?: ... }` for a scheme whose driver takes the application's own client, `{}` for the
  * others. rollcall never closes or reconfigures that client; what more it needs (a Redis
- * subscriber connection, SQL lock sessions) it derives from it and closes at stop().
+ * subscriber connection, SQL lock sessions, sessions with a pg Client's settings) it derives from it and closes at stop().
  */
 export type ClientOption<K extends string> = K extends keyof OwnClients ? {
     /** The application's own client, used instead of one opened from the URL; it stays open after stop(). */

@@ -40,6 +40,22 @@ export function isPgConnectionFailure(err: unknown): boolean {
   return isNetworkError(err) || (err instanceof Error && PG_CONNECTION_MESSAGES.test(err.message))
 }
 
+/** Node's TLS failure codes: OpenSSL's certificate verification codes, ERR_TLS_*, ERR_SSL_*. */
+const TLS_CODES = /CERT|SELF_SIGNED|^UNABLE_TO_|^ERR_TLS_|^ERR_SSL_|ALTNAME/
+/** pg's words for a server that refuses TLS or answers the SSLRequest wrongly. */
+const PG_TLS_MESSAGES = /server does not support SSL connections|error establishing an SSL connection/
+
+/**
+ * True when a `pg` connection failed in its TLS handshake (an untrusted or mismatched certificate,
+ * a protocol error) or because the server refuses TLS: the connection settings are at fault, not
+ * the network, and retrying will not help.
+ */
+export function isPgTlsFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code
+  if (typeof code === 'string' && TLS_CODES.test(code)) return true
+  return err instanceof Error && PG_TLS_MESSAGES.test(err.message)
+}
+
 const MYSQL_CONNECTION_CODES = new Set([
   'PROTOCOL_CONNECTION_LOST',
   'PROTOCOL_SEQUENCE_TIMEOUT',

@@ -1,18 +1,39 @@
 /**
- * The postgresql driver on the application's own pg Pool (connect('postgresql://?...', { client })):
- * a smoke on the shared server, seen from a member that connected by URL; after stop() the pool is
- * open and usable and holds no session rollcall checked out. Wrong clients are refused.
+ * The postgresql driver on the application's own pg client (connect('postgresql://?...', { client })).
+ *
+ * A pg Pool: a smoke and lock contention on the shared server, seen from a member that connected
+ * by URL; after stop() the pool is open and usable and holds no session rollcall checked out.
+ *
+ * A pg Client: rollcall sends nothing on it and opens sessions of its own with its settings. On
+ * the shared server, connected: the same smoke and contention, the client's backend never ran a
+ * statement of rollcall's, a blocking wait queues on another backend while the client answers,
+ * and stop() closes rollcall's sessions and leaves the client open. Not yet connected, with TLS
+ * and a password function, through a front on loopback (the shared server has neither TLS nor
+ * passwords): every session rollcall opened came through TLS and asked the function, and the
+ * client, never connected by rollcall, connects afterwards. Connected with a password function:
+ * rollcall's sessions use the password pg resolved. Ended clients and wrong kinds are refused.
  */
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { connect, InvalidOptionError, InvalidUrlError, type Coordinator } from '../../src/index.js'
+import { AuthenticationError, connect, ConnectionError, InvalidOptionError, InvalidUrlError, type Coordinator } from '../../src/index.js'
+import { pgLockKey } from '../../src/coordination/drivers/postgresql/postgresql-lock.js'
 import { serverUrl } from '../support/backends.js'
-import { rid } from '../support/wait.js'
+import { PgFront } from '../support/pg-front.js'
+import { rid, waitFor } from '../support/wait.js'
 import { openPeer, smoke } from './own-client-support.js'
 
 const URL = serverUrl('postgresql')
+const SERVER = new globalThis.URL(URL)
+/** The shared server's user and database, for clients that go through a front. */
+const WHO = { user: decodeURIComponent(SERVER.username), database: SERVER.pathname.slice(1) }
+/** What the application's own Client runs last in the contention check. */
+const MARK = "SELECT 'the application''s own statement' AS mine"
 
 function pool(t: TestContext, options: pg.PoolConfig = {}): pg.Pool {
   const p = new pg.Pool({ connectionString: URL, max: 5, ...options })
@@ -21,18 +42,112 @@ function pool(t: TestContext, options: pg.PoolConfig = {}): pg.Pool {
   return p
 }
 
-async function openOwn(t: TestContext, client: pg.Pool): Promise<Coordinator> {
-  const c = await connect('postgresql://?membership_timeout=10', { client, memberId: rid('own') })
+/** A pg Client of the test (not connected), ended when the test ends. */
+function single(t: TestContext, config: pg.ClientConfig): pg.Client {
+  const c = new pg.Client(config)
+  c.on('error', () => {})
+  t.after(() => c.end().catch(() => {}))
+  return c
+}
+
+/** The backend pid of a Client, null until it connected (pg sets it; @types/pg does not declare it). */
+function pidOf(c: pg.Client): number | null {
+  return (c as unknown as { processID: number | null }).processID
+}
+
+/** A connected Client for looking at the server (pg_stat_activity, pg_locks). */
+async function admin(t: TestContext): Promise<pg.Client> {
+  const c = single(t, { connectionString: URL })
+  await c.connect()
+  return c
+}
+
+async function openOwn(t: TestContext, client: pg.Pool | pg.Client, query = '?membership_timeout=10'): Promise<Coordinator> {
+  const c = await connect(`postgresql://${query}`, { client, memberId: rid('own') })
   t.after(() => c.stop())
   return c
+}
+
+/** The backends named `name` (application_name). */
+async function backendsNamed(db: pg.Client, name: string): Promise<number[]> {
+  const { rows } = await db.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid', [name])
+  return rows.map((r: { pid: number }) => r.pid)
+}
+
+/**
+ * Lock contention through `c`: two lock objects of one name exclude each other (advisory locks are
+ * re-entrant within a session, so they must hold separate ones); the second one's blocking wait
+ * queues in PostgreSQL, on a backend that is not the application's Client (`own`), which answers
+ * meanwhile; a lock `peer` holds is waited for in vain.
+ */
+async function contention(c: Coordinator, peer: Coordinator, db: pg.Client, own?: pg.Client): Promise<void> {
+  const name = rid('contended')
+  const [k1, k2] = pgLockKey(name)
+  const first = c.getLock(name)
+  const second = c.getLock(name)
+  assert.equal(await first.acquire({ blocking: false }), true)
+  assert.equal(await second.acquire({ blocking: false }), false, 'a second lock object of the name took it in the same process')
+  const waiting = second.acquire({ timeoutMs: 20_000 })
+  const waiter = await waitFor('the wait queued in PostgreSQL', async () => {
+    const { rows } = await db.query(
+      `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = $1::oid AND objid = $2::oid AND objsubid = 2
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      [k1, k2],
+    )
+    return rows[0]?.pid as number | undefined
+  }, 10_000)
+  if (own) {
+    assert.notEqual(waiter, pidOf(own), "the lock wait blocks the application's Client")
+    const { rows } = await own.query(MARK)
+    assert.equal(rows[0].mine, "the application's own statement")
+  }
+  await first.release()
+  assert.equal(await waiting, true, 'the waiter was not granted the lock its sibling released')
+  assert.equal(await peer.getLock(name).acquire({ blocking: false }), false)
+  await second.release()
+  const held = peer.getLock(name)
+  assert.equal(await held.acquire({ blocking: false }), true)
+  assert.equal(await c.getLock(name).acquire({ timeoutMs: 300 }), false)
+  await held.release()
+}
+
+/** A self-signed certificate for 127.0.0.1, made for the test. */
+function certificate(): { key: Buffer; cert: Buffer } {
+  const dir = mkdtempSync(join(tmpdir(), 'rollcall-pg-own-tls-'))
+  execFileSync('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+    '-keyout',
+    join(dir, 'key.pem'),
+    '-out',
+    join(dir, 'cert.pem'),
+  ], { stdio: 'ignore' })
+  return { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }
+}
+
+async function front(t: TestContext, options: Parameters<typeof PgFront.start>[1]): Promise<PgFront> {
+  const f = await PgFront.start(Number(SERVER.port || 5432), options)
+  t.after(() => f.close())
+  return f
 }
 
 describe("postgresql: the application's own client", () => {
   it('postgresql: own client: groups, heartbeat, locks and leadership run on a pg Pool; stop() leaves it usable with every session given back', async (t) => {
     const own = pool(t)
+    const db = await admin(t)
     const peer = await openPeer(t, URL)
     const c = await openOwn(t, own)
     await smoke(c, peer)
+    await contention(c, peer, db)
     await c.stop()
     const { rows } = await own.query('SELECT 41 + 1 AS answer')
     assert.equal(rows[0].answer, 42)
@@ -40,13 +155,122 @@ describe("postgresql: the application's own client", () => {
     assert.equal(own.ending, false)
   })
 
-  it('postgresql: own client: a client of the wrong kind, URL connection parts and connection options are refused before any I/O', async (t) => {
+  it("postgresql: own client: a connected pg Client lends its settings only; rollcall's sessions are its own, and stop() closes them", async (t) => {
+    const app = rid('app')
+    const own = single(t, { connectionString: URL, application_name: app })
+    await own.connect()
+    const ownPid = pidOf(own)
+    assert.equal(typeof ownPid, 'number')
+    const db = await admin(t)
+    const peer = await openPeer(t, URL)
+    const c = await openOwn(t, own)
+    await smoke(c, peer)
+    await contention(c, peer, db, own)
+    const named = await backendsNamed(db, app)
+    assert.ok(named.includes(ownPid!) && named.length >= 2, `backends named like the client: ${named.join(', ')}`)
+    const { rows: last } = await db.query('SELECT query FROM pg_stat_activity WHERE pid = $1', [ownPid])
+    assert.equal(last[0].query, MARK, "the application's Client ran a statement it did not send")
+    await c.stop()
+    assert.equal(pidOf(own), ownPid)
+    assert.equal((await own.query('SELECT 41 + 1 AS answer')).rows[0].answer, 42)
+    assert.equal((own as unknown as { _ending: boolean })._ending, false)
+    await waitFor("rollcall's sessions closed", async () => {
+      const left = await backendsNamed(db, app)
+      return left.length === 1 && left[0] === ownPid
+    }, 10_000)
+  })
+
+  it('postgresql: own client: a pg Client not yet connected, with TLS and a password function (a front on loopback), is never connected by rollcall', async (t) => {
+    const { key, cert } = certificate()
+    const f = await front(t, { tls: { key, cert }, password: 'sesame' })
+    const app = rid('app')
+    let asked = 0
+    const settings: pg.ClientConfig = {
+      host: '127.0.0.1',
+      port: f.port,
+      ...WHO,
+      ssl: { ca: cert },
+      application_name: app,
+      options: '-c search_path=public',
+      password: async () => {
+        asked++
+        return 'sesame'
+      },
+    }
+    const own = single(t, settings)
+    const db = await admin(t)
+    const peer = await openPeer(t, URL)
+    const c = await openOwn(t, own)
+    await smoke(c, peer)
+    await contention(c, peer, db)
+    assert.equal(pidOf(own), null, 'rollcall connected the Client')
+    const opened = f.sessions.length
+    assert.ok(opened >= 2, `${opened} sessions came through the front`)
+    assert.deepEqual(f.sessions.filter((s) => !s.tls), [], 'a session of rollcall came without TLS')
+    for (const s of f.sessions) {
+      assert.equal(s.params.application_name, app)
+      assert.equal(s.params.options, '-c search_path=public')
+      assert.equal(s.params.user, WHO.user)
+    }
+    assert.equal(asked, opened, 'each session rollcall opened should have asked the password function')
+    await c.stop()
+    // The Client is the application's to connect, with its own settings.
+    await own.connect()
+    assert.equal((await own.query('SELECT 41 + 1 AS answer')).rows[0].answer, 42)
+    assert.equal(asked, opened + 1)
+    assert.equal(f.sessions.length, opened + 1)
+
+    // The settings mattered: without the CA, or with a wrong password, rollcall cannot connect.
+    const untrusting = single(t, { ...settings, ssl: {} })
+    const err = await connect('postgresql://?timeout=5', { client: untrusting }).then(() => undefined, (e: unknown) => e as Error)
+    assert.ok(err instanceof ConnectionError, String(err))
+    assert.match(err.message, /certificate/)
+    const wrong = single(t, { ...settings, password: () => 'open-sesame-not' })
+    const refused = await connect('postgresql://?timeout=5', { client: wrong }).then(() => undefined, (e: unknown) => e as Error)
+    assert.ok(refused instanceof AuthenticationError, String(refused))
+    assert.match(String((refused.cause as Error).message), /password authentication failed \(pg front\)/)
+    assert.doesNotMatch(refused.message, /open-sesame-not/)
+    assert.equal(f.refused, 1)
+  })
+
+  it('postgresql: own client: a pg Client connected with a password function gives rollcall the password pg resolved', async (t) => {
+    const f = await front(t, { password: 'sesame' })
+    let asked = 0
+    const own = single(t, {
+      host: '127.0.0.1',
+      port: f.port,
+      ...WHO,
+      password: () => {
+        asked++
+        return 'sesame'
+      },
+    })
+    await own.connect()
+    assert.equal(asked, 1)
+    const peer = await openPeer(t, URL)
+    const c = await openOwn(t, own)
+    const g = rid('g')
+    await c.joinGroupCreate(g)
+    assert.deepEqual(await peer.getMembers(g), [c.memberId])
+    assert.equal(await c.getLock(rid('lock')).acquire({ blocking: false }), true)
+    assert.ok(f.sessions.length >= 3, `${f.sessions.length} sessions came through the front`)
+    assert.equal(asked, 1, 'pg keeps the resolved password once connected; the function is not asked again')
+    await c.stop()
+    assert.equal((await own.query('SELECT 41 + 1 AS answer')).rows[0].answer, 42)
+  })
+
+  it('postgresql: own client: an ended client, a client of the wrong kind, URL connection parts and connection options are refused before any I/O', async (t) => {
     const redis = new Redis({ lazyConnect: true })
     t.after(() => redis.disconnect())
-    const single = new pg.Client(URL)
+    const endedConnected = single(t, { connectionString: URL })
+    await endedConnected.connect()
+    await endedConnected.end()
+    const endedUnconnected = single(t, { connectionString: URL })
+    await endedUnconnected.end()
     const cases: [unknown, RegExp][] = [
-      [single, /got a pg Client \(one connection\); pass a pg Pool/],
-      [redis, /must be a pg Pool: got an? \w+; pass new pg\.Pool/],
+      [endedConnected, /must be a pg Pool or Client: it is ended \(client\.end\(\) was called\)/],
+      [endedUnconnected, /it is ended \(client\.end\(\) was called\)/],
+      [redis, /must be a pg Pool or Client: got an? \w+; pass new pg\.Pool\(\.\.\.\) or new pg\.Client\(\.\.\.\)/],
       [{}, /pass new pg\.Pool/],
     ]
     for (const [value, message] of cases) {
@@ -58,5 +282,9 @@ describe("postgresql: the application's own client", () => {
     await assert.rejects(connect('postgresql://postgres@127.0.0.1/rollcall', { client: own }), InvalidUrlError)
     await assert.rejects(connect('postgresql://?host=/tmp', { client: own }), /Option host \(in the URL\) configures the postgresql connection/)
     assert.equal(own.totalCount, 0, 'a refused connect() used the pool')
+    const unconnected = single(t, { connectionString: URL })
+    await assert.rejects(connect('postgresql://127.0.0.1', { client: unconnected }), InvalidUrlError)
+    await assert.rejects(connect('postgresql://', { client: unconnected, dbname: 'other' }), /Option dbname configures the postgresql connection/)
+    assert.equal(pidOf(unconnected), null)
   })
 })

@@ -18,6 +18,10 @@
  * waiting lock (plus up to two unused ones, closed after 10 s), and the LISTEN connection while
  * some group is watched.
  *
+ * The application's own client (`connect('postgresql://?...', { client })`,
+ * postgresql-own-client.ts): on a pg Pool those connections are checked out of it; a pg Client
+ * only lends its settings, and the connections are rollcall's own as with a URL.
+ *
  * Groups (tooz has none on PostgreSQL): tables `<namespace>groups`, `<namespace>members`,
  * `<namespace>leaders` (postgresql-schema.ts), created at start if missing. Liveness is
  * `expires_at > now()` by the server's clock, pushed forward by each heartbeat; every change
@@ -41,8 +45,8 @@ import { DeadlineError, withDeadline, withinStopGrace } from '../../../internal/
 import { LockSessions } from '../sql/sql-sessions.js'
 import { namespaceProblem, sqlNames, type SqlNames, type SqlStatements, type StatementName } from '../sql/sql-schema.js'
 import { postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql } from './postgresql-schema.js'
-import { isPgConnectionFailure } from '../../../internal/network-errors.js'
-import { kindOf } from '../kit/client-kind.js'
+import { isPgConnectionFailure, isPgTlsFailure } from '../../../internal/network-errors.js'
+import { isPgClient, pgClientProblem, pgClientSettings, pgClientWhere } from './postgresql-own-client.js'
 
 type Pg = (typeof import('pg'))['default']
 type PgPool = InstanceType<Pg['Pool']>
@@ -67,10 +71,13 @@ function pgFailure(err: unknown): SqlFailure | undefined {
   return undefined
 }
 
-/** Authentication failures (28xxx) and a missing database (3D000): the connection cannot work. */
+/**
+ * Authentication failures (28xxx), a missing database (3D000) and TLS failures (an untrusted
+ * certificate, a server without TLS): the connection cannot work with these settings.
+ */
 function isAccessError(err: unknown): boolean {
   const code = (err as { code?: unknown } | undefined)?.code
-  return typeof code === 'string' && (code.startsWith('28') || code === '3D000')
+  return (typeof code === 'string' && (code.startsWith('28') || code === '3D000')) || isPgTlsFailure(err)
 }
 
 /** The dialect: pool, statements, lock sessions and the LISTEN connection. */
@@ -263,23 +270,11 @@ class PgDriver extends SqlDriver {
   }
 }
 
-/** Why `value` cannot serve as the postgresql driver's client, or undefined when it can. */
-function pgClientProblem(value: unknown): string | undefined {
-  if (value === null || typeof value !== 'object') return `got ${value === null ? 'null' : typeof value}; pass new pg.Pool(...)`
-  const c = value as Record<string, unknown>
-  if (typeof c.connectionParameters === 'object' && typeof c.query === 'function') {
-    return 'got a pg Client (one connection); pass a pg Pool: rollcall holds a session of its own for each held or waiting lock (advisory locks are '
-      + 'per session), which it checks out of the pool'
-  }
-  if (typeof c.connect !== 'function' || typeof c.query !== 'function' || typeof c.totalCount !== 'number' || typeof c.options !== 'object') {
-    return `got ${kindOf(value)}; pass new pg.Pool(...)`
-  }
-  if (c.ending === true || c.ended === true) return 'it is ended (pool.end() was called); pass an open pool'
-  return undefined
-}
-
 /** node-postgres settings from the URL and tooz's host/port/dbname overrides. */
-function clientConfig(url: BackendUrl, o: { host?: string; port?: number; dbname?: string; timeoutMs: number }): { config: PgConfig; where: string } {
+function clientConfig(
+  url: BackendUrl,
+  o: { host?: string; port?: number; dbname?: string; timeoutMs: number },
+): { config: PgConfig; where: string; pool?: PgPool } {
   if (url.hosts.length > 1) throw new InvalidUrlError(`${url.redacted} names several hosts; the postgresql driver connects to one`)
   const host = o.host || url.hosts[0]?.host || undefined
   const port = o.port ?? url.hosts[0]?.port ?? 5432
@@ -294,8 +289,23 @@ function clientConfig(url: BackendUrl, o: { host?: string; port?: number; dbname
     keepAlive: true,
     application_name: 'rollcall',
   }
+  return { config, where: pgWhere(host, port, database) }
+}
+
+/** Where the sessions go, for messages: host and port (or socket) and database, never credentials. */
+function pgWhere(host: string | undefined, port: number, database: string | undefined): string {
   const at = host?.startsWith('/') ? `socket ${host}/.s.PGSQL.${port}` : formatHosts([{ host: host ?? 'localhost', port }])
-  return { config, where: `${at} (database ${database ?? '(the user name)'})` }
+  return `${at} (database ${database ?? '(the user name)'})`
+}
+
+/**
+ * The settings of the sessions for `client`: none for a pg Pool (sessions come from it), those of
+ * a pg Client for the sessions rollcall opens itself (postgresql-own-client.ts).
+ */
+function ownClientConfig(client: unknown, timeoutMs: number): { config: PgConfig; where: string; pool?: PgPool } {
+  if (!isPgClient(client)) return { config: {} as PgConfig, where: "the application's pg Pool", pool: client as PgPool }
+  const { host, port, database } = pgClientWhere(client)
+  return { config: pgClientSettings(client, timeoutMs), where: `${pgWhere(host, port, database)}, as the application's pg Client connects` }
 }
 
 export default defineDriver({
@@ -347,22 +357,24 @@ export default defineDriver({
     return undefined
   },
   client: {
-    expects: 'a pg Pool',
-    doc: 'rollcall runs membership statements and heartbeats through pool.query(), and checks a session out of the pool (pool.connect()) for '
-      + 'each held or waiting lock and for LISTEN while a group is watched, holding it as long as PostgreSQL ties the lock to it (advisory locks '
-      + 'are per session); it gives each back with release(true), so that the pool closes it rather than lend out a session that may hold a '
-      + 'lock. Size max for it: 1 + held or waiting locks + 1 while watching, and a cancelled wait needs one more for pg_cancel_backend. '
-      + 'A pg Client (one connection) is refused: a blocking lock wait would hold the only session. rollcall never ends the pool.',
+    expects: 'a pg Pool or Client',
+    doc: 'A pg Pool: rollcall runs membership statements and heartbeats through pool.query(), and checks a session out of the pool '
+      + '(pool.connect()) for each held or waiting lock and for LISTEN while a group is watched, holding it as long as PostgreSQL ties the lock '
+      + 'to it (advisory locks are per session); it gives each back with release(true), so that the pool closes it rather than lend out a '
+      + 'session that may hold a lock. Size max for it: 1 + held or waiting locks + 1 while watching, and a cancelled wait needs one more for '
+      + 'pg_cancel_backend. rollcall never ends the pool. A pg Client (one connection, connected or not): rollcall sends nothing on it; it opens '
+      + "sessions of its own with the client's settings (host, port, user, database, password or password function, ssl, options, "
+      + 'application_name, keepAlive, connectionTimeoutMillis), as many as from a URL, and closes them at stop(); it never connects or ends the '
+      + 'client. A password function survives only until the Client connects (pg then keeps the resolved password), and a custom stream '
+      + 'cannot be reproduced: for either, pass a Pool. An ended Client is refused.',
     check: pgClientProblem,
     connectionOptions: ['host', 'port', 'dbname'],
   },
   create({ url, options, memberId, events, log, client }) {
     const problem = namespaceProblem(options.namespace)
     if (problem) throw new InvalidOptionError(`Option namespace "${options.namespace}" for the postgresql driver is not usable: ${problem}`)
-    const { config, where } = client === undefined
-      ? clientConfig(url, options)
-      : { config: {} as PgConfig, where: "the application's pg Pool" }
-    const dialect = new PgDialect(config, where, options.timeoutMs, options.membershipTimeoutMs, sqlNames(options.namespace), log, client as PgPool | undefined)
+    const { config, where, pool } = client === undefined ? clientConfig(url, options) : ownClientConfig(client, options.timeoutMs)
+    const dialect = new PgDialect(config, where, options.timeoutMs, options.membershipTimeoutMs, sqlNames(options.namespace), log, pool)
     return new PgDriver(dialect, memberId, options.membershipTimeoutMs, events)
   },
 })
