@@ -23,6 +23,7 @@ import { Redis } from 'ioredis'
 import pg from 'pg'
 import { AuthenticationError, connect, ConnectionError, InvalidOptionError, InvalidUrlError, type Coordinator } from '../../src/index.js'
 import { pgLockKey } from '../../src/coordination/drivers/postgresql/postgresql-lock.js'
+import { pgClientSettings } from '../../src/coordination/drivers/postgresql/postgresql-own-client.js'
 import { serverUrl } from '../support/backends.js'
 import { PgFront } from '../support/pg-front.js'
 import { rid, waitFor } from '../support/wait.js'
@@ -257,6 +258,53 @@ describe("postgresql: the application's own client", () => {
     assert.equal(asked, 1, 'pg keeps the resolved password once connected; the function is not asked again')
     await c.stop()
     assert.equal((await own.query('SELECT 41 + 1 AS answer')).rows[0].answer, 42)
+  })
+
+  it("postgresql: own client: the settings read off a pg Client are its connection's, not its statements'", () => {
+    const ssl = { ca: 'CA', key: 'KEY', rejectUnauthorized: true }
+    const password = (): string => 'from a function'
+    const own = new pg.Client({
+      host: '/var/run/postgresql',
+      port: 5433,
+      user: 'app',
+      database: 'appdb',
+      password,
+      ssl,
+      options: '-c search_path=coordination',
+      application_name: 'billing',
+      keepAlive: false,
+      connectionTimeoutMillis: 1_500,
+      statement_timeout: 1_000,
+      lock_timeout: 1_000,
+      query_timeout: 1_000,
+      idle_in_transaction_session_timeout: 1_000,
+      types: { getTypeParser: () => (v: string) => v },
+      ...{ binary: true },
+    })
+    const settings = pgClientSettings(own, 7_000) as pg.ClientConfig & Record<string, unknown>
+    assert.equal(settings.host, '/var/run/postgresql')
+    assert.equal(settings.port, 5433)
+    assert.equal(settings.user, 'app')
+    assert.equal(settings.database, 'appdb')
+    assert.equal(settings.password, password, 'the password function, not a password it gave once')
+    assert.equal(settings.ssl, ssl, "the client's own ssl object (pg hides its key from a copy)")
+    assert.equal(settings.options, '-c search_path=coordination')
+    assert.equal(settings.application_name, 'billing')
+    assert.equal(settings.keepAlive, false)
+    assert.equal(settings.connectionTimeoutMillis, 1_500)
+    for (const key of ['statement_timeout', 'lock_timeout', 'query_timeout', 'idle_in_transaction_session_timeout', 'binary', 'types']) {
+      assert.equal(settings[key], undefined, `${key} was carried over`)
+    }
+    // A session made from them connects as the client would.
+    const derived = new pg.Client(settings) as unknown as { connectionParameters: Record<string, unknown> }
+    const original = (own as unknown as { connectionParameters: Record<string, unknown> }).connectionParameters
+    for (const key of ['host', 'port', 'user', 'database', 'password', 'ssl', 'options', 'application_name', 'keepalives']) {
+      assert.equal(derived.connectionParameters[key], original[key], key)
+    }
+    const plain = pgClientSettings(new pg.Client({ host: '127.0.0.1', user: 'app' }), 7_000)
+    assert.equal(plain.connectionTimeoutMillis, 7_000, "rollcall's timeout when the client has none")
+    assert.equal(plain.keepAlive, true)
+    assert.equal((plain as Record<string, unknown>).fallback_application_name, 'rollcall')
   })
 
   it('postgresql: own client: an ended client, a client of the wrong kind, URL connection parts and connection options are refused before any I/O', async (t) => {
