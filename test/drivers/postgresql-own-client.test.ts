@@ -27,6 +27,7 @@ import { pgClientSettings } from '../../src/coordination/drivers/postgresql/post
 import { serverUrl } from '../support/backends.js'
 import { PgFront } from '../support/pg-front.js'
 import { rid, waitFor } from '../support/wait.js'
+import { sleep } from '../../src/internal/sleep.js'
 import { openPeer, smoke } from './own-client-support.js'
 
 const URL = serverUrl('postgresql')
@@ -110,6 +111,33 @@ async function contention(c: Coordinator, peer: Coordinator, db: pg.Client, own?
   assert.equal(await held.acquire({ blocking: false }), true)
   assert.equal(await c.getLock(name).acquire({ timeoutMs: 300 }), false)
   await held.release()
+}
+
+/**
+ * A blocking acquire through `c` outlives the lock_timeout and statement_timeout (300 ms) that the
+ * application's settings put on its sessions: it is still waiting, queued in PostgreSQL, a second
+ * later, and is granted when `peer` releases.
+ */
+async function waitOutlivesTimeouts(c: Coordinator, peer: Coordinator, db: pg.Client): Promise<void> {
+  const name = rid('untimed')
+  const [k1, k2] = pgLockKey(name)
+  const held = peer.getLock(name)
+  assert.equal(await held.acquire({ blocking: false }), true)
+  let outcome: unknown
+  const waiting = c.getLock(name).acquire({ timeoutMs: 20_000 }).then((v) => (outcome = v), (e: unknown) => (outcome = e))
+  await waitFor('the wait queued in PostgreSQL', async () => {
+    const { rows } = await db.query(
+      `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = $1::oid AND objid = $2::oid AND objsubid = 2
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      [k1, k2],
+    )
+    return rows.length > 0
+  }, 10_000)
+  await sleep(1_000)
+  assert.equal(outcome, undefined, `the wait ended early: ${String(outcome)}`)
+  await held.release()
+  await waiting
+  assert.equal(outcome, true)
 }
 
 /** A self-signed certificate for 127.0.0.1, made for the test. */
@@ -305,6 +333,19 @@ describe("postgresql: the application's own client", () => {
     assert.equal(plain.connectionTimeoutMillis, 7_000, "rollcall's timeout when the client has none")
     assert.equal(plain.keepAlive, true)
     assert.equal((plain as Record<string, unknown>).fallback_application_name, 'rollcall')
+  })
+
+  it("postgresql: own client: lock_timeout and statement_timeout of the application's settings do not cut a blocking lock wait short", async (t) => {
+    const db = await admin(t)
+    const peer = await openPeer(t, URL)
+    const own = pool(t, { lock_timeout: 300, statement_timeout: 300 })
+    const onPool = await openOwn(t, own)
+    await waitOutlivesTimeouts(onPool, peer, db)
+    await onPool.stop()
+    assert.equal(own.totalCount - own.idleCount, 0)
+    const bounded = single(t, { connectionString: URL, options: '-c lock_timeout=300 -c statement_timeout=300' })
+    const onClient = await openOwn(t, bounded)
+    await waitOutlivesTimeouts(onClient, peer, db)
   })
 
   it('postgresql: own client: an ended client, a client of the wrong kind, URL connection parts and connection options are refused before any I/O', async (t) => {

@@ -60,7 +60,8 @@ type PgConfig = ConstructorParameters<Pg['Client']>[0] & object
 const POOL_SIZE = 1
 /** The pool's connection closes after this long unused (longer when the heartbeat is slower). */
 const POOL_IDLE_MS = 10_000
-/** How long stop() waits for the pool to close. */
+/** Turns off, on a lock session, the server-side bounds an application may set on its sessions. */
+const UNBOUNDED_WAITS_SQL = "SELECT set_config('lock_timeout', '0', false), set_config('statement_timeout', '0', false)"
 
 /** How a PostgreSQL or network error reads for the shared code. */
 function pgFailure(err: unknown): SqlFailure | undefined {
@@ -92,15 +93,28 @@ class PgDialect implements SqlDialect, PgLockHost {
   readonly #names: SqlNames
   readonly #statements: SqlStatements
   readonly #clients = new Set<PgClient>()
+  /** Statements under way on the pool. */
+  readonly #pending = new Set<Promise<unknown>>()
   #lib: Pg | undefined
   #pool: PgPool | undefined
   /** The application's pool (connect(url, { client })): never ended here; lock and LISTEN sessions are checked out of it. */
   readonly #appPool: PgPool | undefined
+  /** The sessions' settings are the application's (a pg Pool or Client), not made from a URL. */
+  readonly #applicationSettings: boolean
   #closed = false
 
-  constructor(config: PgConfig, where: string, timeoutMs: number, membershipTimeoutMs: number, names: SqlNames, log: Logger, appPool?: PgPool) {
+  constructor(
+    config: PgConfig,
+    where: string,
+    timeoutMs: number,
+    membershipTimeoutMs: number,
+    names: SqlNames,
+    log: Logger,
+    own: { pool?: PgPool | undefined; applicationSettings: boolean },
+  ) {
     this.#config = config
-    this.#appPool = appPool
+    this.#appPool = own.pool
+    this.#applicationSettings = own.applicationSettings
     this.#where = where
     this.#timeoutMs = timeoutMs
     // A heartbeat comes every half membership timeout: it keeps the one connection rather than reopening it.
@@ -110,7 +124,7 @@ class PgDialect implements SqlDialect, PgLockHost {
     this.lockSql = pgLockStatements(names.fence)
     this.notifier = new PgNotifier(() => this.connect(), names.channel, log)
     this.sessions = new LockSessions<PgClient>({
-      open: () => this.connect(),
+      open: () => this.#lockSession(),
       end: (client) => endPgClient(client),
       onDeath: (client, died) => {
         client.on('error', (err) => died(`its PostgreSQL session failed (${err.message})`))
@@ -150,18 +164,21 @@ class PgDialect implements SqlDialect, PgLockHost {
     await this.notifier.close()
     await this.sessions.close()
     await Promise.all([...this.#clients].map((c) => endPgClient(c)))
+    // Statements still under way on the pool (the pg_cancel_backend of a wait abandoned just
+    // before stop()) end before stop() does: the application's pool keeps none of rollcall's.
+    await withinStopGrace(Promise.allSettled(this.#pending))
     // The application's pool stays open: it is the application's to end.
     if (this.#pool !== this.#appPool) await withinStopGrace(this.#pool?.end() ?? Promise.resolve())
   }
 
   async run(statement: StatementName, params: readonly unknown[]): Promise<SqlResult> {
-    const r = await this.#requirePool().query(this.#statements[statement], [...params])
+    const r = await this.#onPool(this.#statements[statement], [...params])
     return { rows: r.rows as Record<string, unknown>[], affected: r.rowCount ?? r.rows.length }
   }
 
   async refreshMembers(member: string, groups: readonly string[], ttlMs: number): Promise<string[]> {
-    const r = await this.#requirePool().query(postgresqlRefreshSql(this.#names), [member, [...groups], ttlMs])
-    return r.rows.map((row: { group_id: string }) => row.group_id)
+    const r = await this.#onPool(postgresqlRefreshSql(this.#names), [member, [...groups], ttlMs])
+    return r.rows.map((row) => (row as { group_id: string }).group_id)
   }
 
   classify(err: unknown): SqlFailure | undefined {
@@ -170,6 +187,24 @@ class PgDialect implements SqlDialect, PgLockHost {
 
   sessionLock(name: string, onLost: (reason: string) => void): SessionLock {
     return new PgLock(this, name, onLost)
+  }
+
+  /**
+   * A lock session. On the application's settings (a pg Pool's, or the `options` of a pg Client)
+   * the session may carry lock_timeout or statement_timeout, which would end a blocking lock wait
+   * before its own timeout: they are turned off on it. The session is rollcall's alone: one checked
+   * out of a pool is closed at its end, never lent out again.
+   */
+  async #lockSession(): Promise<PgClient> {
+    const session = await this.connect()
+    if (!this.#applicationSettings) return session
+    try {
+      await session.query(UNBOUNDED_WAITS_SQL)
+    } catch (err) {
+      await endPgClient(session)
+      throw err
+    }
+    return session
   }
 
   /** A dedicated client (a lock session, or LISTEN), ended by close() if still open then. */
@@ -198,6 +233,11 @@ class PgDialect implements SqlDialect, PgLockHost {
    */
   async #checkOut(pool: PgPool): Promise<PgClient> {
     const lent = await pool.connect()
+    if (this.#closed) {
+      // stop() came while the pool was connecting: nothing may stay checked out after it.
+      lent.release(true)
+      throw new ConnectionError('The PostgreSQL driver is not started')
+    }
     const onError = (): void => undefined
     // Errors are reported through the queries that fail; an idle session must not crash the process.
     lent.on('error', onError)
@@ -220,12 +260,19 @@ class PgDialect implements SqlDialect, PgLockHost {
   }
 
   async query(text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[] }> {
-    return this.#requirePool().query(text, values)
+    return this.#onPool(text, values)
   }
 
-  #requirePool(): PgPool {
+  /** Runs a statement on the pool, known to close() until it has ended. */
+  async #onPool(text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }> {
     if (!this.#pool || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started')
-    return this.#pool
+    const pending = this.#pool.query(text, values)
+    this.#pending.add(pending)
+    try {
+      return await pending
+    } finally {
+      this.#pending.delete(pending)
+    }
   }
 
   /** Creates the tables unless they exist, under a transaction-scoped advisory lock (race-safe). */
@@ -362,7 +409,8 @@ export default defineDriver({
       + '(pool.connect()) for each held or waiting lock and for LISTEN while a group is watched, holding it as long as PostgreSQL ties the lock '
       + 'to it (advisory locks are per session); it gives each back with release(true), so that the pool closes it rather than lend out a '
       + 'session that may hold a lock. Size max for it: 1 + held or waiting locks + 1 while watching, and a cancelled wait needs one more for '
-      + 'pg_cancel_backend. rollcall never ends the pool. A pg Client (one connection, connected or not): rollcall sends nothing on it; it opens '
+      + "pg_cancel_backend. Lock sessions get lock_timeout and statement_timeout 0 (they would cut a blocking wait short); the pool's "
+      + 'query_timeout, enforced by pg itself, bounds a lock wait too: leave it unset. rollcall never ends the pool. A pg Client (one connection, connected or not): rollcall sends nothing on it; it opens '
       + "sessions of its own with the client's settings (host, port, user, database, password or password function, ssl, options, "
       + 'application_name, keepAlive, connectionTimeoutMillis), as many as from a URL, and closes them at stop(); it never connects or ends the '
       + 'client. A password function survives only until the Client connects (pg then keeps the resolved password), and a custom stream '
@@ -374,7 +422,10 @@ export default defineDriver({
     const problem = namespaceProblem(options.namespace)
     if (problem) throw new InvalidOptionError(`Option namespace "${options.namespace}" for the postgresql driver is not usable: ${problem}`)
     const { config, where, pool } = client === undefined ? clientConfig(url, options) : ownClientConfig(client, options.timeoutMs)
-    const dialect = new PgDialect(config, where, options.timeoutMs, options.membershipTimeoutMs, sqlNames(options.namespace), log, pool)
+    const dialect = new PgDialect(config, where, options.timeoutMs, options.membershipTimeoutMs, sqlNames(options.namespace), log, {
+      pool,
+      applicationSettings: client !== undefined,
+    })
     return new PgDriver(dialect, memberId, options.membershipTimeoutMs, events)
   },
 })

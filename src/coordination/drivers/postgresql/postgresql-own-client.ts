@@ -31,7 +31,9 @@
  * connector's socket) cannot be reproduced, as pg keeps only the stream it made: pass a Pool.
  * Not carried over, as they concern the application's statements: types, binary, pipeline,
  * statement_timeout, lock_timeout, idle_in_transaction_session_timeout and query_timeout (a
- * blocking lock wait is a statement that waits by design; rollcall bounds its own).
+ * blocking lock wait is a statement that waits by design; rollcall bounds its own). A
+ * `-c lock_timeout` or `-c statement_timeout` in `options` is turned off on lock sessions, as on
+ * those checked out of a Pool (index.ts).
  */
 import { kindOf } from '../kit/client-kind.js'
 
