@@ -20,6 +20,7 @@ export type {
 } from './coordination/driver-options.js'
 export { Coordinator } from './coordination/coordinator.js'
 export { TypedGroup, type CapabilitiesParser, type TypedGroupOptions } from './coordination/typed-group.js'
+export type { MemberJoinedCallback, MemberJoinedEvent, MemberLeftCallback, MemberLeftEvent } from './coordination/typed-watch.js'
 export type { CoordinatorState, MemberInfo, Health } from './coordination/coordinator.js'
 export type { CoordinatorEvents, MemberEvent, LeaderEvent, HeartbeatFailure } from './coordination/events.js'
 export type { WatchCallback } from './coordination/watchers.js'

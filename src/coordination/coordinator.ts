@@ -21,7 +21,7 @@ import { GroupView, type GroupViewOptions } from './group-view.js'
 import { Campaigns, type CampaignOptions, type Leadership } from './leadership.js'
 import { Lock, type AcquireOptions } from './lock.js'
 import { Partitioner, type PartitionerOptions } from './partitioner.js'
-import { TypedGroup, type TypedGroupOptions } from './typed-group.js'
+import { TypedGroup, type TypedGroupHost, type TypedGroupOptions } from './typed-group.js'
 import { DriverRuntime, type CoordinatorParts, type CoordinatorState, type Health } from './runtime.js'
 import { emitSafely } from './user-code.js'
 import { groupJoinChannel, groupLeaveChannel, traced } from './tracing.js'
@@ -65,6 +65,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   /** autoWatch off: runWatchers() is the only pump. */
   readonly #manual: boolean
   readonly #campaigns: Campaigns
+  /** What every TypedGroup of this coordinator calls: the public group API, plus where its watches report. */
+  readonly #groupHost: TypedGroupHost
 
   /** @internal Use connect(). */
   constructor(parts: CoordinatorParts) {
@@ -77,6 +79,19 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     this.watchIntervalMs = parts.watchIntervalMs
     this.#manual = !parts.autoWatch
     this.#campaigns = new Campaigns(this.#rt.elections, this.#rt.stopSignal)
+    this.#groupHost = {
+      memberId: this.memberId,
+      joinGroup: (g, caps) => this.joinGroup(g, caps),
+      joinGroupCreate: (g, caps) => this.joinGroupCreate(g, caps),
+      leaveGroup: (g) => this.leaveGroup(g),
+      updateCapabilities: (g, caps) => this.updateCapabilities(g, caps),
+      getMembers: (g) => this.getMembers(g),
+      getMembersWithCapabilities: (g) => this.getMembersWithCapabilities(g),
+      getMemberCapabilities: (g, m) => this.getMemberCapabilities(g, m),
+      viewGroup: (g) => this.viewGroup(g),
+      report: (err) => this.#rt.listenerFailed(err),
+      warn: (err) => this.#rt.warn(err),
+    }
   }
 
   /**
@@ -283,7 +298,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   /**
    * A handle on one group with typed capabilities. With `parse` (recommended: other processes,
    * Python tooz peers included, may store anything) every value read is checked, so `Caps` is
-   * proven; `group<Caps>(name)` without it asserts the type unchecked. Does no I/O.
+   * proven; `group<Caps>(name)` without it asserts the type unchecked. Does no I/O. Its
+   * watchJoined() and watchLeft() hand callbacks the member's capabilities, parsed.
    *
    * @example
    * ```ts
@@ -293,7 +309,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
    */
   group<Caps = unknown>(name: string, options: TypedGroupOptions<Caps> = {}): TypedGroup<Caps> {
     this.#rt.validateId('group', name)
-    return new TypedGroup<Caps>(this, name, options)
+    return new TypedGroup<Caps>(this.#groupHost, name, options)
   }
 
   /**

@@ -59,7 +59,8 @@ export interface CoordinatorEvents {
   /** A heartbeat failed (it is retried) or landed after liveness had lapsed. Never an unhandled rejection. */
   heartbeatFailed: [HeartbeatFailure]
   /**
-   * Something odd that did not stop work: a corrupt value from another writer, a backend failure
+   * Something odd that did not stop work: a corrupt value from another writer (or one a typed
+   * group's `parse` refused, for a joiner its watchJoined() withheld), a backend failure
    * that is retried, a listener or callback of the application that threw or rejected
    * (ListenerFailedError, code `LISTENER_FAILED`). Not fired for work in flight when stop() was
    * called, nor for a failing `warning` listener (that goes to process.emitWarning()).

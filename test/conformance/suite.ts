@@ -12,6 +12,7 @@ import { leadershipCases } from './cases/leadership.js'
 import { lockCases } from './cases/locks.js'
 import { partitionerCases } from './cases/partitioner.js'
 import { sharedLockCases } from './cases/shared-locks.js'
+import { typedGroupCases } from './cases/typed-groups.js'
 import { toozGroupCases } from './cases/tooz/api-groups.js'
 import { toozLockCases } from './cases/tooz/api-locks.js'
 import { toozWatchCases } from './cases/tooz/api-watch.js'
@@ -33,6 +34,7 @@ export async function describeConformance(name: Backend): Promise<void> {
     sharedLockCases(h)
     partitionerCases(h)
     userCodeCases(h)
+    typedGroupCases(h)
   })
   // tooz's own tests (test_coordination.py TestAPI, test_partitioner.py), ported case by case.
   describe(`${name} tooz conformance`, { concurrency: 6 }, () => {

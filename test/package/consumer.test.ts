@@ -116,7 +116,7 @@ const { createServer } = require('node:http')
 
 /** Type errors a consumer must get: misspelt or mistyped connect() options. */
 const TYPO_TS = `
-import { connect, SerializationError, type Coordinator, type RedisOptions } from 'rollcall'
+import { connect, SerializationError, type Coordinator, type MemberJoinedEvent, type MemberLeftCallback, type RedisOptions } from 'rollcall'
 export async function typos(signal: AbortSignal): Promise<void> {
   // @ts-expect-error a misspelt common option
   await connect('memory://', { watchIntervalMss: 5 })
@@ -154,6 +154,30 @@ export async function typedGroup(c: Coordinator): Promise<RedisOptions> {
   void untyped, asserted, slots, wrong
   return { membershipTimeoutMs: 5_000 }
 }
+
+/** Typed watching: the join payload carries the member's capabilities as a Worker. */
+export async function typedWatch(c: Coordinator): Promise<() => Promise<void>> {
+  const workers = c.group('workers', { parse: (v: unknown): Worker => v as Worker })
+  const unwatchJoined: () => Promise<void> = await workers.watchJoined(({ group, member, capabilities }) => {
+    const slots: number = capabilities.slots
+    // @ts-expect-error a Worker has no region
+    void capabilities.region
+    // @ts-expect-error zone is a string, not a number
+    const zone: number = capabilities.zone
+    void group, member, slots, zone
+  })
+  const joined = (e: MemberJoinedEvent<Worker>): string => e.capabilities.zone
+  await workers.watchJoined(joined)
+  // @ts-expect-error a callback for other capabilities does not fit this group
+  await workers.watchJoined((e: MemberJoinedEvent<{ region: string }>) => e.capabilities.region)
+  const left: MemberLeftCallback<Worker> = ({ capabilities }) => {
+    // @ts-expect-error a leaving member's capabilities may be undefined (they did not pass parse)
+    void capabilities.zone
+    return capabilities?.slots
+  }
+  await workers.watchLeft(left)
+  return unwatchJoined
+}
 `
 
 /**
@@ -184,6 +208,7 @@ function tsconfig(resolution: 'node16' | 'bundler'): object {
       moduleResolution: resolution,
       lib: ['ES2022', 'ESNext.Disposable'],
       strict: true,
+      exactOptionalPropertyTypes: true,
       skipLibCheck: false,
       types: ['node'],
       outDir: `out-${resolution}`,

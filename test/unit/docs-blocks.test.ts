@@ -79,6 +79,10 @@ const RUNS: Record<string, Run> = {
     names: ['workers', 'worker-1'],
     prints: [/refused: true/, /worker-1-?\w* in az1 with 4 slots/],
   },
+  'api-typed-watch': {
+    names: ['workers', 'dispatcher-1', 'worker-1', 'legacy-1'],
+    prints: [/worker-1-\w+ joined in az1 with 4 slots/, /withheld: The capabilities of member "legacy-1-\w+" in group "workers-\w+"/, /worker-1-\w+ left az1/],
+  },
   'readme-coordination': {
     names: ['api', 'api-1', 'nightly-report'],
     stopWith: { after: /I lead the api group now/, signal: 'SIGINT' },
