@@ -4,8 +4,8 @@
  * service groups live in `rollcall/servicegroup`.
  */
 export { connect, createCoordinator, defaultMemberId, COMMON_OPTIONS } from './coordination/connect.js'
-export type { BaseConnectOptions, BuiltinScheme, ClientOption, CodeOptions, ConnectOptions, ConnectOptionsFor, DriverOptions,
-  OwnClients } from './coordination/connect-options.js'
+export type { BaseConnectOptions, BuiltinScheme, ClientOption, CodeOptions, ConnectOptions, ConnectOptionsFor, DriverOptions, MysqlOwnPool, OwnClients,
+  PgOwnPool, SchemeOf } from './coordination/connect-options.js'
 export type { RedisOwnClient } from './coordination/drivers/redis/redis-own-client.js'
 export type {
   BuiltinDriverOptions,
@@ -54,9 +54,10 @@ export type {
   DriverMemberInfo,
   HeartbeatResult,
   IdKind,
+  TranslateContext,
 } from './coordination/driver.js'
 export { opt } from './coordination/options.js'
-export type { OptionSpec, OptionSpecs, ResolvedOptions } from './coordination/options.js'
+export type { Bounds, DeclaresDefault, OptionDeclaration, OptionSpec, OptionSpecs, ResolvedOptions } from './coordination/options.js'
 export { TRACING_CHANNELS } from './coordination/tracing.js'
 export type {
   ConnectTrace,

@@ -65,6 +65,7 @@ export interface OwnClients {
 export interface MysqlOwnPool {
   /** Checks a connection out of the pool. */
   getConnection(): Promise<unknown>
+  /** Runs one statement on a connection of the pool. */
   query(sql: any, values?: any): Promise<unknown>
   /** The underlying callback pool, whose config rollcall checks. */
   readonly pool: object
@@ -74,6 +75,7 @@ export interface MysqlOwnPool {
 export interface PgOwnPool {
   /** Checks a session out of the pool. */
   connect(): Promise<unknown>
+  /** Runs one statement on a session of the pool. */
   query(text: string, values?: unknown[]): Promise<unknown>
   /** How many connections the pool holds. */
   readonly totalCount: number
@@ -108,7 +110,8 @@ export type ClientOption<K extends string> = K extends keyof OwnClients ? {
 /** The options of connect() for any built-in driver: a typo is an error, any driver's option is accepted. */
 export type ConnectOptions = BaseConnectOptions & { [K in BuiltinScheme]: DriverOptions<K> & ClientOption<K> }[BuiltinScheme]
 
-type SchemeOf<U extends string> = U extends `${infer S}://${string}` ? Lowercase<S> : never
+/** The scheme of a URL type, lowercased (`'redis'` for `'redis://127.0.0.1'`); never when it has no `scheme://`. */
+export type SchemeOf<U extends string> = U extends `${infer S}://${string}` ? Lowercase<S> : never
 
 /** The options of connect(url) for this URL: its driver's options when the scheme is known. */
 export type ConnectOptionsFor<U extends string> = string extends U ? ConnectOptions

@@ -19,9 +19,13 @@ export type LogFields = Record<string, unknown>
  * with these four methods, called `warn(msg)` or `warn(msg, fields)`.
  */
 export interface Logger {
+  /** Detail, for debugging. */
   debug(msg: string, fields?: LogFields): void
+  /** News that needs no action (a connection recovered, a summary of repeated warnings). */
   info(msg: string, fields?: LogFields): void
+  /** Something odd that did not stop work (what a `warning` event carries, logged once per kind). */
   warn(msg: string, fields?: LogFields): void
+  /** A failure the application should look at (one of its own listeners that failed, an unexpected error). */
   error(msg: string, fields?: LogFields): void
 }
 

@@ -14,6 +14,7 @@ import { didYouMean, nearestName } from '../internal/did-you-mean.js'
 import { shorten } from '../internal/redact.js'
 
 export { MAX_TIMER_MS } from '../internal/coerce.js'
+export type { Bounds } from '../internal/coerce.js'
 
 /**
  * The declared shape of one option. Build it with {@link opt}. `HasDefault` is true when the
@@ -67,8 +68,6 @@ export interface OptionDeclaration<T> {
   default?: T
 }
 
-type Common<T> = OptionDeclaration<T>
-
 /** Whether a declaration gives its option a value when none is given: a default or a defaultFrom. */
 export type DeclaresDefault<C> = C extends { default: {} } | { defaultFrom: string } ? true : false
 
@@ -79,7 +78,7 @@ function last(values: string[]): string {
 function make<T, D extends boolean>(
   query: string,
   type: string,
-  c: Common<T>,
+  c: OptionDeclaration<T>,
   shown: (v: T) => string,
   parse: (v: string) => T,
   check: (v: unknown) => T,
@@ -107,7 +106,7 @@ export const opt = {
    * A duration: seconds in the URL (tooz's unit), milliseconds in code. Range bounds are in
    * seconds; the upper bound is never above `MAX_TIMER_MS`.
    */
-  seconds<C extends Common<number> & Bounds>(query: string, c: C): OptionSpec<number, DeclaresDefault<C>> {
+  seconds<C extends OptionDeclaration<number> & Bounds>(query: string, c: C): OptionSpec<number, DeclaresDefault<C>> {
     const check = (ms: number): number => {
       inRange(ms / 1000, c, ' s')
       return timerMs(ms)
@@ -125,7 +124,7 @@ export const opt = {
     )
   },
   /** A whole number. */
-  integer<C extends Common<number> & Bounds>(query: string, c: C): OptionSpec<number, DeclaresDefault<C>> {
+  integer<C extends OptionDeclaration<number> & Bounds>(query: string, c: C): OptionSpec<number, DeclaresDefault<C>> {
     const check = (n: number): number => inRange(n, c)
     return make<number, DeclaresDefault<C>>(query, 'integer', c, String, (s) => check(decimal(s, true)), (v) => {
       if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new Unfit('must be a whole number')
@@ -133,7 +132,7 @@ export const opt = {
     })
   },
   /** true/false; the URL accepts oslo's spellings (1/0, yes/no, on/off, true/false, t/f, y/n). */
-  boolean<C extends Common<boolean>>(query: string, c: C): OptionSpec<boolean, DeclaresDefault<C>> {
+  boolean<C extends OptionDeclaration<boolean>>(query: string, c: C): OptionSpec<boolean, DeclaresDefault<C>> {
     return make<boolean, DeclaresDefault<C>>(query, 'boolean', c, String, (s) => {
       const b = booleanWord(s, STRUTILS_BOOLEANS)
       if (b === undefined) throw new Unfit(`"${shorten(s)}" is not a boolean (use true or false)`)
@@ -144,7 +143,7 @@ export const opt = {
     })
   },
   /** Free text. */
-  string<C extends Common<string> & { nonEmpty?: boolean }>(query: string, c: C): OptionSpec<string, DeclaresDefault<C>> {
+  string<C extends OptionDeclaration<string> & { nonEmpty?: boolean }>(query: string, c: C): OptionSpec<string, DeclaresDefault<C>> {
     const check = (s: string): string => {
       if (c.nonEmpty && s === '') throw new Unfit('must not be empty')
       return s
@@ -155,12 +154,16 @@ export const opt = {
     })
   },
   /** One of a fixed set of words. */
-  enum<const V extends string, C extends Common<NoInfer<V>> = Common<V>>(query: string, values: readonly V[], c: C): OptionSpec<V, DeclaresDefault<C>> {
+  enum<const V extends string, C extends OptionDeclaration<NoInfer<V>> = OptionDeclaration<V>>(
+    query: string,
+    values: readonly V[],
+    c: C,
+  ): OptionSpec<V, DeclaresDefault<C>> {
     const check = (v: unknown): V => coerce(() => oneOf(v, values), (phrase) => new Unfit(`must be ${phrase}`))
     return make<V, DeclaresDefault<C>>(query, values.join(' \\| '), c, String, check, check)
   },
   /** A repeatable option (`hosts=a&hosts=b`); in code, an array of strings. */
-  list<C extends Common<string[]>>(query: string, c: C): OptionSpec<string[], DeclaresDefault<C>> {
+  list<C extends OptionDeclaration<string[]>>(query: string, c: C): OptionSpec<string[], DeclaresDefault<C>> {
     return make<string[], DeclaresDefault<C>>(
       query,
       'list',

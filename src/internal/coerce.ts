@@ -31,9 +31,11 @@ export function coerce<T>(read: () => T, wrap: (phrase: string) => Error): T {
   }
 }
 
-/** Inclusive bounds of a number, in the unit of the value checked. */
+/** Inclusive bounds of a number, in the unit of the value checked (an option's `min`/`max`, in the URL's units). */
 export interface Bounds {
+  /** The least value accepted. */
   min?: number
+  /** The greatest value accepted. */
   max?: number
 }
 
@@ -122,7 +124,9 @@ export function oneOf<V extends string>(value: unknown, values: readonly V[]): V
 
 /** A host and port, the host without IPv6 brackets. */
 export interface HostAndPort {
+  /** A name or an address; an IPv6 address without its brackets. */
   host: string
+  /** 1–65535. */
   port: number
 }
 

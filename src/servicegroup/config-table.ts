@@ -8,26 +8,38 @@ import { ZOOKEEPER_DEFAULTS } from './settings.js'
 import { TIMING_DEFAULTS } from './times.js'
 import { DRIVER_NAMES, PREVIOUS_DRIVER_NAMES } from './types.js'
 
-/** How a setting's text is read. */
-export type Kind = 'enum' | 'seconds' | 'milliseconds' | 'url' | 'list' | 'string' | 'secret' | 'hostport' | 'hostlist' | 'prefix' | 'path'
+/** How a setting's text is read (SettingSpec `kind`). */
+export type SettingKind = 'enum' | 'seconds' | 'milliseconds' | 'url' | 'list' | 'string' | 'secret' | 'hostport' | 'hostlist' | 'prefix' | 'path'
 
 /** One declared setting. */
 export interface SettingSpec {
+  /** The file section it is read from. */
   section: 'DEFAULT' | 'database' | 'memcache' | 'cache' | 'zookeeper' | 'api'
+  /** Its key in that section (nova.conf's spelling). */
   key: string
   /** The environment variable that overrides it. */
   env: string
-  kind: Kind
+  /** How its text is read. */
+  kind: SettingKind
   /** The default as written in the file ('' = unset). */
   default: string
   /** Unit shown in docs ('' when none). */
   unit: string
   /** Allowed words, for `enum`. */
   values?: readonly string[]
+  /** One sentence for docs/servicegroup.md. */
   doc: string
 }
 
-const s = (section: SettingSpec['section'], key: string, kind: Kind, def: string, unit: string, doc: string, values?: readonly string[]): SettingSpec => ({
+const s = (
+  section: SettingSpec['section'],
+  key: string,
+  kind: SettingKind,
+  def: string,
+  unit: string,
+  doc: string,
+  values?: readonly string[],
+): SettingSpec => ({
   section,
   key,
   env: `ROLLCALL_${section === 'DEFAULT' ? '' : `${section.toUpperCase()}_`}${key.toUpperCase()}`,

@@ -29,7 +29,8 @@ export type { IniDocument } from './ini.js'
 export { parseIni } from './ini.js'
 export type { ConfigWarning } from './config-files.js'
 export { MAX_CONFIG_BYTES } from './config-files.js'
-export type { SettingSpec } from './config-table.js'
+export type { SettingKind, SettingSpec } from './config-table.js'
+export type { HostAndPort } from '../internal/coerce.js'
 export { SETTINGS } from './config-table.js'
 
 /** Tokens shorter than this are accepted with a warning. */

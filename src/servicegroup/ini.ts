@@ -13,7 +13,9 @@ import { shorten } from '../internal/shown-text.js'
 
 /** One value with where it was written. */
 export interface IniValue {
+  /** The text after `=`, trimmed and unquoted; indented continuation lines are joined with newlines. */
   value: string
+  /** The line its key is on, for messages. */
   line: number
 }
 

@@ -57,6 +57,7 @@ export function newer(a: Date | null, b: Date | null): Date | null {
 
 /** Result of {@link effectiveDownTime}. */
 export interface DownTimeCheck {
+  /** The service_down_time to use, in seconds: the one given, or the corrected one. */
   serviceDownTimeSeconds: number
   /** Set when the value was corrected; a sentence for the log. */
   warning: string | undefined
