@@ -5,7 +5,7 @@
  */
 export { connect, createCoordinator, defaultMemberId, COMMON_OPTIONS } from './coordination/connect.js'
 export type { BaseConnectOptions, BuiltinScheme, ClientOption, CodeOptions, ConnectOptions, ConnectOptionsFor, DriverOptions, MysqlOwnPool, OwnClients,
-  PgOwnPool, SchemeOf } from './coordination/connect-options.js'
+  PgOwnClient, PgOwnPool, SchemeOf } from './coordination/connect-options.js'
 export type { RedisOwnClient } from './coordination/drivers/redis/redis-own-client.js'
 export type {
   BuiltinDriverOptions,
