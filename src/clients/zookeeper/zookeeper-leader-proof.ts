@@ -29,15 +29,19 @@ export function relayLagMs(timeoutMs: number): number {
   return (timeoutMs / 4) * (7 / 6)
 }
 
-/** Answers within this many ms of each other are kept as one (the later send and answer times): bounded memory under any request rate. */
+/**
+ * Answers within this many ms of the first of a group are kept as one (the latest send and answer times): bounded memory
+ * under any request rate. Measured from the group's first answer, not from its latest: a window that slid with every
+ * answer would grow for as long as answers keep coming less than this apart, and steady traffic would prove nothing.
+ */
 const COALESCE_MS = 10
 
 /** The proof kept for one connection. */
 export class LeaderProof {
   /** Send time (now() ms) of the latest request the leader is proven to have counted. */
   provenSentAt: number
-  /** Answered requests not proven yet, oldest first: send and answer times. */
-  readonly #answers: { sentAt: number; at: number }[] = []
+  /** Answered requests not proven yet, oldest first: the group's latest send and answer times, and its first answer's. */
+  readonly #answers: { sentAt: number; at: number; firstAt: number }[] = []
   readonly #lagMs: number
 
   /** `handshakeSentAt`: the send time of the answered handshake; `timeoutMs`: the negotiated session timeout. */
@@ -49,11 +53,11 @@ export class LeaderProof {
   /** A request sent at `sentAt` was answered at `at` (both now() ms). */
   answered(sentAt: number, at: number): void {
     const last = this.#answers.at(-1)
-    if (last && at - last.at < COALESCE_MS) {
-      // Later times only delay the proof: safe.
+    if (last && at - last.firstAt < COALESCE_MS) {
+      // Later times only delay the proof (by COALESCE_MS at most): safe.
       last.sentAt = Math.max(last.sentAt, sentAt)
       last.at = at
-    } else this.#answers.push({ sentAt, at })
+    } else this.#answers.push({ sentAt, at, firstAt: at })
   }
 
   /** A sync sent at `sentAt` was answered (call after answered() for it). */
