@@ -1,7 +1,7 @@
 /**
  * Reading the data of many nodes at once: multiRead batches (ZooKeeper 3.6+) sized to stay within
- * the server's jute.maxbuffer, both for the request and for the reply it will send; one pipelined
- * getData per node on older servers. Also kazoo's ensure_path.
+ * the server's jute.maxbuffer, both for the request and for the reply it will send; one getData per
+ * node on older servers, SINGLE_READS_PER_BATCH of a batch out at once. Also kazoo's ensure_path.
  *
  * The work is bounded whatever the node count (one valid 16 MiB children reply names 1.3 M nodes):
  * at most MAX_BATCHES_IN_FLIGHT batches are out at once, so requests are encoded and replies held a
@@ -21,6 +21,15 @@ const REPLY_BATCH_BYTES = 1024 * 1024
 const FIRST_BATCH = 256
 /** Batches sent and not yet answered, at most: enough to keep the link busy, few enough to bound memory and queueing. */
 export const MAX_BATCHES_IN_FLIGHT = 4
+/**
+ * getData requests one batch keeps out at once on a server without multiRead (readEach). A batch is cut for one
+ * multiRead (thousands of small nodes), but each single read is a request of its own that the server answers in order:
+ * with every node of MAX_BATCHES_IN_FLIGHT batches sent at once (11,780 for small nodes), the session's sync (the
+ * proof that the leader renewed it) and a heartbeat's or a lock's request waited behind all of them, seconds on a
+ * loaded machine, and the session was left or presumed expired while the server answered all along. So at most
+ * MAX_BATCHES_IN_FLIGHT × 64 = 256, well under a server's globalOutstandingLimit (1,000 by default).
+ */
+export const SINGLE_READS_PER_BATCH = 64
 
 /** Reads one batch of nodes' data, in order; undefined for a node that does not exist. */
 export type BatchReader = (paths: readonly string[]) => Promise<(Buffer | undefined)[]>
@@ -79,14 +88,31 @@ export function multiReadData(results: readonly ZkReadResult[]): (Buffer | undef
   })
 }
 
-/** One getData per node, pipelined (a server without multiRead): data in order, undefined for a missing node. */
-export function readEach(paths: readonly string[], getData: (path: string) => Promise<{ data: Buffer }>): Promise<(Buffer | undefined)[]> {
-  return Promise.all(paths.map((p) =>
-    getData(p).then((r) => r.data, (err: unknown) => {
-      if (zkCode(err) === ZK_CODES.NO_NODE) return undefined
-      throw err
-    })
-  ))
+/**
+ * One getData per node (a server without multiRead), SINGLE_READS_PER_BATCH out at once, the next sent as one is
+ * answered: data in order, undefined for a missing node. Rejects with the first other error, sending no more.
+ */
+export async function readEach(paths: readonly string[], getData: (path: string) => Promise<{ data: Buffer }>): Promise<(Buffer | undefined)[]> {
+  const out = new Array<Buffer | undefined>(paths.length)
+  let next = 0
+  let failed = false
+  const lane = async (): Promise<void> => {
+    while (!failed && next < paths.length) {
+      const i = next++
+      try {
+        out[i] = (await getData(paths[i]!)).data
+      } catch (err) {
+        if (zkCode(err) === ZK_CODES.NO_NODE) {
+          out[i] = undefined
+          continue
+        }
+        failed = true
+        throw err
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(SINGLE_READS_PER_BATCH, paths.length) }, lane))
+  return out
 }
 
 /** What ensurePath needs of a connection. */

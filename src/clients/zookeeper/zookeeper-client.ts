@@ -263,8 +263,8 @@ export class ZkConnection {
 
   /**
    * The data of many nodes, in order (undefined for a node that does not exist): multiRead
-   * batches (ZooKeeper 3.6+) within the server's jute.maxbuffer, or one pipelined getData per
-   * node on a server without multiRead; a few batches at a time (zookeeper-bulk.ts). Rejects once
+   * batches (ZooKeeper 3.6+) within the server's jute.maxbuffer, or one getData per node on a
+   * server without multiRead (a few hundred out at once); a few batches at a time (zookeeper-bulk.ts). Rejects once
    * `signal` aborts, and with CONNECTION_LOSS when the connection breaks during a multiRead (the
    * caller reads again): never a getData per node in its place, which for a large group was a
    * storm of single reads after every connection loss.
