@@ -33,6 +33,12 @@ export function stat(w: JuteWriter, dataLength = 0): void {
 export interface FakeConn {
   index: number
   sock: Socket
+  /**
+   * Runs `write` once every write queued before it has finished (at once, as a plain write, when none is under way): a
+   * frame written slowly, a byte at a time, is never interleaved with another, as no server interleaves its replies.
+   * The fake's own ping and closeSession answers go through it.
+   */
+  queue(write: () => void | Promise<void>): void
 }
 
 /** How the fake behaves; by default it shakes hands, answers pings and closeSession, and is silent otherwise. */
@@ -66,7 +72,22 @@ export class FakeZk {
   }
 
   #accept(sock: Socket, script: Script): void {
-    const c: FakeConn = { index: this.connections++, sock }
+    // Writes queued and not finished, and the last of them.
+    let queued = 0
+    let tail: Promise<void> = Promise.resolve()
+    const queue = (write: () => void | Promise<void>): void => {
+      const done = (): void => void (queued -= 1)
+      if (queued === 0) {
+        const slow = write()
+        if (slow === undefined) return
+        queued += 1
+        tail = slow.catch(() => {}).finally(done)
+      } else {
+        queued += 1
+        tail = tail.then(write).catch(() => {}).finally(done)
+      }
+    }
+    const c: FakeConn = { index: this.connections++, sock, queue }
     this.sockets.add(sock)
     sock.setNoDelay(true)
     sock.on('close', () => this.sockets.delete(sock))
@@ -85,7 +106,7 @@ export class FakeZk {
         }
         const xid = frame.readInt32BE(0)
         const type = frame.readInt32BE(4)
-        if (type === OP.ping || type === OP.closeSession) sock.write(reply(xid, 0))
+        if (type === OP.ping || type === OP.closeSession) queue(() => void sock.write(reply(xid, 0)))
         else void script.request?.(c, xid, type, frame)
       }
     })

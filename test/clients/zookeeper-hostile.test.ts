@@ -161,9 +161,14 @@ describe('ZooKeeper client against a hostile server: slow and odd but valid', ()
         await sleep(1)
       }
     }
+    // One reply at a time (FakeConn.queue): a slow reply outlasts a sync period (a twelfth of the session) on a loaded
+    // machine, and the watchdog's sync, or a ping, answered in the middle of it mixed two frames' bytes.
     const script: Script = {
-      handshake: (c) => dribble(c.sock, connectResponse()),
-      request: (c, xid) => dribble(c.sock, reply(xid, 0, (w) => (w.buffer(Buffer.from('hello')), stat(w, 5)))),
+      handshake: (c) => c.queue(() => dribble(c.sock, connectResponse())),
+      request: (c, xid, type) =>
+        c.queue(() =>
+          dribble(c.sock, type === OP.sync ? reply(xid, 0, (w) => w.string('/')) : reply(xid, 0, (w) => (w.buffer(Buffer.from('hello')), stat(w, 5))))
+        ),
     }
     await withFake(script, async (c) => {
       const r = await c.getData('/a')
