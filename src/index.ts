@@ -54,6 +54,11 @@ export type {
   DriverMemberInfo,
   HeartbeatResult,
   IdKind,
+  LockMode,
+  LockWaiting,
+  NotifyWaiting,
+  PollWaiting,
+  QueueWaiting,
   TranslateContext,
 } from './coordination/driver.js'
 export { opt } from './coordination/options.js'

@@ -132,13 +132,77 @@ export interface DriverMemberInfo {
   updatedAt: Date
 }
 
+/** The mode of an acquisition: `shared` only on locks with tryAcquireShared(). */
+export type LockMode = 'exclusive' | 'shared'
+
+/**
+ * How a blocking acquire waits for a busy lock. Each lock declares exactly one model; the
+ * Coordinator reads it once and never mixes two:
+ * - {@link PollWaiting}: the Coordinator polls with capped backoff;
+ * - {@link NotifyWaiting}: the Coordinator polls too, but the driver pauses it until a release may
+ *   have freed the lock, and its attempts are a waiter's, which the driver may queue for fairness;
+ * - {@link QueueWaiting}: the driver waits in the backend's own queue, without polling.
+ *
+ * In every model the first attempt of a wait is tryAcquire() (except in the backend's queue, where
+ * it is acquireWaiting() unless the deadline is 0), and tryAcquire() is always the same
+ * non-waiting take, never a waiter's.
+ */
+export type LockWaiting = PollWaiting | NotifyWaiting | QueueWaiting
+
+/** The Coordinator polls: tryAcquire() (or tryAcquireShared()), a capped backoff sleep, again. */
+export interface PollWaiting {
+  /** Polling, nothing more. */
+  readonly kind: 'poll'
+}
+
+/**
+ * The Coordinator polls, paused by the driver until a release may have freed the lock. A wait
+ * goes: tryAcquire(), then waitForRelease() and tryAcquireAsWaiter() in turn until one takes the
+ * lock, then endWait() unless it did.
+ */
+export interface NotifyWaiting {
+  /** Polling paused by the driver. */
+  readonly kind: 'notify'
+  /**
+   * Waits, instead of the Coordinator's sleep between two attempts, until the backend announces
+   * that the lock may be free (a release naming this waiter, the holder's lease lapsing), at most
+   * `timeoutMs`, or until `signal` aborts; never throws. The Coordinator makes an attempt after it
+   * whatever happened, so a lost announcement only costs time. Its first call starts the wait (the
+   * driver may register this waiter in a queue of its own); the wait lasts until an attempt takes
+   * the lock or endWait().
+   */
+  waitForRelease(signal: AbortSignal, timeoutMs: number): Promise<void>
+  /**
+   * A waiter's attempt, made only after waitForRelease() within a wait: like tryAcquire() (or,
+   * in `shared` mode, tryAcquireShared()), but as the waiter that waitForRelease() started, which
+   * the driver may make wait its turn (a queue, for fairness) or keep its place by. Taking the
+   * lock ends the wait.
+   */
+  tryAcquireAsWaiter(mode: LockMode): Promise<boolean>
+  /** Called once a wait that called waitForRelease() ends without the lock (timeout, abort): leave any queue. */
+  endWait(): Promise<void>
+}
+
+/** The driver waits in the backend's own queue; the Coordinator does not poll. */
+export interface QueueWaiting {
+  /** The backend's own queue. */
+  readonly kind: 'queue'
+  /**
+   * Waits in the backend's own queue until acquired, in `mode` (`shared` only on a lock with
+   * tryAcquireShared()). Resolves false if `signal` aborts first, after withdrawing from the
+   * queue.
+   */
+  acquireWaiting(signal: AbortSignal, mode: LockMode): Promise<boolean>
+}
+
 /**
  * One named lock as the backend sees it. The Coordinator adds waiting, timeouts, AbortSignal,
  * re-entrancy rules, refresh scheduling and lost-lock events on top.
  */
 export interface DriverLock {
   /**
-   * Takes the lock if it is free; never waits. By an object that holds the lock already (taken by
+   * Takes the lock if it is free; never waits, and is never a waiter's attempt (a waiter's is
+   * {@link NotifyWaiting.tryAcquireAsWaiter}). By an object that holds the lock already (taken by
    * it, and neither released nor found lost by it since), or while an attempt of its own is under
    * way, it resolves false and changes nothing: locks are not re-entrant, as in tooz, and a second
    * take never renews the lease or the fencing token. The Coordinator calls release() on a lock it
@@ -146,28 +210,13 @@ export interface DriverLock {
    */
   tryAcquire(): Promise<boolean>
   /**
-   * Waits in the backend's own queue until acquired. Resolves false if `signal` aborts first,
-   * after withdrawing from the queue. Absent: the Coordinator polls tryAcquire() with backoff.
-   */
-  acquireWaiting?(signal: AbortSignal): Promise<boolean>
-  /**
    * Takes the lock in shared (reader) mode if no exclusive holder has it; never waits. Shared
    * holders hold together and exclude exclusive ones. Only with `sharedLocks`; release() ends
-   * either mode.
+   * either mode. A shared wait follows the same {@link DriverLock.waiting} as an exclusive one.
    */
   tryAcquireShared?(): Promise<boolean>
-  /**
-   * Waits, instead of the Coordinator's sleep between two tryAcquire() of a blocking acquire,
-   * until the backend announces that the lock may be free (a release naming this waiter, the
-   * holder's lease lapsing), at most `timeoutMs`, or until `signal` aborts; never throws. The
-   * Coordinator polls after it whatever happened, so a lost announcement only costs time. The
-   * driver may treat tryAcquire() calls that follow it as a waiter's (queue them, for fairness).
-   */
-  waitForRelease?(signal: AbortSignal, timeoutMs: number): Promise<void>
-  /** Called once a wait that used waitForRelease() ends without the lock (timeout, abort): leave any queue. */
-  endWait?(): Promise<void>
-  /** Like acquireWaiting(), in shared mode. Absent: the Coordinator polls tryAcquireShared(). */
-  acquireSharedWaiting?(signal: AbortSignal): Promise<boolean>
+  /** How a blocking acquire of this lock waits while it is busy: exactly one model (see {@link LockWaiting}). */
+  readonly waiting: LockWaiting
   /** Releases the lock if this object holds it; false when it did not (or no longer did). */
   release(): Promise<boolean>
   /** Extends the lock's lease; false when the lock turned out not to be ours any more. */

@@ -19,7 +19,7 @@
 import { asRollcallError, LeadershipLostError, type RollcallError } from '../errors.js'
 import { keepAlive } from '../internal/keep-alive.js'
 import { sleep } from '../internal/sleep.js'
-import type { DriverLock } from './driver.js'
+import type { DriverLock, QueueWaiting } from './driver.js'
 import type { LeaderEvent } from './events.js'
 import type { HeldLock } from './lock.js'
 import { electionLostChannel, electionWonChannel, publish, type TraceBase } from './tracing.js'
@@ -64,6 +64,8 @@ interface Candidacy {
   readonly group: string
   readonly callbacks: Set<LeaderCallback>
   readonly lock: DriverLock
+  /** The lock's wait when it waits in the backend's queue: the candidate campaigns in it. Otherwise it polls (runAll(), electionWake). */
+  readonly queue: QueueWaiting | undefined
   readonly held: HeldLock
   leading: boolean
   /** The current term while leading: its token and the controller that ends it. */
@@ -123,6 +125,7 @@ export class Elections {
         group,
         callbacks: new Set(),
         lock,
+        queue: lock.waiting.kind === 'queue' ? lock.waiting : undefined,
         held,
         leading: false,
         term: undefined,
@@ -137,7 +140,7 @@ export class Elections {
     }
     c.callbacks.add(cb)
     if (c.leading || this.#host.manual) return
-    if (c.lock.acquireWaiting) this.#startCampaign(c)
+    if (c.queue) this.#startCampaign(c)
     else void this.#tryOnce(c)
   }
 
@@ -165,7 +168,7 @@ export class Elections {
     if (!c.leading || (c.term?.controller.signal !== signal && !last)) return
     await this.#release(c, 'resigned')
     this.#host.emitLost(group, 'resigned')
-    if (!last && !this.#host.manual && c.lock.acquireWaiting && this.#candidacies.get(group) === c) this.#startCampaign(c)
+    if (!last && !this.#host.manual && c.queue && this.#candidacies.get(group) === c) this.#startCampaign(c)
   }
 
   /**
@@ -174,7 +177,7 @@ export class Elections {
    * and the callbacks of those elected, have settled.
    */
   async runAll(): Promise<void> {
-    await Promise.all([...this.#candidacies.values()].filter((c) => this.#host.manual || !c.lock.acquireWaiting).map((c) => this.#tryOnce(c)))
+    await Promise.all([...this.#candidacies.values()].filter((c) => this.#host.manual || !c.queue).map((c) => this.#tryOnce(c)))
   }
 
   /** Gives up leadership of `group`; false when this member did not lead it. Stays a candidate. */
@@ -184,7 +187,7 @@ export class Elections {
     c.holdoffUntil = Date.now() + (options.holdOffMs ?? 0)
     await this.#release(c, 'stood down')
     this.#host.emitLost(group, 'stood down')
-    if (!this.#host.manual && c.lock.acquireWaiting && this.#candidacies.get(group) === c) this.#startCampaign(c)
+    if (!this.#host.manual && c.queue && this.#candidacies.get(group) === c) this.#startCampaign(c)
     return true
   }
 
@@ -275,7 +278,8 @@ export class Elections {
   }
 
   #startCampaign(c: Candidacy): void {
-    if (c.campaign && !c.campaign.signal.aborted) return
+    const { queue } = c
+    if (!queue || (c.campaign && !c.campaign.signal.aborted)) return
     const controller = new AbortController()
     c.campaign = controller
     const signal = AbortSignal.any([controller.signal, this.#host.stopSignal])
@@ -283,7 +287,7 @@ export class Elections {
       while (!signal.aborted && this.#candidacies.get(c.group) === c && !c.leading) {
         try {
           if (Date.now() < c.holdoffUntil) await sleep(c.holdoffUntil - Date.now(), signal)
-          if (await this.#host.call('run for election', () => c.lock.acquireWaiting!(signal))) {
+          if (await this.#host.call('run for election', () => queue.acquireWaiting(signal, 'exclusive'))) {
             if (signal.aborted || this.#candidacies.get(c.group) !== c) await c.lock.release().catch(() => false)
             else void this.#elected(c)
           } else if (!signal.aborted) {
@@ -329,7 +333,7 @@ export class Elections {
     this.#host.untrack(c.held)
     this.#host.emitLost(group, reason)
     // A Leadership whose term this was withdraws on its signal: campaign only if still a candidate.
-    if (!this.#host.manual && c.lock.acquireWaiting && this.#candidacies.get(group) === c) this.#startCampaign(c)
+    if (!this.#host.manual && c.queue && this.#candidacies.get(group) === c) this.#startCampaign(c)
   }
 
   /** Not leading any more; the term's signal aborts, once, where `leadershipLost` is decided. */

@@ -2,11 +2,10 @@
  * Named locks, the same on every backend.
  *
  * The driver supplies the backend's primitive (take if free, release, refresh, ownership check);
- * this file adds what tooz leaves to each driver and gets inconsistent: waiting (the backend's own
- * queue where it has one, polling with capped backoff where it does not, woken early where the
- * driver can hear a release: waitForRelease), a timeout that returns
- * false on every backend, cancellation through AbortSignal, non-re-entrancy, refresh by the
- * coordinator's heartbeat, and a `signal` that aborts the moment the lock is lost.
+ * this file adds what tooz leaves to each driver and gets inconsistent: waiting, in the one model
+ * the driver lock declares (DriverLock.waiting: polling with capped backoff, polling paused until
+ * the driver hears a release, or the backend's own queue), a timeout that returns false on every
+ * backend, cancellation through AbortSignal, non-re-entrancy, refresh by the coordinator's heartbeat, and a `signal` that aborts the moment the lock is lost.
  *
  * Shared (reader) mode, on drivers with `sharedLocks`, follows tooz: shared holders hold
  * together, exclusive and shared exclude each other, and one Lock object taking its shared lock
@@ -16,7 +15,7 @@ import { CoordinatorStoppedError, InvalidArgumentError, InvalidStateError, LockL
 import { keepAlive } from '../internal/keep-alive.js'
 import { linkedSignal } from '../internal/linked-signal.js'
 import { sleep } from '../internal/sleep.js'
-import type { DriverLock } from './driver.js'
+import type { DriverLock, LockMode, LockWaiting, NotifyWaiting, QueueWaiting } from './driver.js'
 import { lockAcquireChannel, lockReleaseChannel, type TraceBase } from './tracing.js'
 
 /** How acquire() waits. */
@@ -86,6 +85,8 @@ export class Lock {
   /** @internal */
   readonly driverLock: DriverLock
   readonly #host: LockHost
+  /** The driver lock's wait model, read once. */
+  readonly #waiting: LockWaiting
   #held = false
   /** How many shared holds this object has (0 when held exclusively or not at all). */
   #shared = 0
@@ -102,6 +103,7 @@ export class Lock {
     this.#host = host
     this.name = name
     this.driverLock = driverLock
+    this.#waiting = driverLock.waiting
   }
 
   /** True while this object holds the lock, as far as this process knows. */
@@ -243,8 +245,7 @@ export class Lock {
   }
 
   async #wait(timeoutMs: number | undefined, userSignal: AbortSignal | undefined, shared: boolean): Promise<boolean> {
-    const { driverLock } = this
-    const waiting = shared ? driverLock.acquireSharedWaiting?.bind(driverLock) : driverLock.acquireWaiting?.bind(driverLock)
+    const waiting = this.#waiting
     const settle = (): boolean => {
       if (userSignal?.aborted) throw userSignal.reason
       if (this.#host.stopSignal.aborted) throw new CoordinatorStoppedError('acquire a lock')
@@ -257,37 +258,63 @@ export class Lock {
     // and the signals below (a timer and a combined signal: more than a lock cycle's CPU) are made only for a wait.
     // A driver with its own queue waits there instead, except at a zero deadline: its wait would start with the
     // deadline passed and make no attempt at all, so that is one plain attempt too (then the expired signal says false).
-    if ((!waiting || timeoutMs === 0) && (await attempt())) return true
+    if ((waiting.kind !== 'queue' || timeoutMs === 0) && (await attempt())) return true
     // The deadline runs from the call, not from the end of the first attempt.
     const leftMs = timeoutMs === undefined ? undefined : Math.max(0, Math.ceil(timeoutMs - (performance.now() - startedAt)))
     const linked = linkedSignal([this.#host.stopSignal, userSignal], leftMs)
     const { signal } = linked
     // Aborted already: linkedSignal() attached nothing to dispose of.
     if (signal.aborted) return settle()
-    const wake = waiting ? undefined : driverLock.waitForRelease?.bind(driverLock)
-    let got: boolean | 'aborted' = false
+    const mode: LockMode = shared ? 'shared' : 'exclusive'
     try {
-      if (waiting) {
-        const wait = (): Promise<boolean> => this.#host.call('acquire a lock', () => waiting(signal))
-        // Without a deadline or a caller's signal only stop() ends the wait, and the driver answers that itself.
-        if (leftMs === undefined && !userSignal) return (await wait()) || settle()
-        // Raced like a polling attempt: a driver's last round trip (leaving its queue: a durable write on etcd) must not
-        // make the wait overrun its deadline. The next acquire() of this object waits for it (#late).
-        return (await this.#attemptUntil(wait, signal)) === true || settle()
-      }
-      for (let delay = POLL_FIRST_MS;; delay = Math.min(delay * 1.5, POLL_MAX_MS)) {
-        const pauseMs = delay * (0.5 + Math.random())
-        if (wake) await wake(signal, pauseMs)
-        else await sleep(pauseMs, signal, true).catch(() => {})
-        if (signal.aborted) return settle()
-        got = await this.#attemptUntil(attempt, signal)
-        if (got === 'aborted') return settle()
-        if (got) return true
+      switch (waiting.kind) {
+        case 'queue':
+          return (await this.#waitInQueue(waiting, mode, signal, leftMs === undefined && !userSignal)) || settle()
+        case 'notify':
+          return (await this.#poll(signal, waiting, mode)) || settle()
+        case 'poll':
+          return (await this.#poll(signal, undefined, mode)) || settle()
       }
     } finally {
       linked.dispose()
+    }
+  }
+
+  /**
+   * A wait in the driver's queue. `unbounded`: no deadline and no caller's signal, so only stop()
+   * ends it, and the driver answers that itself.
+   */
+  async #waitInQueue(waiting: QueueWaiting, mode: LockMode, signal: AbortSignal, unbounded: boolean): Promise<boolean> {
+    const wait = (): Promise<boolean> => this.#host.call('acquire a lock', () => waiting.acquireWaiting(signal, mode))
+    if (unbounded) return wait()
+    // Raced like a polling attempt: a driver's last round trip (leaving its queue: a durable write on etcd) must not
+    // make the wait overrun its deadline. The next acquire() of this object waits for it (#late).
+    return (await this.#attemptUntil(wait, signal)) === true
+  }
+
+  /**
+   * Attempts with capped backoff until one takes the lock (true) or `signal` aborts (false).
+   * With `notify` the driver's waitForRelease() stands in for each sleep, the attempts are a
+   * waiter's, and a wait that ends without the lock ends the driver's wait too.
+   */
+  async #poll(signal: AbortSignal, notify: NotifyWaiting | undefined, mode: LockMode): Promise<boolean> {
+    const attempt = notify
+      ? () => this.#host.call('acquire a lock', () => notify.tryAcquireAsWaiter(mode))
+      : () => this.#host.call('acquire a lock', () => this.#try(mode === 'shared'))
+    let got: boolean | 'aborted' = false
+    try {
+      for (let delay = POLL_FIRST_MS;; delay = Math.min(delay * 1.5, POLL_MAX_MS)) {
+        const pauseMs = delay * (0.5 + Math.random())
+        if (notify) await notify.waitForRelease(signal, pauseMs)
+        else await sleep(pauseMs, signal, true).catch(() => {})
+        if (signal.aborted) return false
+        got = await this.#attemptUntil(attempt, signal)
+        if (got === 'aborted') return false
+        if (got) return true
+      }
+    } finally {
       // Not awaited: leaving the queue must not make a timed-out wait overrun its deadline.
-      if (wake && got !== true) driverLock.endWait?.().catch(() => {})
+      if (notify && got !== true) notify.endWait().catch(() => {})
     }
   }
 

@@ -107,17 +107,19 @@ setInterval(() => {}, 60_000);`,
     await waitFor('the child to hold the lock', () => holder.out().includes('held'), 30_000)
     const c = await open(t, url)
     const waiter = c.getLock(name).driverLock
+    const wait = waiter.waiting
+    assert.equal(wait.kind, 'notify')
     const signal = new AbortController().signal
     assert.equal(await waiter.tryAcquire(), false)
     // The first wait registers and returns at once (a release just before it would have seen no waiter); the second waits.
-    await waiter.waitForRelease!(signal, 60_000)
-    assert.equal(await waiter.tryAcquire(), false)
+    await wait.waitForRelease(signal, 60_000)
+    assert.equal(await wait.tryAcquireAsWaiter('exclusive'), false)
     assert.ok(hasRegisteredWaiter(registryOf(dir, name)), 'the waiter is registered')
-    const woken = waiter.waitForRelease!(signal, 60_000).then(() => 'woken')
+    const woken = wait.waitForRelease(signal, 60_000).then(() => 'woken')
     holder.proc.stdin!.write('release\n')
     const poll = new Promise((r) => setTimeout(r, 20_000, 'only the 60 s poll would have ended it'))
     assert.equal(await Promise.race([woken, poll]), 'woken')
-    assert.equal(await waiter.tryAcquire(), true)
+    assert.equal(await wait.tryAcquireAsWaiter('exclusive'), true)
     assert.equal(hasRegisteredWaiter(registryOf(dir, name)), false, 'taking the lock ends the registration')
     await waiter.release()
   })

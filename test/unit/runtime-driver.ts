@@ -41,23 +41,27 @@ function sqlLikeLeader(inner: DriverLock, counts: { waits: number }, f: Faults):
   const state: { held: boolean; claiming: boolean } = { held: false, claiming: false }
   f.leader = state
   let held = false
+  const innerWaiting = inner.waiting
   const pause = (ms: number): Promise<unknown> => new Promise((r) => setTimeout(r, ms))
   return {
     get fencingToken() {
       return inner.fencingToken
     },
     tryAcquire: async () => !held && (held = await inner.tryAcquire()),
-    acquireWaiting: async (signal) => {
-      counts.waits += 1
-      // A spinning caller is stopped here, so that the test fails instead of hanging.
-      if (counts.waits > 10_000) throw new ConnectionError('acquireWaiting() called 10,000 times')
-      if (held) return false
-      if (!(await inner.acquireWaiting!(signal))) return false
-      held = state.held = state.claiming = true
-      // Held before acquisition is reported: the SQL leader lock writes its leaders row meanwhile.
-      await pause(30)
-      state.claiming = false
-      return true
+    waiting: {
+      kind: 'queue',
+      acquireWaiting: async (signal, mode) => {
+        counts.waits += 1
+        // A spinning caller is stopped here, so that the test fails instead of hanging.
+        if (counts.waits > 10_000) throw new ConnectionError('acquireWaiting() called 10,000 times')
+        if (held) return false
+        if (innerWaiting.kind !== 'queue' || !(await innerWaiting.acquireWaiting(signal, mode))) return false
+        held = state.held = state.claiming = true
+        // Held before acquisition is reported: the SQL leader lock writes its leaders row meanwhile.
+        await pause(30)
+        state.claiming = false
+        return true
+      },
     },
     // Whatever is held when the release gets to it is let go (the SQL leader lock clears its
     // leaders row first); the answer may come later.
@@ -87,6 +91,8 @@ registerDriver('faulty', async () => ({
           get(target, prop, receiver) {
             if (prop in extra) return extra[prop as string]
             const value = Reflect.get(target, prop, receiver) as unknown
+            // A lock's wait model: its calls fail during an outage too.
+            if (prop === 'waiting' && typeof value === 'object' && value !== null) return down(value)
             if (typeof value !== 'function') return value
             if (prop === 'stop') return value.bind(target)
             if (prop === 'leaderLock' && f.sqlLikeLeader) {

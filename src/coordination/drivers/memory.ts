@@ -12,7 +12,7 @@
  * `memory://` see two unrelated stores. Use it for tests and for single-process programs.
  */
 import { GroupExistsError, GroupNotEmptyError, GroupNotFoundError, MemberExistsError, MemberNotJoinedError } from '../../errors.js'
-import { defineDriver, type CoordinationDriver, type DriverLock, type HeartbeatResult } from '../driver.js'
+import { defineDriver, type CoordinationDriver, type DriverLock, type HeartbeatResult, type QueueWaiting } from '../driver.js'
 
 interface Member {
   capabilities: Uint8Array
@@ -55,6 +55,8 @@ const stores = new Map<string, Store>()
 
 class MemoryLock implements DriverLock {
   fencingToken: bigint | undefined
+  /** Waiters queue in the store, in FIFO order. */
+  readonly waiting: QueueWaiting = { kind: 'queue', acquireWaiting: (signal) => this.#acquireWaiting(signal) }
   constructor(readonly store: Store, readonly key: string, readonly memberId: string) {}
 
   #take(): void {
@@ -68,7 +70,7 @@ class MemoryLock implements DriverLock {
     return true
   }
 
-  acquireWaiting(signal: AbortSignal): Promise<boolean> {
+  #acquireWaiting(signal: AbortSignal): Promise<boolean> {
     if (!this.store.locks.has(this.key)) {
       this.#take()
       return Promise.resolve(true)

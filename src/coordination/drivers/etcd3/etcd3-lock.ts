@@ -19,7 +19,7 @@
  * them, so a tooz process polls and takes a free key as before (ahead of the queue).
  */
 import { randomBytes } from 'node:crypto'
-import type { DriverLock } from '../../driver.js'
+import type { DriverLock, QueueWaiting } from '../../driver.js'
 import { RetakeWatch, Turn, TURN_RULES, turnSize } from '../kit/lock-turn.js'
 import { isLeaseGone, type Compare, type EtcdGateway, type RequestOp, type TxnResult } from './etcd3-gateway.js'
 import { absent } from './etcd3-layout.js'
@@ -71,6 +71,8 @@ interface Lease {
  */
 export class Etcd3Lock implements DriverLock {
   fencingToken: bigint | undefined
+  /** Waiters queue under the lock's queue prefix (etcd3-lock-queue.ts). */
+  readonly waiting: QueueWaiting = { kind: 'queue', acquireWaiting: (signal) => this.#acquireWaiting(signal) }
   readonly #host: Etcd3LockHost
   readonly #name: string
   readonly #key: Buffer
@@ -111,7 +113,7 @@ export class Etcd3Lock implements DriverLock {
    * (etcd3-lock-queue.ts). A failed first attempt queues in its own txn when the driver's waiter
    * lease is at hand, else in a second one.
    */
-  async acquireWaiting(signal: AbortSignal): Promise<boolean> {
+  async #acquireWaiting(signal: AbortSignal): Promise<boolean> {
     if (signal.aborted || this.#held !== undefined) return false
     const lease = this.#host.waiters.tryUse()
     let queued: TxnResult | undefined

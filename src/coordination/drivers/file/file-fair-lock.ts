@@ -7,7 +7,7 @@
  * sidecar files, `DIR/.leaders/lock-waits/<sha1 name>` (the registry) and `<sha1 name>.wake`
  * (.leaders/ is already reserved, and a sha1 group name cannot be `lock-waits`); Python tooz
  * never looks at them.
- * - A waiter (an acquire that waits: from its waitForRelease() on) watches the wake file
+ * - A waiter (an acquire that waits: from its first waitForRelease() on) watches the wake file
  *   (file-wake.ts), then registers: an OFD read lock on byte 0 of the registry, held until it
  *   takes the lock or gives up (the kernel drops it when the waiter's process dies), and takes a
  *   ticket, its place in line (file-wait-registry.ts lays the registry out).
@@ -50,7 +50,7 @@
  *   the processes watching the old one, which then poll until their watch lingers out.
  */
 import { closeSync, constants } from 'node:fs'
-import type { DriverLock } from '../../driver.js'
+import type { DriverLock, NotifyWaiting } from '../../driver.js'
 import { Turn, TURN_RULES, turnSize } from '../kit/lock-turn.js'
 import { openMakingDirs, type RecordLock } from './file-lock.js'
 import { WaitRegistry } from './file-wait-registry.js'
@@ -92,7 +92,7 @@ export class FairFileLock implements DriverLock {
   #yieldTurns = 0
   /** No yield before this time (a recent yield went unused). */
   #noYieldBefore = 0
-  /** In a wait: waitForRelease() called since the last acquisition or endWait(). */
+  /** In a wait: waitForRelease() called since the last acquisition or endWait() (the registry counts this object busy meanwhile). */
   #waiting = false
   #wake: WakeSubscription | undefined
   /** Wake events seen when the last attempt began. */
@@ -102,6 +102,14 @@ export class FairFileLock implements DriverLock {
   /** A woken waiter's pause while waiters with earlier tickets try first. */
   #rankTimer: NodeJS.Timeout | undefined
   #wakeCheck: NodeJS.Immediate | undefined
+
+  /** A waiter registers and watches the wake file at its first waitForRelease(); its attempts may start a turn (see above). */
+  readonly waiting: NotifyWaiting = {
+    kind: 'notify',
+    waitForRelease: (signal, timeoutMs) => this.#waitForRelease(signal, timeoutMs),
+    tryAcquireAsWaiter: (mode) => mode === 'shared' ? this.#tryAcquireShared(true) : this.#tryAcquire(true),
+    endWait: () => this.#endWait(),
+  }
 
   constructor(record: RecordLock, registryPath: string, host: FairLockHost) {
     this.#record = record
@@ -114,12 +122,21 @@ export class FairFileLock implements DriverLock {
     })
   }
 
-  async tryAcquire(): Promise<boolean> {
+  tryAcquire(): Promise<boolean> {
+    return this.#tryAcquire(false)
+  }
+
+  tryAcquireShared(): Promise<boolean> {
+    return this.#tryAcquireShared(false)
+  }
+
+  /** One exclusive attempt; a `waiter`'s (a wait's, after waitForRelease()) starts a new turn when it takes the lock. */
+  async #tryAcquire(waiter: boolean): Promise<boolean> {
     this.#seenEvents = this.#wake?.events() ?? 0
     if (this.#declines()) return false
     if (!(await this.#record.tryAcquire(false))) return false
     this.#acquired('exclusive')
-    if (this.#waiting || !this.#turn) {
+    if (waiter || !this.#turn) {
       this.#turn = new Turn(turnSize(TURN_RULES.file))
       this.#registry.startTurn()
     }
@@ -129,13 +146,14 @@ export class FairFileLock implements DriverLock {
     return true
   }
 
-  async tryAcquireShared(): Promise<boolean> {
+  /** One shared attempt; a `waiter`'s counts a turn start when it takes the lock. */
+  async #tryAcquireShared(waiter: boolean): Promise<boolean> {
     this.#seenEvents = this.#wake?.events() ?? 0
     if (!(await this.#record.tryAcquire(true))) return false
     this.#acquired('shared')
     // A reader taking over from a yielder counts a turn, so that the yielder stops declining. Readers may hold together, so
     // this read-then-write of the counter can lose an increment to another reader's: the counter changes all the same.
-    if (this.#waiting) this.#registry.startTurn()
+    if (waiter) this.#registry.startTurn()
     this.#stopWaiting()
     return true
   }
@@ -164,7 +182,7 @@ export class FairFileLock implements DriverLock {
   }
 
   /** Until a release wakes this waiter, at most `timeoutMs` (and not past the end of a yield), or until `signal` aborts. */
-  async waitForRelease(signal: AbortSignal, timeoutMs: number): Promise<void> {
+  async #waitForRelease(signal: AbortSignal, timeoutMs: number): Promise<void> {
     this.#waiting = true
     if (signal.aborted) return
     // Newly watching or registered: a release just before may have seen no waiter, so try at once (a yielder would only decline).
@@ -189,7 +207,7 @@ export class FairFileLock implements DriverLock {
   }
 
   /** The wait is over without the lock: unregister, stop listening; a waiter next in line passes its place on. */
-  async endWait(): Promise<void> {
+  async #endWait(): Promise<void> {
     const next = this.#registry.registered && this.#registry.rank() <= 0
     if (next) this.#registry.passOn()
     this.#stopWaiting()

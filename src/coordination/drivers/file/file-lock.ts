@@ -218,6 +218,8 @@ export async function withFileLock<T>(path: string, maxWaitMs: number, fn: () =>
 export function asDriverLock(lock: RecordLock, held: Set<RecordLock>): DriverLock {
   return {
     fencingToken: undefined,
+    // A candidate polls (election.ts); a leader lock is never a Lock's, whose waits would poll too.
+    waiting: { kind: 'poll' },
     async tryAcquire() {
       const got = await lock.tryAcquire()
       if (got) held.add(lock)

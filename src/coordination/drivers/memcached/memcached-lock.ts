@@ -32,7 +32,7 @@
  * by an add, and the queue only makes rollcall give up a key it could have kept. Python tooz
  * ignores the queue and takes a free key whenever it polls (ahead of the queue).
  */
-import type { DriverLock } from '../../driver.js'
+import type { DriverLock, NotifyWaiting } from '../../driver.js'
 import type { MemcachedClient } from '../../../clients/memcached/memcached-client.js'
 import { sleep } from '../../../internal/sleep.js'
 import { RetakeWatch, Turn, TURN_RULES, turnSize } from '../kit/lock-turn.js'
@@ -64,6 +64,14 @@ export class MemcachedLock implements DriverLock {
   /** Attempts in flight: a release within the turn ends it unless an attempt follows at once. */
   readonly #retakes = new RetakeWatch()
 
+  /** A waiter queues at its first waitForRelease() and tries only as the head waiter, once no turn is on (see above). */
+  readonly waiting: NotifyWaiting = {
+    kind: 'notify',
+    waitForRelease: (signal, timeoutMs) => this.#waitForRelease(signal, timeoutMs),
+    tryAcquireAsWaiter: () => this.#tryAcquire(true),
+    endWait: async () => this.#queue.leave(),
+  }
+
   constructor(client: MemcachedClient, key: string, memberId: string, ttlSeconds: number, meta: () => boolean) {
     this.#client = client
     this.#key = key
@@ -73,19 +81,24 @@ export class MemcachedLock implements DriverLock {
     this.#queue = new MemcachedLockQueue(client, key)
   }
 
-  /** As the head waiter, or within this object's turn: the add alone. Otherwise the add, given back if anyone waits. */
-  async tryAcquire(): Promise<boolean> {
+  /** Within this object's turn: the add alone. Otherwise the add, given back if anyone waits. */
+  tryAcquire(): Promise<boolean> {
+    return this.#tryAcquire(false)
+  }
+
+  /** As a `waiter` that has queued (waitForRelease()), only as the head waiter: the add alone. Otherwise as tryAcquire(). */
+  async #tryAcquire(waiter: boolean): Promise<boolean> {
     if (!this.#meta()) {
       if ((await this.#client.store('add', this.#key, this.#owner, FLAG_BYTES, this.#ttlSeconds)) !== 'stored') return false
       this.#setCas((await this.#client.gets(this.#key))?.cas)
       return this.#cas !== undefined
     }
-    return this.#retakes.attempt(() => this.#attempt())
+    return this.#retakes.attempt(() => this.#attempt(waiter))
   }
 
-  async #attempt(): Promise<boolean> {
+  async #attempt(waiter: boolean): Promise<boolean> {
     const queue = this.#queue
-    if (queue.queued) {
+    if (waiter && queue.queued) {
       if (!queue.head || queue.turnSeen || !(await this.#add())) return false
       queue.leave(true)
       this.#turn = new Turn(turnSize(TURN_RULES.memcached))
@@ -117,7 +130,7 @@ export class MemcachedLock implements DriverLock {
    * object is the head waiter and no turn is on (looking as often as the queue's pollMs() says),
    * or `timeoutMs` passes. Without meta commands it only sleeps. Never throws.
    */
-  async waitForRelease(signal: AbortSignal, timeoutMs: number): Promise<void> {
+  async #waitForRelease(signal: AbortSignal, timeoutMs: number): Promise<void> {
     const until = performance.now() + timeoutMs
     try {
       if (!this.#meta()) return await sleep(timeoutMs, signal)
@@ -133,11 +146,6 @@ export class MemcachedLock implements DriverLock {
     } catch {
       // Aborted, or the server failed: the Coordinator's next attempt tells.
     }
-  }
-
-  /** The wait ended without the lock: leave the queue. */
-  async endWait(): Promise<void> {
-    this.#queue.leave()
   }
 
   /** Ends this object's turn, if it has one: the head waiter may take the key once it is free. */

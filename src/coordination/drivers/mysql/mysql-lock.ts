@@ -25,6 +25,7 @@
  */
 import { BackendError, ConnectionError } from '../../../errors.js'
 import { sleep } from '../../../internal/sleep.js'
+import type { QueueWaiting } from '../../driver.js'
 import type { SessionLock } from '../sql/sql-dialect.js'
 import type { LockSessions } from '../sql/sql-sessions.js'
 import { SessionTurn, turnLockName } from './mysql-turn.js'
@@ -74,7 +75,7 @@ export function mysqlLockSql(fenceTable: string): string {
     UPDATE ${fenceTable} SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND IS_USED_LOCK(?) = CONNECTION_ID()`
 }
 
-/** Thrown inside acquireWaiting() when its signal aborts a statement in flight. */
+/** Thrown inside #acquireWaiting() when its signal aborts a statement in flight. */
 const ABORTED = Symbol('aborted')
 
 /**
@@ -98,6 +99,8 @@ function okOf(result: [unknown, unknown]): boolean {
 /** One GET_LOCK lock, on a session of the coordinator's LockSessions while held. */
 export class MysqlLock implements SessionLock {
   fencingToken: bigint | undefined
+  /** Waiters queue in the server, for the turn lock, then for the lock itself (mysql-turn.ts). */
+  readonly waiting: QueueWaiting = { kind: 'queue', acquireWaiting: (signal) => this.#acquireWaiting(signal) }
   readonly #host: MysqlLockHost
   readonly #name: string
   readonly #turnName: string
@@ -155,7 +158,7 @@ export class MysqlLock implements SessionLock {
    * its connection is destroyed, so the round is not awaited) and closes the connection, which
    * frees anything the round took.
    */
-  async acquireWaiting(signal: AbortSignal): Promise<boolean> {
+  async #acquireWaiting(signal: AbortSignal): Promise<boolean> {
     if (this.#conn || this.#busy || signal.aborted) return false
     this.#busy = true
     try {

@@ -20,6 +20,7 @@
 import { createHash } from 'node:crypto'
 import { ConnectionError } from '../../../errors.js'
 import { sleep } from '../../../internal/sleep.js'
+import type { LockMode, QueueWaiting } from '../../driver.js'
 import type { SessionLock } from '../sql/sql-dialect.js'
 import type { LockSessions } from '../sql/sql-sessions.js'
 
@@ -86,6 +87,8 @@ const TERMINATE_WAIT_MS = 5_000
 /** One named advisory lock, on a session of the coordinator's LockSessions while held. */
 export class PgLock implements SessionLock {
   fencingToken: bigint | undefined
+  /** Waiters queue in the server (a blocking pg_advisory_lock on a session of their own). */
+  readonly waiting: QueueWaiting = { kind: 'queue', acquireWaiting: (signal, mode) => this.#acquireWaiting(signal, mode) }
   readonly #host: PgLockHost
   readonly #key: [number, number]
   readonly #onLost: (reason: string) => void
@@ -116,12 +119,8 @@ export class PgLock implements SessionLock {
     return this.#try(this.#host.lockSql.tryShared, true)
   }
 
-  acquireWaiting(signal: AbortSignal): Promise<boolean> {
-    return this.#wait(signal, this.#host.lockSql.wait, false)
-  }
-
-  acquireSharedWaiting(signal: AbortSignal): Promise<boolean> {
-    return this.#wait(signal, this.#host.lockSql.waitShared, true)
+  #acquireWaiting(signal: AbortSignal, mode: LockMode): Promise<boolean> {
+    return mode === 'shared' ? this.#wait(signal, this.#host.lockSql.waitShared, true) : this.#wait(signal, this.#host.lockSql.wait, false)
   }
 
   async #try(statement: string, shared: boolean): Promise<boolean> {

@@ -11,8 +11,9 @@
  * candidate can retry the moment the holder's lease lapses (nextChanceInMs).
  *
  * Wake-ups and fair hand-over (rollcall only; tooz's key, value and commands are unchanged):
- * - a waiter (an acquire that waits, from its second attempt on, which follows the first at once
- *   once its channel below is subscribed) queues its token in `<key>:queue`,
+ * - a waiter (an acquire that waits: its attempts after waitForRelease(), the first of which
+ *   follows the first plain attempt at once once its channel below is subscribed) queues its
+ *   token in `<key>:queue`,
  *   kept alive by a `<key>:waiter:<token>` key it renews on every attempt (WAITER_LEASE_MS), and
  *   listens on its own channel `<key>:wake:<token>` (redis-wakeups.ts), so that a hand-over wakes
  *   one process, not every process that waits;
@@ -45,7 +46,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import type { DriverLock } from '../../driver.js'
+import type { DriverLock, NotifyWaiting } from '../../driver.js'
 import { RetakeWatch, TURN_MS, TURN_RULES } from '../kit/lock-turn.js'
 import { BackendError } from '../../../errors.js'
 import { fencingToken } from './redis-fencing.js'
@@ -88,8 +89,6 @@ export class RedisLock implements DriverLock {
   readonly #channelPrefix: string
   readonly #channel: string
   readonly #token: string
-  /** In a wait (waitForRelease() called since the last acquisition or endWait()): failed attempts queue. */
-  #waiting = false
   /** The last failed attempt queued this lock's token. */
   #queued = false
   readonly #host: RedisLockHost
@@ -99,6 +98,14 @@ export class RedisLock implements DriverLock {
   #turnOpen = false
   /** When (performance.now() ms) the holder seen by the last failed acquire lapses; undefined: unknown. */
   #holderLapsesAt: number | undefined
+
+  /** A release names its waiter on the waiter's own channel; a waiter's failed attempts queue (see above). */
+  readonly waiting: NotifyWaiting = {
+    kind: 'notify',
+    waitForRelease: (signal, timeoutMs) => this.#waitForRelease(signal, timeoutMs),
+    tryAcquireAsWaiter: () => this.#tryAcquire(true),
+    endWait: () => this.#endWait(),
+  }
 
   constructor(host: RedisLockHost, key: string, fenceKey: string) {
     this.#host = host
@@ -112,18 +119,22 @@ export class RedisLock implements DriverLock {
     this.#channel = `${this.#channelPrefix}${this.#token}`
   }
 
-  async tryAcquire(): Promise<boolean> {
+  tryAcquire(): Promise<boolean> {
+    return this.#tryAcquire(false)
+  }
+
+  /** One attempt; a `waiter`'s (a wait's after waitForRelease()) queues when it fails. */
+  async #tryAcquire(waiter: boolean): Promise<boolean> {
     // Not re-entrant (driver.ts): the script would take our own token again.
     if (this.fencingToken !== undefined || this.#retakes.inFlight) return false
     // A waiter queues once its wake channel is subscribed: a release drops a queued waiter nobody listens for.
-    const queueMs = this.#waiting && this.#host.wakeups?.isSubscribed(this.#channel) ? WAITER_LEASE_MS : 0
+    const queueMs = waiter && this.#host.wakeups?.isSubscribed(this.#channel) ? WAITER_LEASE_MS : 0
     const fence = await this.#retakes.attempt(() => this.#host.acquire(this.#keys, this.#args(queueMs)))
     if (!Array.isArray(fence)) {
       this.#holderLapsesAt = typeof fence === 'number' && fence < 0 ? performance.now() + (-1 - fence) : undefined
       this.#queued ||= queueMs > 0
       return false
     }
-    this.#waiting = false
     this.#queued = false
     this.#setTurnOpen(false)
     const [epoch, counter] = fence
@@ -168,8 +179,7 @@ export class RedisLock implements DriverLock {
   }
 
   /** Until a release names this waiter (or the holder's lease or turn ends), at most `timeoutMs`, or until `signal` aborts. */
-  async waitForRelease(signal: AbortSignal, timeoutMs: number): Promise<void> {
-    this.#waiting = true
+  async #waitForRelease(signal: AbortSignal, timeoutMs: number): Promise<void> {
     if (signal.aborted) return
     const chanceMs = this.#holderLapsesAt === undefined ? timeoutMs : Math.max(0, this.#holderLapsesAt - performance.now()) + 1
     await new Promise<void>((resolve) => {
@@ -198,9 +208,8 @@ export class RedisLock implements DriverLock {
   }
 
   /** The wait is over without the lock: leave the queue, and wake the next waiter if the key is free. */
-  async endWait(): Promise<void> {
+  async #endWait(): Promise<void> {
     const queued = this.#queued
-    this.#waiting = false
     this.#queued = false
     if (queued) await this.#host.run('rollcallLockWithdraw', this.#keys, this.#args(0))
   }

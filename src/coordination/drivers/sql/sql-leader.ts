@@ -2,7 +2,7 @@
  * The SQL drivers' leader lock: the dialect's session lock `leader_of_<group>` plus the `leaders`
  * row that lets any member's getLeader() name the holder and its session.
  */
-import type { DriverLock } from '../../driver.js'
+import type { DriverLock, LockWaiting } from '../../driver.js'
 import type { StatementName } from './sql-schema.js'
 import type { SessionLock, SqlResult } from './sql-dialect.js'
 
@@ -17,8 +17,8 @@ export function leaderLockName(group: string): string {
  * member that sees itself leading is already visible to getLeader().
  */
 export class LeaderLock implements DriverLock {
-  /** Present when the session lock waits in the server's queue. */
-  readonly acquireWaiting?: (signal: AbortSignal) => Promise<boolean>
+  /** The session lock's wait model, each acquisition it reports followed by the leaders row. */
+  readonly waiting: LockWaiting
   readonly #group: string
   readonly #member: string
   readonly #run: (statement: StatementName, params: readonly unknown[]) => Promise<SqlResult>
@@ -36,10 +36,7 @@ export class LeaderLock implements DriverLock {
     this.#member = member
     this.#run = run
     this.#inner = makeLock(onLost)
-    if (this.#inner.acquireWaiting) {
-      const wait = this.#inner.acquireWaiting.bind(this.#inner)
-      this.acquireWaiting = async (signal) => (await wait(signal)) && this.#claim()
-    }
+    this.waiting = this.#claiming(this.#inner.waiting)
   }
 
   get fencingToken(): bigint | undefined {
@@ -68,6 +65,23 @@ export class LeaderLock implements DriverLock {
 
   break(): Promise<boolean> {
     return this.#inner.break()
+  }
+
+  /** `inner` with each acquisition followed by the leaders row. */
+  #claiming(inner: LockWaiting): LockWaiting {
+    switch (inner.kind) {
+      case 'poll':
+        return inner
+      case 'notify':
+        return {
+          kind: 'notify',
+          waitForRelease: (signal, timeoutMs) => inner.waitForRelease(signal, timeoutMs),
+          tryAcquireAsWaiter: async (mode) => (await inner.tryAcquireAsWaiter(mode)) && this.#claim(),
+          endWait: () => inner.endWait(),
+        }
+      case 'queue':
+        return { kind: 'queue', acquireWaiting: async (signal, mode) => (await inner.acquireWaiting(signal, mode)) && this.#claim() }
+    }
   }
 
   async #claim(): Promise<true> {

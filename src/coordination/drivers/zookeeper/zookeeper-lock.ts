@@ -32,7 +32,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { ConnectionError } from '../../../errors.js'
-import type { DriverLock } from '../../driver.js'
+import type { DriverLock, QueueWaiting } from '../../driver.js'
 import { linkedSignal } from '../../../internal/linked-signal.js'
 import { isConnectionProblem, ZK_CODES, zkCode, type ZkConnection, type ZkCreated } from '../../../clients/zookeeper/zookeeper-client.js'
 
@@ -113,6 +113,8 @@ export async function readHolder(conn: ZkConnection, parent: string): Promise<st
 
 /** One kazoo-compatible lock at `parent`, owned by one Lock object of the Coordinator. */
 export class ZkLock implements DriverLock {
+  /** Waiters queue as sequential children of the lock's node, each watching the one it waits behind (kazoo's recipe). */
+  readonly waiting: QueueWaiting = { kind: 'queue', acquireWaiting: (signal, mode) => this.#wait(signal, mode === 'shared') }
   readonly #conn: ZkConnection
   readonly #parent: string
   readonly #data: Buffer
@@ -133,14 +135,6 @@ export class ZkLock implements DriverLock {
 
   tryAcquireShared(): Promise<boolean> {
     return this.#try(true)
-  }
-
-  acquireWaiting(signal: AbortSignal): Promise<boolean> {
-    return this.#wait(signal, false)
-  }
-
-  acquireSharedWaiting(signal: AbortSignal): Promise<boolean> {
-    return this.#wait(signal, true)
   }
 
   async #try(shared: boolean): Promise<boolean> {
