@@ -143,9 +143,10 @@ export type LockMode = 'exclusive' | 'shared'
  *   have freed the lock, and its attempts are a waiter's, which the driver may queue for fairness;
  * - {@link QueueWaiting}: the driver waits in the backend's own queue, without polling.
  *
- * In every model the first attempt of a wait is tryAcquire() (except in the backend's queue, where
- * it is acquireWaiting() unless the deadline is 0), and tryAcquire() is always the same
- * non-waiting take, never a waiter's.
+ * In every model the first attempt of a wait is tryAcquire() or tryAcquireShared() (in the
+ * backend's queue only at a deadline of 0; otherwise the wait is all acquireWaiting()), and no wait
+ * begins once the deadline has passed. tryAcquire() is always the same non-waiting take, never a
+ * waiter's.
  */
 export type LockWaiting = PollWaiting | NotifyWaiting | QueueWaiting
 

@@ -256,11 +256,13 @@ export class Lock {
     const startedAt = performance.now()
     // A free lock is taken at once, however short the timeout (timeoutMs 0 included): this attempt is not raced,
     // and the signals below (a timer and a combined signal: more than a lock cycle's CPU) are made only for a wait.
-    // A driver with its own queue waits there instead, except at a zero deadline: its wait would start with the
-    // deadline passed and make no attempt at all, so that is one plain attempt too (then the expired signal says false).
-    if ((waiting.kind !== 'queue' || timeoutMs === 0) && (await attempt())) return true
+    // A driver with its own queue waits there instead, except at a zero deadline, which allows this one attempt alone.
+    const triedFirst = waiting.kind !== 'queue' || timeoutMs === 0
+    if (triedFirst && (await attempt())) return true
     // The deadline runs from the call, not from the end of the first attempt.
     const leftMs = timeoutMs === undefined ? undefined : Math.max(0, Math.ceil(timeoutMs - (performance.now() - startedAt)))
+    // Past it already (timeoutMs 0 always is): that attempt was the one, in every model; no wait is begun only to be ended.
+    if (leftMs === 0 && triedFirst) return settle()
     const linked = linkedSignal([this.#host.stopSignal, userSignal], leftMs)
     const { signal } = linked
     // Aborted already: linkedSignal() attached nothing to dispose of.

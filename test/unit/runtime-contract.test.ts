@@ -1,7 +1,8 @@
 /**
  * The runtime's side of the driver contract (driver.ts), walked event path by event path with the
  * scripted driver of runtime-driver.ts: what the Coordinator does on `suspended` → `reconnected`,
- * on sessionReplaced(), and with a beat's answer about the held locks. It tests the runtime's
+ * on sessionReplaced(), with a beat's answer about the held locks, and in a blocking acquire under
+ * each of the three lock wait models (calls logged by the `waits` driver). It tests the runtime's
  * rules and stands in for no backend (each backend's own tests run on its real server). A beat's
  * lost groups being rejoined is in runtime.test.ts.
  */
@@ -9,7 +10,8 @@ import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, it } from 'node:test'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
-import { open } from './runtime-driver.js'
+import type { LockWaiting } from '../../src/index.js'
+import { open, openWaits } from './runtime-driver.js'
 
 /** Long enough that no scheduled beat comes during a test: every beat counted is the runtime's answer to an event. */
 const NO_SCHEDULED_BEAT_MS = 60_000
@@ -128,5 +130,154 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
     // The new session's own deadline does apply.
     await waitFor('the new session presumed lost', () => states.length === 3, nextBeatMs * 2)
     assert.deepEqual(states, ['lost', 'reconnected', 'lost'])
+  })
+})
+
+/** Resolves with how `p` settled: its value, or `rejected: <message>`. */
+async function settled<T>(p: Promise<T>): Promise<T | string> {
+  return p.catch((err: unknown) => `rejected: ${(err as Error).message}`)
+}
+
+/** `calls` after the first, with the notify waits' pauses (`waitForRelease`, `woken`) left out: the waiter's attempts and endWait(). */
+function attemptsAfterFirst(calls: readonly string[]): string[] {
+  return calls.slice(1).filter((call) => call !== 'waitForRelease' && call !== 'woken')
+}
+
+describe('unit: runtime contract: lock waits', { concurrency: 4 }, () => {
+  it('contract: the three wait models are exclusive by type', () => {
+    const tryAcquire = async (): Promise<boolean> => true
+    const pause = async (): Promise<void> => {}
+    // @ts-expect-error a queue wait carries no notify members: the runtime would never call them
+    const mixed: LockWaiting = { kind: 'queue', acquireWaiting: tryAcquire, waitForRelease: pause }
+    // @ts-expect-error a notify wait without its waiter's attempt
+    const partial: LockWaiting = { kind: 'notify', waitForRelease: pause, endWait: pause }
+    // @ts-expect-error a poll wait has nothing to call
+    const polling: LockWaiting = { kind: 'poll', acquireWaiting: tryAcquire }
+    assert.deepEqual([mixed.kind, partial.kind, polling.kind], ['queue', 'notify', 'poll'])
+  })
+
+  for (const kind of ['poll', 'notify', 'queue'] as const) {
+    it(`contract: ${kind}: a free lock is taken by one call`, async (t) => {
+      const { c, lock, name } = await openWaits(t, kind)
+      assert.equal(await c.getLock(name).acquire(), true)
+      assert.deepEqual(lock.calls, [kind === 'queue' ? 'acquireWaiting:exclusive' : 'tryAcquire'])
+    })
+
+    it(`contract: ${kind}: a busy lock with timeoutMs 0 gets exactly one tryAcquire()`, async (t) => {
+      const { c, lock, name } = await openWaits(t, kind)
+      lock.busy = true
+      assert.equal(await c.getLock(name).acquire({ timeoutMs: 0 }), false)
+      assert.deepEqual(lock.calls, ['tryAcquire'])
+    })
+  }
+
+  for (const shared of [false, true]) {
+    const plain = shared ? 'tryAcquireShared' : 'tryAcquire'
+    it(`contract: poll: a busy lock is polled with ${plain}() until it is free`, async (t) => {
+      const { c, lock, name } = await openWaits(t, 'poll')
+      lock.busy = true
+      const got = c.getLock(name).acquire({ shared })
+      await waitFor('three attempts', () => lock.calls.length >= 3, 3_000)
+      lock.free()
+      assert.equal(await got, true)
+      assert.deepEqual(new Set(lock.calls), new Set([plain]))
+    })
+  }
+
+  it('contract: poll: a wait that times out made tryAcquire() calls only', async (t) => {
+    const { c, lock, name } = await openWaits(t, 'poll')
+    lock.busy = true
+    assert.equal(await c.getLock(name).acquire({ timeoutMs: 300 }), false)
+    assert.ok(lock.calls.length >= 2, `${lock.calls.length} attempts`)
+    assert.deepEqual(new Set(lock.calls), new Set(['tryAcquire']))
+  })
+
+  for (const shared of [false, true]) {
+    const mode = shared ? 'shared' : 'exclusive'
+    const plain = shared ? 'tryAcquireShared' : 'tryAcquire'
+    it(`contract: notify (${mode}): ${plain}(), then waitForRelease() and the waiter's attempts; a release wakes the pause and the next attempt takes the lock, with no endWait()`, async (t) => {
+      const { c, lock, name } = await openWaits(t, 'notify')
+      lock.busy = true
+      const got = c.getLock(name).acquire({ shared })
+      await waitFor("a pause after a waiter's attempt", () => lock.calls.includes(`tryAcquireAsWaiter:${mode}`) && lock.pausing && (lock.free(), true), 3_000)
+      assert.equal(await got, true)
+      assert.equal(lock.calls[0], plain)
+      assert.equal(lock.calls[1], 'waitForRelease', "every waiter's attempt follows a pause")
+      assert.deepEqual(lock.calls.slice(-3), ['waitForRelease', 'woken', `tryAcquireAsWaiter:${mode}`])
+      for (const [i, call] of lock.calls.entries()) {
+        if (call.startsWith('tryAcquireAsWaiter')) assert.match(lock.calls[i - 1]!, /^(waitForRelease|woken)$/, `call ${i} follows a pause`)
+      }
+      assert.deepEqual(new Set(attemptsAfterFirst(lock.calls)), new Set([`tryAcquireAsWaiter:${mode}`]), 'no plain attempt within the wait, no endWait()')
+    })
+  }
+
+  it('contract: notify: a wait that times out ends with one endWait(), after which nothing is called', async (t) => {
+    const { c, lock, name } = await openWaits(t, 'notify')
+    lock.busy = true
+    assert.equal(await c.getLock(name).acquire({ timeoutMs: 300 }), false)
+    await waitFor('endWait()', () => lock.calls.includes('endWait'), 2_000)
+    await sleep(100)
+    assert.equal(lock.calls[0], 'tryAcquire')
+    assert.equal(lock.calls.at(-1), 'endWait')
+    assert.equal(lock.calls.filter((call) => call === 'endWait').length, 1)
+    assert.deepEqual(new Set(attemptsAfterFirst(lock.calls).slice(0, -1)), new Set(['tryAcquireAsWaiter:exclusive']))
+  })
+
+  it('contract: notify: a wait aborted by the caller rejects with its reason and ends with one endWait()', async (t) => {
+    const { c, lock, name } = await openWaits(t, 'notify')
+    lock.busy = true
+    const controller = new AbortController()
+    const got = settled(c.getLock(name).acquire({ signal: controller.signal }))
+    await waitFor('a pause', () => lock.pausing, 3_000)
+    controller.abort(new Error('the caller gave up'))
+    assert.equal(await got, 'rejected: the caller gave up')
+    await waitFor('endWait()', () => lock.calls.includes('endWait'), 2_000)
+    assert.deepEqual(lock.calls.slice(-2), ['waitForRelease', 'endWait'])
+  })
+
+  for (const shared of [false, true]) {
+    const mode = shared ? 'shared' : 'exclusive'
+    it(`contract: queue (${mode}): a busy lock waits in one acquireWaiting(), with no tryAcquire() and no polling`, async (t) => {
+      const { c, lock, name } = await openWaits(t, 'queue')
+      lock.busy = true
+      const got = c.getLock(name).acquire({ shared })
+      await waitFor('the queued wait', () => lock.pausing, 3_000)
+      await sleep(300)
+      lock.free()
+      assert.equal(await got, true)
+      assert.deepEqual(lock.calls, [`acquireWaiting:${mode}`])
+    })
+  }
+
+  it('contract: queue: a wait that times out aborts acquireWaiting(), which withdraws', async (t) => {
+    const { c, lock, name } = await openWaits(t, 'queue')
+    lock.busy = true
+    assert.equal(await c.getLock(name).acquire({ timeoutMs: 200 }), false)
+    assert.deepEqual(lock.calls, ['acquireWaiting:exclusive', 'withdrawn'])
+  })
+
+  it('contract: queue: a wait aborted by the caller rejects with its reason after acquireWaiting() withdraws', async (t) => {
+    const { c, lock, name } = await openWaits(t, 'queue')
+    lock.busy = true
+    const controller = new AbortController()
+    const got = settled(c.getLock(name).acquire({ signal: controller.signal }))
+    await waitFor('the queued wait', () => lock.pausing, 3_000)
+    controller.abort(new Error('the caller gave up'))
+    assert.equal(await got, 'rejected: the caller gave up')
+    await waitFor('the withdrawal', () => lock.calls.includes('withdrawn'), 2_000)
+    assert.deepEqual(lock.calls, ['acquireWaiting:exclusive', 'withdrawn'])
+  })
+
+  it('contract: a wait ended by stop() rejects in every model', async (t) => {
+    for (const kind of ['poll', 'notify', 'queue'] as const) {
+      const { c, lock, name } = await openWaits(t, kind)
+      lock.busy = true
+      const got = settled(c.getLock(name).acquire())
+      await waitFor(`${kind}: a wait under way`, () => lock.calls.length >= 2 || lock.pausing, 3_000)
+      await c.stop()
+      assert.match(String(await got), /^rejected: /, kind)
+      if (kind === 'notify') await waitFor('endWait()', () => lock.calls.includes('endWait'), 2_000)
+      if (kind === 'queue') assert.deepEqual(lock.calls, ['acquireWaiting:exclusive', 'withdrawn'])
+    }
   })
 })

@@ -1,12 +1,13 @@
 /**
- * The scripted in-process driver of the runtime's unit tests: the memory driver, wrapped so that a
+ * The scripted in-process drivers of the runtime's unit tests: the memory driver, wrapped so that a
  * test injects faults (failing calls, lost groups, a beat's answer about the held locks) and
- * reports driver events itself (Faults.events). It stands in for no backend; it tests the
+ * reports driver events itself (Faults.events), and `waits`, whose locks declare the wait model a
+ * test picks and log the runtime's calls (ScriptedLock). It stands in for no backend; it tests the
  * runtime's rules (the conformance and fault suites run the real backends).
  */
 import type { TestContext } from 'node:test'
 import { connect, defineDriver, registerDriver, ConnectionError, type BeatLocks, type Coordinator, type CoordinationDriver, type DriverEvents, type DriverLock,
-  type HeartbeatResult } from '../../src/index.js'
+  type HeartbeatResult, type LockWaiting, type NotifyWaiting, type QueueWaiting } from '../../src/index.js'
 import memory from '../../src/coordination/drivers/memory.js'
 import { rid } from '../support/wait.js'
 
@@ -124,4 +125,155 @@ export async function open(t: TestContext, store: string, nextBeatMs = 400): Pro
   const c = await connect(`faulty://${store}`, { memberId, watchIntervalMs: 50 })
   t.after(() => c.stop())
   return { c, f }
+}
+
+/** The wait models a scripted lock can declare (driver.ts, LockWaiting). */
+export type WaitKind = LockWaiting['kind']
+
+/**
+ * A lock of the `waits` driver, declaring one wait model: the test takes and frees it as the other
+ * holder would (`busy`, free()), and every call the runtime makes is logged in order (`calls`).
+ * The other holder's release is announced to a notify waiter and grants a queued one.
+ */
+export class ScriptedLock implements DriverLock {
+  readonly fencingToken = undefined
+  /** The runtime's calls, in order (`tryAcquire`, `waitForRelease`, `tryAcquireAsWaiter:exclusive`, ...). */
+  readonly calls: string[] = []
+  /** Another holder has the lock. */
+  busy = false
+  readonly waiting: LockWaiting
+  #held = false
+  /** Ends the notify pause or grants the queued wait under way, if any. */
+  #onFree: (() => void) | undefined
+
+  constructor(kind: WaitKind) {
+    this.waiting = kind === 'poll' ? { kind } : kind === 'notify' ? this.#notify() : this.#queue()
+  }
+
+  /** A notify pause or a queued wait is under way (free() ends it). */
+  get pausing(): boolean {
+    return this.#onFree !== undefined
+  }
+
+  /** The other holder lets go. */
+  free(): void {
+    this.busy = false
+    this.#onFree?.()
+  }
+
+  async tryAcquire(): Promise<boolean> {
+    this.calls.push('tryAcquire')
+    return this.#take()
+  }
+
+  async tryAcquireShared(): Promise<boolean> {
+    this.calls.push('tryAcquireShared')
+    return this.#take()
+  }
+
+  async release(): Promise<boolean> {
+    this.calls.push('release')
+    const held = this.#held
+    this.#held = false
+    return held
+  }
+
+  async isStillOwner(): Promise<boolean> {
+    return this.#held
+  }
+
+  async break(): Promise<boolean> {
+    return false
+  }
+
+  #take(): boolean {
+    if (this.busy || this.#held) return false
+    this.#held = true
+    return true
+  }
+
+  /** Until free() or `until` (a timeout), or `signal` aborts; says which. */
+  #pause(signal: AbortSignal, timeoutMs: number | undefined): Promise<'freed' | 'timeout' | 'aborted'> {
+    return new Promise((resolve) => {
+      const done = (how: 'freed' | 'timeout' | 'aborted'): void => {
+        clearTimeout(timer)
+        signal.removeEventListener('abort', onAbort)
+        if (this.#onFree === onFree) this.#onFree = undefined
+        resolve(how)
+      }
+      const onFree = (): void => done('freed')
+      const onAbort = (): void => done('aborted')
+      const timer = timeoutMs === undefined ? undefined : setTimeout(done, timeoutMs, 'timeout')
+      if (signal.aborted) return done('aborted')
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.#onFree = onFree
+    })
+  }
+
+  #notify(): NotifyWaiting {
+    return {
+      kind: 'notify',
+      waitForRelease: async (signal, timeoutMs) => {
+        this.calls.push('waitForRelease')
+        if ((await this.#pause(signal, timeoutMs)) === 'freed') this.calls.push('woken')
+      },
+      tryAcquireAsWaiter: async (mode) => {
+        this.calls.push(`tryAcquireAsWaiter:${mode}`)
+        return this.#take()
+      },
+      endWait: async () => {
+        this.calls.push('endWait')
+      },
+    }
+  }
+
+  #queue(): QueueWaiting {
+    return {
+      kind: 'queue',
+      acquireWaiting: async (signal, mode) => {
+        this.calls.push(`acquireWaiting:${mode}`)
+        while (!this.#take()) {
+          if ((await this.#pause(signal, undefined)) === 'aborted') {
+            this.calls.push('withdrawn')
+            return false
+          }
+        }
+        return true
+      },
+    }
+  }
+}
+
+/** The locks the `waits` driver hands out, by lock name: a test puts one here before getLock(name). */
+export const scriptedLocks = new Map<string, ScriptedLock>()
+
+registerDriver('waits', async () => ({
+  default: defineDriver({
+    ...memory,
+    name: 'waits',
+    capabilities: [...memory.capabilities, 'sharedLocks'],
+    create(ctx) {
+      const inner = memory.create(ctx)
+      return new Proxy(inner, {
+        get(target, prop, receiver) {
+          if (prop === 'createLock') return (name: string) => scriptedLocks.get(name) ?? target.createLock(name)
+          const value = Reflect.get(target, prop, receiver) as unknown
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+        },
+      })
+    },
+  }),
+}))
+
+/** Connects a coordinator on the `waits` driver, with a lock `name` declaring `kind`; stopped after the test. */
+export async function openWaits(t: TestContext, kind: WaitKind): Promise<{ c: Coordinator; lock: ScriptedLock; name: string }> {
+  const name = rid('l')
+  const lock = new ScriptedLock(kind)
+  scriptedLocks.set(name, lock)
+  const c = await connect(`waits://${rid('s')}`, { memberId: rid('m') })
+  t.after(async () => {
+    scriptedLocks.delete(name)
+    await c.stop()
+  })
+  return { c, lock, name }
 }
