@@ -5,7 +5,8 @@
  * this file adds what tooz leaves to each driver and gets inconsistent: waiting, in the one model
  * the driver lock declares (DriverLock.waiting: polling with capped backoff, polling paused until
  * the driver hears a release, or the backend's own queue), a timeout that returns false on every
- * backend, cancellation through AbortSignal, non-re-entrancy, refresh by the coordinator's heartbeat, and a `signal` that aborts the moment the lock is lost.
+ * backend, cancellation through AbortSignal, non-re-entrancy, refresh by the coordinator's
+ * heartbeat, and a `signal` that aborts the moment the lock is lost.
  *
  * Shared (reader) mode, on drivers with `sharedLocks`, follows tooz: shared holders hold
  * together, exclusive and shared exclude each other, and one Lock object taking its shared lock
