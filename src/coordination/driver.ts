@@ -184,7 +184,11 @@ export interface NotifyWaiting {
   endWait(): Promise<void>
 }
 
-/** The driver waits in the backend's own queue; the Coordinator does not poll. */
+/**
+ * The driver waits in the backend's own queue; the Coordinator does not poll. A driver whose named
+ * locks wait so declares `lockWaitQueue`, and one whose named locks do not leaves it out (the
+ * conformance suite checks both).
+ */
 export interface QueueWaiting {
   /** The backend's own queue. */
   readonly kind: 'queue'

@@ -22,6 +22,12 @@ export function lockCases(h: Harness): void {
     assert.equal(await lock.isStillOwner(), false)
   })
 
+  h.gated('locks', "locks: the driver contract: a lock waits in the backend's queue exactly when the driver declares lockWaitQueue", async (t) => {
+    const a = await h.open(t)
+    const { kind } = a.getLock(rid('l')).driverLock.waiting
+    assert.equal(kind === 'queue', h.caps.has('lockWaitQueue'), `a ${kind} wait, with lockWaitQueue ${h.caps.has('lockWaitQueue') ? '' : 'not '}declared`)
+  })
+
   h.gated('locks', 'locks: the driver contract: tryAcquire() by the object that holds answers false and keeps the hold', async (t) => {
     const a = await h.open(t)
     const b = await h.open(t)
