@@ -326,7 +326,7 @@ async function etcdPost(port: number, path: string, body: unknown = {}, address 
 }
 
 /** A three-node etcd cluster (heartbeat 200 ms, election timeout 2 s: steady on a loaded machine). */
-async function etcdCluster(size = 3, placement?: Placement): Promise<Cluster> {
+async function etcdCluster(size = 3, placement?: Placement, options: EtcdClusterOptions = {}): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'rollcall-etcd-cluster-'))
   const all = placement ? [...Array(size).fill(2379), ...Array(size).fill(2380)] : await ports(2 * size)
   const [client, peer] = [all.slice(0, size), all.slice(size)]
@@ -364,7 +364,7 @@ async function etcdCluster(size = 3, placement?: Placement): Promise<Cluster> {
           '2000',
           '--log-level',
           'error',
-          ...(placement ? ['--pre-vote=true'] : []),
+          ...(placement || options.preVote ? ['--pre-vote=true'] : []),
         ],
       }),
       async () => {
@@ -583,9 +583,15 @@ export function startZookeeperEnsemble(size = 3, options: ZookeeperEnsembleOptio
   return onFreshPortsIfExited(() => zookeeperEnsemble(size, options))
 }
 
+/** Options of {@link startEtcdCluster}. */
+export interface EtcdClusterOptions {
+  /** Run with pre-vote on loopback too (a Placement always does): a resumed node then cannot depose the leader. */
+  preVote?: boolean
+}
+
 /** {@link etcdCluster}, on fresh ports once more if a node exits while starting. */
-export function startEtcdCluster(size = 3, placement?: Placement): Promise<Cluster> {
-  return onFreshPortsIfExited(() => etcdCluster(size, placement))
+export function startEtcdCluster(size = 3, placement?: Placement, options: EtcdClusterOptions = {}): Promise<Cluster> {
+  return onFreshPortsIfExited(() => etcdCluster(size, placement, options))
 }
 
 /** {@link redisSentinel}, on fresh ports once more if a node exits while starting. */

@@ -7,11 +7,15 @@
  *
  * Several endpoints may be given: a request whose connection cannot even be opened moves on to the
  * next one at once (nothing was sent, so nothing can be applied twice); any other transport
- * failure is thrown and the next request starts at the next endpoint. The streaming watch lives
- * in etcd3-watch.ts, the wire forms in etcd3-wire.ts.
+ * failure is thrown and the next request starts at the next endpoint. The requests that keep a
+ * member alive (lease keepalives, the reads of a beat) are idempotent and may be hedged instead
+ * (etcd3-hedge.ts): sent again to the next endpoint while unanswered, the endpoint that answers
+ * first becoming the one later requests go to, and the watches on the one left behind moving too.
+ * The streaming watch lives in etcd3-watch.ts, the wire forms in etcd3-wire.ts.
  */
 import http from 'node:http'
 import https from 'node:https'
+import { hedged, type HedgePlan } from './etcd3-hedge.js'
 import { b64, big, decodeKv, encodeCompare, encodeOp, type Compare, type Json, type KeyValue, type RequestOp, type TxnResult } from './etcd3-wire.js'
 
 export { b64, big, decodeKv, prefixEnd, type Compare, type Json, type KeyValue, type RequestOp, type TxnResult } from './etcd3-wire.js'
@@ -65,9 +69,20 @@ export const isLeaseGone = (err: unknown): boolean => err instanceof EtcdApiErro
 
 /** What the gateway needs of a watch (etcd3-watch.ts). @internal */
 export interface RestartableWatch {
+  /** The endpoint its stream is open on, while one is. */
+  readonly endpoint: Endpoint | undefined
   restart(): void
   close(): void
 }
+
+/** How an idempotent request is hedged across the endpoints (etcd3-hedge.ts): a copy every `everyMs` while none answered, all within `withinMs`. */
+export type Hedge = Pick<HedgePlan, 'everyMs' | 'withinMs'>
+
+/** A failure after which another endpoint may well answer: the transport's, or etcd's unavailable or timed out (no leader, a leader lost). */
+const worthAnotherTry = (err: unknown): boolean =>
+  err instanceof EtcdTransportError
+  || (err instanceof EtcdApiError
+    && (err.status === 503 || err.status === 504 || err.status === 408 || err.grpcCode === GRPC.UNAVAILABLE || err.grpcCode === GRPC.DEADLINE_EXCEEDED))
 
 /** A client of one etcd cluster's JSON gateway. */
 export class EtcdGateway {
@@ -129,11 +144,11 @@ export class EtcdGateway {
     return this.#authenticating
   }
 
-  /** Keys in [key, rangeEnd) (just `key` without rangeEnd), with the store revision they were read at. */
-  async range(key: Uint8Array, options: { rangeEnd?: Uint8Array; keysOnly?: boolean } = {}): Promise<{ kvs: KeyValue[]; revision: bigint }> {
+  /** Keys in [key, rangeEnd) (just `key` without rangeEnd), with the store revision they were read at; hedged when `hedge` is given. */
+  async range(key: Uint8Array, options: { rangeEnd?: Uint8Array; keysOnly?: boolean; hedge?: Hedge } = {}): Promise<{ kvs: KeyValue[]; revision: bigint }> {
     const body: Json = { key: b64(key), keys_only: options.keysOnly ?? false }
     if (options.rangeEnd) body.range_end = b64(options.rangeEnd)
-    const answer = await this.#api('kv/range', body)
+    const answer = await this.#call('kv/range', body, options.hedge)
     return { kvs: (answer.kvs ?? []).map(decodeKv), revision: big(answer.header?.revision) }
   }
 
@@ -157,17 +172,16 @@ export class EtcdGateway {
     return { id: String(answer.ID), ttlSeconds: Number(answer.TTL) }
   }
 
-  /** Refreshes a lease; resolves to its TTL, or -1 when the lease no longer exists. */
-  async leaseKeepAlive(id: string): Promise<number> {
-    const answer = await this.#api('lease/keepalive', { ID: id })
-    if (answer.error) throw this.#streamError(answer.error)
+  /** Refreshes a lease; resolves to its TTL, or -1 when the lease no longer exists. Hedged when `hedge` is given. */
+  async leaseKeepAlive(id: string, hedge?: Hedge): Promise<number> {
+    const answer = await this.#call('lease/keepalive', { ID: id }, hedge)
     const ttl = answer.result?.TTL
     return ttl === undefined ? -1 : Number(ttl)
   }
 
-  /** Remaining TTL (-1 when gone) and the keys attached to a lease. */
-  async leaseTimeToLive(id: string): Promise<{ ttlSeconds: number; keys: Buffer[] }> {
-    const answer = await this.#api('kv/lease/timetolive', { ID: id, keys: true })
+  /** Remaining TTL (-1 when gone) and the keys attached to a lease; hedged when `hedge` is given. */
+  async leaseTimeToLive(id: string, hedge?: Hedge): Promise<{ ttlSeconds: number; keys: Buffer[] }> {
+    const answer = await this.#call('kv/lease/timetolive', { ID: id, keys: true }, hedge)
     return { ttlSeconds: Number(answer.TTL ?? -1), keys: ((answer.keys ?? []) as string[]).map((k) => Buffer.from(k, 'base64')) }
   }
 
@@ -250,10 +264,6 @@ export class EtcdGateway {
     )
   }
 
-  #streamError(e: Json): EtcdApiError {
-    return this.streamError(e, this.endpoint)
-  }
-
   #rotate(): void {
     this.#current = (this.#current + 1) % this.#config.endpoints.length
   }
@@ -267,6 +277,52 @@ export class EtcdGateway {
       await this.authenticate(signal)
       return this.#request('POST', `${this.#apiPath}${path}`, body, signal, true)
     }
+  }
+
+  /** An idempotent API call, hedged when `hedge` is given; an error a streaming call (lease/keepalive) answers with is thrown. */
+  async #call(path: string, body: Json, hedge: Hedge | undefined): Promise<Json> {
+    if (hedge === undefined) {
+      const answer = await this.#api(path, body)
+      if (answer.error) throw this.streamError(answer.error, this.endpoint)
+      return answer
+    }
+    const endpoints = this.#config.endpoints
+    const first = this.#current
+    const text = JSON.stringify(body)
+    const startedAtMs = performance.now()
+    try {
+      const { value, endpoint } = await hedged(
+        { endpoints: endpoints.length, first, ...hedge },
+        (i, signal) => this.#attempt(endpoints[i]!, `${this.#apiPath}${path}`, text, signal),
+        worthAnotherTry,
+        () => new EtcdTransportError(this.endpoints, `no answer within ${Math.round(hedge.withinMs)} ms`, true),
+      )
+      if (endpoint !== first) {
+        // The first endpoint did not answer in time: later requests go to the one that did, and so do its watches.
+        this.#current = endpoint
+        for (const w of this.#watches) if (w.endpoint === endpoints[first]) w.restart()
+      }
+      this.#transportWorked()
+      return value
+    } catch (err) {
+      if (worthAnotherTry(err) && this.#current === first) this.#rotate()
+      if (err instanceof EtcdTransportError) this.#transportFailed(startedAtMs, err)
+      throw err
+    }
+  }
+
+  /** One copy of a hedged call on `endpoint`, with a token (renewed once if rejected); an error a streaming call answers with is thrown. */
+  async #attempt(endpoint: Endpoint, path: string, text: string, signal: AbortSignal): Promise<Json> {
+    let answer: Json
+    try {
+      answer = await this.#exchange(endpoint, 'POST', path, text, signal, true)
+    } catch (err) {
+      if (!(err instanceof EtcdApiError && err.grpcCode === GRPC.UNAUTHENTICATED && this.#config.auth)) throw err
+      await this.authenticate(signal)
+      answer = await this.#exchange(endpoint, 'POST', path, text, signal, true)
+    }
+    if (answer.error) throw this.streamError(answer.error, endpoint)
+    return answer
   }
 
   /** One request, moving through the endpoints while connections cannot be opened. */

@@ -21,7 +21,8 @@
 import { randomBytes } from 'node:crypto'
 import type { DriverLock, QueueWaiting } from '../../driver.js'
 import { RetakeWatch, Turn, TURN_RULES, turnSize } from '../kit/lock-turn.js'
-import { isLeaseGone, type Compare, type EtcdGateway, type RequestOp, type TxnResult } from './etcd3-gateway.js'
+import { isLeaseGone, type Compare, type EtcdGateway, type Hedge, type RequestOp, type TxnResult } from './etcd3-gateway.js'
+import { hedgeForTtl } from './etcd3-hedge.js'
 import { absent } from './etcd3-layout.js'
 import { enqueueOps, headFailureOps, queueEmpty, queueKeys, QueueWait, type QueueKeys } from './etcd3-lock-queue.js'
 import type { WaiterLease } from './etcd3-waiter-lease.js'
@@ -207,11 +208,12 @@ export class Etcd3Lock implements DriverLock {
     await this.#host.gw.txn([this.#myTurn], [{ deleteRange: { key: this.#queue.turn } }]).catch(() => {})
   }
 
+  /** Keeps the lease alive and checks the key is still ours, each request hedged across the hosts (etcd3-hedge.ts). */
   async refresh(): Promise<boolean> {
     const held = this.#held
     if (held === undefined) return false
     const sentAt = performance.now()
-    if ((await this.#host.gw.leaseKeepAlive(held.id)) > 0 && (await this.isStillOwner())) {
+    if ((await this.#host.gw.leaseKeepAlive(held.id, this.#hedge(held))) > 0 && (await this.isStillOwner())) {
       held.renewedAt = Math.max(held.renewedAt, sentAt)
       return true
     }
@@ -222,7 +224,7 @@ export class Etcd3Lock implements DriverLock {
   async isStillOwner(): Promise<boolean> {
     const held = this.#held
     if (held === undefined) return false
-    const kv = (await this.#host.gw.range(this.#key)).kvs[0]
+    const kv = (await this.#host.gw.range(this.#key, { hedge: this.#hedge(held) })).kvs[0]
     return kv !== undefined && kv.lease === held.id && kv.value.equals(this.#value)
   }
 
@@ -235,6 +237,11 @@ export class Etcd3Lock implements DriverLock {
     this.#turn = undefined
     const leases = [this.#drop(), this.#takeSpare()]
     await Promise.all(leases.map((l) => (l ? this.#host.gw.leaseRevoke(l.id).catch(() => {}) : undefined)))
+  }
+
+  /** How a request on behalf of `held` is hedged: within its TTL. */
+  #hedge(held: Lease): Hedge {
+    return hedgeForTtl(held.ttlMs, this.#host.gw.timeoutMs)
   }
 
   /** Clears the hold synchronously, so that a concurrent attempt never loses its lease to an older cleanup. */

@@ -61,6 +61,8 @@ export class Watch {
   #closed = false
   /** The current connection is being dropped on purpose (restart): no endpoint change, no outage report. */
   #planned = false
+  /** The endpoint of the stream while it is up (etcd confirmed it, and it has not broken). */
+  #upOn: Endpoint | undefined
 
   constructor(gw: EtcdGateway, request: WatchRequest, handlers: WatchHandlers) {
     this.#gw = gw
@@ -75,7 +77,12 @@ export class Watch {
     return this.#connect()
   }
 
-  /** Replaces the connection now, resuming where it left off. */
+  /** The endpoint the watch's stream is up on; undefined while it is opening or reconnecting. */
+  get endpoint(): Endpoint | undefined {
+    return this.#upOn
+  }
+
+  /** Replaces the connection now, resuming where it left off (on the gateway's current endpoint). */
   restart(): void {
     if (this.#closed || !this.#req) return
     this.#planned = true
@@ -106,7 +113,10 @@ export class Watch {
         stream.done = true
         clearTimeout(timer)
         req.destroy()
-        if (this.#req === req) this.#req = undefined
+        if (this.#req === req) {
+          this.#req = undefined
+          this.#upOn = undefined
+        }
         if (!stream.created) reject(err)
         if (this.#closed) return
         const planned = this.#planned
@@ -118,6 +128,7 @@ export class Watch {
       }
       stream.onCreated = (revision: unknown): void => {
         stream.created = true
+        if (this.#req === req) this.#upOn = endpoint
         clearTimeout(timer)
         this.#failures = 0
         this.#gw.streamUp()

@@ -3,8 +3,11 @@
  *
  * URL: `etcd3+http://[user:password@]host[:port][,host[:port]...][?options]`, `etcd3+https://...`
  * (with ca_cert, cert_key, cert_cert) and `etcd3://` (= http); options in etcd3-options.ts. With
- * several hosts, a request whose connection cannot be opened moves on to the next one. A path is
- * ignored, as tooz ignores it (one warning).
+ * several hosts, a request whose connection cannot be opened moves on to the next one, and a beat's
+ * requests (the lease keepalives, the reads that check what the leases still carry) are sent again
+ * to the next host every tenth of the TTL while unanswered (etcd3-hedge.ts): a host that is cut
+ * off, paused, or holding the keepalive for a leader it lost cannot make a healthy member lapse.
+ * A path is ignored, as tooz ignores it (one warning).
  * Consistency and hazards: the declaration at the end of this file (docs/drivers.md).
  *
  * Layout (tooz 3.1, exactly):
@@ -38,7 +41,8 @@ import {
 import { dumps, loads } from '../../codec.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
 import { OPTIONS, readTls, ttlSeconds, type ResolvedEtcd3Options } from './etcd3-options.js'
-import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint } from './etcd3-gateway.js'
+import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint, type Hedge } from './etcd3-gateway.js'
+import { hedgeForTtl } from './etcd3-hedge.js'
 import { Etcd3Lock, lockKey, type Etcd3LockHost } from './etcd3-lock.js'
 import { WaiterLease } from './etcd3-waiter-lease.js'
 import { absent, exists, GROUP_PREFIX, groupIds, groupKey, groupMembers, key, memberKey, type SkipWarning } from './etcd3-layout.js'
@@ -132,13 +136,14 @@ class Etcd3Driver implements CoordinationDriver {
     this.#beatStartedAt = performance.now()
     const gw = this.#client
     const lease = this.#lease!
-    if ((await gw.leaseKeepAlive(lease)) <= 0) {
+    // Each request hedged across the hosts: one that never answers must not outlast the lease.
+    if ((await gw.leaseKeepAlive(lease, this.#hedge())) <= 0) {
       await this.#replaceLease(lease, 'the membership lease expired')
       return { nextBeatMs: this.#nextBeatMs(), locks: { refreshed: false } }
     }
     if (joined.size === 0) return { nextBeatMs: this.#nextBeatMs(), locks: { refreshed: false } }
     // The keys still attached to the lease are exactly the memberships etcd still holds.
-    const attached = new Set((await gw.leaseTimeToLive(lease)).keys.map((k) => k.toString('latin1')))
+    const attached = new Set((await gw.leaseTimeToLive(lease, this.#hedge())).keys.map((k) => k.toString('latin1')))
     const lostGroups = [...joined.keys()].filter((g) => !attached.has(memberKey(g, this.#ctx.memberId).toString('latin1')))
     return { nextBeatMs: this.#nextBeatMs(), lostGroups, locks: { refreshed: false } }
   }
@@ -298,6 +303,11 @@ class Etcd3Driver implements CoordinationDriver {
     return this.#renewing
   }
 
+  /** How a request that keeps the membership lease alive is hedged across the hosts. */
+  #hedge(): Hedge {
+    return hedgeForTtl(this.#leaseTtlSeconds * 1000, this.#client.timeoutMs)
+  }
+
   #nextBeatMs(): number {
     return Math.min(this.#leaseTtlSeconds, ttlSeconds(this.#ctx.options.lockTimeoutMs)) * 1000
   }
@@ -321,7 +331,7 @@ class Etcd3Driver implements CoordinationDriver {
   async #afterOutage(): Promise<void> {
     const lease = this.#lease
     try {
-      if (lease === undefined || (await this.#client.leaseKeepAlive(lease)) > 0) this.#ctx.events.connectionState('reconnected')
+      if (lease === undefined || (await this.#client.leaseKeepAlive(lease, this.#hedge())) > 0) this.#ctx.events.connectionState('reconnected')
       else await this.#replaceLease(lease, 'the membership lease expired during a connection outage')
     } catch {
       // The transport failed again (reported as suspended); the next success retries this.
