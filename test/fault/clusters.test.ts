@@ -53,8 +53,6 @@ const KINDS: ClusterKind[] = [
     backend: 'etcd3',
     title: 'Three-node etcd cluster: one node SIGKILLed (the leader every other run)',
     start: () => startEtcdCluster(),
-    // A keepalive hung on the killed leader can outlast the lease: A is told lost, then rejoins (issue 27).
-    knownBug: 'etcd-hung-keepalive',
     victim: async (c, n) => (n % 2 === 1 ? (await c.leader())! : nonLeader(c, n, /^etcd/)),
   },
   {
