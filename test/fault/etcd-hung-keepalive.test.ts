@@ -5,7 +5,7 @@
  * timeouts = 9 s here). Before the fix the driver sent one keepalive per beat and waited for it
  * (bounded only by the HTTP timeout, which equals the TTL here), so the client-side expiry told a
  * healthy member `membershipLost` although etcd kept its lease. Now a beat's requests are sent
- * again to the next host every TTL/10 while unanswered (src/coordination/drivers/etcd3/etcd3-hedge.ts).
+ * again to the next host every TTL/20 while unanswered (src/coordination/drivers/etcd3/etcd3-hedge.ts).
  *
  * A 3-node etcd (pre-vote, election timeout 2 s) on loopback; leases of 10 s, HTTP timeout 10 s.
  * 1. The leader is SIGSTOPped for 12 s, three times, about a second before member A1's next beat

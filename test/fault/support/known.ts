@@ -10,7 +10,7 @@ export const KNOWN_BUGS = {
   // The last fault-suite bug, 'zookeeper-false-loss' (ZooKeeper cut-short reported lost under load), was fixed by
   // initialising the private SQL servers asynchronously; the case then passed 50/50 strict with a CPU hog per core.
   // 'etcd-hung-keepalive' (a keepalive held by a stuck member, a paused one or a follower forwarding it to a lost leader, made
-  // healthy etcd members lost) was fixed by sending a beat's requests again to the next host every tenth of the TTL while
+  // healthy etcd members lost) was fixed by sending a beat's requests again to the next host every twentieth of the TTL while
   // unanswered (src/coordination/drivers/etcd3/etcd3-hedge.ts, test/fault/etcd-hung-keepalive.test.ts).
   // The partition harness (test/partition/) classifies its findings against the two below (test/partition/support/verdict.ts).
   'zookeeper-follower-cut-overlap':

@@ -21,12 +21,16 @@ export interface HedgePlan {
   readonly withinMs: number
 }
 
-/** Copies of a request per lease TTL: the lapse deadline is at least half a TTL away when a beat starts, so even then five copies go out. */
-const COPIES_PER_TTL = 10
+/**
+ * Copies of a request per lease TTL. The lapse deadline is at least half a TTL away when a beat
+ * starts, and an election takes part of that: with a copy every twentieth of the TTL, one the new
+ * leader can answer goes out at most that long after it is known.
+ */
+const COPIES_PER_TTL = 20
 
 /**
  * The plan for a request that keeps a lease of `ttlMs` alive (or reads on its behalf): a copy
- * every tenth of the TTL, the whole bounded by the TTL (an answer after it is of no use) and by
+ * every twentieth of the TTL, the whole bounded by the TTL (an answer after it is of no use) and by
  * the gateway's request timeout.
  */
 export function hedgeForTtl(ttlMs: number, timeoutMs: number): Pick<HedgePlan, 'everyMs' | 'withinMs'> {

@@ -5,7 +5,7 @@
  * (with ca_cert, cert_key, cert_cert) and `etcd3://` (= http); options in etcd3-options.ts. With
  * several hosts, a request whose connection cannot be opened moves on to the next one, and a beat's
  * requests (the lease keepalives, the reads that check what the leases still carry) are sent again
- * to the next host every tenth of the TTL while unanswered (etcd3-hedge.ts): a host that is cut
+ * to the next host every twentieth of the TTL while unanswered (etcd3-hedge.ts): a host that is cut
  * off, paused, or holding the keepalive for a leader it lost cannot make a healthy member lapse.
  * A path is ignored, as tooz ignores it (one warning).
  * Consistency and hazards: the declaration at the end of this file (docs/drivers.md).
@@ -39,7 +39,7 @@ import {
   SerializationError,
 } from '../../../errors.js'
 import { dumps, loads } from '../../codec.js'
-import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
+import { defineDriver, type CoordinationDriver, type DriverContext, type HeartbeatResult } from '../../driver.js'
 import { OPTIONS, readTls, ttlSeconds, type ResolvedEtcd3Options } from './etcd3-options.js'
 import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint, type Hedge } from './etcd3-gateway.js'
 import { hedgeForTtl } from './etcd3-hedge.js'
@@ -52,7 +52,7 @@ import { warnIgnoredPath } from '../kit/ignored-path.js'
 
 const DEFAULT_PORT = 2379
 
-class Etcd3Driver implements CoordinationDriver {
+class Etcd3Driver implements CoordinationDriver<Etcd3Lock> {
   readonly #ctx: DriverContext<ResolvedEtcd3Options>
   readonly #endpoints: Endpoint[]
   readonly #holding = new Set<Etcd3Lock>()
@@ -132,20 +132,36 @@ class Etcd3Driver implements CoordinationDriver {
     gw.close()
   }
 
-  async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
+  /**
+   * The membership lease's keepalive, the read of the keys still on it, and each held lock's
+   * refresh, all sent at once and each hedged across the hosts (etcd3-hedge.ts): the beat ends one
+   * answer after a host that can answer has one, which after a leader loss is soon after the
+   * election, within the lease.
+   */
+  async heartbeat(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<Etcd3Lock>): Promise<HeartbeatResult<Etcd3Lock>> {
     this.#beatStartedAt = performance.now()
     const gw = this.#client
     const lease = this.#lease!
-    // Each request hedged across the hosts: one that never answers must not outlast the lease.
-    if ((await gw.leaseKeepAlive(lease, this.#hedge())) <= 0) {
+    const locks = [...heldLocks]
+    // Promise.all observes every rejection: one that loses the race is not unhandled.
+    const [ttl, onLease, refreshed] = await Promise.all([
+      gw.leaseKeepAlive(lease, this.#hedge()),
+      joined.size === 0 ? undefined : gw.leaseTimeToLive(lease, this.#hedge()),
+      Promise.allSettled(locks.map((l) => l.refresh())),
+    ])
+    if (ttl <= 0) {
+      // Every hold went with the lease: the Coordinator's refresh finds them abandoned.
       await this.#replaceLease(lease, 'the membership lease expired')
       return { nextBeatMs: this.#nextBeatMs(), locks: { refreshed: false } }
     }
-    if (joined.size === 0) return { nextBeatMs: this.#nextBeatMs(), locks: { refreshed: false } }
+    const failed = refreshed.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+    if (failed) throw failed.reason
+    const lost = locks.filter((_l, i) => !(refreshed[i] as PromiseFulfilledResult<boolean>).value)
+    if (onLease === undefined) return { nextBeatMs: this.#nextBeatMs(), locks: { refreshed: true, lost } }
     // The keys still attached to the lease are exactly the memberships etcd still holds.
-    const attached = new Set((await gw.leaseTimeToLive(lease, this.#hedge())).keys.map((k) => k.toString('latin1')))
+    const attached = new Set(onLease.keys.map((k) => k.toString('latin1')))
     const lostGroups = [...joined.keys()].filter((g) => !attached.has(memberKey(g, this.#ctx.memberId).toString('latin1')))
-    return { nextBeatMs: this.#nextBeatMs(), lostGroups, locks: { refreshed: false } }
+    return { nextBeatMs: this.#nextBeatMs(), lostGroups, locks: { refreshed: true, lost } }
   }
 
   async createGroup(group: string): Promise<void> {
@@ -210,7 +226,7 @@ class Etcd3Driver implements CoordinationDriver {
     if (!r.succeeded) throw new MemberNotJoinedError(group, this.#ctx.memberId)
   }
 
-  createLock(name: string): DriverLock {
+  createLock(name: string): Etcd3Lock {
     return new Etcd3Lock(this.#lockHost(), name, randomBytes(16))
   }
 
@@ -220,7 +236,7 @@ class Etcd3Driver implements CoordinationDriver {
     return async () => watch.close()
   }
 
-  leaderLock(group: string): DriverLock {
+  leaderLock(group: string): Etcd3Lock {
     return new Etcd3Lock(this.#lockHost(), `leader_of_${group}`, dumps({ member: this.#ctx.memberId, nonce: randomBytes(16) }))
   }
 
