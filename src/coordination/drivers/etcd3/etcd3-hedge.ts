@@ -53,30 +53,37 @@ export function hedged<T>(
   timedOut: () => Error,
 ): Promise<{ value: T; endpoint: number }> {
   return new Promise((resolve, reject) => {
-    const over = new AbortController()
+    // One controller per copy (a shared signal would carry one abort listener per copy: Node warns past ten).
+    const copies = new Set<AbortController>()
+    let over = false
     let sent = 0
     let inFlight = 0
     let failed = 0
     let last: unknown
     let next: NodeJS.Timeout | undefined
     const finish = (): void => {
+      over = true
       clearTimeout(next)
       clearTimeout(bound)
-      over.abort()
+      for (const c of copies) c.abort()
     }
     const copy = (): void => {
       clearTimeout(next)
-      if (over.signal.aborted) return
+      if (over) return
       const endpoint = (plan.first + sent) % plan.endpoints
+      const controller = new AbortController()
+      copies.add(controller)
       sent += 1
       inFlight += 1
-      send(endpoint, over.signal).then((value) => {
-        if (over.signal.aborted) return
+      send(endpoint, controller.signal).then((value) => {
+        copies.delete(controller)
+        if (over) return
         finish()
         resolve({ value, endpoint })
       }, (err: unknown) => {
+        copies.delete(controller)
         inFlight -= 1
-        if (over.signal.aborted) return
+        if (over) return
         failed += 1
         last = err
         if (!retriable(err) || (inFlight === 0 && failed >= plan.endpoints)) {
