@@ -48,6 +48,7 @@ import { WaiterLease } from './etcd3-waiter-lease.js'
 import { absent, exists, GROUP_PREFIX, groupIds, groupKey, groupMembers, key, memberKey, type SkipWarning } from './etcd3-layout.js'
 import { openWatch } from './etcd3-watch.js'
 import { utf8IdProblem } from '../kit/ids.js'
+import { BreakLatch } from '../kit/break-latch.js'
 import { warnIgnoredPath } from '../kit/ignored-path.js'
 
 const DEFAULT_PORT = 2379
@@ -64,7 +65,7 @@ class Etcd3Driver implements CoordinationDriver<Etcd3Lock> {
   /** Set while the lease is being checked after an outage; writes on the lease wait for it. */
   #outageCheck: Promise<void> | undefined
   #started = false
-  #suspended = false
+  readonly #breaks: BreakLatch
   /** performance.now() when the latest heartbeat began (a lock may reuse only a lease renewed since). */
   #beatStartedAt = 0
   /** Lease revokes under way in the background; stop() waits for them. */
@@ -82,6 +83,7 @@ class Etcd3Driver implements CoordinationDriver<Etcd3Lock> {
       return { protocol, host, port, label: `${protocol}//${host.includes(':') ? `[${host}]` : host}:${port}` }
     })
     this.#leaseTtlSeconds = ttlSeconds(ctx.options.membershipTimeoutMs)
+    this.#breaks = new BreakLatch(ctx.events)
   }
 
   get #client(): EtcdGateway {
@@ -330,11 +332,8 @@ class Etcd3Driver implements CoordinationDriver<Etcd3Lock> {
 
   #onTransport(ok: boolean, cause?: unknown): void {
     if (!this.#started) return
-    if (!ok && !this.#suspended) {
-      this.#suspended = true
-      this.#ctx.events.connectionState('suspended', cause)
-    } else if (ok && this.#suspended) {
-      this.#suspended = false
+    if (!ok) this.#breaks.down(cause)
+    else if (this.#breaks.endBreak()) {
       // A stream that hung through the outage may be half-open: replace it (it resumes, losing nothing).
       this.#gw?.restartWatches()
       this.#outageCheck ??= this.#afterOutage().finally(() => {

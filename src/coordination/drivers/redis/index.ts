@@ -33,6 +33,7 @@ import { REDIS_OPTIONS, type ResolvedRedisOptions } from './redis-options.js'
 import { RedisWakeups } from './redis-wakeups.js'
 import { scriptRunner, SCRIPTS, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
 import { utf8IdProblem } from '../kit/ids.js'
+import { BreakLatch } from '../kit/break-latch.js'
 import { redisClientProblem } from './redis-own-client.js'
 import { DeadlineError, withDeadline, withinStopGrace } from '../../../internal/deadline.js'
 import { sleep } from '../../../internal/sleep.js'
@@ -72,7 +73,7 @@ class RedisDriver implements CoordinationDriver {
   #runner: Runner | undefined
   #started = false
   #stopping = false
-  #suspended = false
+  readonly #breaks: BreakLatch
   #lastError: Error | undefined
   /** Locks whose last release left their turn open (redis-lock.ts): stop() closes those turns, waking the next waiters. */
   readonly #openTurns = new Set<RedisLock>()
@@ -97,6 +98,7 @@ class RedisDriver implements CoordinationDriver {
     this.#target = target
     this.#appClient = ctx.client as Redis | undefined
     this.#keys = new RedisKeys(ctx.options.namespace, ctx.options.lockKeyStyle)
+    this.#breaks = new BreakLatch(ctx.events)
   }
 
   async start(): Promise<void> {
@@ -382,9 +384,7 @@ class RedisDriver implements CoordinationDriver {
 
   /** The transport broke: report `suspended` once; members and locks may still be valid on the server. */
   #onDown(): void {
-    if (this.#stopping || this.#suspended) return
-    this.#suspended = true
-    this.#ctx.events.connectionState('suspended', this.#lastError)
+    if (!this.#stopping) this.#breaks.down(this.#lastError)
   }
 
   /**
@@ -393,9 +393,7 @@ class RedisDriver implements CoordinationDriver {
    * refreshes every held lock (one whose key is gone or taken is reported lost).
    */
   #onReady(): void {
-    if (this.#stopping || !this.#suspended) return
-    this.#suspended = false
-    this.#ctx.events.connectionState('reconnected')
+    if (!this.#stopping) this.#breaks.up()
   }
 
   /**

@@ -30,6 +30,7 @@ import { FirstExpiries } from '../../expiries.js'
 import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import type { StatementName } from './sql-schema.js'
 import { utf8IdProblem } from '../kit/ids.js'
+import { BreakLatch } from '../kit/break-latch.js'
 import { LeaderLock, leaderLockName } from './sql-leader.js'
 import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from './sql-dialect.js'
 import { strictUtf8 } from '../../../internal/unicode.js'
@@ -91,13 +92,14 @@ function truthy(v: unknown): boolean {
 export class SqlDriver implements CoordinationDriver {
   readonly #dialect: SqlDialect
   readonly #settings: SqlDriverSettings
-  #suspended = false
+  readonly #breaks: BreakLatch
   /** When the first member of each group's latest listMemberIds() expires. */
   readonly #expiries = new FirstExpiries()
 
   constructor(dialect: SqlDialect, settings: SqlDriverSettings) {
     this.#dialect = dialect
     this.#settings = settings
+    this.#breaks = new BreakLatch(settings.events)
   }
 
   async start(): Promise<void> {
@@ -120,7 +122,7 @@ export class SqlDriver implements CoordinationDriver {
     const beat = groups.length === 0
       ? this.#dialect.run('probe', []).then(() => [])
       : this.#dialect.refreshMembers(this.#settings.memberId, groups, nextBeatMs)
-    const silent = setTimeout(() => this.#suspend(new DeadlineError(nextBeatMs / 4)), nextBeatMs / 4)
+    const silent = setTimeout(() => this.#breaks.down(new DeadlineError(nextBeatMs / 4)), nextBeatMs / 4)
     silent.unref()
     let refreshed: Set<string>
     try {
@@ -281,26 +283,16 @@ export class SqlDriver implements CoordinationDriver {
     return this.#guard(() => this.#dialect.run(statement, params))
   }
 
-  /** Reports the shared connection down (`suspended`), once until it answers again. */
-  #suspend(cause: unknown): void {
-    if (this.#suspended) return
-    this.#suspended = true
-    this.#settings.events.connectionState('suspended', cause)
-  }
-
   /** Reports the shared connection going down (`suspended`) and coming back (`reconnected`). */
   async #guard<T>(fn: () => Promise<T>): Promise<T> {
     let result: T
     try {
       result = await fn()
     } catch (err) {
-      if (this.#dialect.classify(err) === 'connection') this.#suspend(err)
+      if (this.#dialect.classify(err) === 'connection') this.#breaks.down(err)
       throw err
     }
-    if (this.#suspended) {
-      this.#suspended = false
-      this.#settings.events.connectionState('reconnected')
-    }
+    this.#breaks.up()
     return result
   }
 }
