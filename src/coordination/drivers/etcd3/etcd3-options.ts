@@ -1,18 +1,15 @@
 /** The etcd3 driver's URL options (tooz's names and units), its TTL rounding and the TLS files they name. */
 import { opt, type ResolvedOptions } from '../../options.js'
 import { readTlsFile } from '../kit/tls-files.js'
+import { lockTimeoutOption, membershipTimeoutOption, timeoutOption } from '../kit/timeout-options.js'
 
 /** The etcd3 driver's options, as tooz's etcd3gw driver spells them. */
 export const OPTIONS = {
-  timeoutMs: opt.seconds('timeout', { default: 30, doc: 'Bound on every HTTP request (and on start()); the default of membership_timeout and lock_timeout.' }),
-  membershipTimeoutMs: opt.seconds('membership_timeout', {
-    defaultFrom: 'timeoutMs',
-    doc: 'TTL of the membership lease: a member that stops heartbeating is removed by etcd after this long (whole seconds, rounded up).',
-  }),
-  lockTimeoutMs: opt.seconds('lock_timeout', {
-    defaultFrom: 'timeoutMs',
-    doc: "TTL of each lock's lease: a lock whose holder stops heartbeating is freed after this long (whole seconds, rounded up).",
-  }),
+  timeoutMs: timeoutOption('Bound on every HTTP request (and on start()); the default of membership_timeout and lock_timeout.'),
+  membershipTimeoutMs: membershipTimeoutOption(
+    'TTL of the membership lease: a member that stops heartbeating is removed by etcd after this long (whole seconds, rounded up).',
+  ),
+  lockTimeoutMs: lockTimeoutOption("TTL of each lock's lease: a lock whose holder stops heartbeating is freed after this long (whole seconds, rounded up)."),
   apiVersion: opt.enum('api_version', ['v3alpha', 'v3beta', 'v3'], {
     doc: 'Gateway API prefix. Default: discovered from GET /version (etcd ≥3.4 → v3, 3.3 → v3beta, older → v3alpha).',
   }),

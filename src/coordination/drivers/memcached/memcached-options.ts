@@ -2,25 +2,14 @@
 import type { ConnectionOptions } from 'node:tls'
 import { opt, type ResolvedOptions } from '../../options.js'
 import { readTlsFile } from '../kit/tls-files.js'
+import { followsTimeout, lockTimeoutOption, membershipTimeoutOption, timeoutOption } from '../kit/timeout-options.js'
 
 /** Every option of tooz's memcached driver, with tooz's spelling and units. */
 export const MEMCACHED_OPTIONS = {
-  timeoutMs: opt.seconds('timeout', {
-    default: 30,
-    doc: 'Connect and reply timeout, and the default of membership_timeout, lock_timeout and leader_timeout (tooz: 30).',
-  }),
-  membershipTimeoutMs: opt.seconds('membership_timeout', {
-    defaultFrom: 'timeoutMs',
-    doc: 'Expiry of the member key `_TOOZ_MEMBER_<id>`: a member that stops heartbeating is gone after this long.',
-  }),
-  lockTimeoutMs: opt.seconds('lock_timeout', {
-    defaultFrom: 'timeoutMs',
-    doc: 'Expiry of a lock key; the heartbeat extends held locks, so a crashed holder frees its locks after this long.',
-  }),
-  leaderTimeoutMs: opt.seconds('leader_timeout', {
-    defaultFrom: 'timeoutMs',
-    doc: "Expiry of a group's leader key; a crashed leader is replaced after this long.",
-  }),
+  timeoutMs: timeoutOption('Connect and reply timeout, and the default of membership_timeout, lock_timeout and leader_timeout (tooz: 30).'),
+  membershipTimeoutMs: membershipTimeoutOption('Expiry of the member key `_TOOZ_MEMBER_<id>`: a member that stops heartbeating is gone after this long.'),
+  lockTimeoutMs: lockTimeoutOption('Expiry of a lock key; the heartbeat extends held locks, so a crashed holder frees its locks after this long.'),
+  leaderTimeoutMs: followsTimeout('leader_timeout', "Expiry of a group's leader key; a crashed leader is replaced after this long."),
   maxPoolSize: opt.integer('max_pool_size', {
     min: 1,
     ignored: true,

@@ -9,6 +9,7 @@
  */
 import { Unfit } from '../../../internal/coerce.js'
 import { opt, type OptionSpec, type ResolvedOptions } from '../../options.js'
+import { followsTimeout, lockTimeoutOption, membershipTimeoutOption, timeoutOption } from '../kit/timeout-options.js'
 
 /** Spellings of UTF-8 that Python's codec registry accepts (normalised: lower case, `-` → `_`). */
 const UTF8_NAMES = new Set(['utf8', 'utf_8', 'u8', 'utf', 'cp65001'])
@@ -51,15 +52,9 @@ export type LockKeyStyle = (typeof LOCK_KEY_STYLES)[number]
 
 /** Every option of the redis driver, by programmatic name. */
 export const REDIS_OPTIONS = {
-  timeoutMs: opt.seconds('timeout', { default: 30, doc: 'Default for membership_timeout, lock_timeout and socket_timeout (tooz: 30).' }),
-  membershipTimeoutMs: opt.seconds('membership_timeout', {
-    defaultFrom: 'timeoutMs',
-    doc: "TTL of the member's beat key `<ns>_beats:<member>`: a member that stops heartbeating is gone after this long.",
-  }),
-  lockTimeoutMs: opt.seconds('lock_timeout', {
-    defaultFrom: 'timeoutMs',
-    doc: 'TTL of a lock key; the heartbeat extends held locks, so a crashed holder frees its locks after this long.',
-  }),
+  timeoutMs: timeoutOption('Default for membership_timeout, lock_timeout and socket_timeout (tooz: 30).'),
+  membershipTimeoutMs: membershipTimeoutOption("TTL of the member's beat key `<ns>_beats:<member>`: a member that stops heartbeating is gone after this long."),
+  lockTimeoutMs: lockTimeoutOption('TTL of a lock key; the heartbeat extends held locks, so a crashed holder frees its locks after this long.'),
   namespace: opt.string('namespace', {
     default: '_tooz',
     nonEmpty: true,
@@ -74,10 +69,7 @@ export const REDIS_OPTIONS = {
       + 'NOT exclude each other.',
   }),
   db: opt.integer('db', { default: 0, min: 0, doc: 'Redis database number.' }),
-  socketTimeoutMs: opt.seconds('socket_timeout', {
-    defaultFrom: 'timeoutMs',
-    doc: 'A connection that sends nothing back for this long while a reply is awaited is closed (and reconnected).',
-  }),
+  socketTimeoutMs: followsTimeout('socket_timeout', 'A connection that sends nothing back for this long while a reply is awaited is closed (and reconnected).'),
   socketConnectTimeoutMs: opt.seconds('socket_connect_timeout', {
     defaultFrom: 'socketTimeoutMs',
     doc: 'Bound on connecting: start() fails with ConnectionError when the server (or every sentinel) has not answered within it.',
