@@ -1,6 +1,6 @@
 /** The etcd3 driver's URL options (tooz's names and units), its TTL rounding and the TLS files they name. */
 import { opt, type ResolvedOptions } from '../../options.js'
-import { readTlsFile } from '../kit/tls-files.js'
+import { readTlsFiles, type TlsFiles } from '../kit/tls-files.js'
 import { lockTimeoutOption, membershipTimeoutOption, timeoutOption } from '../kit/timeout-options.js'
 
 /** The etcd3 driver's options, as tooz's etcd3gw driver spells them. */
@@ -26,10 +26,6 @@ export type ResolvedEtcd3Options = ResolvedOptions<typeof OPTIONS>
 export const ttlSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
 
 /** The PEM files named by ca_cert, cert_cert and cert_key, read (etcd3+https). */
-export function readTls(options: ResolvedEtcd3Options): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
-  return {
-    ca: readTlsFile('etcd3', 'ca_cert', options.caCert),
-    cert: readTlsFile('etcd3', 'cert_cert', options.certCert),
-    key: readTlsFile('etcd3', 'cert_key', options.certKey),
-  }
+export function readTls(options: ResolvedEtcd3Options): TlsFiles {
+  return readTlsFiles('etcd3', { ca: ['ca_cert', options.caCert], cert: ['cert_cert', options.certCert], key: ['cert_key', options.certKey] })
 }

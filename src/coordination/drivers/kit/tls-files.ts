@@ -32,3 +32,23 @@ export function readTlsFile(driver: string, option: string, path: string | undef
     )
   }
 }
+
+/** The CA, certificate and key files a driver's TLS options name, read; a field is left out when its option is unset. */
+export interface TlsFiles {
+  ca?: Buffer
+  cert?: Buffer
+  key?: Buffer
+}
+
+/** For each of a CA, a certificate and a key: the option's URL spelling and the path it gives (if any). */
+export type TlsFileOptions = { readonly [F in keyof TlsFiles]-?: readonly [option: string, path: string | undefined] }
+
+/** Reads the files that `options` name with {@link readTlsFile}, the CA first, then the certificate and the key. */
+export function readTlsFiles(driver: string, options: TlsFileOptions): TlsFiles {
+  const out: TlsFiles = {}
+  for (const field of ['ca', 'cert', 'key'] as const) {
+    const bytes = readTlsFile(driver, ...options[field])
+    if (bytes) out[field] = bytes
+  }
+  return out
+}

@@ -1,7 +1,7 @@
 /** The memcached driver's URL options (tooz's names and units) and the TLS connection they describe. */
 import type { ConnectionOptions } from 'node:tls'
 import { opt, type ResolvedOptions } from '../../options.js'
-import { readTlsFile } from '../kit/tls-files.js'
+import { readTlsFiles } from '../kit/tls-files.js'
 import { followsTimeout, lockTimeoutOption, membershipTimeoutOption, timeoutOption } from '../kit/timeout-options.js'
 
 /** Every option of tooz's memcached driver, with tooz's spelling and units. */
@@ -33,9 +33,7 @@ export type ResolvedMemcachedOptions = ResolvedOptions<typeof MEMCACHED_OPTIONS>
 export /** node:tls options from use_ssl and friends; the files are read here, at start. */
 function tlsOptions(o: ResolvedMemcachedOptions): ConnectionOptions {
   return {
-    ca: readTlsFile('memcached', 'ca_cert', o.caCert),
-    cert: readTlsFile('memcached', 'ssl_cert', o.sslCert),
-    key: readTlsFile('memcached', 'ssl_key', o.sslKey),
+    ...readTlsFiles('memcached', { ca: ['ca_cert', o.caCert], cert: ['ssl_cert', o.sslCert], key: ['ssl_key', o.sslKey] }),
     passphrase: o.sslKeyPassword || undefined,
     ciphers: o.sslCiphers || undefined,
     rejectUnauthorized: true,

@@ -17,7 +17,7 @@ import type { TranslateContext } from '../../driver.js'
 import { parseHostPort, type BackendUrl, type HostPort } from '../../url.js'
 import type { ResolvedRedisOptions } from './redis-options.js'
 import { warnIgnoredPath } from '../kit/ignored-path.js'
-import { readTlsFile } from '../kit/tls-files.js'
+import { readTlsFiles, type TlsFiles } from '../kit/tls-files.js'
 
 /** Port of a redis URL that names none. */
 export const REDIS_PORT = 6379
@@ -29,13 +29,6 @@ export type RedisTarget =
   | { kind: 'tcp'; host: string; port: number; tls: boolean }
   | { kind: 'socket'; path: string }
   | { kind: 'sentinel'; sentinels: HostPort[]; master: string; tls: boolean }
-
-/** TLS files, read at start(). */
-export interface TlsMaterial {
-  cert?: Buffer
-  key?: Buffer
-  ca?: Buffer
-}
 
 /** How ioredis reconnects; the driver swaps policies once start() has succeeded. */
 export type RetryPolicy = (attempt: number) => number | null
@@ -87,15 +80,8 @@ export function redisTarget(url: BackendUrl, o: ResolvedRedisOptions, warn: (mes
 }
 
 /** Reads the ssl_* files named by the options; InvalidOptionError naming the option when one cannot be read. */
-export function readTlsMaterial(o: ResolvedRedisOptions): TlsMaterial {
-  const cert = readTlsFile('redis', 'ssl_certfile', o.sslCertfile)
-  const key = readTlsFile('redis', 'ssl_keyfile', o.sslKeyfile)
-  const ca = readTlsFile('redis', 'ssl_ca_certs', o.sslCaCerts)
-  const out: TlsMaterial = {}
-  if (cert) out.cert = cert
-  if (key) out.key = key
-  if (ca) out.ca = ca
-  return out
+export function readTlsMaterial(o: ResolvedRedisOptions): TlsFiles {
+  return readTlsFiles('redis', { ca: ['ssl_ca_certs', o.sslCaCerts], cert: ['ssl_certfile', o.sslCertfile], key: ['ssl_keyfile', o.sslKeyfile] })
 }
 
 /**
@@ -111,7 +97,7 @@ export function ioredisOptions(
   url: BackendUrl,
   target: RedisTarget,
   o: ResolvedRedisOptions,
-  tls: TlsMaterial,
+  tls: TlsFiles,
   retry: { redis: RetryPolicy; sentinel: RetryPolicy },
   memberId: string,
 ): IoRedisOptions {
@@ -166,7 +152,7 @@ export function ioredisOptions(
  * questions (redis-fencing.ts): the same credentials, TLS and timeouts as ioredis's own sentinel
  * connections, no reconnecting and no queueing (a sentinel that does not answer is skipped).
  */
-export function sentinelClientOptions(sentinel: HostPort, o: ResolvedRedisOptions, tls: TlsMaterial): IoRedisOptions {
+export function sentinelClientOptions(sentinel: HostPort, o: ResolvedRedisOptions, tls: TlsFiles): IoRedisOptions {
   const out: IoRedisOptions = {
     host: sentinel.host,
     port: sentinel.port ?? SENTINEL_PORT,

@@ -8,7 +8,7 @@ import { InvalidOptionError, InvalidUrlError } from '../../../errors.js'
 import type { IdKind } from '../../driver.js'
 import { opt, type ResolvedOptions } from '../../options.js'
 import { shorten } from '../../../internal/redact.js'
-import { readTlsFile } from '../kit/tls-files.js'
+import { readTlsFiles } from '../kit/tls-files.js'
 import { parseHostPort, type BackendUrl } from '../../url.js'
 
 /** ZooKeeper's client port. */
@@ -122,9 +122,7 @@ export function tlsOptionsOf(options: ResolvedZookeeperOptions, shownAs: string)
     )
   }
   return {
-    ca: readTlsFile('zookeeper', 'ca', options.ca),
-    cert: readTlsFile('zookeeper', 'certfile', options.certfile),
-    key: readTlsFile('zookeeper', 'keyfile', options.keyfile),
+    ...readTlsFiles('zookeeper', { ca: ['ca', options.ca], cert: ['certfile', options.certfile], key: ['keyfile', options.keyfile] }),
     passphrase: options.keyfilePassword,
     rejectUnauthorized: options.verifyCerts,
     ...(options.verifyCerts ? {} : { checkServerIdentity: () => undefined }),
