@@ -15,6 +15,7 @@
  */
 import { formatHosts } from '../../coordination/url.js'
 import { ConnectionError } from '../../errors.js'
+import { STOP_GRACE_MS } from '../../internal/deadline.js'
 import { ZkError, zkCode, ZK_CODES } from './zookeeper-errors.js'
 import type { ZkAcl, ZkStat } from './zookeeper-frames.js'
 import { ensurePath, multiReadData, readEach, readMany } from './zookeeper-bulk.js'
@@ -144,7 +145,7 @@ export class ZkConnection {
     const s = this.#current
     if (!s) return
     // A CLOSE_SESSION the server answers deletes our ephemerals at once, not after the timeout.
-    await s.close(Math.min(2_000, this.#options.opTimeoutMs))
+    await s.close(Math.min(STOP_GRACE_MS, this.#options.opTimeoutMs))
     s.abandon(stopped)
   }
 

@@ -125,7 +125,7 @@ export class GroupWatches {
         if (!w.active) return
         if (!isConnectionProblem(err)) {
           this.#ctx.events.warning(
-            new BackendError(`Cannot watch group ${JSON.stringify(w.group)} in ZooKeeper: ${(err as Error).message}`, { cause: err, driver: 'zookeeper' }),
+            new BackendError(`Cannot watch group ${JSON.stringify(w.group)} in ZooKeeper: ${(err as Error).message}`, { cause: err }),
           )
           return
         }

@@ -16,9 +16,9 @@ export function checkSize(capabilities: Uint8Array): void {
   }
 }
 
-/** A failure of background work (not a caller's request) as a BackendError saying what failed. */
+/** A failure of background work (not a caller's request) as a BackendError saying what failed; events.warning() names the driver on it. */
 export function asBackendError(err: unknown, what: string): RollcallError {
-  return new BackendError(`${what} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err, driver: 'zookeeper' })
+  return new BackendError(`${what} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err })
 }
 
 /** The driver's translateError (the runtime stamps the driver's name on what it returns): ZooKeeper's error codes as rollcall's errors; undefined for anything else. */
