@@ -31,7 +31,7 @@ import { decodeId, GROUP_EXISTS_FIELD, holderOfToken, RedisKeys, STILL_ALIVE } f
 import { RedisLock } from './redis-lock.js'
 import { REDIS_OPTIONS, type ResolvedRedisOptions } from './redis-options.js'
 import { RedisWakeups } from './redis-wakeups.js'
-import { scriptRunner, SCRIPTS, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
+import { REFUSED, scriptRunner, SCRIPTS, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
 import { utf8IdProblem } from '../kit/ids.js'
 import { BreakLatch } from '../kit/break-latch.js'
 import { redisClientProblem } from './redis-own-client.js'
@@ -51,8 +51,6 @@ const CONFIRM_RETRY_MS = 200
 function backoffMs(attempt: number): number {
   return Math.min(100 * attempt, 1_000) + Math.floor(Math.random() * 100)
 }
-
-/** How long stop() waits for the beat key to be deleted before closing anyway. */
 
 type Runner = (name: ScriptName, keys: readonly string[], args: readonly ScriptArg[]) => Promise<ScriptReply>
 
@@ -189,8 +187,8 @@ class RedisDriver implements CoordinationDriver {
 
   async deleteGroup(group: string): Promise<void> {
     const r = await this.#run('rollcallDeleteGroup', [this.#keys.group(group), this.#keys.groups], [group, this.#keys.beat(), this.#ctx.memberId])
-    if (r === -1 || r === -2) throw new GroupNotFoundError(group)
-    if (r === -3) throw new GroupNotEmptyError(group)
+    if (r === REFUSED.noGroup || r === REFUSED.groupUnlisted) throw new GroupNotFoundError(group)
+    if (r === REFUSED.groupNotEmpty) throw new GroupNotEmptyError(group)
     if (r !== 1) {
       throw new BackendError(`Cannot delete group ${JSON.stringify(group)}: removing it from ${this.#keys.groups} failed (script answered ${String(r)})`)
     }
@@ -203,14 +201,14 @@ class RedisDriver implements CoordinationDriver {
 
   async joinGroup(group: string, capabilities: Uint8Array): Promise<void> {
     const r = await this.#run('rollcallJoin', [this.#keys.group(group)], [this.#ctx.memberId, capabilities])
-    if (r === -1) throw new GroupNotFoundError(group)
-    if (r === -2) throw new MemberExistsError(group, this.#ctx.memberId)
+    if (r === REFUSED.noGroup) throw new GroupNotFoundError(group)
+    if (r === REFUSED.alreadyMember) throw new MemberExistsError(group, this.#ctx.memberId)
   }
 
   async leaveGroup(group: string): Promise<void> {
     const r = await this.#run('rollcallLeave', [this.#keys.group(group)], [this.#ctx.memberId])
-    if (r === -1) throw new GroupNotFoundError(group)
-    if (r === -2) throw new MemberNotJoinedError(group, this.#ctx.memberId)
+    if (r === REFUSED.noGroup) throw new GroupNotFoundError(group)
+    if (r === REFUSED.notMember) throw new MemberNotJoinedError(group, this.#ctx.memberId)
   }
 
   /**
@@ -229,7 +227,7 @@ class RedisDriver implements CoordinationDriver {
       .exec()
     const [[collectErr, selfDead] = [], [hgetallErr, all] = []] = replies ?? []
     if (collectErr ?? hgetallErr) throw collectErr ?? hgetallErr
-    if (selfDead === -1) throw new GroupNotFoundError(group)
+    if (selfDead === REFUSED.noGroup) throw new GroupNotFoundError(group)
     if (!Array.isArray(all)) throw new BackendError(`Unexpected answer listing the members of ${JSON.stringify(group)}`)
     const out = new Map<string, Uint8Array>()
     for (let i = 0; i + 1 < all.length; i += 2) {
@@ -249,7 +247,7 @@ class RedisDriver implements CoordinationDriver {
   /** Live member ids, without their capabilities (HKEYS in the script); dead ones are collected. */
   async listMemberIds(group: string): Promise<string[]> {
     const r = await this.#run('rollcallListMemberIds', [this.#keys.group(group)], [this.#keys.beat(), this.#ctx.memberId])
-    if (r === -1) {
+    if (r === REFUSED.noGroup) {
       this.#expiries.note(group, Infinity)
       throw new GroupNotFoundError(group)
     }
@@ -271,15 +269,15 @@ class RedisDriver implements CoordinationDriver {
   /** Unlike tooz, a member whose beat key is gone is not joined (tooz returns stale capabilities, §6.3). */
   async getMemberCapabilities(group: string, member: string): Promise<Uint8Array> {
     const r = await this.#run('rollcallMemberCapabilities', [this.#keys.group(group)], [member, this.#keys.beat(), this.#ctx.memberId])
-    if (r === -1) throw new GroupNotFoundError(group)
+    if (r === REFUSED.noGroup) throw new GroupNotFoundError(group)
     if (!Buffer.isBuffer(r)) throw new MemberNotJoinedError(group, member)
     return r
   }
 
   async updateCapabilities(group: string, capabilities: Uint8Array): Promise<void> {
     const r = await this.#run('rollcallUpdateCapabilities', [this.#keys.group(group)], [this.#ctx.memberId, capabilities])
-    if (r === -1) throw new GroupNotFoundError(group)
-    if (r === -2) throw new MemberNotJoinedError(group, this.#ctx.memberId)
+    if (r === REFUSED.noGroup) throw new GroupNotFoundError(group)
+    if (r === REFUSED.notMember) throw new MemberNotJoinedError(group, this.#ctx.memberId)
   }
 
   createLock(name: string): DriverLock {

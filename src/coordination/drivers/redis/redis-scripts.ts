@@ -335,6 +335,20 @@ return 0`,
 /** A script's name. */
 export type ScriptName = keyof typeof SCRIPTS
 
+/** The group scripts' refusals, the numbers tooz's scripts answer (each script's doc says which it gives). */
+export const REFUSED = {
+  /** The group's hash does not exist. */
+  noGroup: -1,
+  /** rollcallDeleteGroup: the groups set does not list the group. */
+  groupUnlisted: -2,
+  /** rollcallDeleteGroup: live members remain once the dead are collected. */
+  groupNotEmpty: -3,
+  /** rollcallJoin: the member is in the group already. */
+  alreadyMember: -2,
+  /** rollcallLeave, rollcallUpdateCapabilities, rollcallMemberCapabilities: the member is not (live) in the group. */
+  notMember: -2,
+} as const
+
 /** One script argument; Uint8Array values travel as raw bytes. */
 export type ScriptArg = string | number | Uint8Array
 
