@@ -61,7 +61,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   readonly url: string
   /** How often groups the backend does not push are re-read (the URL's `watch_interval`, in ms). */
   readonly watchIntervalMs: number
-  readonly #rt: DriverRuntime
+  /** The driver with its lifecycle, heartbeat loop, memberships, locks and elections: everything this facade delegates to. */
+  readonly #runtime: DriverRuntime
   /** autoWatch off: runWatchers() is the only pump. */
   readonly #manual: boolean
   readonly #campaigns: Campaigns
@@ -71,14 +72,14 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   /** @internal Use connect(). */
   constructor(parts: CoordinatorParts) {
     super()
-    this.#rt = new DriverRuntime(parts, this)
+    this.#runtime = new DriverRuntime(parts, this)
     this.memberId = parts.memberId
     this.driverName = parts.definition.name
-    this.capabilities = this.#rt.capabilities
+    this.capabilities = this.#runtime.capabilities
     this.url = parts.redactedUrl
     this.watchIntervalMs = parts.watchIntervalMs
     this.#manual = !parts.autoWatch
-    this.#campaigns = new Campaigns(this.#rt.elections, this.#rt.stopSignal)
+    this.#campaigns = new Campaigns(this.#runtime.elections, this.#runtime.stopSignal)
     this.#groupHost = {
       memberId: this.memberId,
       joinGroup: (g, caps) => this.joinGroup(g, caps),
@@ -89,8 +90,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
       getMembersWithCapabilities: (g) => this.getMembersWithCapabilities(g),
       getMemberCapabilities: (g, m) => this.getMemberCapabilities(g, m),
       viewGroup: (g) => this.viewGroup(g),
-      report: (err) => this.#rt.listenerFailed(err),
-      warn: (err) => this.#rt.warn(err),
+      report: (err) => this.#runtime.listenerFailed(err),
+      warn: (err) => this.#runtime.warn(err),
     }
   }
 
@@ -105,33 +106,33 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
       (e, ...a) => (super.emit as (e: string | symbol, ...a: unknown[]) => boolean).call(this, e, ...a),
       event,
       args,
-      (err) => this.#rt.listenerFailed(err),
+      (err) => this.#runtime.listenerFailed(err),
     )
   }
 
   /** Lifecycle state. */
   get state(): CoordinatorState {
-    return this.#rt.state
+    return this.#runtime.state
   }
 
   /** Connection health as last reported (undefined before start). */
   get connectionState(): ConnectionState | undefined {
-    return this.#rt.connection
+    return this.#runtime.connection
   }
 
   /** Groups this member has joined (and not left), including any awaiting rejoin. */
   get joinedGroups(): string[] {
-    return this.#rt.membership.groups
+    return this.#runtime.membership.groups
   }
 
   /** Heartbeat health, for metrics and status pages. */
   get health(): Health {
-    return this.#rt.health
+    return this.#runtime.health
   }
 
   /** Connects. connect() calls this; call it again only after a failed start. */
   start(): Promise<void> {
-    return this.#rt.start()
+    return this.#runtime.start()
   }
 
   /**
@@ -140,7 +141,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
    * as tooz raises ToozError.
    */
   stop(): Promise<void> {
-    return this.#rt.stop()
+    return this.#runtime.stop()
   }
 
   /** stop(), for `await using coordinator = await connect(url)`. */
@@ -150,37 +151,37 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
 
   /** Refreshes liveness (and lock leases) now; resolves to the milliseconds until the next beat is needed. */
   heartbeat(): Promise<number> {
-    this.#rt.assertStarted('heartbeat')
-    return this.#rt.beat()
+    this.#runtime.assertStarted('heartbeat')
+    return this.#runtime.beat()
   }
 
   /** Creates a group (GroupExistsError if it exists). */
   async createGroup(group: string): Promise<void> {
-    this.#rt.validateId('group', group)
-    await this.#rt.call('create a group', () => this.#rt.groups().createGroup(group))
+    this.#runtime.validateId('group', group)
+    await this.#runtime.call('create a group', () => this.#runtime.groups().createGroup(group))
   }
 
   /** Deletes an empty group (GroupNotFoundError, GroupNotEmptyError). */
   async deleteGroup(group: string): Promise<void> {
-    this.#rt.validateId('group', group)
-    await this.#rt.call('delete a group', () => this.#rt.groups().deleteGroup(group))
+    this.#runtime.validateId('group', group)
+    await this.#runtime.call('delete a group', () => this.#runtime.groups().deleteGroup(group))
   }
 
   /** Every group's id, sorted. */
   async getGroups(): Promise<string[]> {
-    return (await this.#rt.call('list groups', () => this.#rt.groups().listGroups())).sort()
+    return (await this.#runtime.call('list groups', () => this.#runtime.groups().listGroups())).sort()
   }
 
   /** Joins a group with capabilities (any msgpack-able value; default null). */
   async joinGroup(group: string, capabilities: unknown = null): Promise<void> {
-    this.#rt.validateId('group', group)
+    this.#runtime.validateId('group', group)
     const bytes = encodeCapabilities(capabilities)
     await traced(
       groupJoinChannel,
-      () => ({ ...this.#rt.trace, group, rejoin: false }),
-      () => this.#rt.call('join a group', () => this.#rt.groups().joinGroup(group, bytes)),
+      () => ({ ...this.#runtime.trace, group, rejoin: false }),
+      () => this.#runtime.call('join a group', () => this.#runtime.groups().joinGroup(group, bytes)),
     )
-    this.#rt.membership.set(group, bytes)
+    this.#runtime.membership.set(group, bytes)
   }
 
   /** Joins a group, creating it first if it does not exist. */
@@ -199,24 +200,24 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
 
   /** Leaves a group (MemberNotJoinedError when not in it). */
   async leaveGroup(group: string): Promise<void> {
-    this.#rt.validateId('group', group)
-    const caps = this.#rt.membership.delete(group)
+    this.#runtime.validateId('group', group)
+    const caps = this.#runtime.membership.delete(group)
     try {
       await traced(
         groupLeaveChannel,
-        () => ({ ...this.#rt.trace, group, rejoin: false }),
-        () => this.#rt.call('leave a group', () => this.#rt.groups().leaveGroup(group)),
+        () => ({ ...this.#runtime.trace, group, rejoin: false }),
+        () => this.#runtime.call('leave a group', () => this.#runtime.groups().leaveGroup(group)),
       )
     } catch (err) {
-      if (caps !== undefined && !(err instanceof MemberNotJoinedError) && !(err instanceof GroupNotFoundError)) this.#rt.membership.set(group, caps)
+      if (caps !== undefined && !(err instanceof MemberNotJoinedError) && !(err instanceof GroupNotFoundError)) this.#runtime.membership.set(group, caps)
       throw err
     }
   }
 
   /** Live member ids of a group, sorted. */
   async getMembers(group: string): Promise<string[]> {
-    this.#rt.validateId('group', group)
-    return (await this.#rt.listIds(group)).sort()
+    this.#runtime.validateId('group', group)
+    return (await this.#runtime.listIds(group)).sort()
   }
 
   /**
@@ -225,41 +226,41 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
    * others are unaffected.
    */
   async getMembersWithCapabilities(group: string): Promise<Map<string, unknown>> {
-    this.#rt.validateId('group', group)
-    const raw = await this.#rt.call('list members', () => this.#rt.groups().listMembers(group))
+    this.#runtime.validateId('group', group)
+    const raw = await this.#runtime.call('list members', () => this.#runtime.groups().listMembers(group))
     const out = new Map<string, unknown>()
-    for (const member of [...raw.keys()].sort()) out.set(member, this.#rt.decodeMember(group, member, raw.get(member)!, false))
+    for (const member of [...raw.keys()].sort()) out.set(member, this.#runtime.decodeMember(group, member, raw.get(member)!, { raise: false }))
     return out
   }
 
   /** One member's capabilities (MemberNotJoinedError, SerializationError). */
   async getMemberCapabilities(group: string, member: string): Promise<unknown> {
-    this.#rt.validateId('group', group)
-    this.#rt.validateId('member', member)
-    const d = this.#rt.groups()
+    this.#runtime.validateId('group', group)
+    this.#runtime.validateId('member', member)
+    const d = this.#runtime.groups()
     const bytes = d.getMemberCapabilities
-      ? await this.#rt.call('read capabilities', () => d.getMemberCapabilities!(group, member))
-      : (await this.#rt.call('list members', () => d.listMembers(group))).get(member)
+      ? await this.#runtime.call('read capabilities', () => d.getMemberCapabilities!(group, member))
+      : (await this.#runtime.call('list members', () => d.listMembers(group))).get(member)
     if (bytes === undefined) throw new MemberNotJoinedError(group, member)
-    return this.#rt.decodeMember(group, member, bytes, true)
+    return this.#runtime.decodeMember(group, member, bytes, { raise: true })
   }
 
   /** Replaces this member's capabilities in a group it has joined. */
   async updateCapabilities(group: string, capabilities: unknown): Promise<void> {
-    this.#rt.validateId('group', group)
-    const update = this.#rt.require('updateCapabilities', this.#rt.driver.updateCapabilities, 'updateCapabilities')
+    this.#runtime.validateId('group', group)
+    const update = this.#runtime.require('updateCapabilities', this.#runtime.driver.updateCapabilities, 'updateCapabilities')
     const bytes = encodeCapabilities(capabilities)
-    await this.#rt.call('update capabilities', () => update.call(this.#rt.driver, group, bytes))
-    if (this.#rt.membership.has(group)) this.#rt.membership.set(group, bytes)
+    await this.#runtime.call('update capabilities', () => update.call(this.#runtime.driver, group, bytes))
+    if (this.#runtime.membership.has(group)) this.#runtime.membership.set(group, bytes)
   }
 
   /** When a member joined and last changed its capabilities, as the backend recorded it. */
   async getMemberInfo(group: string, member: string): Promise<MemberInfo> {
-    this.#rt.validateId('group', group)
-    this.#rt.validateId('member', member)
-    const get = this.#rt.require('memberInfo', this.#rt.driver.getMemberInfo, 'getMemberInfo')
-    const info = await this.#rt.call('read member info', () => get.call(this.#rt.driver, group, member))
-    return { ...info, capabilities: this.#rt.decodeMember(group, member, info.capabilities, true) }
+    this.#runtime.validateId('group', group)
+    this.#runtime.validateId('member', member)
+    const get = this.#runtime.require('memberInfo', this.#runtime.driver.getMemberInfo, 'getMemberInfo')
+    const info = await this.#runtime.call('read member info', () => get.call(this.#runtime.driver, group, member))
+    return { ...info, capabilities: this.#runtime.decodeMember(group, member, info.capabilities, { raise: true }) }
   }
 
   /** Calls `cb` for every member that joins `group` (GroupNotFoundError if it does not exist). */
@@ -269,7 +270,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
 
   /** Stops calling `cb` (WatchCallbackNotFoundError if it was not registered). */
   async unwatchJoinGroup(group: string, cb: WatchCallback): Promise<void> {
-    await this.#rt.watchers.remove(group, 'join', cb)
+    await this.#runtime.watchers.remove(group, 'join', cb)
   }
 
   /** Calls `cb` for every member that leaves `group`, whether it left or its liveness lapsed. */
@@ -279,7 +280,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
 
   /** Stops calling `cb` (WatchCallbackNotFoundError if it was not registered). */
   async unwatchLeaveGroup(group: string, cb: WatchCallback): Promise<void> {
-    await this.#rt.watchers.remove(group, 'leave', cb)
+    await this.#runtime.watchers.remove(group, 'leave', cb)
   }
 
   /**
@@ -290,7 +291,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     await this.#watch(group, 'plain')
     let done = false
     return async () => {
-      if (!done) await this.#rt.watchers.remove(group, 'plain')
+      if (!done) await this.#runtime.watchers.remove(group, 'plain')
       done = true
     }
   }
@@ -308,7 +309,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
    * ```
    */
   group<Caps = unknown>(name: string, options: TypedGroupOptions<Caps> = {}): TypedGroup<Caps> {
-    this.#rt.validateId('group', name)
+    this.#runtime.validateId('group', name)
     return new TypedGroup<Caps>(this.#groupHost, name, options)
   }
 
@@ -321,17 +322,17 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
    * close(); stop() closes every view.
    */
   async viewGroup(group: string, options: GroupViewOptions = {}): Promise<GroupView> {
-    this.#rt.validateId('group', group)
-    this.#rt.assertStarted('view a group')
+    this.#runtime.validateId('group', group)
+    this.#runtime.assertStarted('view a group')
     checkResyncIntervalMs(options.resyncIntervalMs)
-    const w = this.#rt.watchers
+    const w = this.#runtime.watchers
     const view = new GroupView(group, options, {
       manual: this.#manual,
-      report: (err) => this.#rt.listenerFailed(err),
+      report: (err) => this.#runtime.listenerFailed(err),
       add: (sink) => w.addView(group, sink),
       remove: (sink) => w.removeView(group, sink),
       refreshFull: () => w.refreshFull(group),
-      decode: (member, value) => this.#rt.decodeMember(group, member, value, false),
+      decode: (member, value) => this.#runtime.decodeMember(group, member, value, { raise: false }),
     })
     await view.open()
     return view
@@ -345,8 +346,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
    * without it, and it returns the results of at most the last 1000 callbacks.
    */
   runWatchers(): Promise<unknown[]> {
-    this.#rt.assertStarted('run watchers')
-    return this.#rt.runWatchers()
+    this.#runtime.assertStarted('run watchers')
+    return this.#runtime.runWatchers()
   }
 
   /**
@@ -354,12 +355,12 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
    * unwatches `cb` (as unwatchElectedAsLeader() does; calling it twice is harmless).
    */
   watchElectedAsLeader(group: string, cb: LeaderCallback): () => Promise<void> {
-    this.#rt.validateId('group', group)
-    this.#rt.assertStarted('run for leader')
-    this.#rt.elections.watch(group, cb)
+    this.#runtime.validateId('group', group)
+    this.#runtime.assertStarted('run for leader')
+    this.#runtime.elections.watch(group, cb)
     let done: Promise<unknown> | undefined
     return async () => {
-      done ??= this.#rt.elections.unwatch(group, cb)
+      done ??= this.#runtime.elections.unwatch(group, cb)
       await done
     }
   }
@@ -372,9 +373,9 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
    * Rejects with CoordinatorStoppedError on stop(), with `options.signal`'s reason when that aborts first.
    */
   async campaign(group: string, options: CampaignOptions = {}): Promise<Leadership> {
-    this.#rt.validateId('group', group)
-    this.#rt.assertStarted('run for leader')
-    this.#rt.require('leaderElection', this.#rt.driver.leaderLock, 'campaign')
+    this.#runtime.validateId('group', group)
+    this.#runtime.assertStarted('run for leader')
+    this.#runtime.require('leaderElection', this.#runtime.driver.leaderLock, 'campaign')
     return this.#campaigns.campaign(group, options)
   }
 
@@ -399,19 +400,19 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
 
   /** Stops running (and stands down if leading) once no callback is left. */
   async unwatchElectedAsLeader(group: string, cb: LeaderCallback): Promise<void> {
-    if (!(await this.#rt.elections.unwatch(group, cb))) throw new WatchCallbackNotFoundError(group)
+    if (!(await this.#runtime.elections.unwatch(group, cb))) throw new WatchCallbackNotFoundError(group)
   }
 
   /** True while this member leads `group`. */
   isLeader(group: string): boolean {
-    return this.#rt.elections.isLeading(group)
+    return this.#runtime.elections.isLeading(group)
   }
 
   /** The leader of `group`, or null when there is none. */
   async getLeader(group: string): Promise<string | null> {
-    this.#rt.validateId('group', group)
-    const get = this.#rt.require('getLeader', this.#rt.driver.getLeader, 'getLeader')
-    return this.#rt.call('read the leader', () => get.call(this.#rt.driver, group))
+    this.#runtime.validateId('group', group)
+    const get = this.#runtime.require('getLeader', this.#runtime.driver.getLeader, 'getLeader')
+    return this.#runtime.call('read the leader', () => get.call(this.#runtime.driver, group))
   }
 
   /**
@@ -419,29 +420,29 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
    * the next round elects whoever tries first (tooz), unless `holdOffMs` keeps it from trying.
    */
   async standDownGroupLeader(group: string, options: StandDownOptions = {}): Promise<boolean> {
-    this.#rt.require('leaderElection', this.#rt.driver.leaderLock, 'standDownGroupLeader')
+    this.#runtime.require('leaderElection', this.#runtime.driver.leaderLock, 'standDownGroupLeader')
     checkHoldOffMs(options.holdOffMs)
-    return this.#rt.elections.standDown(group, options)
+    return this.#runtime.elections.standDown(group, options)
   }
 
   /** A lock object for `name`; nothing is taken until acquire(). */
   getLock(name: string): Lock {
-    this.#rt.validateId('lock', name)
-    this.#rt.assertStarted('get a lock')
-    const rt = this.#rt
+    this.#runtime.validateId('lock', name)
+    this.#runtime.assertStarted('get a lock')
+    const runtime = this.#runtime
     return new Lock(
       {
-        call: (op, fn) => rt.call(op, fn),
-        track: (l) => rt.locks.track(l),
-        untrack: (l) => rt.locks.untrack(l),
+        call: (op, fn) => runtime.call(op, fn),
+        track: (l) => runtime.locks.track(l),
+        untrack: (l) => runtime.locks.untrack(l),
         emitLockLost: (lockName, reason) => this.emit('lockLost', { name: lockName, reason }),
-        stopSignal: rt.stopSignal,
+        stopSignal: runtime.stopSignal,
         driverName: this.driverName,
         sharedLocks: this.capabilities.has('sharedLocks'),
-        trace: rt.trace,
+        trace: runtime.trace,
       },
       name,
-      rt.driver.createLock(name),
+      runtime.driver.createLock(name),
     )
   }
 
@@ -467,7 +468,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     try {
       return await fn(lock.signal, lock)
     } finally {
-      await lock.release().catch((err: unknown) => this.#rt.warn(asRollcallError(err, `Releasing lock ${name}`)))
+      await lock.release().catch((err: unknown) => this.#runtime.warn(asRollcallError(err, `Releasing lock ${name}`)))
     }
   }
 
@@ -486,8 +487,8 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
   }
 
   async #watch(group: string, kind: 'join' | 'leave' | 'plain', cb?: WatchCallback): Promise<void> {
-    this.#rt.validateId('group', group)
-    this.#rt.assertStarted('watch a group')
-    await this.#rt.watchers.add(group, kind, cb)
+    this.#runtime.validateId('group', group)
+    this.#runtime.assertStarted('watch a group')
+    await this.#runtime.watchers.add(group, kind, cb)
   }
 }

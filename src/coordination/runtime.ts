@@ -15,8 +15,8 @@
 import { AsyncResource } from 'node:async_hooks'
 import type { EventEmitter } from 'node:events'
 import {
+  ConnectionError,
   CoordinatorStoppedError,
-  InvalidArgumentError,
   InvalidStateError,
   type ListenerFailedError,
   NotSupportedError,
@@ -143,8 +143,12 @@ export class DriverRuntime {
       rejoin: parts.rejoin,
       manual,
       join: (g, caps) =>
-        traced(groupJoinChannel, () => ({ ...this.trace, group: g, rejoin: true }), () => this.call('rejoin a group', () => d.joinGroup(g, caps), true)),
-      create: (g) => this.call('create a group', () => d.createGroup(g), true),
+        traced(
+          groupJoinChannel,
+          () => ({ ...this.trace, group: g, rejoin: true }),
+          () => this.call('rejoin a group', () => d.joinGroup(g, caps), { internal: true }),
+        ),
+      create: (g) => this.call('create a group', () => d.createGroup(g), { internal: true }),
       emitLost: (group, reason) => emit('membershipLost', { group, reason }),
       emitRejoined: (group) => emit('rejoined', { group }),
       warn: (err) => this.warn(err),
@@ -175,7 +179,7 @@ export class DriverRuntime {
       manual,
       fencing: this.capabilities.has('fencing'),
       leaderLock: (g) => this.require('leaderElection', d.leaderLock, 'watchElectedAsLeader').call(d, g),
-      call: (op, fn) => this.call(op, fn, true),
+      call: (op, fn) => this.call(op, fn, { internal: true }),
       track: (l) => this.locks.track(l),
       untrack: (l) => this.locks.untrack(l),
       emitElected: (e) => emit('leaderElected', e),
@@ -196,7 +200,7 @@ export class DriverRuntime {
         this.#warnings.recovered(isOutageKey)
         if (this.#connection === 'lost') this.setConnection('reconnected')
       },
-      onExpired: () => this.setConnection('lost', new Error(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
+      onExpired: () => this.setConnection('lost', new ConnectionError(`no heartbeat succeeded within the ${this.#heart.intervalMs} ms liveness window`)),
       deadline: this.driver.livenessDeadline && (() => this.driver.livenessDeadline!()),
     })
   }
@@ -219,7 +223,7 @@ export class DriverRuntime {
   }
 
   async start(): Promise<void> {
-    if (this.#state !== 'created' && this.#state !== 'failed') throw new InvalidArgumentError(`start() cannot run in state ${this.#state}`)
+    if (this.#state !== 'created' && this.#state !== 'failed') throw new InvalidStateError(`start() cannot run in state ${this.#state}`)
     this.#state = 'starting'
     const first = await traced(connectChannel, () => ({ ...this.trace }), () => this.#start())
     // The loops run in rollcall's own async context, not in the caller's nor in the connect span:
@@ -271,7 +275,7 @@ export class DriverRuntime {
     const d = this.driver
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
     const result: HeartbeatResult = d.heartbeat
-      ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, this.locks.driverLocks()), true)
+      ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, this.locks.driverLocks()), { internal: true })
       : { nextBeatMs: Number.POSITIVE_INFINITY, locks: { refreshed: false } }
     this.#lastBeatAt = new Date()
     const lostGroups = result.lostGroups
@@ -333,7 +337,7 @@ export class DriverRuntime {
   #sessionReplaced(reason: string): void {
     if ((this.#state as CoordinatorState) !== 'started') return
     if (this.#connection === 'lost') this.#loseEverything(reason)
-    else this.setConnection('lost', new Error(reason))
+    else this.setConnection('lost', new ConnectionError(reason))
     this.#heart.restartDeadline()
     this.setConnection('reconnected')
   }
@@ -375,8 +379,8 @@ export class DriverRuntime {
     return this.driver
   }
 
-  /** Decodes stored capabilities; a corrupt value throws (raise) or is returned as its error, with a warning. */
-  decodeMember(group: string, member: string, value: Uint8Array | SerializationError, raise: boolean): unknown {
+  /** Decodes stored capabilities; a corrupt value throws (`raise`) or is returned as its error, with a warning. */
+  decodeMember(group: string, member: string, value: Uint8Array | SerializationError, { raise }: { raise: boolean }): unknown {
     const decoded = decodeCapabilities(this.definition.name, group, member, value)
     if (!(decoded instanceof SerializationError)) return decoded
     if (raise) throw decoded
@@ -399,8 +403,8 @@ export class DriverRuntime {
     if (this.#state !== 'started') throw new CoordinatorStoppedError(operation)
   }
 
-  /** Runs a driver call; anything it throws comes out as a RollcallError. `internal` calls may run while stopping. */
-  async call<T>(operation: string, fn: () => Promise<T>, internal = false): Promise<T> {
+  /** Runs a driver call; anything it throws comes out as a RollcallError. `internal` calls (the runtime's own) may run while stopping. */
+  async call<T>(operation: string, fn: () => Promise<T>, { internal = false }: { internal?: boolean } = {}): Promise<T> {
     if (!internal) this.assertStarted(operation)
     try {
       return await fn()
