@@ -48,7 +48,11 @@ export function turnSize(rule: TurnRule, waiters = 0): number {
 /** How long a turn lasts at most (ms from its first acquisition). */
 export const TURN_MS = 100
 
-/** The acquisitions and time one turn has used. */
+/**
+ * The acquisitions and time one turn has used, where a process counts them (file, memcached,
+ * MySQL/MariaDB, etcd). Redis counts them in its scripts (redis-scripts.ts), from TURN_MS and
+ * TURN_RULES.redis passed as arguments.
+ */
 export class Turn {
   readonly #size: number
   #startedAt = 0

@@ -7,18 +7,13 @@
  * shards: a Python process would not find keys spread over servers. `use_ssl=true` (with
  * `ca_cert`, `ssl_cert`, `ssl_key`, ...) connects over TLS. A path is ignored, as tooz ignores it (one warning).
  *
- * Consistency: every group is one value updated by compare-and-swap (`gets`/`cas`), so concurrent
- * joins and leaves never lose each other; conflicts are retried with short jittered backoff
- * (tooz sleeps 1 s). A member is alive while its key `_TOOZ_MEMBER_<id>` exists (expiry
- * membership_timeout, renewed by the heartbeat); dead members are pruned from a group by whoever
- * reads it (never the reader itself), as tooz does. Reading a group costs two round trips at any
- * size (`gets` of the group, then one multi-key `get` of every member key; tooz does one per
- * member). Locks and leadership are `add`-ed keys with an expiry; release and refresh compare the
- * CAS value of our own hold (memcached-lock.ts), which tooz cannot do; blocked rollcall acquires
- * queue beside them, in keys tooz never reads (memcached-lock-queue.ts). Watchers poll, and a
- * watched group is also re-read through the last two seconds of its first member key's TTL (read with
- * `mg <key> t` alongside the listing), so a crashed member is seen leaving within about 0.1 s of
- * memcached's own expiry (servers with meta commands; older ones are polled only).
+ * Consistency and hazards: the declaration in defineDriver below (docs/drivers.md). How: a group's
+ * compare-and-swap conflicts are retried with short jittered backoff (tooz sleeps 1 s); a group is
+ * read with `gets` of the group, then one multi-key `get` of every member key `_TOOZ_MEMBER_<id>`
+ * (tooz does one per member), and the reader prunes dead members but never itself; locks compare
+ * the CAS of their own hold (memcached-lock.ts), and blocked rollcall acquires queue in keys tooz
+ * never reads (memcached-lock-queue.ts); a watched group's first expiry is read with `mg <key> t`
+ * alongside the listing.
  *
  * A heartbeat (memcached-heartbeat.ts) is one write and one round trip whatever the group sizes:
  * the member key `set` (with a reply, unlike tooz's noreply, so that a failed beat is noticed), the
@@ -29,8 +24,7 @@
  * On a server without meta commands (before 1.6.10) the heartbeat reads every joined group's value
  * (one multi-key `gets`) instead, decoding a value only when its CAS changed. Ids must fit a
  * memcached key once prefixed (250 bytes, no spaces or control characters): validateId() refuses
- * the rest before anything is written. Hazards (eviction, restarts, no fencing, fail-over hosts,
- * whole-second expiry) are declared in defineDriver below, from which docs/drivers.md is made.
+ * the rest before anything is written.
  */
 import {
   BackendError,

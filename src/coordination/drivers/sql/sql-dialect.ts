@@ -1,5 +1,5 @@
 /**
- * The contract between the dialect-neutral SQL driver (sql-membership.ts) and each dialect
+ * The contract between the dialect-neutral SQL driver (sql-driver.ts) and each dialect
  * (PostgreSQL, MySQL/MariaDB): the statements it runs, its session locks, and how its errors read.
  */
 import type { DriverLock } from '../../driver.js'

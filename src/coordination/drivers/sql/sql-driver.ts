@@ -1,6 +1,6 @@
 /**
- * Groups, membership with expiry and leader election on SQL tables, written once for PostgreSQL
- * and MySQL/MariaDB. Each dialect supplies a small {@link SqlDialect} (its statements, its
+ * {@link SqlDriver}: groups, membership with expiry and leader election on SQL tables, written once
+ * for PostgreSQL and MySQL/MariaDB. Each dialect supplies a small {@link SqlDialect} (its statements, its
  * session locks, how its errors read); everything here is dialect-neutral.
  *
  * Liveness: a member row lives while `expires_at > now()` on the **server** (membership_timeout
@@ -13,7 +13,7 @@
  * member can answer getLeader(). A row counts only while that session still holds the lock.
  *
  * Lock sessions: both dialects hold each lock on a server session of its own, drawn from one
- * {@link LockSessions} per coordinator, which keeps a released session a few seconds for the next
+ * LockSessions (sql-sessions.ts) per coordinator, which keeps a released session a few seconds for the next
  * acquire instead of opening a connection per acquire.
  */
 import {
