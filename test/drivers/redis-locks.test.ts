@@ -8,14 +8,15 @@ import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { describe, it, type TestContext } from 'node:test'
 import { Redis } from 'ioredis'
-import { connect, type Coordinator } from '../../src/index.js'
-import { SCRIPTS } from '../../src/coordination/drivers/redis/redis-scripts.js'
-import { TURN_MS, TURN_RULES } from '../../src/coordination/drivers/kit/lock-turn.js'
-
-const { round: ROUND_ACQUISITIONS, min: MIN_TURN } = TURN_RULES.redis
+import { connect, type Coordinator, type Lock } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
 import { scriptProcess } from '../support/script-process.js'
 import { rid, waitFor } from '../support/wait.js'
+
+/** Redis's turns, as docs/drivers.md states them: a holder's share of 1024 acquisitions with the waiters behind it, at least 32, within 100 ms. */
+const ROUND_ACQUISITIONS = 1024
+const MIN_TURN = 32
+const TURN_MS = 100
 
 const URL = serverUrl('redis')
 const { port: PORT } = new globalThis.URL(URL.replace(/^redis:/, 'http:'))
@@ -60,13 +61,29 @@ async function stretchTurn(admin: Redis, key: string): Promise<void> {
   assert.equal(await admin.pexpire(`${key}:turn`, 60_000), 1)
 }
 
-/** Runs a lock script as a lock object with `token` would (redis-lock.ts #args), with a raw client: the script's own rules, no client logic. */
-async function script(admin: Redis, name: 'rollcallLockAcquire' | 'rollcallLockRelease', key: string, token: string, queueMs = 0): Promise<number> {
-  const keys = [key, `${key}:fence`, `${key}:queue`, `${key}:turn`, `${key}:fence:epoch`]
-  const args = [token, 10_000, `${key}:waiter:`, queueMs, TURN_MS, ROUND_ACQUISITIONS, `${key}:wake:`, MIN_TURN, 0]
-  // A taken lock answers { epoch, counter }: the counter, here (no Sentinel, epoch 0).
-  const reply = await admin.eval(SCRIPTS[name], keys.length, ...keys, ...args)
-  return Number(Array.isArray(reply) ? reply[1] : reply)
+/**
+ * A lock of coordinator `c` whose release has left the key free and its turn on with `n` acquisitions used, lasting 60 s (the
+ * state a release within a turn leaves while waiters are queued), and the token that names it.
+ */
+async function freeInTurn(admin: Redis, c: Coordinator, name: string, n: number): Promise<{ lock: Lock; token: string }> {
+  const key = `_tooz_${name}_lock`
+  const lock = c.getLock(name)
+  assert.equal(await lock.acquire({ blocking: false }), true)
+  const token = await admin.get(key)
+  assert.ok(token, 'the lock is held')
+  // Nobody is queued: the release ends no turn, and the turn is written here.
+  assert.equal(await lock.release(), true)
+  await giveTurn(admin, key, token, n)
+  return { lock, token }
+}
+
+/**
+ * Releases `lock` and asks for it again at once, as a holder looping on it does: true when the release left the turn on
+ * for it (within the turn), false when it used the turn up (a waiter is queued, so the key is kept for the head).
+ */
+async function releaseAndRetake(lock: Lock): Promise<boolean> {
+  assert.equal(await lock.release(), true)
+  return lock.acquire({ blocking: false })
 }
 
 /** Queues `n` live waiters (tokens w0…) behind lock `key`, as their acquire scripts would. */
@@ -86,42 +103,51 @@ async function giveTurn(admin: Redis, key: string, token: string, n: number): Pr
 describe('redis lock wake-ups and hand-over', { concurrency: 3 }, () => {
   it("redis: locks: a holder's turn keeps the free key from every other rollcall attempt, queued or not, and from nobody else", async (t) => {
     const admin = raw(t)
-    const key = `_tooz_${rid('lock')}_lock`
-    await giveTurn(admin, key, 'holder', 1)
-    // Nobody is queued: the releaser of the turn before (its first attempt of a new acquire queues nothing) is refused.
-    assert.ok((await script(admin, 'rollcallLockAcquire', key, 'other')) <= 0, "another attempt took the key in the holder's turn")
-    assert.ok((await script(admin, 'rollcallLockAcquire', key, 'other', 1_000)) <= 0, 'a queueing attempt took the key')
-    assert.deepEqual(await admin.zrange(`${key}:queue`, '0', '-1'), ['other'], 'the queueing attempt queued')
+    const name = rid('lock')
+    const key = `_tooz_${name}_lock`
+    const [a, b] = [await open(t), await open(t)]
+    const { lock: holder } = await freeInTurn(admin, a, name, 1)
+    // Nobody is queued: an attempt of another lock object (the releaser of the turn before, whose first attempt of a new acquire queues nothing) is refused.
+    assert.equal(await b.getLock(name).acquire({ blocking: false }), false, "another attempt took the key in the holder's turn")
+    const other = b.getLock(name)
+    const waiting = other.acquire({ timeoutMs: 1_000 })
+    await waitFor('the queueing attempt queued', async () => (await admin.zcard(`${key}:queue`)) === 1, 5_000)
+    assert.equal(await waiting, false, 'a queueing attempt took the key')
     assert.equal(await admin.exists(key), 0)
-    assert.ok((await script(admin, 'rollcallLockAcquire', key, 'holder')) >= 1, 'the holder could not take its key back')
-    assert.equal(await admin.hget(`${key}:turn`, 'n'), '2', 'the re-take counts in the turn')
-    assert.equal(await script(admin, 'rollcallLockRelease', key, 'holder'), 2, 'a release within the turn says so')
     // A Python tooz process ignores the turn: SET NX is all it does, and it gets the free key.
     assert.equal(await admin.set(key, 'python', 'PX', 10_000, 'NX'), 'OK')
+    await admin.del(key)
+    assert.equal(await holder.acquire({ blocking: false }), true, 'the holder could not take its key back')
+    assert.equal(await admin.hget(`${key}:turn`, 'n'), '2', 'the re-take counts in the turn')
+    assert.equal(await releaseAndRetake(holder), true, 'a release within the turn did not leave it on for the holder')
+    assert.equal(await admin.hget(`${key}:turn`, 'n'), '3')
+    await holder.release()
   })
 
   it(`redis: locks: a turn is the holder's share of ${ROUND_ACQUISITIONS} acquisitions with the waiters queued (at least ${MIN_TURN}); the release that uses it up ends it and wakes the head`, async (t) => {
     const admin = raw(t)
-    const key = `_tooz_${rid('lock')}_lock`
+    const name = rid('lock')
+    const key = `_tooz_${name}_lock`
+    const a = await open(t)
     const sub = raw(t)
     const heard: string[] = []
     sub.on('message', (_channel: string, message: string) => heard.push(message))
     await sub.subscribe(`${key}:wake:w0`)
-    await queueWaiters(admin, key, 1)
     const share = ROUND_ACQUISITIONS / 2
-    await giveTurn(admin, key, 'holder', share - 2)
-    assert.ok((await script(admin, 'rollcallLockAcquire', key, 'holder')) >= 1)
-    assert.equal(await script(admin, 'rollcallLockRelease', key, 'holder'), 2, `acquisition ${share - 1} of a turn of ${share}`)
-    assert.ok((await script(admin, 'rollcallLockAcquire', key, 'holder')) >= 1)
-    assert.equal(await script(admin, 'rollcallLockRelease', key, 'holder'), 1, `acquisition ${share} uses the turn up`)
+    const { lock: holder } = await freeInTurn(admin, a, name, share - 2)
+    await queueWaiters(admin, key, 1)
+    assert.equal(await holder.acquire({ blocking: false }), true)
+    assert.equal(await releaseAndRetake(holder), true, `acquisition ${share - 1} of a turn of ${share}`)
+    assert.equal(await releaseAndRetake(holder), false, `acquisition ${share} uses the turn up`)
     assert.equal(await admin.exists(`${key}:turn`), 0, 'the used-up turn is gone')
     await waitFor('the head woken', () => heard.includes('w0'), 2_000)
     // More waiters, smaller turns: with many queued a turn allows MIN_TURN.
     const many = Math.ceil(ROUND_ACQUISITIONS / MIN_TURN)
+    await admin.del(`${key}:queue`)
+    const { lock: next } = await freeInTurn(admin, a, name, MIN_TURN - 1)
     await queueWaiters(admin, key, many)
-    await giveTurn(admin, key, 'holder', MIN_TURN - 1)
-    assert.ok((await script(admin, 'rollcallLockAcquire', key, 'holder')) >= 1)
-    assert.equal(await script(admin, 'rollcallLockRelease', key, 'holder'), 1, `with ${many} queued a turn allows ${MIN_TURN}`)
+    assert.equal(await next.acquire({ blocking: false }), true)
+    assert.equal(await releaseAndRetake(next), false, `with ${many} queued a turn allows ${MIN_TURN}`)
   })
 
   it('redis: locks: two processes looping on one lock alternate in whole turns', async (t) => {
