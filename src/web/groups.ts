@@ -16,7 +16,6 @@ import { SingleFlight } from '../internal/single-flight.js'
 import { EventEmitter } from 'node:events'
 import { InvalidArgumentError, type Coordinator, type GroupView, type GroupViewChange, type RollcallError } from '../index.js'
 import { toPublicJson } from './http.js'
-import type { WebMetrics } from './metrics.js'
 /** One member of a group. */
 export interface GroupMemberRow {
   member_id: string
@@ -104,12 +103,24 @@ export interface GroupListViewEvents {
   health: [Error | undefined]
 }
 
+/** What a {@link GroupListView} reports to the status server's metrics (metrics.ts's WebMetrics has it). */
+export interface GroupListMetrics {
+  /** A refresh of the list took `seconds`. */
+  refreshDuration(view: 'groups', seconds: number): void
+  /** A refresh of the list failed. */
+  refreshFailed(view: 'groups'): void
+  /** The groups as the latest refresh read them, for the member counts. */
+  setGroupCounts(groups: readonly GroupRow[]): void
+  /** A join was seen `seconds` after the member's own clock says it happened. */
+  watcherLag(source: 'join', seconds: number): void
+}
+
 /** Options of a {@link GroupListView}. */
 export interface GroupListViewOptions {
   refreshMs: number
   /** How long one pass over the empty groups takes, re-reading a share of them at each refresh (default 60 000 ms). */
   emptyRefreshMs?: number
-  metrics?: WebMetrics
+  metrics?: GroupListMetrics
 }
 
 /** The defaults of {@link GroupListViewOptions}. */
