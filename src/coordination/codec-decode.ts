@@ -15,6 +15,17 @@ export function loads(bytes: Uint8Array): unknown {
   return value
 }
 
+/** DataView readers of msgpack's fixed-width numbers, by type (module-level: a decode allocates no closure). */
+const READ = {
+  float32: (view: DataView, at: number): number => view.getFloat32(at),
+  float64: (view: DataView, at: number): number => view.getFloat64(at),
+  uint64: (view: DataView, at: number): bigint => view.getBigUint64(at),
+  int8: (view: DataView, at: number): number => view.getInt8(at),
+  int16: (view: DataView, at: number): number => view.getInt16(at),
+  int32: (view: DataView, at: number): number => view.getInt32(at),
+  int64: (view: DataView, at: number): bigint => view.getBigInt64(at),
+}
+
 class Reader {
   pos = 0
   readonly #view: DataView
@@ -32,6 +43,14 @@ class Reader {
   #uint(width: 1 | 2 | 4): number {
     this.#need(width)
     const v = width === 1 ? this.#view.getUint8(this.pos) : width === 2 ? this.#view.getUint16(this.pos) : this.#view.getUint32(this.pos)
+    this.pos += width
+    return v
+  }
+
+  /** A big-endian number of `width` bytes, read with `read`. */
+  #fixed<T>(width: number, read: (view: DataView, at: number) => T): T {
+    this.#need(width)
+    const v = read(this.#view, this.pos)
     this.pos += width
     return v
   }
@@ -98,54 +117,26 @@ class Reader {
         return this.#ext(this.#uint(2))
       case 0xc9:
         return this.#ext(this.#uint(4))
-      case 0xca: {
-        this.#need(4)
-        const v = this.#view.getFloat32(this.pos)
-        this.pos += 4
-        return v
-      }
-      case 0xcb: {
-        this.#need(8)
-        const v = this.#view.getFloat64(this.pos)
-        this.pos += 8
-        return v
-      }
+      case 0xca:
+        return this.#fixed(4, READ.float32)
+      case 0xcb:
+        return this.#fixed(8, READ.float64)
       case 0xcc:
         return this.#uint(1)
       case 0xcd:
         return this.#uint(2)
       case 0xce:
         return this.#uint(4)
-      case 0xcf: {
-        this.#need(8)
-        const v = this.#view.getBigUint64(this.pos)
-        this.pos += 8
-        return narrow(v)
-      }
-      case 0xd0: {
-        this.#need(1)
-        const v = this.#view.getInt8(this.pos)
-        this.pos += 1
-        return v
-      }
-      case 0xd1: {
-        this.#need(2)
-        const v = this.#view.getInt16(this.pos)
-        this.pos += 2
-        return v
-      }
-      case 0xd2: {
-        this.#need(4)
-        const v = this.#view.getInt32(this.pos)
-        this.pos += 4
-        return v
-      }
-      case 0xd3: {
-        this.#need(8)
-        const v = this.#view.getBigInt64(this.pos)
-        this.pos += 8
-        return narrow(v)
-      }
+      case 0xcf:
+        return narrow(this.#fixed(8, READ.uint64))
+      case 0xd0:
+        return this.#fixed(1, READ.int8)
+      case 0xd1:
+        return this.#fixed(2, READ.int16)
+      case 0xd2:
+        return this.#fixed(4, READ.int32)
+      case 0xd3:
+        return narrow(this.#fixed(8, READ.int64))
       case 0xd4:
         return this.#ext(1)
       case 0xd5:

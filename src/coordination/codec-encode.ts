@@ -156,15 +156,20 @@ class Writer {
   }
 }
 
-/** oslo's datetime payload: these keys, in this order; naive (no `tz`). */
-function datetimeFields(d: Date): Record<string, number> {
+/**
+ * oslo's datetime payload: these keys, in this order; naive (no `tz`). The fields are `d`'s UTC
+ * ones (what dumps() writes), or its local wall-clock ones (tooz's file driver writes Python's
+ * naive `datetime.now()`).
+ */
+export function datetimeFields(d: Date, clock: 'utc' | 'local' = 'utc'): Record<string, number> {
+  const utc = clock === 'utc'
   return {
-    day: d.getUTCDate(),
-    month: d.getUTCMonth() + 1,
-    year: d.getUTCFullYear(),
-    hour: d.getUTCHours(),
-    minute: d.getUTCMinutes(),
-    second: d.getUTCSeconds(),
-    microsecond: d.getUTCMilliseconds() * 1000,
+    day: utc ? d.getUTCDate() : d.getDate(),
+    month: (utc ? d.getUTCMonth() : d.getMonth()) + 1,
+    year: utc ? d.getUTCFullYear() : d.getFullYear(),
+    hour: utc ? d.getUTCHours() : d.getHours(),
+    minute: utc ? d.getUTCMinutes() : d.getMinutes(),
+    second: utc ? d.getUTCSeconds() : d.getSeconds(),
+    microsecond: (utc ? d.getUTCMilliseconds() : d.getMilliseconds()) * 1000,
   }
 }

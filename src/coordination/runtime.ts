@@ -24,7 +24,7 @@ import {
   SerializationError,
 } from '../errors.js'
 import type { Capability } from './capabilities.js'
-import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, DriverLock, HeartbeatResult, IdKind } from './driver.js'
+import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, HeartbeatResult, IdKind } from './driver.js'
 import { Elections } from './election.js'
 import type { CoordinatorEvents } from './events.js'
 import { HeartbeatLoop } from './heartbeat.js'

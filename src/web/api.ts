@@ -27,26 +27,18 @@ export const MAX_REASON_LENGTH = 255
 
 const UPDATE_KEYS = ['status', 'disabled_reason', 'forced_down'] as const
 
-function needServices(view: ServiceView | undefined): ServiceView {
-  if (!view) {
-    throw new HttpError(
-      404,
-      'NOT_CONFIGURED',
-      'This server shows no services: start rollcall serve with a service-group configuration (--config FILE or ROLLCALL_CONFIG)',
-    )
-  }
+/** The view a route shows, or a 404 NOT_CONFIGURED saying that the server shows none and `howTo` start one that does. */
+function need<V>(view: V | undefined, what: string, howTo: string): V {
+  if (!view) throw new HttpError(404, 'NOT_CONFIGURED', `This server shows no ${what}: start rollcall serve ${howTo}`)
   return view
 }
 
+function needServices(view: ServiceView | undefined): ServiceView {
+  return need(view, 'services', 'with a service-group configuration (--config FILE or ROLLCALL_CONFIG)')
+}
+
 function needGroups(view: GroupListView | undefined): GroupListView {
-  if (!view) {
-    throw new HttpError(
-      404,
-      'NOT_CONFIGURED',
-      'This server shows no coordination groups: start rollcall serve with --url URL (or ROLLCALL_URL), or with the tooz service-group driver',
-    )
-  }
-  return view
+  return need(view, 'coordination groups', 'with --url URL (or ROLLCALL_URL), or with the tooz service-group driver')
 }
 
 /** `GET /v1/services`. */

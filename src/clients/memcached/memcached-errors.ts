@@ -6,37 +6,29 @@
  * error: the connection is dropped and the next request opens another).
  */
 
+/** The root of the client's errors: each is named after its class. */
+export class MemcachedError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = new.target.name
+  }
+}
+
 /** memcached answered ERROR, CLIENT_ERROR or SERVER_ERROR. */
-export class MemcachedServerError extends Error {
+export class MemcachedServerError extends MemcachedError {
   constructor(readonly kind: 'ERROR' | 'CLIENT_ERROR' | 'SERVER_ERROR', detail: string, readonly command: string) {
     super(`memcached answered ${kind}${detail ? ` ${detail}` : ''} to ${command}`)
-    this.name = 'MemcachedServerError'
   }
 }
 
 /** A key memcached cannot hold: longer than 250 bytes, or with a space or control character. */
-export class MemcachedKeyError extends Error {
-  constructor(message: string) {
-    super(message)
-    this.name = 'MemcachedKeyError'
-  }
-}
+export class MemcachedKeyError extends MemcachedError {}
 
 /** No connection could be made, it broke while a reply was awaited, or the client was closed. */
-export class MemcachedConnectionError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.name = 'MemcachedConnectionError'
-  }
-}
+export class MemcachedConnectionError extends MemcachedError {}
 
 /** A reply did not come within requestTimeoutMs (the connection is then closed). */
-export class MemcachedTimeoutError extends Error {
-  constructor(message: string) {
-    super(message)
-    this.name = 'MemcachedTimeoutError'
-  }
-}
+export class MemcachedTimeoutError extends MemcachedError {}
 
 /**
  * The server sent bytes that are not the reply asked for: a line or number that does not parse,
@@ -46,6 +38,5 @@ export class MemcachedTimeoutError extends Error {
 export class MemcachedProtocolError extends MemcachedConnectionError {
   constructor(problem: string, command: string | undefined) {
     super(`memcached sent ${problem}${command ? ` in reply to ${command}` : ''}; the connection is dropped`)
-    this.name = 'MemcachedProtocolError'
   }
 }

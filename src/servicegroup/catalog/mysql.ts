@@ -4,8 +4,8 @@
  * serialised with GET_LOCK on a dedicated connection. Connection-level failures become a
  * retryable ConnectionError; anything else a BackendError.
  */
-import { AuthenticationError, BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
-import { isAuthFailure } from '../../internal/client-errors.js'
+import { ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
+import { catalogError } from './catalog-errors.js'
 import type { Row, SqlConnection, CatalogSqlResult } from './sql.js'
 import { isMysqlConnectionFailure } from '../../internal/network-errors.js'
 
@@ -91,13 +91,6 @@ class CatalogMysqlConnection implements SqlConnection {
   }
 
   #translate(err: unknown): RollcallError {
-    if (isAuthFailure(err)) {
-      return new AuthenticationError(`The services database ${this.shownAs} refused the credentials (wrong user name or password, or an unknown user)`, {
-        cause: err,
-      })
-    }
-    const e = err as { message?: unknown }
-    const message = `The services database ${this.shownAs} failed: ${typeof e?.message === 'string' ? e.message : String(err)}`
-    return isMysqlConnectionFailure(err) ? new ConnectionError(message, { cause: err }) : new BackendError(message, { cause: err })
+    return catalogError(err, this.shownAs, isMysqlConnectionFailure)
   }
 }

@@ -5,8 +5,8 @@
  * BackendError. Messages carry the redacted URL only.
  */
 import { createHash } from 'node:crypto'
-import { AuthenticationError, BackendError, ConnectionError, DriverUnavailableError, type RollcallError } from '../../index.js'
-import { isAuthFailure } from '../../internal/client-errors.js'
+import { DriverUnavailableError, type RollcallError } from '../../index.js'
+import { catalogError } from './catalog-errors.js'
 import type { Row, SqlConnection, CatalogSqlResult } from './sql.js'
 import { isPgConnectionFailure } from '../../internal/network-errors.js'
 
@@ -90,13 +90,6 @@ class PgConnection implements SqlConnection {
   }
 
   #translate(err: unknown): RollcallError {
-    if (isAuthFailure(err)) {
-      return new AuthenticationError(`The services database ${this.shownAs} refused the credentials (wrong user name or password, or an unknown user)`, {
-        cause: err,
-      })
-    }
-    const message = `The services database ${this.shownAs} failed: ${(err as Error)?.message ?? String(err)}`
-    if (isPgConnectionFailure(err)) return new ConnectionError(message, { cause: err })
-    return new BackendError(message, { cause: err })
+    return catalogError(err, this.shownAs, isPgConnectionFailure)
   }
 }

@@ -18,9 +18,10 @@ import { createHash } from 'node:crypto'
 import { SerializationError } from '../../../errors.js'
 import { dumps, ExtData, loads } from '../../codec.js'
 import { splitMap } from '../../codec-scan.js'
+import { datetimeFields } from '../../codec-encode.js'
+import { EXT_DATETIME } from '../../codec-ext.js'
 import { strictUtf8 } from '../../../internal/unicode.js'
 
-const EXT_DATETIME = 1
 const NIL = Uint8Array.of(0xc0)
 const utf8 = new TextEncoder()
 
@@ -96,16 +97,7 @@ export function decodeMemberRecord(bytes: Uint8Array): MemberRecord {
 
 /** oslo's datetime ext with the local wall-clock fields of `d` (Python's naive `datetime.now()`). */
 function encodeNaiveLocal(d: Date): Uint8Array {
-  const fields = {
-    day: d.getDate(),
-    month: d.getMonth() + 1,
-    year: d.getFullYear(),
-    hour: d.getHours(),
-    minute: d.getMinutes(),
-    second: d.getSeconds(),
-    microsecond: d.getMilliseconds() * 1000,
-  }
-  return dumps(new ExtData(EXT_DATETIME, dumps(fields)))
+  return dumps(new ExtData(EXT_DATETIME, dumps(datetimeFields(d, 'local'))))
 }
 
 /** The codec reads a naive datetime as UTC; tooz's file driver means local time. */

@@ -32,7 +32,7 @@ import type { StatementName } from './sql-schema.js'
 import { utf8IdProblem } from '../kit/ids.js'
 import { BreakLatch } from '../kit/break-latch.js'
 import { LeaderLock, leaderLockName } from './sql-leader.js'
-import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from './sql-dialect.js'
+import type { SessionLock, SqlDialect, SqlResult } from './sql-dialect.js'
 import { strictUtf8 } from '../../../internal/unicode.js'
 
 /** Settings of {@link SqlDriver}. */
