@@ -112,9 +112,11 @@ async function runDemo(ctx: CommandContext): Promise<void> {
     const { file, config } = await demoConfig(dir, given, ctx.env)
     log(`catalog sqlite in ${dir}; coordination ${redactUrl(config.toozUrl ?? '')}`, { event: 'setup', dir, url: redactUrl(config.toozUrl ?? '') })
     const start = serviceStarter(file, stop, log)
+    // The status page first, then the services: it shows them joining, and its URL does not wait
+    // behind five processes starting (on a busy 2-core machine that took over 20 s).
+    running = await openDemoServer(ctx, config, progress)
     progress.set(`starting ${services.length} services`)
     for (const s of services) start(s)
-    running = await openDemoServer(ctx, config, progress)
     await showDemo(running.server, services, stop, start, progress, log)
     log('stopping', { event: 'stopping' })
   } finally {
