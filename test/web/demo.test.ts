@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { serverUrl } from '../support/backends.js'
 import { waitFor } from '../support/wait.js'
-import { call, cli, WEB_TIMING } from './support.js'
+import { call, cli, type CliProcess, WEB_TIMING } from './support.js'
 
 interface DemoEvent {
   t: number
@@ -36,11 +36,20 @@ async function servicesUp(url: string): Promise<{ topic: string; host: string; s
   return rows && rows.length === 5 && rows.every((s) => s.state === 'up') ? rows : undefined
 }
 
+/** Waits for the five services up; a timeout carries the demo's own log, which says which service did not come up and why. */
+async function fiveUp(url: string, demo: CliProcess): Promise<{ topic: string; host: string; state: string }[]> {
+  try {
+    return await waitFor('the five demo services up', () => servicesUp(url), 30_000, 250)
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; the demo's log: ${demo.stdout().slice(-3000)} ${demo.stderr().slice(-1000)}`)
+  }
+}
+
 describe('web: demo', { concurrency: 2 }, () => {
   it('web: demo: on the embedded default it runs its services, plays its script, and cleans up on SIGTERM', { timeout: 120_000 }, async (t) => {
     const demo = cli(t, ['demo', '--listen', '127.0.0.1:0', '--duration', '100', '--json'])
     const url = await demo.url()
-    const rows = await waitFor('the five demo services up', () => servicesUp(url), 30_000, 250)
+    const rows = await fiveUp(url, demo)
     assert.deepEqual(rows.map((r) => `${r.topic}/${r.host}`), ['api/node-1', 'api/node-2', 'worker/node-1', 'worker/node-2', 'worker/node-3'])
     const page = await call(url, 'GET', '/')
     assert.match(page.text, /rollcall demo/)
@@ -82,7 +91,7 @@ describe('web: demo', { concurrency: 2 }, () => {
       '--json',
     ])
     const url = await demo.url()
-    const rows = await waitFor('the five demo services up', () => servicesUp(url), 30_000, 250)
+    const rows = await fiveUp(url, demo)
     assert.ok(rows.every((r) => /^(api|worker)-demo-[a-z0-9]+$/.test(r.topic)), 'topics get a random suffix on a shared backend')
     const groups = (await call(url, 'GET', '/v1/groups')).json.groups as { group: string; members: unknown[] }[]
     const mine = groups.filter((g) => rows.some((r) => r.topic === g.group))
