@@ -130,12 +130,23 @@ export const electionLostChannel = diagnostics_channel.channel(TRACING_CHANNELS.
 type Traced<C extends object> = diagnostics_channel.TracingChannel<unknown, C>
 
 /**
+ * Whether anyone listens on one of the five channels. Bun (1.4) has no `hasSubscribers` on a
+ * TracingChannel (Node has it since 20.13): there each channel is asked, or nothing would be traced.
+ */
+function anySubscriber(channel: Traced<object>): boolean {
+  const all = channel.hasSubscribers as boolean | undefined
+  if (all !== undefined) return all
+  return channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncStart.hasSubscribers || channel.asyncEnd.hasSubscribers
+    || channel.error.hasSubscribers
+}
+
+/**
  * Runs `fn` as a traced operation on `channel`; with nobody subscribed, just runs it (the payload
  * is never built).
  * @internal
  */
 export function traced<T, C extends object>(channel: Traced<C>, payload: () => C, fn: () => Promise<T>): Promise<T> {
-  if (!channel.hasSubscribers) return fn()
+  if (!anySubscriber(channel)) return fn()
   return channel.tracePromise(fn, payload())
 }
 

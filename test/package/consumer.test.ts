@@ -23,21 +23,101 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { ve
 
 /** Uses both entry points; `expected` is what run() must print. */
 const APP_TS = `
-import { connect, Coordinator, DriverUnavailableError, type Lock } from 'rollcall'
+import { subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel'
+import { connect, Coordinator, DriverUnavailableError, LeadershipLostError, RollcallError, TRACING_CHANNELS, type ElectionLostTrace, type ElectionWonTrace,
+  type GroupTrace, type LeaderEvent, type Leadership, type Lock } from 'rollcall'
 import { openCatalog, parseIni, type IniDocument } from 'rollcall/servicegroup'
 import { createStatusHandler, registerMetrics, type MetricsRegistry } from 'rollcall/web'
 import { MetricsUnavailableError } from 'rollcall'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
+/** rollcall's group.join spans and election moments as a tracer subscribed to them sees them; returns the unsubscribe. */
+function traceInto(traces: string[], won: Map<string, bigint | undefined>): () => void {
+  const join = tracingChannel<unknown, GroupTrace>(TRACING_CHANNELS.groupJoin)
+  const ignore = (): void => undefined
+  const spans = {
+    start: (p: GroupTrace): void => void traces.push('join start ' + p.group + ' by ' + p.memberId + ' on ' + p.backend + ' ' + p.url + ' rejoin ' + p.rejoin),
+    end: ignore,
+    asyncStart: ignore,
+    asyncEnd: (p: GroupTrace): void => void traces.push('join end ' + p.group + ' ' + (p.error instanceof RollcallError ? p.error.code : 'joined')),
+    error: ignore,
+  }
+  join.subscribe(spans)
+  const onWon = (message: unknown): void => {
+    const p = message as ElectionWonTrace
+    won.set(p.group, p.term)
+    traces.push('won ' + p.group + ' term ' + typeof p.term)
+  }
+  const onLost = (message: unknown): void => void traces.push('lost ' + (message as ElectionLostTrace).group + ': ' + (message as ElectionLostTrace).reason)
+  subscribe(TRACING_CHANNELS.electionWon, onWon)
+  subscribe(TRACING_CHANNELS.electionLost, onLost)
+  return () => {
+    join.unsubscribe(spans)
+    unsubscribe(TRACING_CHANNELS.electionWon, onWon)
+    unsubscribe(TRACING_CHANNELS.electionLost, onLost)
+  }
+}
+
+/** Leadership three ways on one coordinator: withLeadership(), a campaign's handle, a watch and its unsubscribe. */
+async function lead(c: Coordinator, won: Map<string, bigint | undefined>): Promise<object> {
+  let ledSignal: AbortSignal | undefined
+  const led = await c.withLeadership('leaders', (signal: AbortSignal, term: bigint | undefined) => {
+    ledSignal = signal
+    return { leading: c.isLeader('leaders'), aborted: signal.aborted, term: typeof term, termIsWon: term === won.get('leaders') }
+  })
+  const afterLed = { aborted: ledSignal?.aborted, leading: c.isLeader('leaders') }
+  const campaign: Leadership = await c.campaign('campaigners')
+  const during = {
+    active: campaign.active,
+    aborted: campaign.signal.aborted,
+    leader: await c.getLeader('campaigners'),
+    term: typeof campaign.term,
+    termIsWon: campaign.term === won.get('campaigners'),
+  }
+  await campaign.resign()
+  const reason: unknown = campaign.signal.reason
+  const resigned = {
+    active: campaign.active,
+    reason: reason instanceof LeadershipLostError ? reason.code + ': ' + reason.message : String(reason),
+    leader: await c.getLeader('campaigners'),
+  }
+  let unwatch!: () => Promise<void>
+  const elected = await new Promise<LeaderEvent>((resolve) => {
+    unwatch = c.watchElectedAsLeader('watched', resolve)
+  })
+  const leading = c.isLeader('watched')
+  await unwatch()
+  await unwatch()
+  const watched = { elected, leading, afterUnwatch: c.isLeader('watched'), leader: await c.getLeader('watched') }
+  return { led, afterLed, campaign: { during, resigned }, watched }
+}
+
+/** withLock() hands fn the hold's signal and the held Lock, whose fencing token grows with each holder. */
+async function fence(c: Coordinator): Promise<object> {
+  const tokens: Array<bigint | undefined> = []
+  const first = await c.withLock('fenced', (signal: AbortSignal, lock: Lock) => {
+    const token: bigint | undefined = lock.fencingToken
+    tokens.push(token)
+    return { sameSignal: signal === lock.signal, aborted: signal.aborted, acquired: lock.acquired, token: typeof token }
+  })
+  await c.withLock('fenced', (_signal, lock) => void tokens.push(lock.fencingToken))
+  return { fencing: c.capabilities.has('fencing'), ...first, grows: tokens[0]! < tokens[1]! }
+}
+
 export async function run(): Promise<string> {
   const c: Coordinator = await connect('memory://', { memberId: 'consumer-1', watchIntervalMs: 50 })
+  const traces: string[] = []
+  const won = new Map<string, bigint | undefined>()
+  const untrace = traceInto(traces, won)
   try {
     await c.joinGroupCreate('consumers', { zone: 'az1' })
     const members: string[] = await c.getMembers('consumers')
     const lock: Lock = await c.acquireLock('consumer-lock')
     const held = lock.acquired
     await lock.release()
+    const leadership = await lead(c, won)
+    const fenced = await fence(c)
     const doc: IniDocument = parseIni('[DEFAULT]\\nservicegroup_driver = tooz\\n')
     let catalog = 'opened'
     try {
@@ -61,8 +141,9 @@ export async function run(): Promise<string> {
     const health = await fetch('http://127.0.0.1:' + (server.address() as AddressInfo).port + '/status/healthz')
     await status.close()
     server.close()
-    return JSON.stringify({ members, held, sections: [...doc.keys()], catalog, redis, metrics, health: health.status })
+    return JSON.stringify({ members, held, sections: [...doc.keys()], catalog, redis, metrics, health: health.status, leadership, fenced, traces })
   } finally {
+    untrace()
     await c.stop()
   }
 }
@@ -75,19 +156,94 @@ run().then((out) => console.log(out), (err: unknown) => {
 
 /** The same program through require (Node >= 20.19 loads the ESM package synchronously). */
 const APP_CJS = `
-const { connect, DriverUnavailableError } = require('rollcall')
+const { subscribe, tracingChannel, unsubscribe } = require('node:diagnostics_channel')
+const { connect, DriverUnavailableError, LeadershipLostError, RollcallError, TRACING_CHANNELS } = require('rollcall')
 const { openCatalog, parseIni } = require('rollcall/servicegroup')
 const { createStatusHandler, registerMetrics } = require('rollcall/web')
 const { MetricsUnavailableError } = require('rollcall')
 const { createServer } = require('node:http')
+
+function traceInto(traces, won) {
+  const join = tracingChannel(TRACING_CHANNELS.groupJoin)
+  const ignore = () => undefined
+  const spans = {
+    start: (p) => void traces.push('join start ' + p.group + ' by ' + p.memberId + ' on ' + p.backend + ' ' + p.url + ' rejoin ' + p.rejoin),
+    end: ignore,
+    asyncStart: ignore,
+    asyncEnd: (p) => void traces.push('join end ' + p.group + ' ' + (p.error instanceof RollcallError ? p.error.code : 'joined')),
+    error: ignore,
+  }
+  join.subscribe(spans)
+  const onWon = (p) => {
+    won.set(p.group, p.term)
+    traces.push('won ' + p.group + ' term ' + typeof p.term)
+  }
+  const onLost = (p) => void traces.push('lost ' + p.group + ': ' + p.reason)
+  subscribe(TRACING_CHANNELS.electionWon, onWon)
+  subscribe(TRACING_CHANNELS.electionLost, onLost)
+  return () => {
+    join.unsubscribe(spans)
+    unsubscribe(TRACING_CHANNELS.electionWon, onWon)
+    unsubscribe(TRACING_CHANNELS.electionLost, onLost)
+  }
+}
+
+async function lead(c, won) {
+  let ledSignal
+  const led = await c.withLeadership('leaders', (signal, term) => {
+    ledSignal = signal
+    return { leading: c.isLeader('leaders'), aborted: signal.aborted, term: typeof term, termIsWon: term === won.get('leaders') }
+  })
+  const afterLed = { aborted: ledSignal.aborted, leading: c.isLeader('leaders') }
+  const campaign = await c.campaign('campaigners')
+  const during = {
+    active: campaign.active,
+    aborted: campaign.signal.aborted,
+    leader: await c.getLeader('campaigners'),
+    term: typeof campaign.term,
+    termIsWon: campaign.term === won.get('campaigners'),
+  }
+  await campaign.resign()
+  const reason = campaign.signal.reason
+  const resigned = {
+    active: campaign.active,
+    reason: reason instanceof LeadershipLostError ? reason.code + ': ' + reason.message : String(reason),
+    leader: await c.getLeader('campaigners'),
+  }
+  let unwatch
+  const elected = await new Promise((resolve) => {
+    unwatch = c.watchElectedAsLeader('watched', resolve)
+  })
+  const leading = c.isLeader('watched')
+  await unwatch()
+  await unwatch()
+  const watched = { elected, leading, afterUnwatch: c.isLeader('watched'), leader: await c.getLeader('watched') }
+  return { led, afterLed, campaign: { during, resigned }, watched }
+}
+
+async function fence(c) {
+  const tokens = []
+  const first = await c.withLock('fenced', (signal, lock) => {
+    tokens.push(lock.fencingToken)
+    return { sameSignal: signal === lock.signal, aborted: signal.aborted, acquired: lock.acquired, token: typeof lock.fencingToken }
+  })
+  await c.withLock('fenced', (_signal, lock) => void tokens.push(lock.fencingToken))
+  return { fencing: c.capabilities.has('fencing'), ...first, grows: tokens[0] < tokens[1] }
+}
+
 ;(async () => {
   const c = await connect('memory://', { memberId: 'consumer-1', watchIntervalMs: 50 })
+  const traces = []
+  const won = new Map()
+  const untrace = traceInto(traces, won)
   try {
     await c.joinGroupCreate('consumers', { zone: 'az1' })
     const members = await c.getMembers('consumers')
     const lock = await c.acquireLock('consumer-lock')
     const held = lock.acquired
     await lock.release()
+    const leadership = await lead(c, won)
+    const fenced = await fence(c)
     const doc = parseIni('[DEFAULT]\\nservicegroup_driver = tooz\\n')
     let catalog = 'opened'
     try {
@@ -107,8 +263,9 @@ const { createServer } = require('node:http')
     const health = await fetch('http://127.0.0.1:' + server.address().port + '/status/healthz')
     await status.close()
     server.close()
-    console.log(JSON.stringify({ members, held, sections: [...doc.keys()], catalog, redis, metrics, health: health.status }))
+    console.log(JSON.stringify({ members, held, sections: [...doc.keys()], catalog, redis, metrics, health: health.status, leadership, fenced, traces }))
   } finally {
+    untrace()
     await c.stop()
   }
 })().catch((err) => { console.error(err); process.exitCode = 1 })
@@ -116,7 +273,8 @@ const { createServer } = require('node:http')
 
 /** Type errors a consumer must get: misspelt or mistyped connect() options. */
 const TYPO_TS = `
-import { connect, SerializationError, type Coordinator, type MemberJoinedEvent, type MemberLeftCallback, type RedisOptions } from 'rollcall'
+import { connect, SerializationError, type Coordinator, type Leadership, type MemberJoinedEvent, type MemberLeftCallback, type MysqlOwnPool, type OwnClients,
+  type PgOwnClient, type PgOwnPool, type RedisOptions, type RedisOwnClient } from 'rollcall'
 export async function typos(signal: AbortSignal): Promise<void> {
   // @ts-expect-error a misspelt common option
   await connect('memory://', { watchIntervalMss: 5 })
@@ -178,6 +336,45 @@ export async function typedWatch(c: Coordinator): Promise<() => Promise<void>> {
   await workers.watchLeft(left)
   return unwatchJoined
 }
+
+/** Bring your own client, typed by its shape: neither ioredis, pg nor mysql2 is installed here. */
+export async function ownClients(redis: RedisOwnClient, pool: PgOwnPool, pg: PgOwnClient, mysql: MysqlOwnPool): Promise<void> {
+  await connect('redis://?namespace=app', { client: redis, memberId: 'w-1' })
+  await connect('postgresql://', { client: pool })
+  await connect('postgresql://', { client: pg })
+  await connect('mysql://', { client: mysql })
+  // @ts-expect-error ZooKeeper takes no client of the application's
+  await connect('zookeeper://127.0.0.1:2181', { client: redis })
+  // @ts-expect-error nor does memory://
+  await connect('memory://', { client: redis })
+  // @ts-expect-error an ioredis client is neither a pg Pool nor a pg Client
+  await connect('postgresql://', { client: redis })
+  // @ts-expect-error a pg Pool is not a mysql2 pool
+  await connect('mysql://', { client: pool })
+  // @ts-expect-error a mysql2 pool is not an ioredis client
+  await connect('redis://', { client: mysql })
+  // @ts-expect-error an object with a status alone is not an ioredis client
+  await connect('redis://', { client: { status: 'ready' } })
+  const byScheme: OwnClients['postgresql'] = Math.random() < 0.5 ? pool : pg
+  void byScheme
+}
+
+/** Leadership and fencing tokens: a term or a token is undefined on drivers without fencing. */
+export async function leaderTypes(c: Coordinator): Promise<void> {
+  await using leadership: Leadership = await c.campaign('schedulers')
+  // @ts-expect-error a term may be undefined
+  const term: bigint = leadership.term
+  // @ts-expect-error withLeadership's fn gets (signal, term), not the Leadership
+  await c.withLeadership('schedulers', (l: Leadership) => l.term)
+  const ran: number = await c.withLeadership('schedulers', (signal, t) => (signal.aborted || t === undefined ? 0 : 1))
+  const unwatch: () => Promise<void> = c.watchElectedAsLeader('schedulers', ({ group, member }) => group + member)
+  await c.withLock('fenced', (_signal, lock) => {
+    // @ts-expect-error a fencing token may be undefined
+    const token: bigint = lock.fencingToken
+    void token
+  })
+  void term, ran, unwatch
+}
 `
 
 /**
@@ -198,6 +395,30 @@ const EXPECTED = {
   metrics:
     'METRICS_UNAVAILABLE: Prometheus metrics need the npm package "prom-client" (an optional peer of rollcall); install it with: npm install prom-client',
   health: 200,
+  // On memory:// (which has fencing): each way of leading holds the term the election.won channel published, a bigint.
+  leadership: {
+    led: { leading: true, aborted: false, term: 'bigint', termIsWon: true },
+    afterLed: { aborted: true, leading: false },
+    campaign: {
+      during: { active: true, aborted: false, leader: 'consumer-1', term: 'bigint', termIsWon: true },
+      resigned: { active: false, reason: 'LEADERSHIP_LOST: Leadership of group "campaigners" ended: resigned', leader: null },
+    },
+    watched: { elected: { group: 'watched', member: 'consumer-1' }, leading: true, afterUnwatch: false, leader: null },
+  },
+  fenced: { fencing: true, sameSignal: true, aborted: false, acquired: true, token: 'bigint', grows: true },
+  // joinGroupCreate() on a new group: a join that finds no group (its span carries the error), then the join after creating it.
+  traces: [
+    'join start consumers by consumer-1 on memory memory:// rejoin false',
+    'join end consumers GROUP_NOT_FOUND',
+    'join start consumers by consumer-1 on memory memory:// rejoin false',
+    'join end consumers joined',
+    'won leaders term bigint',
+    'lost leaders: resigned',
+    'won campaigners term bigint',
+    'lost campaigners: resigned',
+    'won watched term bigint',
+    'lost watched: this member stopped running for leader',
+  ],
 }
 
 function tsconfig(resolution: 'node16' | 'bundler'): object {
