@@ -1,7 +1,10 @@
 /**
  * The package as a consumer gets it: `npm pack`, the tarball installed into a fresh project, a
  * file that uses the root export, `rollcall/servicegroup` and `rollcall/web` type-checked with skipLibCheck off
- * under `node16` and `bundler` resolution, then run through `import` and through `require`.
+ * under `node16` and `bundler` resolution, then run through `import` and through `require`. On
+ * memory:// the program leads (withLeadership(), campaign() and resign(), watchElectedAsLeader()'s
+ * unsubscribe), holds a fenced lock through withLock(), and traces itself on diagnostics_channel;
+ * the type checks include bring-your-own-client shapes, with no client package installed.
  *
  * scripts/run-tests.mjs runs it on every runtime of its matrix (Node 20, 22 and 24, Bun): the
  * programs run on the runtime running this file.
