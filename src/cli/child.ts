@@ -11,8 +11,11 @@
  * whole group: SIGTERM, then SIGKILL after GROUP_KILL_GRACE_MS. When the command exits,
  * rollcall ends the pipe itself, so whatever the command left running in its group goes too,
  * before the status is reported (and the lock or leadership given up).
+ *
+ * spawnWatched() is that binding alone, for children rollcall starts and stops itself (the
+ * demo's services): their life is bound to rollcall's in the same way.
  */
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
 import { constants } from 'node:os'
 import type { Output } from './command.js'
 
@@ -95,6 +98,37 @@ function startWatchdog(): Watchdog | undefined {
   }
 }
 
+/** A child process whose life is bound to rollcall's (see the file's header). */
+export interface WatchedChild {
+  /** The child, leading a process group of its own (on Windows: unwatched, in rollcall's group). */
+  readonly child: ChildProcess
+  /**
+   * Ends the watchdog's input: it ends whatever is left in the child's group and exits; resolves
+   * once it has. Done by itself when the child exits; calling it again does nothing more.
+   */
+  release(): Promise<void>
+}
+
+/**
+ * Spawns `cmd` with `options` (but `detached`: it always gets a process group of its own) under a
+ * watchdog started first, so that it lives no longer than rollcall, SIGKILL included. When the
+ * child exits, whatever it left in its group is ended and the watchdog exits. Undefined when the
+ * watchdog (/bin/sh) cannot be started: then nothing is spawned.
+ */
+export function spawnWatched(cmd: string, args: readonly string[], options: Omit<SpawnOptions, 'detached'>): WatchedChild | undefined {
+  const watchdog = WATCHED ? startWatchdog() : undefined
+  if (WATCHED && !watchdog) return undefined
+  const child = spawn(cmd, args, { ...options, detached: WATCHED })
+  let released: Promise<void> | undefined
+  const release = (): Promise<void> => (released ??= watchdog?.release() ?? Promise.resolve())
+  if (child.pid === undefined) void release()
+  else {
+    watchdog?.watch(child.pid)
+    child.once('exit', () => void release())
+  }
+  return { child, release }
+}
+
 /**
  * Starts `argv` with inherited stdio in a process group of its own, watched (see the file's
  * header), and resolves once it has started (or failed to: then the status is already settled,
@@ -102,13 +136,12 @@ function startWatchdog(): Watchdog | undefined {
  */
 export async function startCommand(argv: readonly string[], out: Output, env: NodeJS.ProcessEnv = process.env): Promise<RunningCommand> {
   const [cmd, ...args] = argv
-  const watchdog = WATCHED ? startWatchdog() : undefined
-  if (WATCHED && !watchdog) {
+  const watched = spawnWatched(cmd!, args, { stdio: 'inherit', env })
+  if (!watched) {
     out.error(`rollcall: cannot run ${JSON.stringify(cmd)}: /bin/sh, which watches it, cannot be started`)
     return { pid: undefined, status: Promise.resolve(CANNOT_RUN.notExecutable), exited: true, kill: () => {} }
   }
-  const child = spawn(cmd!, args, { stdio: 'inherit', env, detached: WATCHED })
-  if (child.pid !== undefined) watchdog?.watch(child.pid)
+  const { child } = watched
   let groupGone = false
   const kill = (signal: NodeJS.Signals): void => {
     if (child.pid === undefined || groupGone) return
@@ -144,7 +177,7 @@ export async function startCommand(argv: readonly string[], out: Output, env: No
     })
   })
   const status = exitStatus.then(async (s) => {
-    await watchdog?.release()
+    await watched.release()
     return s
   }).finally(() => {
     groupGone = true

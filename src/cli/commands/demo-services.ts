@@ -1,9 +1,11 @@
 /**
  * The demo's services: which run, and each as a real `rollcall service run` child process, started
- * on the demo's configuration and stopped when the demo ends.
+ * on the demo's configuration and stopped when the demo ends. Each is watched (see ../child.ts):
+ * when the demo dies in any way, SIGKILL included, its services end with it.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { CANNOT_RUN, spawnWatched } from '../child.js'
 
 /** The CLI the children run. */
 const BIN = fileURLToPath(new URL('../bin.js', import.meta.url))
@@ -43,7 +45,19 @@ export function serviceStarter(file: string, stop: AbortSignal, log: DemoLog): (
     s.stopping = false
     s.stderr = ''
     const args = [BIN, 'service', 'run', '--config', file, '--binary', s.binary, '--host', s.host, '--topic', s.topic, '--zone', s.zone]
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...childEnv, ROLLCALL_CONFIG: file } })
+    const watched = spawnWatched(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...childEnv, ROLLCALL_CONFIG: file } })
+    if (!watched) {
+      s.child = undefined
+      log(`${s.topic} ${s.host}: cannot start rollcall service run: /bin/sh, which watches it, cannot be started`, {
+        event: 'exited',
+        topic: s.topic,
+        host: s.host,
+        code: CANNOT_RUN.notExecutable,
+        signal: null,
+      })
+      return
+    }
+    const { child } = watched
     s.child = child
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (s.stderr = (s.stderr + d).slice(-2000)))
     child.once('exit', (code, signal) => {

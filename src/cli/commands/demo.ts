@@ -7,7 +7,8 @@
  * killed with SIGKILL (a crash: it stays up until the backend's timeout passes) and one stopped
  * with SIGTERM (a graceful stop: it leaves, and is down at once); later the crashed one is
  * restarted. The page shows each change by itself. The demo runs until interrupted (or for
- * `--duration` seconds), then stops its children and removes its directory.
+ * `--duration` seconds), then stops its children and removes its directory. Killed in any way
+ * (SIGKILL included), it takes its children with it: each is watched (see ../child.ts).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
