@@ -268,6 +268,17 @@ export class EtcdGateway {
     this.#current = (this.#current + 1) % this.#config.endpoints.length
   }
 
+  /**
+   * Moves on from `failed` if requests still go to it. A request that hung on a cut-off member
+   * fails a request timeout after it was sent; if a hedged request has meanwhile moved the current
+   * endpoint to a member that answers, rotating from there could send the next requests back round
+   * to the cut-off one (seen in the partition runs: a rejoin's txn went to the cut-off member twice,
+   * 4 s each, while the beat waiting for it sent no keepalive and the lease lapsed).
+   */
+  #moveOff(failed: Endpoint): void {
+    if (this.endpoint === failed) this.#rotate()
+  }
+
   /** An API call with a token; a rejected token is renewed once. */
   async #api(path: string, body: Json, signal?: AbortSignal): Promise<Json> {
     try {
@@ -339,11 +350,11 @@ export class EtcdGateway {
       } catch (err) {
         if (!(err instanceof EtcdTransportError)) {
           // This member cannot serve (no leader, say): the next request tries another one.
-          if (err instanceof EtcdApiError && (err.status === 503 || err.grpcCode === GRPC.UNAVAILABLE)) this.#rotate()
+          if (err instanceof EtcdApiError && (err.status === 503 || err.grpcCode === GRPC.UNAVAILABLE)) this.#moveOff(endpoint)
           throw err
         }
         last = err
-        this.#rotate()
+        this.#moveOff(endpoint)
         // Only a request that never left is safe to send elsewhere: a txn might have been applied.
         if (err.delivered || signal?.aborted) break
       }
