@@ -21,7 +21,7 @@ interface Run {
 function run(
   args: string[],
   options: { env?: Record<string, string>; timeoutMs?: number; stdin?: boolean } = {},
-): Promise<Run> & { child: ReturnType<typeof spawn>; output: () => string } {
+): Promise<Run> & { child: ReturnType<typeof spawn>; output: () => string; errors: () => string } {
   const child = spawn(process.execPath, [BIN, ...args], {
     env: { ...process.env, ROLLCALL_URL: url, ...options.env },
     stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
@@ -37,7 +37,7 @@ function run(
       resolve({ code, stdout, stderr })
     })
   )
-  return Object.assign(done, { child, output: () => stdout })
+  return Object.assign(done, { child, output: () => stdout, errors: () => stderr })
 }
 
 describe('cli: coordination commands', { concurrency: 4 }, () => {
@@ -90,7 +90,8 @@ describe('cli: coordination commands', { concurrency: 4 }, () => {
     const g = rid('cli-g')
     assert.equal((await run(['group', 'create', g])).code, 0)
     const watcher = run(['watch', g])
-    await new Promise((r) => setTimeout(r, 1500))
+    // Not a fixed sleep: on a busy machine the watcher may take longer to start than any guess.
+    await waitFor('the watch to be in place', () => watcher.errors().includes(`watching ${g}`), 30_000, 50)
     assert.equal((await run(['group', 'join', g, '--member', 'w-1', '--for', '1'])).code, 0)
     const lines = await waitFor(
       'joined and left lines',

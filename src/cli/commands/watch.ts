@@ -19,6 +19,8 @@ export const watchCommands: Command[] = [
         c.on('connectionStateChanged', (e) => ctx.out.status(`connection ${e.state}`, true))
         const stop = await c.watchGroup(group)
         for (const member of await c.getMembers(group)) ctx.out.json({ event: 'present', group, member, at: at() })
+        // On stderr, always: a script (or a test) knows from here on that no join or leave is missed.
+        ctx.out.status(`watching ${group}`, true)
         await waitUntil(ctx.signal)
         await stop()
       }, { bounded: false }),
