@@ -49,11 +49,12 @@ function fieldDoc(spec: OptionSpec<unknown>): string[] {
     : spec.type === 'list'
     ? `In the URL \`${spec.query}\`, repeated (\`${spec.query}=a&${spec.query}=b\`).`
     : `In the URL \`${spec.query}\`.`
-  lines.push('', unit)
+  // The unit follows the doc in its paragraph (no blank line): a line less per field, the same hover text.
+  lines.push(unit)
   if (spec.default !== undefined) lines.push(`@defaultValue ${shownValue(spec)}${spec.type === 'seconds' ? ` (\`${spec.query}=${spec.shownDefault}\`)` : ''}`)
   else if (spec.defaultFrom !== undefined) lines.push(`@defaultValue the value of \`${spec.defaultFrom}\``)
   else lines.push('@defaultValue none: unset unless given')
-  return ['  /**', ...lines.map((l) => (l === '' ? '   *' : `   * ${l}`)), '   */']
+  return ['  /**', ...lines.map((l) => `   * ${l}`), '   */']
 }
 
 function wrap(text: string, width = 120): string[] {

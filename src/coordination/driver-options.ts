@@ -11,7 +11,6 @@ export interface FileOptions {
   /**
    * Liveness window: a member whose .raw file was not touched for this long is gone. Also the interval the
    * heartbeat returns (the coordinator beats at half of it).
-   *
    * Milliseconds; in the URL `timeout`, in seconds.
    * @defaultValue 10000 ms (`timeout=10`)
    */
@@ -19,7 +18,6 @@ export interface FileOptions {
   /**
    * Accepted for tooz compatibility; no effect.
    * tooz's executor choice (threaded or sync).
-   *
    * In the URL `executor`.
    * @defaultValue none: unset unless given
    */
@@ -30,28 +28,24 @@ export interface FileOptions {
 export interface RedisOptions {
   /**
    * Default for membership_timeout, lock_timeout and socket_timeout (tooz: 30).
-   *
    * Milliseconds; in the URL `timeout`, in seconds.
    * @defaultValue 30000 ms (`timeout=30`)
    */
   timeoutMs?: number
   /**
    * TTL of the member's beat key `<ns>_beats:<member>`: a member that stops heartbeating is gone after this long.
-   *
    * Milliseconds; in the URL `membership_timeout`, in seconds.
    * @defaultValue the value of `timeoutMs`
    */
   membershipTimeoutMs?: number
   /**
    * TTL of a lock key; the heartbeat extends held locks, so a crashed holder frees its locks after this long.
-   *
    * Milliseconds; in the URL `lock_timeout`, in seconds.
    * @defaultValue the value of `timeoutMs`
    */
   lockTimeoutMs?: number
   /**
    * Prefix of every key (tooz: `_tooz`). Python and Node members must use the same one to see each other.
-   *
    * In the URL `namespace`.
    * @defaultValue "_tooz"
    */
@@ -59,7 +53,6 @@ export interface RedisOptions {
   /**
    * How tooz encodes str ids to bytes. rollcall always uses UTF-8, so only UTF-8 spellings (utf8, utf-8, ...) are
    * accepted: with any other encoding Python and Node processes would name the same group differently.
-   *
    * In the URL `encoding`.
    * @defaultValue "utf8"
    */
@@ -70,21 +63,18 @@ export interface RedisOptions {
    * 8 with str lock names. The leader lock follows the style, except that `legacy-str` keeps the bytes form for
    * it, because tooz ≤ 8 always names the leader lock with bytes. Processes using different styles do NOT exclude
    * each other.
-   *
    * In the URL `lock_key_style`.
    * @defaultValue "v9"
    */
   lockKeyStyle?: 'v9' | 'legacy' | 'legacy-str'
   /**
    * Redis database number.
-   *
    * In the URL `db`.
    * @defaultValue 0
    */
   db?: number
   /**
    * A connection that sends nothing back for this long while a reply is awaited is closed (and reconnected).
-   *
    * Milliseconds; in the URL `socket_timeout`, in seconds.
    * @defaultValue the value of `timeoutMs`
    */
@@ -92,14 +82,12 @@ export interface RedisOptions {
   /**
    * Bound on connecting: start() fails with ConnectionError when the server (or every sentinel) has not answered
    * within it.
-   *
    * Milliseconds; in the URL `socket_connect_timeout`, in seconds.
    * @defaultValue the value of `socketTimeoutMs`
    */
   socketConnectTimeoutMs?: number
   /**
    * Enable TCP keep-alive probes on the connection.
-   *
    * In the URL `socket_keepalive`.
    * @defaultValue false
    */
@@ -108,77 +96,66 @@ export interface RedisOptions {
    * Accepted for tooz compatibility; no effect.
    * Accepted for tooz compatibility and ignored: a command that times out fails, and the heartbeat loop retries
    * with backoff.
-   *
    * In the URL `retry_on_timeout`.
    * @defaultValue false
    */
   retryOnTimeout?: boolean
   /**
    * When above 0, PING the server this often, so that a dead connection is noticed between heartbeats.
-   *
    * Milliseconds; in the URL `health_check_interval`, in seconds.
    * @defaultValue 0 ms (`health_check_interval=0 (off)`)
    */
   healthCheckIntervalMs?: number
   /**
    * Connect with TLS (implied by the `rediss://` scheme).
-   *
    * In the URL `ssl`.
    * @defaultValue false
    */
   ssl?: boolean
   /**
    * Client certificate (PEM file) for TLS.
-   *
    * In the URL `ssl_certfile`.
    * @defaultValue none: unset unless given
    */
   sslCertfile?: string
   /**
    * Client private key (PEM file) for TLS.
-   *
    * In the URL `ssl_keyfile`.
    * @defaultValue none: unset unless given
    */
   sslKeyfile?: string
   /**
    * CA bundle (PEM file) that signs the server certificate; default: the system CAs.
-   *
    * In the URL `ssl_ca_certs`.
    * @defaultValue none: unset unless given
    */
   sslCaCerts?: string
   /**
    * Master name: the URL's host is then a Redis Sentinel, asked for the current master of that name.
-   *
    * In the URL `sentinel`.
    * @defaultValue none: unset unless given
    */
   sentinel?: string
   /**
    * More sentinels (`host:port`, `[v6]:port`), tried in order after the URL's host.
-   *
    * In the URL `sentinel_fallback`, repeated (`sentinel_fallback=a&sentinel_fallback=b`).
    * @defaultValue []
    */
   sentinelFallback?: string[]
   /**
    * User name for the sentinels (the URL's credentials are for the master only).
-   *
    * In the URL `sentinel_username`.
    * @defaultValue none: unset unless given
    */
   sentinelUsername?: string
   /**
    * Password for the sentinels (the URL's credentials are for the master only).
-   *
    * In the URL `sentinel_password`.
    * @defaultValue none: unset unless given
    */
   sentinelPassword?: string
   /**
    * Talk TLS to the sentinels too, with the ssl_* files (ssl alone covers the master only).
-   *
    * In the URL `sentinel_ssl`.
    * @defaultValue false
    */
@@ -186,7 +163,6 @@ export interface RedisOptions {
   /**
    * Accepted for tooz compatibility; no effect.
    * Accepted for tooz compatibility and ignored: rollcall has no executor threads.
-   *
    * In the URL `executor`.
    * @defaultValue none: unset unless given
    */
@@ -197,28 +173,24 @@ export interface RedisOptions {
 export interface MemcachedOptions {
   /**
    * Connect and reply timeout, and the default of membership_timeout, lock_timeout and leader_timeout (tooz: 30).
-   *
    * Milliseconds; in the URL `timeout`, in seconds.
    * @defaultValue 30000 ms (`timeout=30`)
    */
   timeoutMs?: number
   /**
    * Expiry of the member key `_TOOZ_MEMBER_<id>`: a member that stops heartbeating is gone after this long.
-   *
    * Milliseconds; in the URL `membership_timeout`, in seconds.
    * @defaultValue the value of `timeoutMs`
    */
   membershipTimeoutMs?: number
   /**
    * Expiry of a lock key; the heartbeat extends held locks, so a crashed holder frees its locks after this long.
-   *
    * Milliseconds; in the URL `lock_timeout`, in seconds.
    * @defaultValue the value of `timeoutMs`
    */
   lockTimeoutMs?: number
   /**
    * Expiry of a group's leader key; a crashed leader is replaced after this long.
-   *
    * Milliseconds; in the URL `leader_timeout`, in seconds.
    * @defaultValue the value of `timeoutMs`
    */
@@ -226,14 +198,12 @@ export interface MemcachedOptions {
   /**
    * Accepted for tooz compatibility; no effect.
    * tooz's connection pool size; rollcall pipelines every request over one connection.
-   *
    * In the URL `max_pool_size`.
    * @defaultValue none: unset unless given
    */
   maxPoolSize?: number
   /**
    * Connect over TLS.
-   *
    * In the URL `use_ssl`.
    * @defaultValue false
    */
@@ -241,42 +211,36 @@ export interface MemcachedOptions {
   /**
    * PEM file of the CA that signed the server certificate (default: the system CAs). The certificate is always
    * verified.
-   *
    * In the URL `ca_cert`.
    * @defaultValue none: unset unless given
    */
   caCert?: string
   /**
    * PEM file of a client certificate.
-   *
    * In the URL `ssl_cert`.
    * @defaultValue none: unset unless given
    */
   sslCert?: string
   /**
    * PEM file of the client certificate's key.
-   *
    * In the URL `ssl_key`.
    * @defaultValue none: unset unless given
    */
   sslKey?: string
   /**
    * Passphrase of ssl_key.
-   *
    * In the URL `ssl_key_password`.
    * @defaultValue none: unset unless given
    */
   sslKeyPassword?: string
   /**
    * OpenSSL cipher list.
-   *
    * In the URL `ssl_ciphers`.
    * @defaultValue none: unset unless given
    */
   sslCiphers?: string
   /**
    * Also check that the certificate names the host (tooz default: false).
-   *
    * In the URL `ssl_check_hostname`.
    * @defaultValue false
    */
@@ -284,7 +248,6 @@ export interface MemcachedOptions {
   /**
    * Accepted for tooz compatibility; no effect.
    * tooz's executor choice (threaded or sync); rollcall has no executor threads.
-   *
    * In the URL `executor`.
    * @defaultValue none: unset unless given
    */
@@ -297,28 +260,24 @@ export interface ZookeeperOptions {
    * ZooKeeper session timeout: how long after a crash or partition a member disappears. Also the connect timeout
    * of start(), the timeout of each operation, and what heartbeat() returns (tooz: the kazoo `timeout`). The
    * server clamps it to 2–20 tickTime.
-   *
    * Milliseconds; in the URL `timeout`, in seconds.
    * @defaultValue 10000 ms (`timeout=10`)
    */
   sessionTimeoutMs?: number
   /**
    * Node under which everything is stored (`/<namespace>`); may contain `/`.
-   *
    * In the URL `namespace`.
    * @defaultValue "tooz"
    */
   namespace?: string
   /**
    * More servers, `host[:port]`, repeatable (`hosts=h2:2181&hosts=h3:2181`); added to the URL's hosts.
-   *
    * In the URL `hosts`, repeated (`hosts=a&hosts=b`).
    * @defaultValue []
    */
   hosts?: string[]
   /**
    * Try the servers in random order (tooz and kazoo default); false tries them in the order given.
-   *
    * In the URL `randomize_hosts`.
    * @defaultValue true
    */
@@ -326,7 +285,6 @@ export interface ZookeeperOptions {
   /**
    * Accepted for tooz compatibility; no effect.
    * kazoo's thread handler.
-   *
    * In the URL `handler`.
    * @defaultValue none: unset unless given
    */
@@ -334,7 +292,6 @@ export interface ZookeeperOptions {
   /**
    * Accepted for tooz compatibility; no effect.
    * kazoo's connection retry policy; here the client reconnects by itself, trying every server.
-   *
    * In the URL `connection_retry`.
    * @defaultValue none: unset unless given
    */
@@ -343,7 +300,6 @@ export interface ZookeeperOptions {
    * Accepted for tooz compatibility; no effect.
    * kazoo's command retry policy; here an operation fails after `timeout` and the Coordinator retries what needs
    * retrying.
-   *
    * In the URL `command_retry`.
    * @defaultValue none: unset unless given
    */
@@ -352,7 +308,6 @@ export interface ZookeeperOptions {
    * TLS to the servers (their secureClientPort; tested with ZooKeeper 3.8's Netty TLS and client certificates), as
    * kazoo's `use_ssl`. Python tooz 3.1 passes no TLS option to kazoo: see docs/interop.md for a Python peer over
    * TLS.
-   *
    * In the URL `use_ssl`.
    * @defaultValue false
    */
@@ -360,35 +315,30 @@ export interface ZookeeperOptions {
   /**
    * With TLS: check the server's certificate against `ca` (or the system's CAs) and its name. false accepts any
    * certificate.
-   *
    * In the URL `verify_certs`.
    * @defaultValue true
    */
   verifyCerts?: boolean
   /**
    * With TLS: a PEM file of the CA certificates that sign the servers' certificates (default: the system's).
-   *
    * In the URL `ca`.
    * @defaultValue none: unset unless given
    */
   ca?: string
   /**
    * With TLS: a PEM file with this client's certificate, for servers that require one (ssl.clientAuth).
-   *
    * In the URL `certfile`.
    * @defaultValue none: unset unless given
    */
   certfile?: string
   /**
    * With TLS: a PEM file with the private key of `certfile`.
-   *
    * In the URL `keyfile`.
    * @defaultValue none: unset unless given
    */
   keyfile?: string
   /**
    * With TLS: the password of an encrypted `keyfile`.
-   *
    * In the URL `keyfile_password`.
    * @defaultValue none: unset unless given
    */
@@ -399,7 +349,6 @@ export interface ZookeeperOptions {
 export interface EtcdOptions {
   /**
    * Bound on every HTTP request (and on start()); the default of membership_timeout and lock_timeout.
-   *
    * Milliseconds; in the URL `timeout`, in seconds.
    * @defaultValue 30000 ms (`timeout=30`)
    */
@@ -407,7 +356,6 @@ export interface EtcdOptions {
   /**
    * TTL of the membership lease: a member that stops heartbeating is removed by etcd after this long (whole
    * seconds, rounded up).
-   *
    * Milliseconds; in the URL `membership_timeout`, in seconds.
    * @defaultValue the value of `timeoutMs`
    */
@@ -415,35 +363,30 @@ export interface EtcdOptions {
   /**
    * TTL of each lock's lease: a lock whose holder stops heartbeating is freed after this long (whole seconds,
    * rounded up).
-   *
    * Milliseconds; in the URL `lock_timeout`, in seconds.
    * @defaultValue the value of `timeoutMs`
    */
   lockTimeoutMs?: number
   /**
    * Gateway API prefix. Default: discovered from GET /version (etcd ≥3.4 → v3, 3.3 → v3beta, older → v3alpha).
-   *
    * In the URL `api_version`.
    * @defaultValue none: unset unless given
    */
   apiVersion?: 'v3alpha' | 'v3beta' | 'v3'
   /**
    * PEM file of the CA that signed the etcd server certificate (etcd3+https).
-   *
    * In the URL `ca_cert`.
    * @defaultValue none: unset unless given
    */
   caCert?: string
   /**
    * PEM file of the client key, for client-certificate authentication (with cert_cert).
-   *
    * In the URL `cert_key`.
    * @defaultValue none: unset unless given
    */
   certKey?: string
   /**
    * PEM file of the client certificate (with cert_key).
-   *
    * In the URL `cert_cert`.
    * @defaultValue none: unset unless given
    */
@@ -451,7 +394,6 @@ export interface EtcdOptions {
   /**
    * Accepted for tooz compatibility; no effect.
    * tooz's choice of thread pool for its blocking client; this driver has none.
-   *
    * In the URL `executor`.
    * @defaultValue none: unset unless given
    */
@@ -462,42 +404,36 @@ export interface EtcdOptions {
 export interface PostgresqlOptions {
   /**
    * Connect timeout, and the default of membership_timeout. (tooz's PostgreSQL driver has no timeout option.)
-   *
    * Milliseconds; in the URL `timeout`, in seconds.
    * @defaultValue 30000 ms (`timeout=30`)
    */
   timeoutMs?: number
   /**
    * A member whose last heartbeat is older than this (by the server clock) is no longer listed.
-   *
    * Milliseconds; in the URL `membership_timeout`, in seconds.
    * @defaultValue the value of `timeoutMs`
    */
   membershipTimeoutMs?: number
   /**
    * Prefix of the table, sequence and NOTIFY channel names (letters, digits, "_"; lower-cased).
-   *
    * In the URL `namespace`.
    * @defaultValue "rollcall_"
    */
   namespace?: string
   /**
    * tooz: overrides the URL host; a path names a Unix socket directory.
-   *
    * In the URL `host`.
    * @defaultValue none: unset unless given
    */
   host?: string
   /**
    * tooz: overrides the URL port (default 5432).
-   *
    * In the URL `port`.
    * @defaultValue none: unset unless given
    */
   port?: number
   /**
    * tooz: overrides the database named in the URL path.
-   *
    * In the URL `dbname`.
    * @defaultValue none: unset unless given
    */
@@ -508,77 +444,66 @@ export interface PostgresqlOptions {
 export interface MysqlOptions {
   /**
    * Connect timeout, and the default of membership_timeout. (tooz's MySQL driver has no timeout option.)
-   *
    * Milliseconds; in the URL `timeout`, in seconds.
    * @defaultValue 30000 ms (`timeout=30`)
    */
   timeoutMs?: number
   /**
    * A member whose last heartbeat is older than this (by the server clock) is no longer listed.
-   *
    * Milliseconds; in the URL `membership_timeout`, in seconds.
    * @defaultValue the value of `timeoutMs`
    */
   membershipTimeoutMs?: number
   /**
    * Prefix of the table names (letters, digits, "_"; lower-cased).
-   *
    * In the URL `namespace`.
    * @defaultValue "rollcall_"
    */
   namespace?: string
   /**
    * tooz: connect through this Unix socket instead of TCP.
-   *
    * In the URL `unix_socket`.
    * @defaultValue none: unset unless given
    */
   unixSocket?: string
   /**
    * tooz: CA certificate file; turns TLS on and, by default, certificate and host name checks.
-   *
    * In the URL `ssl_ca`.
    * @defaultValue none: unset unless given
    */
   sslCa?: string
   /**
    * tooz: directory whose PEM files are trusted CA certificates.
-   *
    * In the URL `ssl_capath`.
    * @defaultValue none: unset unless given
    */
   sslCapath?: string
   /**
    * tooz: client certificate file.
-   *
    * In the URL `ssl_cert`.
    * @defaultValue none: unset unless given
    */
   sslCert?: string
   /**
    * tooz: client key file.
-   *
    * In the URL `ssl_key`.
    * @defaultValue none: unset unless given
    */
   sslKey?: string
   /**
    * tooz: allowed TLS ciphers (OpenSSL list).
-   *
    * In the URL `ssl_cipher`.
    * @defaultValue none: unset unless given
    */
   sslCipher?: string
   /**
    * tooz/pymysql: none, optional (treated as none) or required; default required with a CA, none without.
-   *
    * In the URL `ssl_verify_mode`.
    * @defaultValue none: unset unless given
    */
   sslVerifyMode?: string
   /**
    * tooz: check the server certificate's host name (default true when a CA is given).
-   *
    * In the URL `ssl_check_hostname`.
    * @defaultValue none: unset unless given
    */
@@ -588,7 +513,6 @@ export interface MysqlOptions {
    * flush per acquire, and acquirers of every lock queue on that row). false: GET_LOCK alone, as tooz; acquires
    * are cheaper and fencingToken is undefined, so a resource cannot refuse a stale holder (one that lost its
    * session but still runs).
-   *
    * In the URL `fencing`.
    * @defaultValue true
    */

@@ -95,6 +95,6 @@ export class HeldLocks {
     const locks = [...this.#held]
     this.#held.clear()
     await Promise.allSettled(locks.map((l) => l.driverLock.release()))
-    for (const l of locks) l.lost('the coordinator stopped', true)
+    for (const l of locks) l.lost('the coordinator stopped', { quiet: true })
   }
 }

@@ -41,8 +41,8 @@ export interface AcquireOptions {
 export interface HeldLock {
   readonly name: string
   readonly driverLock: DriverLock
-  /** Called by the Coordinator when the lock turns out to be gone; tells the application unless `quiet` (stop()). */
-  lost(reason: string, quiet?: boolean): void
+  /** Called by the Coordinator when the lock turns out to be gone; tells the application (lockLost) unless `quiet` (stop()). */
+  lost(reason: string, options?: { quiet?: boolean }): void
 }
 
 /** What a Lock needs from its Coordinator. @internal */
@@ -235,7 +235,7 @@ export class Lock {
   }
 
   /** @internal */
-  lost(reason: string, quiet = false): void {
+  lost(reason: string, { quiet = false }: { quiet?: boolean } = {}): void {
     if (!this.#held) return
     this.#end(() => new LockLostError(this.name, reason))
     if (!quiet) this.#host.emitLockLost(this.name, reason)

@@ -38,9 +38,13 @@ export function translateError(err: unknown, operation: string, def: DriverDefin
   return new BackendError(`Cannot ${operation} on ${redactedUrl}: ${message}`, { cause: err, driver: def.name })
 }
 
-/** Names `driver` on an error that names none yet: drivers leave it out, and every error crossing the boundary gets it here. @internal */
+/**
+ * Names `driver` on an error that names none yet: drivers leave it out, and every error crossing
+ * the boundary gets it here, the one place that sets the field after construction. It stays an
+ * own, enumerable field (as the constructor made it), and readonly to applications. @internal
+ */
 export function stampDriver<E extends RollcallError>(err: E, driver: string): E {
-  if (err.driver === undefined) (err as { driver: string | undefined }).driver = driver
+  if (err.driver === undefined) Object.defineProperty(err, 'driver', { value: driver })
   return err
 }
 
