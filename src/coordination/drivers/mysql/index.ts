@@ -28,7 +28,7 @@
  */
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
+import { ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError } from '../../../errors.js'
 import { defineDriver } from '../../driver.js'
 import { opt } from '../../options.js'
 import { sqlCommonOptions } from '../sql/sql-options.js'
@@ -36,8 +36,9 @@ import { formatHosts } from '../../url.js'
 import { MYSQL_LOCK_SQL_UNFENCED, MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
 import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-dialect.js'
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
-import { DeadlineError, withDeadline, withinStopGrace } from '../../../internal/deadline.js'
-import { LockSessions } from '../sql/sql-sessions.js'
+import { withDeadline, withinStopGrace } from '../../../internal/deadline.js'
+import { diesOnErrorOrEnd, LockSessions } from '../sql/sql-sessions.js'
+import { prepareTables, sqlConnectionError, type SqlServerFailures } from '../sql/sql-server-failures.js'
 import { namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from '../sql/sql-schema.js'
 import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql } from './mysql-schema.js'
 import { isMysqlConnectionFailure } from '../../../internal/network-errors.js'
@@ -75,6 +76,9 @@ function isAccessError(err: unknown): boolean {
   const code = (err as { code?: unknown } | undefined)?.code
   return typeof code === 'string' && ACCESS_CODES.has(code)
 }
+
+/** How MySQL's connection failures read, for the start error and translateError. */
+const MYSQL_FAILURES: SqlServerFailures = { product: 'MySQL', isConnectionFailure: isMysqlConnectionFailure, isAccessError }
 
 /** A binary parameter as mysql2 escapes it (Buffer); everything else unchanged. */
 function param(v: unknown): unknown {
@@ -244,21 +248,14 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     this.sessions = new LockSessions<MysqlConnection>({
       open: () => this.#connect(),
       end: (conn) => this.#endSession(conn),
-      onDeath: (conn, died) => {
-        conn.on('error', (err) => died(`its MySQL session failed (${err.message})`))
-        conn.on('end', () => died('its MySQL session ended'))
-      },
+      onDeath: diesOnErrorOrEnd('MySQL'),
     })
   }
 
   async open(): Promise<void> {
     if (this.#appPool) {
       this.#pool = this.#appPool
-      try {
-        await withDeadline(this.#createTables(), this.#timeoutMs)
-      } catch (err) {
-        throw this.#startError(err)
-      }
+      await this.#prepareTables()
       return
     }
     try {
@@ -269,11 +266,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     const ssl = await tlsConfig(this.#tls)
     if (ssl) this.#config.ssl = ssl
     this.#pool = this.#lib.createPool({ ...this.#config, connectionLimit: POOL_SIZE, maxIdle: POOL_SIZE })
-    try {
-      await withDeadline(this.#createTables(), this.#timeoutMs)
-    } catch (err) {
-      throw this.#startError(err)
-    }
+    await this.#prepareTables()
   }
 
   async close(): Promise<void> {
@@ -375,13 +368,8 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     for (const ddl of mysqlSchema(this.#names)) await this.#requirePool().query(this.#sql(ddl))
   }
 
-  #startError(err: unknown): RollcallError {
-    if (err instanceof InvalidOptionError) return err
-    const reason = err instanceof DeadlineError ? `it did not answer within ${this.#timeoutMs / 1000} s (timeout)` : (err as Error)?.message ?? String(err)
-    if (err instanceof DeadlineError || mysqlFailure(err) === 'connection' || isAccessError(err)) {
-      return new ConnectionError(`Cannot connect to MySQL at ${this.#where}: ${reason}`, { cause: err, retryable: !isAccessError(err) })
-    }
-    return new BackendError(`Cannot prepare rollcall's tables on MySQL at ${this.#where}: ${reason}`, { cause: err })
+  #prepareTables(): Promise<void> {
+    return prepareTables(() => this.#createTables(), MYSQL_FAILURES, this.#where, this.#timeoutMs)
   }
 }
 
@@ -442,12 +430,7 @@ export default defineDriver({
     }),
   },
   validateId: (kind, id) => sqlIdProblem(kind, id, MAX_LOCK_NAME_CHARS),
-  translateError(err) {
-    if (mysqlFailure(err) === 'connection' || isAccessError(err)) {
-      return new ConnectionError(`MySQL connection failed: ${(err as Error).message}`, { cause: err, retryable: !isAccessError(err) })
-    }
-    return undefined
-  },
+  translateError: (err) => sqlConnectionError(err, MYSQL_FAILURES),
   client: {
     expects: "a mysql2 promise pool (createPool of 'mysql2/promise') with multipleStatements: true and a database",
     doc: 'rollcall runs membership statements and heartbeats through pool.query(), and checks a connection out of the pool (pool.getConnection()) '

@@ -31,7 +31,7 @@
  * Consistency and hazards (16-bit lock keys, per-database locks, connections, break()) are
  * declared in defineDriver below, from which docs/drivers.md is made.
  */
-import { BackendError, ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
+import { ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError } from '../../../errors.js'
 import { defineDriver, type DriverEvents } from '../../driver.js'
 import type { Logger } from '../../logger.js'
 import { opt } from '../../options.js'
@@ -41,8 +41,9 @@ import { endPgClient, PgLock, pgLockStatements, type PgClient, type PgLockHost, 
 import { PgNotifier } from './postgresql-notify.js'
 import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-dialect.js'
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
-import { DeadlineError, withDeadline, withinStopGrace } from '../../../internal/deadline.js'
-import { LockSessions } from '../sql/sql-sessions.js'
+import { withinStopGrace } from '../../../internal/deadline.js'
+import { diesOnErrorOrEnd, LockSessions } from '../sql/sql-sessions.js'
+import { prepareTables, sqlConnectionError, type SqlServerFailures } from '../sql/sql-server-failures.js'
 import { namespaceProblem, sqlNames, type SqlNames, type SqlStatements, type StatementName } from '../sql/sql-schema.js'
 import { postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql } from './postgresql-schema.js'
 import { isPgConnectionFailure, isPgTlsFailure } from '../../../internal/network-errors.js'
@@ -80,6 +81,9 @@ function isAccessError(err: unknown): boolean {
   const code = (err as { code?: unknown } | undefined)?.code
   return (typeof code === 'string' && (code.startsWith('28') || code === '3D000')) || isPgTlsFailure(err)
 }
+
+/** How PostgreSQL's connection failures read, for the start error and translateError. */
+const PG_FAILURES: SqlServerFailures = { product: 'PostgreSQL', isConnectionFailure: isPgConnectionFailure, isAccessError }
 
 /** The dialect: pool, statements, lock sessions and the LISTEN connection. */
 class PgDialect implements SqlDialect, PgLockHost {
@@ -126,21 +130,14 @@ class PgDialect implements SqlDialect, PgLockHost {
     this.sessions = new LockSessions<PgClient>({
       open: () => this.#lockSession(),
       end: (client) => endPgClient(client),
-      onDeath: (client, died) => {
-        client.on('error', (err) => died(`its PostgreSQL session failed (${err.message})`))
-        client.on('end', () => died('its PostgreSQL session ended'))
-      },
+      onDeath: diesOnErrorOrEnd('PostgreSQL'),
     })
   }
 
   async open(): Promise<void> {
     if (this.#appPool) {
       this.#pool = this.#appPool
-      try {
-        await withDeadline(this.#createTables(this.#appPool), this.#timeoutMs)
-      } catch (err) {
-        throw this.#startError(err)
-      }
+      await this.#prepareTables(this.#appPool)
       return
     }
     try {
@@ -152,11 +149,7 @@ class PgDialect implements SqlDialect, PgLockHost {
     // An idle pooled connection failed: the next query opens a new one (and reports the outage).
     pool.on('error', () => undefined)
     this.#pool = pool
-    try {
-      await withDeadline(this.#createTables(pool), this.#timeoutMs)
-    } catch (err) {
-      throw this.#startError(err)
-    }
+    await this.#prepareTables(pool)
   }
 
   async close(): Promise<void> {
@@ -293,12 +286,8 @@ class PgDialect implements SqlDialect, PgLockHost {
     }
   }
 
-  #startError(err: unknown): RollcallError {
-    const reason = err instanceof DeadlineError ? `it did not answer within ${this.#timeoutMs / 1000} s (timeout)` : (err as Error)?.message ?? String(err)
-    if (err instanceof DeadlineError || pgFailure(err) === 'connection' || isAccessError(err)) {
-      return new ConnectionError(`Cannot connect to PostgreSQL at ${this.#where}: ${reason}`, { cause: err, retryable: !isAccessError(err) })
-    }
-    return new BackendError(`Cannot prepare rollcall's tables on PostgreSQL at ${this.#where}: ${reason}`, { cause: err })
+  #prepareTables(pool: PgPool): Promise<void> {
+    return prepareTables(() => this.#createTables(pool), PG_FAILURES, this.#where, this.#timeoutMs)
   }
 }
 
@@ -397,12 +386,7 @@ export default defineDriver({
     dbname: opt.string('dbname', { doc: 'tooz: overrides the database named in the URL path.' }),
   },
   validateId: (kind, id) => sqlIdProblem(kind, id),
-  translateError(err) {
-    if (pgFailure(err) === 'connection' || isAccessError(err)) {
-      return new ConnectionError(`PostgreSQL connection failed: ${(err as Error).message}`, { cause: err, retryable: !isAccessError(err) })
-    }
-    return undefined
-  },
+  translateError: (err) => sqlConnectionError(err, PG_FAILURES),
   client: {
     expects: 'a pg Pool or Client',
     doc: 'A pg Pool: rollcall runs membership statements and heartbeats through pool.query(), and checks a session out of the pool '

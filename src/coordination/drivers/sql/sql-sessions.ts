@@ -13,6 +13,20 @@ export interface SessionOps<S> {
   onDeath(session: S, onDeath: (reason: string) => void): void
 }
 
+/** A server session that reports its failure ('error') and its end ('end'), as mysql2 and pg clients do. */
+export interface EndingSession {
+  on(event: 'error', listener: (err: Error) => void): unknown
+  on(event: 'end', listener: () => void): unknown
+}
+
+/** {@link SessionOps.onDeath} for an {@link EndingSession}; `product` names it in the reason. */
+export function diesOnErrorOrEnd(product: string): (session: EndingSession, onDeath: (reason: string) => void) => void {
+  return (session, died) => {
+    session.on('error', (err) => died(`its ${product} session failed (${err.message})`))
+    session.on('end', () => died(`its ${product} session ended`))
+  }
+}
+
 /** How long an unused lock session is kept for the next acquire before it is closed. */
 export const LOCK_SESSION_IDLE_MS = 10_000
 /** How many unused lock sessions a coordinator keeps at most. */
