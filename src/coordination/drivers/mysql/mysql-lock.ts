@@ -27,7 +27,7 @@ import { BackendError, ConnectionError } from '../../../errors.js'
 import { sleep } from '../../../internal/sleep.js'
 import type { QueueWaiting } from '../../driver.js'
 import type { SessionLock } from '../sql/sql-dialect.js'
-import type { LockSessions } from '../sql/sql-sessions.js'
+import { stillHeldOn, type LockSessions } from '../sql/sql-sessions.js'
 import { SessionTurn, turnLockName } from './mysql-turn.js'
 
 /** The subset of a mysql2/promise connection these drivers use. */
@@ -248,17 +248,11 @@ export class MysqlLock implements SessionLock {
   }
 
   /** Asks on the lock's own session (which also keeps it from idling out: wait_timeout). */
-  async isStillOwner(): Promise<boolean> {
-    const conn = this.#conn
-    if (!conn) return false
-    try {
-      if (okOf(await conn.query('SELECT IS_USED_LOCK(?) = CONNECTION_ID() AS ok', [this.#name]))) return true
-    } catch {
-      // fall through: a session we cannot talk to is given up, which frees the lock if it held it
-    }
-    if (this.#conn === conn) this.#conn = undefined
-    await this.#discard(conn)
-    return false
+  isStillOwner(): Promise<boolean> {
+    return stillHeldOn(this.#conn, async (conn) => okOf(await conn.query('SELECT IS_USED_LOCK(?) = CONNECTION_ID() AS ok', [this.#name])), async (conn) => {
+      if (this.#conn === conn) this.#conn = undefined
+      await this.#discard(conn)
+    })
   }
 
   /**

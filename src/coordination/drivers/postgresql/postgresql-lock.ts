@@ -22,7 +22,7 @@ import { ConnectionError } from '../../../errors.js'
 import { sleep } from '../../../internal/sleep.js'
 import type { LockMode, QueueWaiting } from '../../driver.js'
 import type { SessionLock } from '../sql/sql-dialect.js'
-import type { LockSessions } from '../sql/sql-sessions.js'
+import { stillHeldOn, type LockSessions } from '../sql/sql-sessions.js'
 
 /** The subset of a node-postgres Client these drivers use. */
 export interface PgClient {
@@ -237,18 +237,13 @@ export class PgLock implements SessionLock {
   }
 
   /** Asks pg_locks on the lock's own session; an error there means the session cannot be trusted. */
-  async isStillOwner(): Promise<boolean> {
-    const client = this.#client
-    if (!client) return false
-    try {
-      const { rows } = await client.query(`SELECT EXISTS (SELECT 1 ${HOLDERS} AND pid = pg_backend_pid()) AS ok`, this.#key)
-      if (rows[0]?.ok === true) return true
-    } catch {
-      // fall through: give the session up, which frees the lock if it still held it
-    }
-    if (this.#client === client) this.#client = undefined
-    await this.#host.sessions.discard(client)
-    return false
+  isStillOwner(): Promise<boolean> {
+    const asked = async (client: PgClient): Promise<boolean> =>
+      (await client.query(`SELECT EXISTS (SELECT 1 ${HOLDERS} AND pid = pg_backend_pid()) AS ok`, this.#key)).rows[0]?.ok === true
+    return stillHeldOn(this.#client, asked, async (client) => {
+      if (this.#client === client) this.#client = undefined
+      await this.#host.sessions.discard(client)
+    })
   }
 
   /**

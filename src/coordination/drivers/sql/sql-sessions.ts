@@ -27,6 +27,22 @@ export function diesOnErrorOrEnd(product: string): (session: EndingSession, onDe
   }
 }
 
+/**
+ * Whether a lock still holds on its own session (undefined: it holds none): `holds` asks the
+ * server there. On no, or on a failure to ask (a session we cannot talk to is not trusted),
+ * `giveUp` drops the session, and the server frees whatever it still held.
+ */
+export async function stillHeldOn<S>(session: S | undefined, holds: (session: S) => Promise<boolean>, giveUp: (session: S) => Promise<void>): Promise<boolean> {
+  if (!session) return false
+  try {
+    if (await holds(session)) return true
+  } catch {
+    // fall through: given up below
+  }
+  await giveUp(session)
+  return false
+}
+
 /** How long an unused lock session is kept for the next acquire before it is closed. */
 export const LOCK_SESSION_IDLE_MS = 10_000
 /** How many unused lock sessions a coordinator keeps at most. */
