@@ -23,7 +23,7 @@ import { OrphanNodes } from './zookeeper-orphans.js'
 import type { ZkCreated, ZkCreateMode, ZkRequest, ZkResponses, ZkWatchMode } from './zookeeper-ops.js'
 import { addPersistentWatch, removePersistentWatch } from './zookeeper-persistent.js'
 import { expiryMarginMs, ZkSession, type ZkSessionEvent } from './zookeeper-session.js'
-import type { ZkWatcher } from './zookeeper-watches.js'
+import type { WatchKind, ZkWatcher } from './zookeeper-watches.js'
 import type { ZkConnectionOptions } from './zookeeper-settings.js'
 import { now } from './zookeeper-wire.js'
 
@@ -199,14 +199,7 @@ export class ZkConnection {
 
   /** The node's data and stat; a watcher fires once when it changes or is deleted. */
   getData(path: string, watcher?: ZkWatcher): Promise<{ data: Buffer; stat: ZkStat }> {
-    return this.#op(
-      'getData',
-      `read ${path}`,
-      { op: 'getData', path, watch: !!watcher },
-      watcher && ((s, err) => {
-        if (!err) s.watch('data', path, watcher)
-      }),
-    )
+    return this.#op('getData', `read ${path}`, { op: 'getData', path, watch: !!watcher }, armOnSuccess('data', path, watcher))
   }
 
   setData(path: string, data: Uint8Array, version = -1): Promise<ZkStat> {
@@ -215,14 +208,7 @@ export class ZkConnection {
 
   /** The node's children (getChildren2); a watcher fires once when they change or the node is deleted. */
   async getChildren(path: string, watcher?: ZkWatcher): Promise<string[]> {
-    const r = await this.#op(
-      'getChildren',
-      `list ${path}`,
-      { op: 'getChildren', path, watch: !!watcher },
-      watcher && ((s, err) => {
-        if (!err) s.watch('child', path, watcher)
-      }),
-    )
+    const r = await this.#op('getChildren', `list ${path}`, { op: 'getChildren', path, watch: !!watcher }, armOnSuccess('child', path, watcher))
     return r.children
   }
 
@@ -431,3 +417,10 @@ export class ZkConnection {
 }
 
 const EMPTY = new Uint8Array(0)
+
+/** For a read that sets a watch: arms `watcher` on the session once the server accepted the read (none without a watcher). */
+function armOnSuccess(kind: WatchKind, path: string, watcher: ZkWatcher | undefined): ((s: ZkSession, err: Error | undefined) => void) | undefined {
+  return watcher && ((s, err) => {
+    if (!err) s.watch(kind, path, watcher)
+  })
+}

@@ -30,6 +30,7 @@ import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ConnectionError, DriverUnavailableError, InvalidOptionError, InvalidUrlError } from '../../../errors.js'
 import { defineDriver } from '../../driver.js'
+import type { MysqlOptions } from '../../driver-options.js'
 import { opt } from '../../options.js'
 import { sqlCommonOptions } from '../sql/sql-options.js'
 import { formatHosts } from '../../url.js'
@@ -85,16 +86,8 @@ function param(v: unknown): unknown {
   return v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v
 }
 
-/** tooz's TLS options, read from their files at start (pymysql's rules for the defaults). */
-export interface MysqlTlsOptions {
-  sslCa?: string
-  sslCapath?: string
-  sslCert?: string
-  sslKey?: string
-  sslCipher?: string
-  sslVerifyMode?: string
-  sslCheckHostname?: boolean
-}
+/** tooz's TLS options (as the driver declares them), read from their files at start (pymysql's rules for the defaults). */
+export type MysqlTlsOptions = Pick<MysqlOptions, 'sslCa' | 'sslCapath' | 'sslCert' | 'sslKey' | 'sslCipher' | 'sslVerifyMode' | 'sslCheckHostname'>
 
 /** pymysql's spellings of ssl_verify_mode; `optional` verifies nothing more than `none` does in Node. */
 const VERIFY_MODES: Record<string, boolean> = {
