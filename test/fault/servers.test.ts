@@ -20,7 +20,8 @@ import { TcpProxy } from '../support/proxy.js'
 import { startEtcd, startMemcached, startRedis, startZookeeper, type PrivateServer } from '../support/servers.js'
 import { rid } from '../support/wait.js'
 import { declares, faultBackends, withQuery, type FaultBackend } from './support/backends.js'
-import { has, open, orderProblems, recordEvents, repeat, show, sleep, spawnMember, states, until, type Ev, type Scope, testTimeout } from './support/harness.js'
+import { contend, has, open, orderProblems, recordEvents, repeat, show, sleep, spawnMember, states, until, type Ev, type Scope,
+  testTimeout } from './support/harness.js'
 import { todoFor, type KnownBug } from './support/known.js'
 import { FAULT_FULL, ResultsWriter } from './support/results.js'
 import { startMysql, startPostgresql } from './support/sql-servers.js'
@@ -113,28 +114,6 @@ async function retrying<T>(fn: () => Promise<T>, { attempts = Infinity, withinMs
       await sleep(pauseMs)
     }
   }
-}
-
-/** Watches for C taking A's lock; `takenAt` is when C's acquire resolved. */
-function contend(scope: Scope, c: Coordinator, name: string): { takenAt: () => number | undefined; token: () => bigint | undefined } {
-  const lock = c.getLock(name)
-  const stop = new AbortController()
-  scope.defer(() => stop.abort())
-  let takenAt: number | undefined
-  let token: bigint | undefined
-  void (async () => {
-    while (!stop.signal.aborted && takenAt === undefined) {
-      try {
-        if (await lock.acquire({ timeoutMs: 2_000, signal: stop.signal })) {
-          takenAt = Date.now()
-          token = lock.fencingToken
-        }
-      } catch {
-        await sleep(100)
-      }
-    }
-  })()
-  return { takenAt: () => takenAt, token: () => token }
 }
 
 /** What a server-fault run sets up before the fault: A (through the proxy, if any), B, and C contending for A's lock. */

@@ -18,7 +18,7 @@ import { after, before, describe, it } from 'node:test'
 import { startZookeeperEnsemble, type Cluster, type ClusterNode } from '../support/cluster.js'
 import { TcpProxy } from '../support/proxy.js'
 import { rid } from '../support/wait.js'
-import { open, recordEvents, repeat, sleep, testTimeout, until, type Scope } from './support/harness.js'
+import { contend, open, recordEvents, repeat, sleep, testTimeout, until, type Scope } from './support/harness.js'
 import { ResultsWriter } from './support/results.js'
 
 const writer = new ResultsWriter(import.meta.url)
@@ -85,26 +85,14 @@ describe('ZooKeeper: a lock holder on a follower cut off from the leader', () =>
       const aLog = recordEvents(a)
       assert.equal(await a.getLock(name).acquire({ timeoutMs: 10_000 }), true, 'A takes the lock')
       // B waits for it from the leader's side.
-      const stop = new AbortController()
-      scope.defer(() => stop.abort())
-      let grantedAt: number | undefined
-      void (async () => {
-        const lock = b.getLock(name)
-        while (!stop.signal.aborted && grantedAt === undefined) {
-          try {
-            if (await lock.acquire({ timeoutMs: 2_000, signal: stop.signal })) grantedAt = Date.now()
-          } catch {
-            await sleep(100)
-          }
-        }
-      })()
+      const rival = contend(scope, b, name)
       // Settle into the steady state (syncs answered, pings flowing), then cut.
       await sleep(1_500)
       const cutAt = Date.now()
       isolate(fi, true)
       scope.defer(() => isolate(fi, false))
       const lostAt = await until('A told it lost the lock', () => aLog.find((e) => e.what === `lockLost:${name}`)?.at, 20_000)
-      const granted = await until('B granted the lock', () => grantedAt, 20_000)
+      const granted = await until('B granted the lock', () => rival.takenAt(), 20_000)
       const marginMs = granted - lostAt
       t.diagnostic(`cut at 0; A told at +${lostAt - cutAt} ms; B granted at +${granted - cutAt} ms; margin ${marginMs} ms`)
       // A cut-off member is told within the session timeout + 2 s (generous: a loaded machine).

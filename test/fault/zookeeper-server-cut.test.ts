@@ -18,7 +18,7 @@ import { after, before, describe, it } from 'node:test'
 import { startZookeeperEnsemble, type Cluster } from '../support/cluster.js'
 import { TcpProxy } from '../support/proxy.js'
 import { rid } from '../support/wait.js'
-import { has, open, orderProblems, recordEvents, recordMembers, repeat, show, sleep, testTimeout, until, type Scope } from './support/harness.js'
+import { contend, has, open, orderProblems, recordEvents, recordMembers, repeat, show, sleep, testTimeout, until, type Scope } from './support/harness.js'
 import { ResultsWriter } from './support/results.js'
 
 const writer = new ResultsWriter(import.meta.url)
@@ -67,19 +67,7 @@ describe('ZooKeeper: a client whose own server goes silent, the rest of the ense
       await b.watchGroup(g)
       const lockA = a.getLock(name)
       assert.equal(await lockA.acquire({ timeoutMs: 10_000 }), true, 'A takes the lock')
-      const stop = new AbortController()
-      scope.defer(() => stop.abort())
-      let grantedAt: number | undefined
-      void (async () => {
-        const lock = b.getLock(name)
-        while (!stop.signal.aborted && grantedAt === undefined) {
-          try {
-            if (await lock.acquire({ timeoutMs: 2_000, signal: stop.signal })) grantedAt = Date.now()
-          } catch {
-            await sleep(100)
-          }
-        }
-      })()
+      const rival = contend(scope, b, name)
       // The steady state (syncs answered, the watch set), then the silent cut.
       await sleep(1_500)
       const cutAt = Date.now()
@@ -97,7 +85,7 @@ describe('ZooKeeper: a client whose own server goes silent, the rest of the ense
       assert.ok(!has(aLog, `lockLost:${name}`), `A was told it lost the lock: ${where}`)
       assert.deepEqual(orderProblems(aLog, 'A', g, name), [], where)
       assert.deepEqual(seen.left.filter((e) => e.what === `${g}/${a.memberId}`), [], `B saw A leave: ${where}`)
-      assert.equal(grantedAt, undefined, `B was granted A's lock: ${where}`)
+      assert.equal(rival.takenAt(), undefined, `B was granted A's lock: ${where}`)
       assert.equal(await lockA.isStillOwner(), true, `A no longer owns the lock: ${where}`)
       const members = await b.getMembers(g)
       assert.ok(members.includes(a.memberId), `A is not listed: ${where}`)

@@ -374,3 +374,28 @@ export function recordMembers(c: Coordinator): { joined: Ev[]; left: Ev[] } {
   c.on('memberLeft', (e) => void out.left.push({ what: `${e.group}/${e.member}`, at: Date.now() }))
   return out
 }
+
+/**
+ * Another member contending for a lock someone holds, retrying until granted or the scope ends;
+ * `takenAt` is when its acquire resolved, `token` the fencing token it got.
+ */
+export function contend(scope: Scope, c: Coordinator, name: string): { takenAt: () => number | undefined; token: () => bigint | undefined } {
+  const lock = c.getLock(name)
+  const stop = new AbortController()
+  scope.defer(() => stop.abort())
+  let takenAt: number | undefined
+  let token: bigint | undefined
+  void (async () => {
+    while (!stop.signal.aborted && takenAt === undefined) {
+      try {
+        if (await lock.acquire({ timeoutMs: 2_000, signal: stop.signal })) {
+          takenAt = Date.now()
+          token = lock.fencingToken
+        }
+      } catch {
+        await sleep(100)
+      }
+    }
+  })()
+  return { takenAt: () => takenAt, token: () => token }
+}
