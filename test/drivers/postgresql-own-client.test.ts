@@ -14,10 +14,6 @@
  * rollcall's sessions use the password pg resolved. Ended clients and wrong kinds are refused.
  */
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { describe, it, type TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import pg from 'pg'
@@ -28,7 +24,7 @@ import { serverUrl } from '../support/backends.js'
 import { PgFront } from '../support/pg-front.js'
 import { rid, waitFor } from '../support/wait.js'
 import { sleep } from '../../src/internal/sleep.js'
-import { openPeer, smoke } from './own-client-support.js'
+import { openPeer, selfSignedCertificate, smoke } from './own-client-support.js'
 
 const URL = serverUrl('postgresql')
 const SERVER = new globalThis.URL(URL)
@@ -140,29 +136,6 @@ async function waitOutlivesTimeouts(c: Coordinator, peer: Coordinator, db: pg.Cl
   assert.equal(outcome, true)
 }
 
-/** A self-signed certificate for 127.0.0.1, made for the test. */
-function certificate(): { key: Buffer; cert: Buffer } {
-  const dir = mkdtempSync(join(tmpdir(), 'rollcall-pg-own-tls-'))
-  execFileSync('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=127.0.0.1',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-    '-keyout',
-    join(dir, 'key.pem'),
-    '-out',
-    join(dir, 'cert.pem'),
-  ], { stdio: 'ignore' })
-  return { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }
-}
-
 async function front(t: TestContext, options: Parameters<typeof PgFront.start>[1]): Promise<PgFront> {
   const f = await PgFront.start(Number(SERVER.port || 5432), options)
   t.after(() => f.close())
@@ -210,7 +183,7 @@ describe("postgresql: the application's own client", () => {
   })
 
   it('postgresql: own client: a pg Client not yet connected, with TLS and a password function (a front on loopback), is never connected by rollcall', async (t) => {
-    const { key, cert } = certificate()
+    const { key, cert } = selfSignedCertificate()
     const f = await front(t, { tls: { key, cert }, password: 'sesame' })
     const app = rid('app')
     let asked = 0

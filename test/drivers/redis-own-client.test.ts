@@ -6,8 +6,8 @@
  * connection rollcall derived from it is closed. Wrong clients and conflicting settings are refused.
  */
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { connect as netConnect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -19,7 +19,7 @@ import { connect, InvalidOptionError, InvalidUrlError, type Coordinator } from '
 import { serverUrl } from '../support/backends.js'
 import { freePort, startRedis } from '../support/servers.js'
 import { rid, waitFor } from '../support/wait.js'
-import { openPeer, smoke } from './own-client-support.js'
+import { openPeer, selfSignedCertificate, smoke } from './own-client-support.js'
 
 const URL = serverUrl('redis')
 const { port: PORT } = new globalThis.URL(URL.replace(/^redis:/, 'http:'))
@@ -97,28 +97,10 @@ describe("redis: the application's own client", () => {
   })
 
   it('redis: own client: a client configured with TLS (a TLS proxy in front of the server) serves both connections over TLS', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'rollcall-own-tls-'))
-    execFileSync('openssl', [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      join(dir, 'cert.pem'),
-    ], { stdio: 'ignore' })
-    const cert = readFileSync(join(dir, 'cert.pem'))
+    const { key, cert } = selfSignedCertificate()
     let secured = 0
     const sockets = new Set<Socket>()
-    const proxy = createTlsServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (socket) => {
+    const proxy = createTlsServer({ key, cert }, (socket) => {
       secured++
       const upstream = netConnect(Number(PORT), '127.0.0.1')
       sockets.add(socket).add(upstream)
