@@ -76,6 +76,8 @@ const DEFAULT_PORT = 11211
 export { MEMCACHED_OPTIONS, type ResolvedMemcachedOptions } from './memcached-options.js'
 
 class MemcachedDriver implements CoordinationDriver<MemcachedLock> {
+  /** The beat touches the held locks in its own batch (memcached-heartbeat.ts). */
+  readonly beatRefreshesLocks = true
   readonly #ctx: DriverContext<ResolvedMemcachedOptions>
   readonly #me: string
   readonly #ttl: { membership: number; lock: number; leader: number }
@@ -94,7 +96,13 @@ class MemcachedDriver implements CoordinationDriver<MemcachedLock> {
     const o = ctx.options
     const secs = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
     this.#ttl = { membership: secs(o.membershipTimeoutMs), lock: secs(o.lockTimeoutMs), leader: secs(o.leaderTimeoutMs) }
-    this.#heartbeat = new MemcachedHeartbeat(() => this.#connected, this.#me, this.#ttl, () => this.#meta)
+    this.#heartbeat = new MemcachedHeartbeat(
+      () => this.#connected,
+      this.#me,
+      this.#ttl,
+      () => this.#meta,
+      (groups) => ctx.events.membershipLost(groups, 'the backend no longer lists this member'),
+    )
   }
 
   get #connected(): MemcachedClient {

@@ -10,8 +10,11 @@
  * The CAS cache: per joined group, the CAS of a value in which this member saw its own entry.
  * memcached gives every write of an item a new CAS, so while the group's CAS is still this one,
  * the entry is still there and the value need not be read. Only groups whose CAS changed are read
- * again (one multi-key `gets`, the rare second round trip), and a group that no longer lists this
- * member, or is gone, is reported lost. Listings that see our entry update the cache too
+ * again (one multi-key `gets`), after the beat has answered, not within it: the beat stays one
+ * round trip, which the Coordinator's liveness deadline assumes (a process stalled across a beat
+ * that waited for a second one was told it was lost). A group whose probe finds it gone is lost in
+ * the beat's result; one whose value no longer lists this member is reported lost when that read
+ * answers (DriverEvents.membershipLost). Listings that see our entry update the cache too
  * (listed()). The cache is cleared on every (re)connect (reset()): a restarted server counts CAS
  * values from the start again.
  *
@@ -36,6 +39,7 @@ export class MemcachedHeartbeat {
   readonly #me: string
   readonly #ttl: HeartbeatTtls
   readonly #meta: () => boolean
+  readonly #onLost: (groups: readonly string[]) => void
   /**
    * Per joined group, the CAS of a value in which this member saw its own entry. memcached gives
    * every write of an item a new CAS, so while the group's CAS is still this one, the entry is
@@ -44,12 +48,17 @@ export class MemcachedHeartbeat {
    */
   readonly #listedAt = new Map<string, bigint>()
 
-  /** `client` gives the driver's connection (it throws when not started); `meta` says whether the server has meta commands. */
-  constructor(client: () => MemcachedClient, me: string, ttl: HeartbeatTtls, meta: () => boolean) {
+  /**
+   * `client` gives the driver's connection (it throws when not started); `meta` says whether the
+   * server has meta commands; `onLost` hears of joined groups found no longer listing this member
+   * after a beat (the read of changed values).
+   */
+  constructor(client: () => MemcachedClient, me: string, ttl: HeartbeatTtls, meta: () => boolean, onLost: (groups: readonly string[]) => void) {
     this.#clientOf = client
     this.#me = me
     this.#ttl = ttl
     this.#meta = meta
+    this.#onLost = onLost
   }
 
   get #client(): MemcachedClient {
@@ -101,19 +110,32 @@ export class MemcachedHeartbeat {
       else if (p.item !== undefined) this.#check(g, p.item, lostGroups)
       else changed.push(g)
     }
-    if (changed.length > 0) {
-      // The rare second round trip: values that changed since our entry was last seen in them.
-      const items = await this.#client.get(changed.map(KEYS.group), true)
-      for (const g of changed) {
-        const item = items.get(KEYS.group(g))
-        if (item === undefined) lostGroups.push(g)
-        else this.#check(g, item, lostGroups)
-      }
-    }
+    if (changed.length > 0) void this.#recheck(changed)
     // memcached's clock ticks in whole seconds and a late tick skips one (memcached-expiries.ts):
     // a key can lapse up to 2 s before its expiry.
     const shortest = Math.min(this.#ttl.membership, this.#ttl.lock, this.#ttl.leader)
     return { nextBeatMs: Math.max(500, (shortest - 2) * 1000), lostGroups }
+  }
+
+  /**
+   * Reads the values that changed since our entry was last seen in them, and reports the groups
+   * that no longer list this member (or are gone). A failed read reports nothing: the cache is
+   * unchanged, so the next beat's probe asks again.
+   */
+  async #recheck(groups: readonly string[]): Promise<void> {
+    let items: Map<string, MemcachedItem>
+    try {
+      items = await this.#client.get(groups.map(KEYS.group), true)
+    } catch {
+      return
+    }
+    const lost: string[] = []
+    for (const g of groups) {
+      const item = items.get(KEYS.group(g))
+      if (item === undefined) lost.push(g)
+      else this.#check(g, item, lost)
+    }
+    if (lost.length > 0) this.#onLost(lost)
   }
 
   /**
