@@ -102,11 +102,14 @@ export interface DriverClientSupport {
 
 /**
  * What a beat did with the held locks it was handed; every driver says it, none by leaving it out.
- * - `{ refreshed: false }`: the beat left them alone; the Coordinator calls refresh() on each
- *   after the beat.
+ * - `{ refreshed: false }`: the beat left them alone. A driver without
+ *   {@link CoordinationDriver.beatRefreshesLocks} always answers this, and the Coordinator has
+ *   called refresh() on each alongside the beat; a driver with it answers this only when it could
+ *   not refresh them (etcd: the lease was gone), and the Coordinator calls refresh() on each after
+ *   the beat.
  * - `{ refreshed: true, lost }`: the beat refreshed every one of them (in the same round trip);
  *   `lost` names those whose lease lapsed or that another holder took (`[]`: all kept). The
- *   Coordinator sends no refresh of its own.
+ *   Coordinator sends no refresh of its own. Only a driver with `beatRefreshesLocks` answers this.
  */
 export type BeatLocks<L extends DriverLock = DriverLock> =
   | { readonly refreshed: false }
@@ -257,6 +260,15 @@ export interface CoordinationDriver<L extends DriverLock = DriverLock> {
    * {@link HeartbeatResult.locks} whether it did.
    */
   heartbeat?(joined: ReadonlyMap<string, Uint8Array>, heldLocks: ReadonlySet<L>): Promise<HeartbeatResult<L>>
+  /**
+   * True when heartbeat() refreshes the held locks it is handed, in the beat's own round trip
+   * (etcd: keys on the lease; memcached: touches in the same batch). Otherwise the Coordinator
+   * sends each lock's refresh() at the same time as the beat, not after its answer: the beat stays
+   * one round trip, which the liveness deadline (counted from the send) assumes. A process stalled
+   * across a beat (a loaded machine, a long GC) then finds every answer waiting when it runs again,
+   * instead of one answer and a refresh still to send after the deadline.
+   */
+  readonly beatRefreshesLocks?: boolean
   /**
    * When (Date.now() ms) liveness lapses as things stand now, for a driver whose session is kept
    * between beats (ZooKeeper's pings and reconnects answer for it): the Coordinator's lapse

@@ -273,6 +273,10 @@ export class DriverRuntime {
 
   async #beat(): Promise<number> {
     const d = this.driver
+    // Locks the beat does not refresh are refreshed alongside it (driver.ts, beatRefreshesLocks);
+    // observed at once, so that a beat failing first leaves no unhandled rejection.
+    const alongside = d.heartbeat && d.beatRefreshesLocks ? undefined : this.#refreshLocks()
+    alongside?.catch(() => {})
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
     const result: HeartbeatResult = d.heartbeat
       ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, this.locks.driverLocks()), { internal: true })
@@ -281,7 +285,7 @@ export class DriverRuntime {
     const lostGroups = result.lostGroups
     if (lostGroups?.length) this.#later(() => this.membership.lost(lostGroups, 'the backend no longer lists this member'))
     if (result.locks.refreshed) this.locks.lostInBeat(result.locks.lost)
-    else await this.#refreshLocks()
+    else await (alongside ?? this.#refreshLocks())
     if (this.membership.hasPending && this.#parts.autoWatch) await this.membership.rejoinPending()
     await this.locks.releaseAbandoned()
     return result.nextBeatMs

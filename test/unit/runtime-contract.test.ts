@@ -56,6 +56,19 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
     for (const l of locks) assert.equal(l.acquired, true)
   })
 
+  it('contract: the locks a beat leaves alone are refreshed while it is in flight, not after its answer', async (t) => {
+    const { c, f } = await open(t, rid('s'), 300)
+    const lock = c.getLock(rid('l'))
+    assert.equal(await lock.acquire(), true)
+    // Answers take 50 ms: a refresh sent alongside a beat is still in flight when the beat is called.
+    f.answerMs = 50
+    await waitFor('a beat with the lock held', () => (f.beatsBesideRefresh ?? 0) + (f.beatsAlone ?? 0) > 0, 3_000)
+    const before = { beside: f.beatsBesideRefresh ?? 0, alone: f.beatsAlone ?? 0 }
+    await waitFor('three more beats', () => (f.beatsBesideRefresh ?? 0) + (f.beatsAlone ?? 0) >= before.beside + before.alone + 3, 5_000)
+    assert.equal((f.beatsAlone ?? 0) - before.alone, 0, 'no beat went out before its lock refresh: one round trip per beat, not two in a row')
+    assert.equal(lock.acquired, true)
+  })
+
   it('contract: a beat that names a held lock lost ends that lock alone', async (t) => {
     const { c, f } = await open(t, rid('s'), 200)
     const kept = c.getLock(rid('l'))

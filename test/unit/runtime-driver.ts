@@ -33,9 +33,21 @@ export interface Faults {
   /** Beats answered, and refresh() calls on this member's locks. */
   beats?: number
   refreshes?: number
+  /** Each beat and each refresh() answers this long after it was called (default: at once). */
+  answerMs?: number
+  /** refresh() calls not yet answered. */
+  refreshesInFlight?: number
+  /** Beats called while a refresh() was in flight, and beats called while none was. */
+  beatsBesideRefresh?: number
+  beatsAlone?: number
 }
 /** The scripts, by member id. */
 export const faults = new Map<string, Faults>()
+
+/** Resolves after `ms` (at once when 0 or undefined: no timer). */
+function pause(ms: number | undefined): Promise<void> {
+  return ms ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve()
+}
 
 /** A leader lock that refuses to wait while it holds and releases a round trip later (see Faults.sqlLikeLeader). */
 function sqlLikeLeader(inner: DriverLock, counts: { waits: number }, f: Faults): DriverLock {
@@ -43,7 +55,6 @@ function sqlLikeLeader(inner: DriverLock, counts: { waits: number }, f: Faults):
   f.leader = state
   let held = false
   const innerWaiting = inner.waiting
-  const pause = (ms: number): Promise<unknown> => new Promise((r) => setTimeout(r, ms))
   return {
     get fencingToken() {
       return inner.fencingToken
@@ -101,15 +112,26 @@ registerDriver('faulty', async () => ({
             }
             if (prop === 'createLock' || prop === 'leaderLock') return (name: string) => down((value as (n: string) => object).call(target, name))
             return (...args: unknown[]) => {
-              if (prop === 'refresh') f.refreshes = (f.refreshes ?? 0) + 1
-              return f.failBeats ? Promise.reject(new ConnectionError('injected outage')) : (value as (...a: unknown[]) => unknown).apply(target, args)
+              if (f.failBeats) return Promise.reject(new ConnectionError('injected outage'))
+              const call = (): unknown => (value as (...a: unknown[]) => unknown).apply(target, args)
+              if (prop !== 'refresh') return call()
+              f.refreshes = (f.refreshes ?? 0) + 1
+              f.refreshesInFlight = (f.refreshesInFlight ?? 0) + 1
+              return pause(f.answerMs).then(call).finally(() => f.refreshesInFlight!--)
             }
           },
         })
       return down(inner, {
+        // The beat refreshes the locks itself exactly while a test scripts what it says of them.
+        get beatRefreshesLocks() {
+          return f.beatLocks !== undefined
+        },
         heartbeat: async (_joined: unknown, held: ReadonlySet<DriverLock>): Promise<HeartbeatResult> => {
           if (f.failBeats || f.failHeartbeat) throw new ConnectionError('injected outage')
           f.beats = (f.beats ?? 0) + 1
+          if (f.refreshesInFlight) f.beatsBesideRefresh = (f.beatsBesideRefresh ?? 0) + 1
+          else f.beatsAlone = (f.beatsAlone ?? 0) + 1
+          await pause(f.answerMs)
           return { nextBeatMs: f.nextBeatMs, lostGroups: f.lostGroups.splice(0), locks: f.beatLocks?.(held) ?? { refreshed: false } }
         },
       }) as CoordinationDriver

@@ -54,6 +54,8 @@ import { warnIgnoredPath } from '../kit/ignored-path.js'
 const DEFAULT_PORT = 2379
 
 class Etcd3Driver implements CoordinationDriver<Etcd3Lock> {
+  /** The beat checks the held locks' keys beside the lease keepalive (heartbeat()). */
+  readonly beatRefreshesLocks = true
   readonly #ctx: DriverContext<ResolvedEtcd3Options>
   readonly #endpoints: Endpoint[]
   readonly #holding = new Set<Etcd3Lock>()
