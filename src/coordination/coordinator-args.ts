@@ -3,7 +3,7 @@
  * durations that must be in range. Each throws InvalidArgumentError naming the argument.
  */
 import { InvalidArgumentError } from '../errors.js'
-import { dumps } from './codec.js'
+import { dumps } from './codec/index.js'
 
 /** The longest a Node timer can wait (2^31−1 ms). */
 const MAX_TIMER_MS = 2_147_483_647

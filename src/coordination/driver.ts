@@ -10,7 +10,7 @@
  * Nothing a driver does is meant by leaving something out: each rule between a driver and the
  * Coordinator is written below, in the member it concerns.
  *
- * Capabilities travel as encoded bytes (oslo msgpack, see codec.ts): the Coordinator encodes and
+ * Capabilities travel as encoded bytes (oslo msgpack, see codec/index.ts): the Coordinator encodes and
  * decodes them, so a corrupt value written by someone else fails for that member alone.
  */
 import type { RollcallError, SerializationError } from '../errors.js'

@@ -4,13 +4,13 @@
  *
  * Object identity follows tooz, so that Python and Node members agree: an object with a
  * `toozHash()` method (tooz: `__tooz_hash__`) hashes to what it returns; anything else hashes to
- * the UTF-8 bytes of what Python's str() prints for the same value (python-str.ts): `true` as
+ * the UTF-8 bytes of what Python's str() prints for the same value (codec/python-str.ts): `true` as
  * "True", `null` as "None", `1e16` as "1e+16", a Uint8Array as "b'abc'".
  */
 import { asRollcallError } from '../errors.js'
 import type { MemberEvent } from './events.js'
 import { HashRing } from './hashring.js'
-import { pythonStr } from './python-str.js'
+import { pythonStr } from './codec/python-str.js'
 import type { WatchCallback } from './watchers.js'
 
 /** Options of joinPartitionedGroup(). */

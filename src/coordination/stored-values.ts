@@ -5,7 +5,7 @@
  * @internal
  */
 import { InvalidIdError, SerializationError } from '../errors.js'
-import { loads } from './codec.js'
+import { loads } from './codec/index.js'
 import type { DriverDefinition, IdKind } from './driver.js'
 import { shorten } from '../internal/redact.js'
 import { stampDriver } from './translate.js'

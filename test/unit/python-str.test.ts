@@ -9,7 +9,7 @@ import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { HashRing, type HashRingNode } from '../../src/index.js'
 import { hashObject } from '../../src/coordination/partitioner.js'
-import { pythonStr } from '../../src/coordination/python-str.js'
+import { pythonStr } from '../../src/coordination/codec/python-str.js'
 
 /** Code points every Python 3 since Unicode 14 classes as this runtime does (long-assigned blocks, controls, format, private use). */
 const SAFE_RANGES: [number, number][] = [[0x00, 0x2ff], [0x370, 0x52f], [0x2000, 0x206f], [0x4e00, 0x9fa5], [0xe000, 0xe0ff], [0xfeff, 0xfeff], [

@@ -38,7 +38,7 @@ import {
   OperationTimeoutError,
   SerializationError,
 } from '../../../errors.js'
-import { dumps, loads } from '../../codec.js'
+import { dumps, loads } from '../../codec/index.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type HeartbeatResult } from '../../driver.js'
 import { OPTIONS, readTls, ttlSeconds, type ResolvedEtcd3Options } from './etcd3-options.js'
 import { EtcdApiError, EtcdGateway, EtcdTransportError, GRPC, isLeaseGone, prefixEnd, type Compare, type Endpoint, type Hedge } from './etcd3-gateway.js'

@@ -16,10 +16,10 @@
  */
 import { createHash } from 'node:crypto'
 import { SerializationError } from '../../../errors.js'
-import { dumps, ExtData, loads } from '../../codec.js'
-import { splitMap } from '../../codec-scan.js'
-import { datetimeFields } from '../../codec-encode.js'
-import { EXT_DATETIME } from '../../codec-ext.js'
+import { dumps, ExtData, loads } from '../../codec/index.js'
+import { splitMap } from '../../codec/scan.js'
+import { datetimeFields } from '../../codec/encode.js'
+import { EXT_DATETIME } from '../../codec/ext.js'
 import { strictUtf8 } from '../../../internal/unicode.js'
 
 const NIL = Uint8Array.of(0xc0)

@@ -16,7 +16,7 @@
  * is an open, a non-blocking lock and a close of a local file, a few microseconds.
  */
 import { closeSync, constants, ftruncateSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
-import { dumps, loads } from '../../codec.js'
+import { dumps, loads } from '../../codec/index.js'
 import { pause, RecordLock } from './file-lock.js'
 import { nativeLocks } from './record-locks.js'
 import { exists } from './file-records.js'

@@ -16,8 +16,8 @@
  * keeps its microseconds, a UUID stays an ext value).
  */
 import { SerializationError } from '../../../errors.js'
-import { dumps, loads } from '../../codec.js'
-import { splitMap } from '../../codec-scan.js'
+import { dumps, loads } from '../../codec/index.js'
+import { splitMap } from '../../codec/scan.js'
 import type { MemcachedItem } from '../../../clients/memcached/memcached-client.js'
 import { strictUtf8 } from '../../../internal/unicode.js'
 

@@ -1,9 +1,9 @@
 /**
- * The msgpack encoder: {@link dumps} and its byte writer. The type mapping is on codec.ts.
+ * The msgpack encoder: {@link dumps} and its byte writer. The type mapping is on index.ts.
  */
-import { SerializationError } from '../errors.js'
-import { hasLoneSurrogate } from '../internal/unicode.js'
-import { EXT_DATETIME, EXT_SET, ExtData, MAX_DEPTH } from './codec-ext.js'
+import { SerializationError } from '../../errors.js'
+import { hasLoneSurrogate } from '../../internal/unicode.js'
+import { EXT_DATETIME, EXT_SET, ExtData, MAX_DEPTH } from './ext.js'
 
 const utf8 = new TextEncoder()
 

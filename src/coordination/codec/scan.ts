@@ -3,7 +3,7 @@
  * of its keys and values. Drivers that must hand on another writer's bytes unchanged (a member's
  * capabilities inside a tooz record) use it; {@link loads} decodes.
  */
-import { SerializationError } from '../errors.js'
+import { SerializationError } from '../../errors.js'
 
 const MAX_DEPTH = 100
 

@@ -1,6 +1,6 @@
 /**
  * The extension types oslo's msgpack defines (`oslo_serialization.msgpackutils`), and the nesting
- * limit; shared by the encoder (codec-encode.ts) and the decoder (codec-decode.ts).
+ * limit; shared by the encoder (encode.ts) and the decoder (decode.ts).
  */
 
 /** An msgpack extension value rollcall does not interpret; it round-trips unchanged. */

@@ -14,7 +14,11 @@
  * - a `uuid.UUID` (ext 0) decodes to its canonical string; unknown ext codes decode to
  *   {@link ExtData} and re-encode unchanged.
  * - `undefined` object properties are left out (as JSON does); `undefined` elsewhere is nil.
+ *
+ * The folder holds every way rollcall spells a value as Python does: msgpack here (encode.ts,
+ * decode.ts, ext.ts, and scan.ts for reading by structure) and Python's str() (python-str.ts,
+ * which places an object on the Partitioner's ring).
  */
-export { loads } from './codec-decode.js'
-export { dumps } from './codec-encode.js'
-export { ExtData } from './codec-ext.js'
+export { loads } from './decode.js'
+export { dumps } from './encode.js'
+export { ExtData } from './ext.js'

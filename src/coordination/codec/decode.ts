@@ -1,9 +1,9 @@
 /**
- * The msgpack decoder: {@link loads} and its byte reader. The type mapping is on codec.ts.
+ * The msgpack decoder: {@link loads} and its byte reader. The type mapping is on index.ts.
  */
-import { SerializationError } from '../errors.js'
-import { EXT_DATE, EXT_DATETIME, EXT_FROZENSET, EXT_SET, EXT_UUID, ExtData, MAX_DEPTH } from './codec-ext.js'
-import { strictUtf8 } from '../internal/unicode.js'
+import { SerializationError } from '../../errors.js'
+import { EXT_DATE, EXT_DATETIME, EXT_FROZENSET, EXT_SET, EXT_UUID, ExtData, MAX_DEPTH } from './ext.js'
+import { strictUtf8 } from '../../internal/unicode.js'
 
 /** Decodes oslo/tooz msgpack. Throws SerializationError on malformed or truncated input. */
 export function loads(bytes: Uint8Array): unknown {
