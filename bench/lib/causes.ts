@@ -15,7 +15,7 @@ export const CAUSES: Cause[] = [
     text: 'detection / failover on polled backends: memcached keeps time in whole seconds (an item set with a 5 s TTL goes between 4 and 5 s later by the '
       + 'wall clock) and tells when a key expires only through a meta get (`mg <key> t`, again in whole seconds): rollcall reads the member keys with '
       + 'their TTLs and re-reads through the last two seconds of the soonest one (its clock can step two seconds at once); Redis, PostgreSQL, MySQL and '
-      + 'file re-read a watched group when its first member expires (capability expiryWake, src/coordination/watchers.ts). Elections retry when the '
+      + 'file re-read a watched group when its first member expires (capability expiryWake, src/coordination/runtime/watchers.ts). Elections retry when the '
       + "leader lock may be free rather than on the next tick (capability electionWake: Redis answers the holder's PTTL with the failed acquire, "
       + "memcached reads the leader key's TTL with `mg <key> t`, file retries every 25 ms since the kernel frees a dead holder's lock at once; "
       + "PostgreSQL and MySQL wait in the server's lock queue). A remaining miss here is where the kill fell in the lease (±0.3 s between runs).",

@@ -1,7 +1,7 @@
 /**
  * The Coordinator: tooz's coordinator API with Promises, events and recovery, the same on every
  * backend. This file is the public facade (argument checks, capability encoding, the API);
- * runtime.ts does the work shared by every backend, and the driver supplies primitives.
+ * runtime/runtime.ts does the work shared by every backend, and the driver supplies primitives.
  */
 import { EventEmitter } from 'node:events'
 import {
@@ -15,17 +15,17 @@ import {
 import type { Capability } from './capabilities.js'
 import { checkHoldOffMs, checkResyncIntervalMs, encodeCapabilities } from './coordinator-args.js'
 import type { ConnectionState } from './driver.js'
-import type { LeaderCallback, StandDownOptions } from './election.js'
+import type { LeaderCallback, StandDownOptions } from './runtime/election.js'
 import type { CoordinatorEvents } from './events.js'
 import { GroupView, type GroupViewOptions } from './group-view.js'
 import { Campaigns, type CampaignOptions, type Leadership } from './leadership.js'
 import { Lock, type AcquireOptions } from './lock.js'
 import { Partitioner, type PartitionerOptions } from './partitioner.js'
 import { TypedGroup, type TypedGroupHost, type TypedGroupOptions } from './typed-group.js'
-import { DriverRuntime, type CoordinatorParts, type CoordinatorState, type Health } from './runtime.js'
-import { emitSafely } from './user-code.js'
+import { DriverRuntime, type CoordinatorParts, type CoordinatorState, type Health } from './runtime/runtime.js'
+import { emitSafely } from './runtime/user-code.js'
 import { groupJoinChannel, groupLeaveChannel, traced } from './tracing.js'
-import type { WatchCallback } from './watchers.js'
+import type { WatchCallback } from './runtime/watchers.js'
 
 export type { CoordinatorState, Health }
 

@@ -1,7 +1,7 @@
 /**
  * What a driver answers to nextExpiryAt(group): per group, when the first member seen by the
  * latest listing expires unless it beats again, on this process's monotonic clock. The watcher
- * re-reads the group just after that moment (watchers.ts).
+ * re-reads the group just after that moment (runtime/watchers.ts).
  * @internal
  */
 export class FirstExpiries {

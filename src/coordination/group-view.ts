@@ -3,14 +3,14 @@
  * and change events, kept current by the Coordinator's own watcher of that group.
  *
  * The view holds no timer of its own but the full re-read, and reads nothing itself: it is a sink
- * of the watcher engine (watchers.ts), which hands it every read of the group made inside the
+ * of the watcher engine (runtime/watchers.ts), which hands it every read of the group made inside the
  * group's single-flight refresh. The watcher's member cache and the view's snapshot come from the
  * same read, so a change cannot be seen by one and missed by the other, whatever the timing.
  */
 import { EventEmitter } from 'node:events'
 import { GroupNotFoundError, InvalidStateError, SerializationError } from '../errors.js'
-import { emitSafely, type ReportFailure } from './user-code.js'
-import type { RawMembers, ViewRead, ViewSink } from './watchers.js'
+import { emitSafely, type ReportFailure } from './runtime/user-code.js'
+import type { RawMembers, ViewRead, ViewSink } from './runtime/watchers.js'
 
 /** Options of Coordinator.viewGroup(). */
 export interface GroupViewOptions {

@@ -6,7 +6,7 @@
  * per group and member, whichever API asked for it.
  */
 import { CoordinatorStoppedError, InvalidStateError } from '../errors.js'
-import type { Elections, LeaderCallback, Term } from './election.js'
+import type { Elections, LeaderCallback, Term } from './runtime/election.js'
 
 /** Options of campaign() and withLeadership(). */
 export interface CampaignOptions {

@@ -11,7 +11,7 @@ import { asRollcallError } from '../errors.js'
 import type { MemberEvent } from './events.js'
 import { HashRing } from './hashring.js'
 import { pythonStr } from './codec/python-str.js'
-import type { WatchCallback } from './watchers.js'
+import type { WatchCallback } from './runtime/watchers.js'
 
 /** Options of joinPartitionedGroup(). */
 export interface PartitionerOptions {

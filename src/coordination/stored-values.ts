@@ -8,7 +8,7 @@ import { InvalidIdError, SerializationError } from '../errors.js'
 import { loads } from './codec/index.js'
 import type { DriverDefinition, IdKind } from './driver.js'
 import { shorten } from '../internal/redact.js'
-import { stampDriver } from './translate.js'
+import { stampDriver } from './runtime/translate.js'
 
 /** Throws InvalidIdError for an id that is not a non-empty string, or that the driver cannot store. */
 export function checkId(definition: DriverDefinition<any>, kind: IdKind, id: unknown): void {

@@ -15,7 +15,7 @@
  */
 import { SerializationError, type RollcallError } from '../errors.js'
 import type { GroupView, GroupViewChange } from './group-view.js'
-import { callUserCode, type ReportFailure } from './user-code.js'
+import { callUserCode, type ReportFailure } from './runtime/user-code.js'
 
 /** Payload of TypedGroup.watchJoined(): a member that joined, with the capabilities it joined with. */
 export interface MemberJoinedEvent<Caps> {

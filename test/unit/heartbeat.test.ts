@@ -1,7 +1,7 @@
 /** The heartbeat loop's schedule, on mocked timers: half the interval, backoff, never later than the lapse. */
 import assert from 'node:assert/strict'
 import { describe, it, mock } from 'node:test'
-import { HeartbeatLoop } from '../../src/coordination/heartbeat.js'
+import { HeartbeatLoop } from '../../src/coordination/runtime/heartbeat.js'
 import { ConnectionError, type RollcallError } from '../../src/index.js'
 
 /** Settles what the ticked timers started: promise chains, and the expiry judged after the turn's I/O (setImmediate is not mocked). */

@@ -73,7 +73,7 @@ describe('unit: url', () => {
 
 describe('unit: translate', () => {
   it('translate: errors with read-only messages (DOMException causes) still translate, secrets scrubbed', async () => {
-    const { translateError } = await import('../../src/coordination/translate.js')
+    const { translateError } = await import('../../src/coordination/runtime/translate.js')
     const memory = (await import('../../src/coordination/drivers/memory.js')).default
     const cause = AbortSignal.timeout(0)
     await new Promise((r) => setTimeout(r, 5))

@@ -218,7 +218,7 @@ export async function withFileLock<T>(path: string, maxWaitMs: number, fn: () =>
 export function asDriverLock(lock: RecordLock, held: Set<RecordLock>): DriverLock {
   return {
     fencingToken: undefined,
-    // A candidate polls (election.ts); a leader lock is never a Lock's, whose waits would poll too.
+    // A candidate polls (runtime/election.ts); a leader lock is never a Lock's, whose waits would poll too.
     waiting: { kind: 'poll' },
     async tryAcquire() {
       const got = await lock.tryAcquire()

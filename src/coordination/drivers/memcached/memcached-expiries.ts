@@ -7,7 +7,7 @@
  * busy); when a late tick crosses a whole second, memcached's clock advances by 2 at once, and
  * such a key lapses up to a second sooner, between n − 2 and n seconds later (seen in CI: a key
  * reported with 3 s left gone 0.5 s later). The driver notes the soonest such moment per group
- * (FirstExpiries) and the watcher re-reads the group then (watchers.ts).
+ * (FirstExpiries) and the watcher re-reads the group then (runtime/watchers.ts).
  */
 
 /**

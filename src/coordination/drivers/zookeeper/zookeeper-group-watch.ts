@@ -9,7 +9,7 @@
  *
  * ZooKeeper re-adds persistent watches after a reconnect within the session without reporting
  * what they missed (unlike setWatches for one-shot ones): the Coordinator re-reads every watched
- * group on `reconnected` anyway (runtime.ts), which covers it. After a new session every
+ * group on `reconnected` anyway (runtime/runtime.ts), which covers it. After a new session every
  * subscription is set again and its owner re-reads (onNewSession).
  */
 import { BackendError } from '../../../errors.js'

@@ -6,11 +6,11 @@
  * BackendError, with the original as `cause`. Every message, the cause's included, is scrubbed of
  * the URL's password first.
  */
-import { AuthenticationError, BackendError, ConnectionError, RollcallError } from '../errors.js'
-import { isAuthFailure, isProtocolMismatch } from '../internal/client-errors.js'
-import type { DriverDefinition } from './driver.js'
-import { redactUrl } from './url.js'
-import { isNetworkError } from '../internal/network-errors.js'
+import { AuthenticationError, BackendError, ConnectionError, RollcallError } from '../../errors.js'
+import { isAuthFailure, isProtocolMismatch } from '../../internal/client-errors.js'
+import type { DriverDefinition } from '../driver.js'
+import { redactUrl } from '../url.js'
+import { isNetworkError } from '../../internal/network-errors.js'
 
 /** Maps anything a driver threw to a RollcallError. @internal */
 export function translateError(err: unknown, operation: string, def: DriverDefinition<any>, redactedUrl: string, secrets: readonly string[]): RollcallError {

@@ -5,8 +5,8 @@
  * answers again, so that a lease not lapsed yet blocks nobody.
  * @internal
  */
-import type { DriverLock } from './driver.js'
-import type { HeldLock } from './lock.js'
+import type { DriverLock } from '../driver.js'
+import type { HeldLock } from '../lock.js'
 
 /** Why a lock the beat could not keep is lost. */
 export const LEASE_LAPSED = 'its lease lapsed or another holder took it'

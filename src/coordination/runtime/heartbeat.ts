@@ -11,7 +11,7 @@
  * beats (hooks.deadline), from that session's deadline as it stands when judged, whichever is
  * later. Timers are unref'd: they never keep a process alive.
  */
-import { asRollcallError, type RollcallError } from '../errors.js'
+import { asRollcallError, type RollcallError } from '../../errors.js'
 
 /** How the loop reports to its owner. */
 export interface HeartbeatHooks {

@@ -25,11 +25,11 @@
  * view can race the cache.
  */
 import { asRollcallError, CoordinatorStoppedError, GroupNotFoundError, type RollcallError, type SerializationError,
-  WatchCallbackNotFoundError } from '../errors.js'
-import { keepAlive } from '../internal/keep-alive.js'
-import { SingleFlight } from '../internal/single-flight.js'
-import type { MemberEvent } from './events.js'
-import { traced, watchDispatchChannel, type TraceBase } from './tracing.js'
+  WatchCallbackNotFoundError } from '../../errors.js'
+import { keepAlive } from '../../internal/keep-alive.js'
+import { SingleFlight } from '../../internal/single-flight.js'
+import type { MemberEvent } from '../events.js'
+import { traced, watchDispatchChannel, type TraceBase } from '../tracing.js'
 import { callUserCode, type ReportFailure } from './user-code.js'
 
 /** A join or leave callback. Its return value is collected for runWatchers(). */

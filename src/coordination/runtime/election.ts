@@ -16,13 +16,13 @@
  * the callbacks of those elected before it resolves. A lost term is still reported at once
  * (`leadershipLost`): a member must not go on believing it leads.
  */
-import { asRollcallError, LeadershipLostError, type RollcallError } from '../errors.js'
-import { keepAlive } from '../internal/keep-alive.js'
-import { sleep } from '../internal/sleep.js'
-import type { DriverLock, QueueWaiting } from './driver.js'
-import type { LeaderEvent } from './events.js'
-import type { HeldLock } from './lock.js'
-import { electionLostChannel, electionWonChannel, publish, type TraceBase } from './tracing.js'
+import { asRollcallError, LeadershipLostError, type RollcallError } from '../../errors.js'
+import { keepAlive } from '../../internal/keep-alive.js'
+import { sleep } from '../../internal/sleep.js'
+import type { DriverLock, QueueWaiting } from '../driver.js'
+import type { LeaderEvent } from '../events.js'
+import type { HeldLock } from '../lock.js'
+import { electionLostChannel, electionWonChannel, publish, type TraceBase } from '../tracing.js'
 import { callUserCode, type ReportFailure } from './user-code.js'
 
 /** Called when this member is elected. */

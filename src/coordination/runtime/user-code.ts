@@ -10,8 +10,8 @@
  * (Each export is @internal; a tag here would strip the imports below from the .d.ts.)
  */
 import type { EventEmitter } from 'node:events'
-import { ListenerFailedError } from '../errors.js'
-import { invokeCallback } from '../internal/invoke.js'
+import { ListenerFailedError } from '../../errors.js'
+import { invokeCallback } from '../../internal/invoke.js'
 
 /** Where the failures of the application's code go. */
 export type ReportFailure = (err: ListenerFailedError) => void

@@ -7,7 +7,7 @@
  * `rejoin` is off, the member is put back with its last capabilities (`rejoined`) as soon as the
  * backend answers again, creating the group if it vanished too.
  */
-import { GroupExistsError, GroupNotFoundError, MemberExistsError, asRollcallError, type RollcallError } from '../errors.js'
+import { GroupExistsError, GroupNotFoundError, MemberExistsError, asRollcallError, type RollcallError } from '../../errors.js'
 
 interface Joined {
   capabilities: Uint8Array

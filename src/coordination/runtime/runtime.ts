@@ -10,6 +10,11 @@
  * groups, a lost connection's memberships) are queued for it. Only the loss of a held lock or of
  * leadership is told at once (`lockLost`, `leadershipLost`): acting on a lock one no longer
  * holds is never safe.
+ *
+ * Its pieces are the other files of this folder: heartbeat.ts (the one timer loop), watchers.ts
+ * (member caches, diff and dispatch), election.ts (leader election on the leader lock),
+ * held-locks.ts, membership.ts (rejoin), translate.ts (errors at the driver boundary) and
+ * user-code.ts (how the application's callbacks are called).
  * @internal
  */
 import { AsyncResource } from 'node:async_hooks'
@@ -22,19 +27,19 @@ import {
   NotSupportedError,
   RollcallError,
   SerializationError,
-} from '../errors.js'
-import type { Capability } from './capabilities.js'
-import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, HeartbeatResult, IdKind } from './driver.js'
+} from '../../errors.js'
+import type { Capability } from '../capabilities.js'
+import type { ConnectionState, CoordinationDriver, DriverDefinition, DriverEvents, HeartbeatResult, IdKind } from '../driver.js'
 import { Elections } from './election.js'
-import type { CoordinatorEvents } from './events.js'
+import type { CoordinatorEvents } from '../events.js'
 import { HeartbeatLoop } from './heartbeat.js'
 import { HeldLocks } from './held-locks.js'
-import type { Logger } from './logger.js'
+import type { Logger } from '../logger.js'
 import { Membership } from './membership.js'
-import { RepeatedWarnings } from '../internal/repeated-warnings.js'
+import { RepeatedWarnings } from '../../internal/repeated-warnings.js'
 import { stampDriver, translateError } from './translate.js'
-import { checkId, decodeCapabilities } from './stored-values.js'
-import { connectChannel, groupJoinChannel, heartbeatChannel, traced, type TraceBase } from './tracing.js'
+import { checkId, decodeCapabilities } from '../stored-values.js'
+import { connectChannel, groupJoinChannel, heartbeatChannel, traced, type TraceBase } from '../tracing.js'
 import { Watchers } from './watchers.js'
 
 /** Lifecycle states. `failed` means start() failed; call it again to retry. */
