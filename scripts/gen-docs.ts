@@ -1,7 +1,7 @@
 /**
  * Generates docs/drivers.md from the drivers' declarations (capabilities, options, URL forms,
  * consistency, hazards): nothing in it is written by hand. `npm run docs` rewrites it, and the
- * named option interfaces in src/coordination/driver-options.ts (scripts/gen-option-types.ts);
+ * named option interfaces in src/coordination/config/driver-options.ts (scripts/gen-option-types.ts);
  * test/unit/docs.test.ts fails when either is out of date.
  */
 import { writeFileSync } from 'node:fs'
@@ -105,6 +105,6 @@ export async function renderDriversDoc(): Promise<string> {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   writeFileSync(new URL('../docs/drivers.md', import.meta.url), await renderDriversDoc())
   console.log('wrote docs/drivers.md')
-  writeFileSync(new URL('../src/coordination/driver-options.ts', import.meta.url), await renderOptionTypes())
-  console.log('wrote src/coordination/driver-options.ts')
+  writeFileSync(new URL('../src/coordination/config/driver-options.ts', import.meta.url), await renderOptionTypes())
+  console.log('wrote src/coordination/config/driver-options.ts')
 }

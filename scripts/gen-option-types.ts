@@ -1,9 +1,9 @@
 /**
- * Generates src/coordination/driver-options.ts: one named interface per built-in driver
+ * Generates src/coordination/config/driver-options.ts: one named interface per built-in driver
  * (`RedisOptions`, `ZookeeperOptions`, ...) whose fields carry the option's doc, unit and
  * default as a doc comment, so that an editor's hover and a type error show them. Written by
  * `npm run docs` from the drivers' option declarations; test/unit/docs.test.ts fails when it is
- * out of date, and src/coordination/connect-options.ts fails to compile when an interface and
+ * out of date, and src/coordination/config/connect-options.ts fails to compile when an interface and
  * its driver's declarations disagree.
  */
 import { writeFileSync } from 'node:fs'
@@ -77,7 +77,7 @@ function fieldDocWrapped(name: string, spec: OptionSpec<unknown>): string[] {
   })
 }
 
-/** The whole of src/coordination/driver-options.ts. */
+/** The whole of src/coordination/config/driver-options.ts. */
 export async function renderOptionTypes(): Promise<string> {
   const byName = new Map<string, { options: OptionSpecs; schemes: string[] }>()
   for (const scheme of Object.keys(BUILTIN_DRIVERS)) {
@@ -120,6 +120,6 @@ export async function renderOptionTypes(): Promise<string> {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  writeFileSync(new URL('../src/coordination/driver-options.ts', import.meta.url), await renderOptionTypes())
-  console.log('wrote src/coordination/driver-options.ts')
+  writeFileSync(new URL('../src/coordination/config/driver-options.ts', import.meta.url), await renderOptionTypes())
+  console.log('wrote src/coordination/config/driver-options.ts')
 }

@@ -5,7 +5,7 @@
  */
 export { connect, createCoordinator, defaultMemberId, COMMON_OPTIONS } from './coordination/connect.js'
 export type { BaseConnectOptions, BuiltinScheme, ClientOption, CodeOptions, ConnectOptions, ConnectOptionsFor, DriverOptions, MysqlOwnPool, OwnClients,
-  PgOwnClient, PgOwnPool, SchemeOf } from './coordination/connect-options.js'
+  PgOwnClient, PgOwnPool, SchemeOf } from './coordination/config/connect-options.js'
 export type { RedisOwnClient } from './coordination/drivers/redis/redis-own-client.js'
 export type {
   BuiltinDriverOptions,
@@ -17,7 +17,7 @@ export type {
   PostgresqlOptions,
   RedisOptions,
   ZookeeperOptions,
-} from './coordination/driver-options.js'
+} from './coordination/config/driver-options.js'
 export { Coordinator } from './coordination/coordinator.js'
 export { TypedGroup, type CapabilitiesParser, type TypedGroupOptions } from './coordination/typed-group.js'
 export type { MemberJoinedCallback, MemberJoinedEvent, MemberLeftCallback, MemberLeftEvent } from './coordination/typed-watch.js'
@@ -37,10 +37,10 @@ export type { PartitionerOptions, OwnershipOptions, TooZHashable } from './coord
 export { CAPABILITY_DOCS, ALL_CAPABILITIES, isCapability } from './coordination/capabilities.js'
 export type { Capability } from './coordination/capabilities.js'
 export { dumps, loads, ExtData } from './coordination/codec/index.js'
-export { parseBackendUrl, redactUrl } from './coordination/url.js'
-export type { BackendUrl, HostPort } from './coordination/url.js'
-export { registerDriver, knownSchemes, loadDriver, BUILTIN_DRIVERS } from './coordination/registry.js'
-export type { DriverLoader } from './coordination/registry.js'
+export { parseBackendUrl, redactUrl } from './coordination/config/url.js'
+export type { BackendUrl, HostPort } from './coordination/config/url.js'
+export { registerDriver, knownSchemes, loadDriver, BUILTIN_DRIVERS } from './coordination/config/registry.js'
+export type { DriverLoader } from './coordination/config/registry.js'
 export { defineDriver } from './coordination/driver.js'
 export type {
   BeatLocks,
@@ -61,8 +61,8 @@ export type {
   QueueWaiting,
   TranslateContext,
 } from './coordination/driver.js'
-export { opt } from './coordination/options.js'
-export type { Bounds, DeclaresDefault, OptionDeclaration, OptionSpec, OptionSpecs, ResolvedOptions } from './coordination/options.js'
+export { opt } from './coordination/config/options.js'
+export type { Bounds, DeclaresDefault, OptionDeclaration, OptionSpec, OptionSpecs, ResolvedOptions } from './coordination/config/options.js'
 export { TRACING_CHANNELS } from './coordination/tracing.js'
 export type {
   ConnectTrace,

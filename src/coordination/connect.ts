@@ -10,14 +10,14 @@ import { randomBytes } from 'node:crypto'
 import { CapabilityMismatchError, InvalidIdError, InvalidOptionError, InvalidUrlError } from '../errors.js'
 import { keepListenedTo } from '../internal/linked-signal.js'
 import { isCapability } from './capabilities.js'
-import type { ConnectOptions, ConnectOptionsFor } from './connect-options.js'
+import type { ConnectOptions, ConnectOptionsFor } from './config/connect-options.js'
 import { Coordinator } from './coordinator.js'
 import type { DriverDefinition } from './driver.js'
 import { adaptLogger, silentLogger } from './logger.js'
-import { opt, resolveOptions, type OptionSpecs } from './options.js'
-import { loadDriver } from './registry.js'
+import { opt, resolveOptions, type OptionSpecs } from './config/options.js'
+import { loadDriver } from './config/registry.js'
 import { shorten } from '../internal/redact.js'
-import { parseBackendUrl, type BackendUrl } from './url.js'
+import { parseBackendUrl, type BackendUrl } from './config/url.js'
 
 /** Options every driver accepts, in the URL (tooz-style spelling) or in code. */
 export const COMMON_OPTIONS = {

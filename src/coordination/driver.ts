@@ -5,7 +5,7 @@
  * and dispatch, leader election on top of locks, rejoin after lost membership, lock waiting and
  * timeouts, argument validation, error wrapping, capability encoding) lives once in the
  * Coordinator. A driver is a folder, drivers/<name>/, whose index.ts exports `defineDriver({...})`
- * (memory.ts, the reference, is a single file), and one line in registry.ts.
+ * (memory.ts, the reference, is a single file), and one line in config/registry.ts.
  *
  * Nothing a driver does is meant by leaving something out: each rule between a driver and the
  * Coordinator is written below, in the member it concerns.
@@ -16,8 +16,8 @@
 import type { RollcallError, SerializationError } from '../errors.js'
 import type { Capability } from './capabilities.js'
 import type { Logger } from './logger.js'
-import type { OptionSpecs, ResolvedOptions } from './options.js'
-import type { BackendUrl } from './url.js'
+import type { OptionSpecs, ResolvedOptions } from './config/options.js'
+import type { BackendUrl } from './config/url.js'
 
 /**
  * Connection health, in Curator's vocabulary.

@@ -2,7 +2,7 @@
  * The one coercion kit: text (a URL query value, an INI or ROLLCALL_* setting, a CLI flag) or a
  * value from code, turned into a checked number, duration, boolean, word or host:port. A reader
  * returns the value or throws {@link Unfit}, a phrase about the value that never names the
- * setting; each layer wraps it in its own typed error and wording: coordination/options.ts
+ * setting; each layer wraps it in its own typed error and wording: coordination/config/options.ts
  * (InvalidOptionError), servicegroup/config.ts and settings.ts (InvalidConfigError), cli/command.ts
  * (InvalidArgumentError). One number grammar everywhere, the strict decimal of {@link decimal}: no
  * `0x10`, `0b1` or `Infinity`, which neither tooz's URL parsing nor oslo.config's numbers accept.

@@ -5,7 +5,7 @@
  * driver's default) compared with report_interval and service_down_time, as warnings that explain
  * the consequence.
  */
-import { readQuery, withDefaults } from '../coordination/options.js'
+import { readQuery, withDefaults } from '../coordination/config/options.js'
 import { didYouMean } from '../internal/did-you-mean.js'
 import { displayUrl } from '../internal/redact.js'
 import { COMMON_OPTIONS, InvalidConfigError, knownSchemes, loadDriver, parseBackendUrl, type OptionSpecs } from '../index.js'

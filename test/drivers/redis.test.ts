@@ -29,7 +29,7 @@ import {
   type RollcallError,
 } from '../../src/index.js'
 import { COMMON_OPTIONS } from '../../src/coordination/connect.js'
-import { resolveOptions } from '../../src/coordination/options.js'
+import { resolveOptions } from '../../src/coordination/config/options.js'
 import { ioredisOptions, redisTarget, sentinelClientOptions } from '../../src/coordination/drivers/redis/redis-connection.js'
 import { fencingToken, isNamedMaster, parseMasterView } from '../../src/coordination/drivers/redis/redis-fencing.js'
 import { holderOfToken, pythonBytesRepr } from '../../src/coordination/drivers/redis/redis-keys.js'

@@ -47,7 +47,7 @@ import {
   RollcallError,
   type Coordinator,
 } from '../../src/index.js'
-import { MAX_TIMER_MS } from '../../src/coordination/options.js'
+import { MAX_TIMER_MS } from '../../src/coordination/config/options.js'
 import { InvalidConfigError, loadConfig, parseIni } from '../../src/servicegroup/index.js'
 import { backend, serverUrl } from '../support/backends.js'
 import { rid } from '../support/wait.js'

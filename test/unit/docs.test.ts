@@ -11,8 +11,8 @@ describe('unit: docs and registry', () => {
     assert.equal(readFileSync('docs/drivers.md', 'utf8'), await renderDriversDoc(), 'docs/drivers.md is stale: run npm run docs')
   })
 
-  it('docs: src/coordination/driver-options.ts (RedisOptions, ...) is what `npm run docs` generates from the declarations', async () => {
-    assert.equal(readFileSync('src/coordination/driver-options.ts', 'utf8'), await renderOptionTypes(), 'driver-options.ts is stale: run npm run docs')
+  it('docs: src/coordination/config/driver-options.ts (RedisOptions, ...) is what `npm run docs` generates from the declarations', async () => {
+    assert.equal(readFileSync('src/coordination/config/driver-options.ts', 'utf8'), await renderOptionTypes(), 'driver-options.ts is stale: run npm run docs')
   })
 
   it('registry: every driver file is registered, and every driver documents itself', async () => {

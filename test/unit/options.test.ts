@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { InvalidOptionError, opt } from '../../src/index.js'
-import { resolveOptions } from '../../src/coordination/options.js'
+import { resolveOptions } from '../../src/coordination/config/options.js'
 
 const specs = {
   timeoutMs: opt.seconds('timeout', { default: 30, doc: 't' }),

@@ -18,7 +18,7 @@
  */
 import { isIP, connect as netConnect, type Socket } from 'node:net'
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls'
-import { formatHosts } from '../../coordination/url.js'
+import { formatHosts } from '../../coordination/config/url.js'
 import { socketHost } from '../../internal/socket-host.js'
 import {
   CRLF,

@@ -13,7 +13,7 @@
  * - Nodes this process could not delete because the connection broke are deleted when the same
  *   session reconnects (deleteWhenConnected); a lost session takes them with it.
  */
-import { formatHosts } from '../../coordination/url.js'
+import { formatHosts } from '../../coordination/config/url.js'
 import { ConnectionError } from '../../errors.js'
 import { STOP_GRACE_MS } from '../../internal/deadline.js'
 import { ZkError, zkCode, ZK_CODES } from './zookeeper-errors.js'

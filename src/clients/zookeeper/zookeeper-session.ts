@@ -22,7 +22,7 @@
  * session while another server is reachable (issue 27).
  */
 import type { ConnectionOptions as TlsOptions } from 'node:tls'
-import { formatHosts } from '../../coordination/url.js'
+import { formatHosts } from '../../coordination/config/url.js'
 import { ConnectionError, OperationTimeoutError } from '../../errors.js'
 import { keepListenedTo } from '../../internal/linked-signal.js'
 import { sessionHex } from './zookeeper-frames.js'

@@ -18,7 +18,7 @@
 import { isIP, connect as tcpConnect, type Socket } from 'node:net'
 import { connect as tlsConnect, type ConnectionOptions as TlsOptions } from 'node:tls'
 import { performance } from 'node:perf_hooks'
-import { formatHosts } from '../../coordination/url.js'
+import { formatHosts } from '../../coordination/config/url.js'
 import { ConnectionError } from '../../errors.js'
 import { socketHost } from '../../internal/socket-host.js'
 import { ZkError, ZkFrameError, ZK_CODES } from './zookeeper-errors.js'

@@ -9,7 +9,7 @@
 import { AuthenticationError, BackendError, ConnectionError, RollcallError } from '../../errors.js'
 import { isAuthFailure, isProtocolMismatch } from '../../internal/client-errors.js'
 import type { DriverDefinition } from '../driver.js'
-import { redactUrl } from '../url.js'
+import { redactUrl } from '../config/url.js'
 import { isNetworkError } from '../../internal/network-errors.js'
 
 /** Maps anything a driver threw to a RollcallError. @internal */

@@ -1,5 +1,5 @@
 /** The etcd3 driver's URL options (tooz's names and units), its TTL rounding and the TLS files they name. */
-import { opt, type ResolvedOptions } from '../../options.js'
+import { opt, type ResolvedOptions } from '../../config/options.js'
 import { readTlsFiles, type TlsFiles } from '../kit/tls-files.js'
 import { lockTimeoutOption, membershipTimeoutOption, timeoutOption } from '../kit/timeout-options.js'
 

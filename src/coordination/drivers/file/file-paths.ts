@@ -13,7 +13,7 @@ import { mkdirSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node
 import { dirname, join, posix, resolve } from 'node:path'
 import { InvalidUrlError } from '../../../errors.js'
 import type { IdKind } from '../../driver.js'
-import type { BackendUrl } from '../../url.js'
+import type { BackendUrl } from '../../config/url.js'
 import { utf8IdProblem } from '../kit/ids.js'
 
 /** First path segments a lock name may not have: tooz's reserved paths and rollcall's leader locks. */

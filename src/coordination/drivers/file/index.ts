@@ -45,7 +45,7 @@ import {
   SerializationError,
 } from '../../../errors.js'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type DriverMemberInfo, type HeartbeatResult } from '../../driver.js'
-import { opt, type ResolvedOptions } from '../../options.js'
+import { opt, type ResolvedOptions } from '../../config/options.js'
 import { CorruptRecordError, decodeGroupMetadata, decodeMemberRecord, encodeGroupMetadata, encodeMemberRecord, safeName } from './file-format.js'
 import { FileLeaderLock, leaderRetryInMs, readLeader, removeFreeLeaderFile } from './file-leader.js'
 import { directoryOf, makeDirectory, normalizeLockName, validateId, writeAtomically } from './file-paths.js'

@@ -6,7 +6,7 @@
  * (redis: `/2` reads as a database index).
  * @internal
  */
-import type { BackendUrl } from '../../url.js'
+import type { BackendUrl } from '../../config/url.js'
 
 /**
  * Calls `warn` once when `url` has a path other than `/`; `instead` says how the thing a path might

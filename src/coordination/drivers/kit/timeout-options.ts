@@ -4,7 +4,7 @@
  * MySQL/MariaDB): seconds in the URL, milliseconds in code, `timeout` 30 s by default (tooz's), each
  * of the others the value of `timeout` unless given. A driver supplies what each bounds there.
  */
-import { opt, type OptionSpec } from '../../options.js'
+import { opt, type OptionSpec } from '../../config/options.js'
 
 /** `timeout`, 30 s by default; `doc` says what it bounds in the driver. */
 export function timeoutOption(doc: string): OptionSpec<number, true> {

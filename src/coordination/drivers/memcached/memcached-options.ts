@@ -1,6 +1,6 @@
 /** The memcached driver's URL options (tooz's names and units) and the TLS connection they describe. */
 import type { ConnectionOptions } from 'node:tls'
-import { opt, type ResolvedOptions } from '../../options.js'
+import { opt, type ResolvedOptions } from '../../config/options.js'
 import { readTlsFiles } from '../kit/tls-files.js'
 import { followsTimeout, lockTimeoutOption, membershipTimeoutOption, timeoutOption } from '../kit/timeout-options.js'
 

@@ -14,7 +14,7 @@
 import type { RedisOptions as IoRedisOptions } from 'ioredis'
 import { BackendError, ConnectionError, InvalidOptionError, InvalidUrlError, type RollcallError } from '../../../errors.js'
 import type { TranslateContext } from '../../driver.js'
-import { parseHostPort, type BackendUrl, type HostPort } from '../../url.js'
+import { parseHostPort, type BackendUrl, type HostPort } from '../../config/url.js'
 import type { ResolvedRedisOptions } from './redis-options.js'
 import { warnIgnoredPath } from '../kit/ignored-path.js'
 import { readTlsFiles, type TlsFiles } from '../kit/tls-files.js'

@@ -27,7 +27,7 @@
  */
 import type { Redis } from 'ioredis'
 import { ConnectionError } from '../../../errors.js'
-import type { HostPort } from '../../url.js'
+import type { HostPort } from '../../config/url.js'
 
 /** Bits of a token below the epoch: the counter's share. */
 export const EPOCH_SHIFT = 40n

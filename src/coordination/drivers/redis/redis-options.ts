@@ -8,7 +8,7 @@
  * where it does not).
  */
 import { Unfit } from '../../../internal/coerce.js'
-import { opt, type OptionSpec, type ResolvedOptions } from '../../options.js'
+import { opt, type OptionSpec, type ResolvedOptions } from '../../config/options.js'
 import { followsTimeout, lockTimeoutOption, membershipTimeoutOption, timeoutOption } from '../kit/timeout-options.js'
 
 /** Spellings of UTF-8 that Python's codec registry accepts (normalised: lower case, `-` → `_`). */

@@ -1,5 +1,5 @@
 /** The options both SQL drivers take, in tooz's units; each driver adds its own. */
-import { opt } from '../../options.js'
+import { opt } from '../../config/options.js'
 import { membershipTimeoutOption, timeoutOption } from '../kit/timeout-options.js'
 
 /** `timeout`, `membership_timeout` and `namespace`; `server` names the dialect in the docs, `namedObjects` what the prefix names. */

@@ -6,10 +6,10 @@ import { createHash } from 'node:crypto'
 import type { ConnectionOptions as TlsOptions } from 'node:tls'
 import { InvalidOptionError, InvalidUrlError } from '../../../errors.js'
 import type { IdKind } from '../../driver.js'
-import { opt, type ResolvedOptions } from '../../options.js'
+import { opt, type ResolvedOptions } from '../../config/options.js'
 import { shorten } from '../../../internal/redact.js'
 import { readTlsFiles } from '../kit/tls-files.js'
-import { parseHostPort, type BackendUrl } from '../../url.js'
+import { parseHostPort, type BackendUrl } from '../../config/url.js'
 
 /** ZooKeeper's client port. */
 export const DEFAULT_PORT = 2181

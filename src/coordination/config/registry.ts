@@ -2,8 +2,8 @@
  * URL scheme → driver. Built-in drivers load lazily, so a program that only uses Redis never
  * loads the ZooKeeper client. Aliases are further lines (tooz's entry points do the same).
  */
-import { UnknownDriverError } from '../errors.js'
-import type { DriverDefinition } from './driver.js'
+import { UnknownDriverError } from '../../errors.js'
+import type { DriverDefinition } from '../driver.js'
 
 /** Loads a driver definition. */
 export type DriverLoader = () => Promise<{ default: DriverDefinition<any> }>
@@ -29,18 +29,18 @@ export type BuiltinScheme =
  * are what API Extractor cannot read.
  */
 export const BUILTIN_LOADERS = {
-  memory: () => import('./drivers/memory.js'),
-  file: () => import('./drivers/file/index.js'),
-  redis: () => import('./drivers/redis/index.js'),
-  rediss: () => import('./drivers/redis/index.js'),
-  memcached: () => import('./drivers/memcached/index.js'),
-  zookeeper: () => import('./drivers/zookeeper/index.js'),
-  kazoo: () => import('./drivers/zookeeper/index.js'),
-  etcd3: () => import('./drivers/etcd3/index.js'),
-  'etcd3+http': () => import('./drivers/etcd3/index.js'),
-  'etcd3+https': () => import('./drivers/etcd3/index.js'),
-  postgresql: () => import('./drivers/postgresql/index.js'),
-  mysql: () => import('./drivers/mysql/index.js'),
+  memory: () => import('../drivers/memory.js'),
+  file: () => import('../drivers/file/index.js'),
+  redis: () => import('../drivers/redis/index.js'),
+  rediss: () => import('../drivers/redis/index.js'),
+  memcached: () => import('../drivers/memcached/index.js'),
+  zookeeper: () => import('../drivers/zookeeper/index.js'),
+  kazoo: () => import('../drivers/zookeeper/index.js'),
+  etcd3: () => import('../drivers/etcd3/index.js'),
+  'etcd3+http': () => import('../drivers/etcd3/index.js'),
+  'etcd3+https': () => import('../drivers/etcd3/index.js'),
+  postgresql: () => import('../drivers/postgresql/index.js'),
+  mysql: () => import('../drivers/mysql/index.js'),
 } as const satisfies Record<BuiltinScheme, DriverLoader>
 
 /** The drivers that ship with rollcall, by URL scheme. */

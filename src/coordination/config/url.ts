@@ -6,10 +6,10 @@
  * split by hand and only then validated. Query keys keep tooz's spellings; a key may repeat
  * (`hosts=`, `sentinel_fallback=`), so every value is a list.
  */
-import { InvalidUrlError } from '../errors.js'
-import { displayUrl, shorten } from '../internal/redact.js'
+import { InvalidUrlError } from '../../errors.js'
+import { displayUrl, shorten } from '../../internal/redact.js'
 
-export { displayUrl, redactUrl } from '../internal/redact.js'
+export { displayUrl, redactUrl } from '../../internal/redact.js'
 
 /** Secret query values, hidden in `redacted`. */
 const SECRET_QUERY_VALUE = /([?&](?:[a-z_]*password|[a-z_]*token|secret|keyfile_password)=)[^&]*/gi

@@ -5,13 +5,13 @@
  * driver (the run-time check still names the driver's own set); a scheme rollcall does not ship
  * (a driver from registerDriver) accepts any option.
  */
-import type { Capability } from './capabilities.js'
-import type { DriverDefinition } from './driver.js'
+import type { Capability } from '../capabilities.js'
+import type { DriverDefinition } from '../driver.js'
 import type { BuiltinDriverOptions } from './driver-options.js'
-import type { Logger } from './logger.js'
+import type { Logger } from '../logger.js'
 import type { OptionSpec, OptionSpecs } from './options.js'
 import type { BUILTIN_LOADERS, BuiltinScheme } from './registry.js'
-import type { RedisOwnClient } from './drivers/redis/redis-own-client.js'
+import type { RedisOwnClient } from '../drivers/redis/redis-own-client.js'
 
 /** What connect() takes besides driver options. */
 export interface BaseConnectOptions {

@@ -8,13 +8,13 @@
  * values override the query string, as tooz's keyword arguments do. Unknown names are an error
  * that lists the known ones.
  */
-import { InvalidOptionError } from '../errors.js'
-import { MAX_TIMER_MS, STRUTILS_BOOLEANS, booleanWord, coerce, decimal, inRange, oneOf, timerMs, Unfit, type Bounds } from '../internal/coerce.js'
-import { didYouMean, nearestName } from '../internal/did-you-mean.js'
-import { shorten } from '../internal/redact.js'
+import { InvalidOptionError } from '../../errors.js'
+import { MAX_TIMER_MS, STRUTILS_BOOLEANS, booleanWord, coerce, decimal, inRange, oneOf, timerMs, Unfit, type Bounds } from '../../internal/coerce.js'
+import { didYouMean, nearestName } from '../../internal/did-you-mean.js'
+import { shorten } from '../../internal/redact.js'
 
-export { MAX_TIMER_MS } from '../internal/coerce.js'
-export type { Bounds } from '../internal/coerce.js'
+export { MAX_TIMER_MS } from '../../internal/coerce.js'
+export type { Bounds } from '../../internal/coerce.js'
 
 /**
  * The declared shape of one option. Build it with {@link opt}. `HasDefault` is true when the
