@@ -33,7 +33,7 @@
 import { readFileSync, statSync, unlinkSync, type Stats } from 'node:fs'
 import { join } from 'node:path'
 import { GroupNotFoundError, MemberNotJoinedError, SerializationError } from '../../../errors.js'
-import { FirstExpiries } from '../../expiries.js'
+import { FirstExpiries } from '../kit/expiries.js'
 import { CorruptRecordError, decodeMemberRecord, type MemberRecord } from './file-format.js'
 
 /** A member file touched up to this far in the future still counts as alive (coarse file clocks). */

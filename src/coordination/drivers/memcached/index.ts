@@ -63,7 +63,7 @@ import {
   memberEntry,
   type GroupEntry,
 } from './memcached-layout.js'
-import { FirstExpiries } from '../../expiries.js'
+import { FirstExpiries } from '../kit/expiries.js'
 import { recheckInMs } from './memcached-expiries.js'
 import { MemcachedHeartbeat } from './memcached-heartbeat.js'
 import { MemcachedLock } from './memcached-lock.js'

@@ -23,7 +23,7 @@ import { BackendError, DriverUnavailableError, GroupExistsError, GroupNotEmptyEr
   MemberNotJoinedError, SerializationError } from '../../../errors.js'
 import type { Redis } from 'ioredis'
 import { defineDriver, type CoordinationDriver, type DriverContext, type DriverLock, type HeartbeatResult } from '../../driver.js'
-import { FirstExpiries } from '../../expiries.js'
+import { FirstExpiries } from '../kit/expiries.js'
 import { describeTarget, ioredisOptions, readTlsMaterial, redisTarget, sentinelClientOptions, translateRedisError,
   type RedisTarget } from './redis-connection.js'
 import { isNamedMaster, MASTER_CHECK_MS, SentinelAsker, serverIdentity, type MasterView } from './redis-fencing.js'

@@ -26,7 +26,7 @@ import {
   asRollcallError,
 } from '../../../errors.js'
 import type { CoordinationDriver, DriverEvents, DriverLock, DriverMemberInfo, HeartbeatResult, IdKind } from '../../driver.js'
-import { FirstExpiries } from '../../expiries.js'
+import { FirstExpiries } from '../kit/expiries.js'
 import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import type { StatementName } from './sql-schema.js'
 import { utf8IdProblem } from '../kit/ids.js'
