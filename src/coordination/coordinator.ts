@@ -7,13 +7,13 @@ import { EventEmitter } from 'node:events'
 import {
   GroupExistsError,
   GroupNotFoundError,
+  InvalidArgumentError,
   LockAcquireFailedError,
   MemberNotJoinedError,
   WatchCallbackNotFoundError,
   asRollcallError,
 } from '../errors.js'
 import type { Capability } from './capabilities.js'
-import { checkHoldOffMs, checkResyncIntervalMs, encodeCapabilities } from './coordinator-args.js'
 import type { ConnectionState } from './driver.js'
 import type { LeaderCallback, StandDownOptions } from './runtime/election.js'
 import type { CoordinatorEvents } from './events.js'
@@ -22,6 +22,8 @@ import { Campaigns, type CampaignOptions, type Leadership } from './leadership.j
 import { Lock, type AcquireOptions } from './lock.js'
 import { Partitioner, type PartitionerOptions } from './partitioner.js'
 import { TypedGroup, type TypedGroupHost, type TypedGroupOptions } from './typed-group.js'
+import { MAX_TIMER_MS } from '../internal/coerce.js'
+import { dumps } from './codec/index.js'
 import { DriverRuntime, type CoordinatorParts, type CoordinatorState, type Health } from './runtime/runtime.js'
 import { emitSafely } from './runtime/user-code.js'
 import { groupJoinChannel, groupLeaveChannel, traced } from './tracing.js'
@@ -490,5 +492,28 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     this.#runtime.validateId('group', group)
     this.#runtime.assertStarted('watch a group')
     await this.#runtime.watchers.add(group, kind, cb)
+  }
+}
+
+/** A member's capabilities as msgpack bytes; InvalidArgumentError when they have no msgpack form. */
+function encodeCapabilities(capabilities: unknown): Uint8Array {
+  try {
+    return dumps(capabilities)
+  } catch (err) {
+    throw new InvalidArgumentError(`Capabilities must be msgpack-able: ${(err as Error).message}`)
+  }
+}
+
+/** viewGroup()'s `resyncIntervalMs`: unset, or above 0 and no longer than a Node timer can wait. */
+function checkResyncIntervalMs(resyncIntervalMs: number | undefined): void {
+  if (resyncIntervalMs !== undefined && !(Number.isFinite(resyncIntervalMs) && resyncIntervalMs > 0 && resyncIntervalMs <= MAX_TIMER_MS)) {
+    throw new InvalidArgumentError(`resyncIntervalMs must be a number of milliseconds above 0 and at most ${MAX_TIMER_MS}, not ${String(resyncIntervalMs)}`)
+  }
+}
+
+/** standDownGroupLeader()'s `holdOffMs`: unset, or a finite number >= 0. */
+function checkHoldOffMs(holdOffMs: number | undefined): void {
+  if (holdOffMs !== undefined && (!Number.isFinite(holdOffMs) || holdOffMs < 0)) {
+    throw new InvalidArgumentError(`holdOffMs must be a number of milliseconds >= 0, not ${String(holdOffMs)}`)
   }
 }
