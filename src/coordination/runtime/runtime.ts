@@ -2,7 +2,8 @@
  * The driver runtime: what wraps a driver so that every backend behaves alike (the role kysely's
  * RuntimeDriver plays). It owns the lifecycle state machine, the one heartbeat loop, the watcher
  * tick, connection health (including client-side expiry), held-lock refresh, membership recovery,
- * and error translation at the driver boundary. The public Coordinator is a thin facade over it.
+ * and the driver boundary: errors translated, ids refused before any I/O, stored capabilities
+ * decoded. The public Coordinator is a thin facade over it.
  *
  * With autoWatch off, runWatchers() is the only pump, as in tooz: watch callbacks, elections and
  * their callbacks, memberships dropped and rejoined (and so a Partitioner's ring) change only
@@ -22,6 +23,7 @@ import type { EventEmitter } from 'node:events'
 import {
   ConnectionError,
   CoordinatorStoppedError,
+  InvalidIdError,
   InvalidStateError,
   type ListenerFailedError,
   NotSupportedError,
@@ -38,7 +40,8 @@ import type { Logger } from '../logger.js'
 import { Membership } from './membership.js'
 import { RepeatedWarnings } from '../../internal/repeated-warnings.js'
 import { stampDriver, translateError } from './translate.js'
-import { checkId, decodeCapabilities } from '../stored-values.js'
+import { loads } from '../codec/index.js'
+import { shorten } from '../../internal/redact.js'
 import { connectChannel, groupJoinChannel, heartbeatChannel, traced, type TraceBase } from '../tracing.js'
 import { Watchers } from './watchers.js'
 
@@ -388,13 +391,28 @@ export class DriverRuntime {
     return this.driver
   }
 
-  /** Decodes stored capabilities; a corrupt value throws (`raise`) or is returned as its error, with a warning. */
+  /**
+   * Decodes stored capabilities. A value that does not decode (or that the driver could not read)
+   * is a SerializationError naming the member, stamped with the driver: thrown (`raise`), or
+   * returned as the value with a warning.
+   */
   decodeMember(group: string, member: string, value: Uint8Array | SerializationError, { raise }: { raise: boolean }): unknown {
-    const decoded = decodeCapabilities(this.definition.name, group, member, value)
-    if (!(decoded instanceof SerializationError)) return decoded
-    if (raise) throw decoded
-    this.warn(decoded)
-    return decoded
+    let error: SerializationError
+    if (value instanceof SerializationError) {
+      error = stampDriver(value, this.definition.name)
+    } else {
+      try {
+        return loads(value)
+      } catch (err) {
+        error = new SerializationError(
+          `The capabilities of member ${JSON.stringify(member)} in group ${JSON.stringify(group)} cannot be decoded: ${(err as Error).message}`,
+          { cause: err, driver: this.definition.name },
+        )
+      }
+    }
+    if (raise) throw error
+    this.warn(error)
+    return error
   }
 
   /** Returns the driver method behind a capability, or throws NotSupportedError naming it. */
@@ -403,9 +421,13 @@ export class DriverRuntime {
     return fn
   }
 
-  /** Refuses, before any I/O, an id the backend cannot store. */
+  /** Refuses, before any I/O, an id that is not a non-empty string or that the backend cannot store: InvalidIdError. */
   validateId(kind: IdKind, id: unknown): void {
-    checkId(this.definition, kind, id)
+    if (typeof id !== 'string' || id === '') {
+      throw new InvalidIdError(`A ${kind} id must be a non-empty string, not ${id === '' ? 'an empty string' : typeof id}`)
+    }
+    const problem = this.definition.validateId?.(kind, id)
+    if (problem) throw new InvalidIdError(`The ${kind} id ${JSON.stringify(shorten(id))} cannot be stored by the ${this.definition.name} driver: ${problem}`)
   }
 
   assertStarted(operation: string): void {
