@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import { createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -28,6 +28,7 @@ import {
 import { EtcdGateway, EtcdTransportError, prefixEnd } from '../../src/coordination/drivers/etcd3/etcd3-gateway.js'
 import { openWatch, type EtcdWatchEvent } from '../../src/coordination/drivers/etcd3/etcd3-watch.js'
 import { serverUrl } from '../support/backends.js'
+import { selfSignedCertificate } from '../support/certificate.js'
 import { TcpProxy } from '../support/proxy.js'
 import { freePort, startEtcd, type PrivateServer } from '../support/servers.js'
 import { TIMING } from '../support/timing.js'
@@ -606,42 +607,19 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
   })
 
   it('etcd3: tls: etcd3+https with ca_cert and a client certificate', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'rollcall-etcd-tls-'))
-    t.after(() => rmSync(dir, { recursive: true, force: true }))
-    const ssl = (...args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' })
-    const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
-    ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=rollcall test CA')
-    writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n')
-    for (const who of ['server', 'client']) {
-      ssl('req', ...ec, '-keyout', `${who}.key`, '-out', `${who}.csr`, '-subj', `/CN=${who}`)
-      ssl(
-        'x509',
-        '-req',
-        '-in',
-        `${who}.csr`,
-        '-CA',
-        'ca.pem',
-        '-CAkey',
-        'ca.key',
-        '-CAcreateserial',
-        '-out',
-        `${who}.pem`,
-        '-days',
-        '2',
-        '-extfile',
-        'san.ext',
-      )
-    }
+    // One self-signed certificate is etcd's, the client's and the CA both trust: etcd's JSON gateway
+    // dials etcd itself with the server certificate, which client-cert-auth must then accept too.
+    const { certPath, keyPath } = selfSignedCertificate(t)
     const { port } = await ownEtcd(t, 'https', [
       '--cert-file',
-      join(dir, 'server.pem'),
+      certPath,
       '--key-file',
-      join(dir, 'server.key'),
+      keyPath,
       '--client-cert-auth',
       '--trusted-ca-file',
-      join(dir, 'ca.pem'),
+      certPath,
     ])
-    const tls = `ca_cert=${join(dir, 'ca.pem')}&cert_key=${join(dir, 'client.key')}&cert_cert=${join(dir, 'client.pem')}`
+    const tls = `ca_cert=${certPath}&cert_key=${keyPath}&cert_cert=${certPath}`
     const url = `etcd3+https://127.0.0.1:${port}?${tls}&timeout=10`
     const c = await waitFor('the TLS etcd', () => connect(url, { memberId: rid('m') }), 20_000, 250)
     t.after(() => c.stop())
@@ -654,7 +632,7 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     await joined
     assert.deepEqual(await d.getMemberCapabilities(g, c.memberId), { tls: true })
     assert.equal(await c.getLock(rid('l')).acquire({ blocking: false }), true)
-    await assert.rejects(connect(`etcd3+https://127.0.0.1:${port}?ca_cert=${join(dir, 'ca.pem')}&timeout=2`, { memberId: rid('m') }))
-    await assert.rejects(connect(`etcd3+https://127.0.0.1:${port}?ca_cert=${join(dir, 'missing.pem')}`, { memberId: rid('m') }), InvalidOptionError)
+    await assert.rejects(connect(`etcd3+https://127.0.0.1:${port}?ca_cert=${certPath}&timeout=2`, { memberId: rid('m') }))
+    await assert.rejects(connect(`etcd3+https://127.0.0.1:${port}?ca_cert=${certPath}.missing`, { memberId: rid('m') }), InvalidOptionError)
   })
 })

@@ -1,9 +1,7 @@
 /** The memcached driver: exact layout, round trips, garbage collection, recovery and refusals. */
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { chmodSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { once } from 'node:events'
 import { createServer, connect as netConnect, type Socket } from 'node:net'
 import { describe, it, type TestContext } from 'node:test'
@@ -20,6 +18,7 @@ import {
 import { MemcachedClient } from '../../src/clients/memcached/memcached-client.js'
 import { recheckInMs } from '../../src/coordination/drivers/memcached/memcached-expiries.js'
 import { KEYS, encodeGroup, memberEntry } from '../../src/coordination/drivers/memcached/memcached-layout.js'
+import { selfSignedCertificate } from '../support/certificate.js'
 import { TIMING } from '../support/timing.js'
 import { TcpProxy } from '../support/proxy.js'
 import { freePort, startMemcached } from '../support/servers.js'
@@ -543,37 +542,19 @@ describe('memcached driver', { concurrency: 4 }, () => {
   })
 
   it('memcached: tls: use_ssl connects over TLS, verifying the server certificate', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'rollcall-mc-tls-'))
-    t.after(() => rmSync(dir, { recursive: true, force: true }))
-    chmodSync(dir, 0o755)
-    const made = spawnSync('openssl', [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      join(dir, 'cert.pem'),
-      '-days',
-      '1',
-      '-subj',
-      '/CN=mc.test',
-      '-addext',
-      'subjectAltName=DNS:mc.test',
-    ])
-    assert.equal(made.status, 0, String(made.stderr))
-    chmodSync(join(dir, 'key.pem'), 0o644)
-    const mc = await PrivateMemcached.start(t, ['-Z', '-o', `ssl_chain_cert=${join(dir, 'cert.pem')},ssl_key=${join(dir, 'key.pem')}`])
-    const c = await open(t, `${mc.url}?use_ssl=true&ca_cert=${encodeURIComponent(join(dir, 'cert.pem'))}&timeout=5`)
+    const { keyPath, certPath } = selfSignedCertificate(t, 'DNS:mc.test')
+    // memcached runs as its own user: it must be able to read the key.
+    chmodSync(dirname(certPath), 0o755)
+    chmodSync(keyPath, 0o644)
+    const mc = await PrivateMemcached.start(t, ['-Z', '-o', `ssl_chain_cert=${certPath},ssl_key=${keyPath}`])
+    const c = await open(t, `${mc.url}?use_ssl=true&ca_cert=${encodeURIComponent(certPath)}&timeout=5`)
     const g = rid('g')
     await c.joinGroupCreate(g, { tls: true })
     assert.deepEqual(await c.getMemberCapabilities(g, c.memberId), { tls: true })
     // Without the CA the self-signed certificate is refused; with ssl_check_hostname, 127.0.0.1 is not mc.test.
     await assert.rejects(connect(`${mc.url}?use_ssl=true&timeout=5`), ConnectionError)
     await assert.rejects(
-      connect(`${mc.url}?use_ssl=true&ssl_check_hostname=true&ca_cert=${encodeURIComponent(join(dir, 'cert.pem'))}&timeout=5`),
+      connect(`${mc.url}?use_ssl=true&ssl_check_hostname=true&ca_cert=${encodeURIComponent(certPath)}&timeout=5`),
       ConnectionError,
     )
     await assert.rejects(connect(`${mc.url}?use_ssl=true&ca_cert=/nonexistent.pem`), InvalidOptionError)

@@ -4,10 +4,6 @@
  * that connects by URL (so both are on the same server), and the client still usable after stop().
  */
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { connect, type ConnectOptions, type Coordinator } from '../../src/index.js'
 import { rid } from '../support/wait.js'
@@ -45,27 +41,4 @@ export async function openPeer(t: TestContext, url: string, options: ConnectOpti
   const c = await connect(url, { memberId: rid('peer'), ...options })
   t.after(() => c.stop())
   return c
-}
-
-/** A throwaway self-signed certificate for 127.0.0.1 (openssl), for the tests' TLS fronts. */
-export function selfSignedCertificate(): { key: Buffer; cert: Buffer } {
-  const dir = mkdtempSync(join(tmpdir(), 'rollcall-own-tls-'))
-  execFileSync('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=127.0.0.1',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-    '-keyout',
-    join(dir, 'key.pem'),
-    '-out',
-    join(dir, 'cert.pem'),
-  ], { stdio: 'ignore' })
-  return { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }
 }

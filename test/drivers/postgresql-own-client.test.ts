@@ -24,7 +24,8 @@ import { serverUrl } from '../support/backends.js'
 import { PgFront } from '../support/pg-front.js'
 import { rid, waitFor } from '../support/wait.js'
 import { sleep } from '../../src/internal/sleep.js'
-import { openPeer, selfSignedCertificate, smoke } from './own-client-support.js'
+import { selfSignedCertificate } from '../support/certificate.js'
+import { openPeer, smoke } from './own-client-support.js'
 
 const URL = serverUrl('postgresql')
 const SERVER = new globalThis.URL(URL)
@@ -183,7 +184,7 @@ describe("postgresql: the application's own client", () => {
   })
 
   it('postgresql: own client: a pg Client not yet connected, with TLS and a password function (a front on loopback), is never connected by rollcall', async (t) => {
-    const { key, cert } = selfSignedCertificate()
+    const { key, cert } = selfSignedCertificate(t)
     const f = await front(t, { tls: { key, cert }, password: 'sesame' })
     const app = rid('app')
     let asked = 0

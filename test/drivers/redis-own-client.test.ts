@@ -19,7 +19,8 @@ import { connect, InvalidOptionError, InvalidUrlError, type Coordinator } from '
 import { serverUrl } from '../support/backends.js'
 import { freePort, startRedis } from '../support/servers.js'
 import { rid, waitFor } from '../support/wait.js'
-import { openPeer, selfSignedCertificate, smoke } from './own-client-support.js'
+import { selfSignedCertificate } from '../support/certificate.js'
+import { openPeer, smoke } from './own-client-support.js'
 
 const URL = serverUrl('redis')
 const { port: PORT } = new globalThis.URL(URL.replace(/^redis:/, 'http:'))
@@ -97,7 +98,7 @@ describe("redis: the application's own client", () => {
   })
 
   it('redis: own client: a client configured with TLS (a TLS proxy in front of the server) serves both connections over TLS', async (t) => {
-    const { key, cert } = selfSignedCertificate()
+    const { key, cert } = selfSignedCertificate(t)
     let secured = 0
     const sockets = new Set<Socket>()
     const proxy = createTlsServer({ key, cert }, (socket) => {
