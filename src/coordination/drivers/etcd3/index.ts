@@ -47,7 +47,7 @@ import { Etcd3Lock, lockKey, type Etcd3LockHost } from './etcd3-lock.js'
 import { WaiterLease } from './etcd3-waiter-lease.js'
 import { absent, exists, GROUP_PREFIX, groupIds, groupKey, groupMembers, key, memberKey, type SkipWarning } from './etcd3-layout.js'
 import { openWatch } from './etcd3-watch.js'
-import { utf8IdProblem } from '../kit/ids.js'
+import { utf8Ids } from '../kit/ids.js'
 import { BreakLatch } from '../kit/break-latch.js'
 import { warnIgnoredPath } from '../kit/ignored-path.js'
 
@@ -399,15 +399,13 @@ export default defineDriver({
     'acrossHosts',
   ],
   options: OPTIONS,
-  validateId(kind, id) {
-    const text = utf8IdProblem(id)
-    if (text !== undefined) return text
+  validateId: utf8Ids((kind, id) => {
     if (kind === 'group' && id.includes('/')) {
       return 'group ids cannot contain "/": tooz\'s etcd layout (tooz/groups/<group>/<member>) would make it ambiguous; use another separator such as '
         + '":" or "."'
     }
     return undefined
-  },
+  }),
   translateError(err) {
     if (err instanceof EtcdTransportError) return new ConnectionError(err.message, { cause: err })
     if (!(err instanceof EtcdApiError)) return undefined

@@ -14,7 +14,6 @@ import { dirname, join, posix, resolve } from 'node:path'
 import { InvalidUrlError } from '../../../errors.js'
 import type { IdKind } from '../../driver.js'
 import type { BackendUrl } from '../../config/url.js'
-import { utf8IdProblem } from '../kit/ids.js'
 
 /** First path segments a lock name may not have: tooz's reserved paths and rollcall's leader locks. */
 export const RESERVED_LOCK_SEGMENTS: ReadonlySet<string> = new Set(['groups', 'tmp', '.driver_lock', '.leaders'])
@@ -26,10 +25,8 @@ export function normalizeLockName(name: string): string {
   return posix.normalize(name).replace(/\/+$/, '')
 }
 
-/** Why `id` cannot be stored, or undefined when it can. */
-export function validateId(kind: IdKind, id: string): string | undefined {
-  const text = utf8IdProblem(id)
-  if (text !== undefined) return text
+/** Why `id`, once known to have a UTF-8 form, cannot be stored, or undefined when it can. */
+export function fileIdProblem(kind: IdKind, id: string): string | undefined {
   if (kind !== 'lock') return undefined
   if (id.includes('\0')) return 'a lock name is a file name, which cannot contain NUL characters'
   if (id.startsWith('/')) return 'a lock name is a path relative to the directory of the URL, not an absolute path; drop the leading "/"'

@@ -48,7 +48,8 @@ import { defineDriver, type CoordinationDriver, type DriverContext, type DriverL
 import { opt, type ResolvedOptions } from '../../config/options.js'
 import { CorruptRecordError, decodeGroupMetadata, decodeMemberRecord, encodeGroupMetadata, encodeMemberRecord, safeName } from './file-format.js'
 import { FileLeaderLock, leaderRetryInMs, readLeader, removeFreeLeaderFile } from './file-leader.js'
-import { directoryOf, makeDirectory, normalizeLockName, validateId, writeAtomically } from './file-paths.js'
+import { directoryOf, fileIdProblem, makeDirectory, normalizeLockName, writeAtomically } from './file-paths.js'
+import { utf8Ids } from '../kit/ids.js'
 import { FairFileLock } from './file-fair-lock.js'
 import { asDriverLock, RecordLock, withFileLock } from './file-lock.js'
 import { nativeLocks } from './record-locks.js'
@@ -389,7 +390,7 @@ export default defineDriver({
     'acrossProcesses',
   ],
   options: OPTIONS,
-  validateId,
+  validateId: utf8Ids(fileIdProblem),
   translateError(err) {
     const e = err as NodeJS.ErrnoException
     if (typeof e?.code !== 'string' || typeof e.syscall !== 'string') return undefined

@@ -37,6 +37,7 @@ import { formatHosts } from '../../config/url.js'
 import { MYSQL_LOCK_SQL_UNFENCED, MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
 import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-dialect.js'
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
+import { utf8Ids } from '../kit/ids.js'
 import { withDeadline, withinStopGrace } from '../../../internal/deadline.js'
 import { diesOnErrorOrEnd, LockSessions } from '../sql/sql-sessions.js'
 import { prepareTables, sqlConnectionError, type SqlServerFailures } from '../sql/sql-server-failures.js'
@@ -422,7 +423,7 @@ export default defineDriver({
         + 'refuse a stale holder (one that lost its session but still runs).',
     }),
   },
-  validateId: (kind, id) => sqlIdProblem(kind, id, MAX_LOCK_NAME_CHARS),
+  validateId: utf8Ids((kind, id) => sqlIdProblem(kind, id, MAX_LOCK_NAME_CHARS)),
   translateError: (err) => sqlConnectionError(err, MYSQL_FAILURES),
   client: {
     expects: "a mysql2 promise pool (createPool of 'mysql2/promise') with multipleStatements: true and a database",

@@ -41,6 +41,7 @@ import { endPgClient, PgLock, pgLockStatements, type PgClient, type PgLockHost, 
 import { PgNotifier } from './postgresql-notify.js'
 import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-dialect.js'
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
+import { utf8Ids } from '../kit/ids.js'
 import { withinStopGrace } from '../../../internal/deadline.js'
 import { diesOnErrorOrEnd, LockSessions } from '../sql/sql-sessions.js'
 import { prepareTables, sqlConnectionError, type SqlServerFailures } from '../sql/sql-server-failures.js'
@@ -385,7 +386,7 @@ export default defineDriver({
     port: opt.integer('port', { min: 1, max: 65535, doc: 'tooz: overrides the URL port (default 5432).' }),
     dbname: opt.string('dbname', { doc: 'tooz: overrides the database named in the URL path.' }),
   },
-  validateId: (kind, id) => sqlIdProblem(kind, id),
+  validateId: utf8Ids(sqlIdProblem),
   translateError: (err) => sqlConnectionError(err, PG_FAILURES),
   client: {
     expects: 'a pg Pool or Client',

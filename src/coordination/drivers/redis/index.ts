@@ -32,7 +32,7 @@ import { RedisLock } from './redis-lock.js'
 import { REDIS_OPTIONS, type ResolvedRedisOptions } from './redis-options.js'
 import { RedisWakeups } from './redis-wakeups.js'
 import { REFUSED, scriptRunner, SCRIPTS, type ScriptArg, type ScriptName, type ScriptReply } from './redis-scripts.js'
-import { utf8IdProblem } from '../kit/ids.js'
+import { utf8Ids } from '../kit/ids.js'
 import { BreakLatch } from '../kit/break-latch.js'
 import { redisClientProblem } from './redis-own-client.js'
 import { DeadlineError, withDeadline, withinStopGrace } from '../../../internal/deadline.js'
@@ -531,14 +531,12 @@ export default defineDriver({
     'acrossHosts',
   ],
   options: REDIS_OPTIONS,
-  validateId(kind, id) {
-    const text = utf8IdProblem(id)
-    if (text !== undefined) return text
+  validateId: utf8Ids((kind, id) => {
     if (kind === 'member' && id === GROUP_EXISTS_FIELD) {
       return `"${GROUP_EXISTS_FIELD}" is the hash field tooz uses to mark that a group exists; choose another member id`
     }
     return undefined
-  },
+  }),
   translateError: translateRedisError,
   client: {
     expects: 'an ioredis Redis instance (one server, or a master through Sentinel)',

@@ -29,7 +29,6 @@ import type { CoordinationDriver, DriverEvents, DriverLock, DriverMemberInfo, He
 import { FirstExpiries } from '../kit/expiries.js'
 import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import type { StatementName } from './sql-schema.js'
-import { utf8IdProblem } from '../kit/ids.js'
 import { BreakLatch } from '../kit/break-latch.js'
 import { LeaderLock, leaderLockName } from './sql-leader.js'
 import type { SessionLock, SqlDialect, SqlResult } from './sql-dialect.js'
@@ -47,12 +46,11 @@ export interface SqlDriverSettings {
 export const MAX_ID_BYTES = 255
 
 /**
- * Why `id` cannot be stored by a SQL driver, or undefined when it can. `maxLockChars` is the
- * server's lock-name limit (MySQL: 64), which also bounds group ids through `leader_of_<group>`.
+ * Why `id`, once known to have a UTF-8 form, cannot be stored by a SQL driver, or undefined when
+ * it can. `maxLockChars` is the server's lock-name limit (MySQL: 64), which also bounds group ids
+ * through `leader_of_<group>`.
  */
 export function sqlIdProblem(kind: IdKind, id: string, maxLockChars?: number): string | undefined {
-  const text = utf8IdProblem(id)
-  if (text !== undefined) return text
   if (id.includes('\0')) return 'it contains a NUL character, which SQL text and lock names cannot hold; remove it'
   if (kind !== 'lock' && Buffer.byteLength(id, 'utf8') > MAX_ID_BYTES) return `it is longer than ${MAX_ID_BYTES} bytes in UTF-8; use a shorter id`
   if (maxLockChars !== undefined) {
