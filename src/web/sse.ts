@@ -37,12 +37,6 @@ export const SSE_DEFAULTS = {
   keepAliveMs: 15_000,
 } as const
 
-/** Streams one server keeps open at most (503 beyond). */
-export const MAX_SSE_CLIENTS = SSE_DEFAULTS.maxClients
-
-/** Bytes that may wait to be sent on one stream before it is dropped (default of `maxQueuedBytes`). */
-export const MAX_SSE_QUEUED_BYTES = SSE_DEFAULTS.maxQueuedBytes
-
 /** Options of an {@link EventHub}; each defaults to its {@link SSE_DEFAULTS} entry. */
 export interface EventHubOptions {
   keepAliveMs?: number
