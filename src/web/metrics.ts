@@ -11,6 +11,9 @@ import type { GroupRow } from './groups.js'
 import { METRIC_NAMES } from './metric-names.js'
 import type { PromClient } from './prom.js'
 
+/** A metric's name. */
+type MetricName = (typeof METRIC_NAMES)[number]
+
 /** The connection states the backend gauge has a series for. */
 export const CONNECTION_STATES: readonly ConnectionState[] = ['connected', 'suspended', 'reconnected', 'lost']
 
@@ -44,78 +47,57 @@ export class WebMetrics {
   constructor(prom: PromClient, registry?: Registry<RegistryContentType>) {
     this.registry = registry ?? new prom.Registry()
     const registers = [this.registry]
-    this.#services = new prom.Gauge({
-      name: 'rollcall_services',
-      help: 'Services in the catalog by topic and state (up/down, as the status page shows them).',
-      labelNames: ['topic', 'state'] as const,
-      registers,
-    })
-    this.#members = new prom.Gauge({
-      name: 'rollcall_group_members',
-      help: `Live members of each coordination group that has any (at most ${MAX_GROUP_SERIES} groups, the largest; rollcall_groups counts them all).`,
-      labelNames: ['group'] as const,
-      registers,
-    })
-    this.#groups = new prom.Gauge({
-      name: 'rollcall_groups',
-      help: 'Coordination groups, with members (members="some") and empty (members="none").',
-      labelNames: ['members'] as const,
-      registers,
-    })
-    this.#report = new prom.Histogram({
-      name: 'rollcall_report_latency_seconds',
-      help: 'Time from a service report landing on the backend to the status server seeing it (exact under the db driver, whose store stamps last_seen_up; '
+    // Each metric by its name (one of METRIC_NAMES), its help, its labels and, for a histogram, its buckets.
+    const gauge = (name: MetricName, help: string, labelNames: readonly string[] = []): Gauge => new prom.Gauge({ name, help, labelNames, registers })
+    const counter = (name: MetricName, help: string, labelNames: readonly string[]): Counter => new prom.Counter({ name, help, labelNames, registers })
+    const histogram = (name: MetricName, help: string, labelNames: readonly string[], buckets: number[]): Histogram =>
+      new prom.Histogram({ name, help, labelNames, buckets, registers })
+    this.#services = gauge('rollcall_services', 'Services in the catalog by topic and state (up/down, as the status page shows them).', ['topic', 'state'])
+    this.#members = gauge(
+      'rollcall_group_members',
+      `Live members of each coordination group that has any (at most ${MAX_GROUP_SERIES} groups, the largest; rollcall_groups counts them all).`,
+      ['group'],
+    )
+    this.#groups = gauge('rollcall_groups', 'Coordination groups, with members (members="some") and empty (members="none").', ['members'])
+    this.#report = histogram(
+      'rollcall_report_latency_seconds',
+      'Time from a service report landing on the backend to the status server seeing it (exact under the db driver, whose store stamps last_seen_up; '
         + "approximate under tooz, whose report time is as fresh as the driver's last full read).",
-      labelNames: ['topic'] as const,
-      buckets: LAG_BUCKETS,
-      registers,
-    })
-    this.#heartbeat = new prom.Histogram({
-      name: 'rollcall_heartbeat_duration_seconds',
-      help: "Round trip of a heartbeat of the status server's own coordinator to the coordination backend.",
-      buckets: LATENCY_BUCKETS,
-      registers,
-    })
-    this.#heartbeatFailed = new prom.Counter({
-      name: 'rollcall_heartbeat_failures_total',
-      help: 'Heartbeats that failed (reason="error") or landed after liveness had lapsed (reason="late"), from the coordinator\'s heartbeatFailed event.',
-      labelNames: ['reason'] as const,
-      registers,
-    })
-    this.#connection = new prom.Gauge({
-      name: 'rollcall_backend_connection_state',
-      help: "1 for the coordination backend connection's current state, 0 for the others.",
-      labelNames: ['state'] as const,
-      registers,
-    })
-    this.#watcherLag = new prom.Histogram({
-      name: 'rollcall_watcher_lag_seconds',
-      help: "Time from a membership change on the backend to the status server's watcher seeing it, where the change carries its time (joins by rollcall's "
+      ['topic'],
+      LAG_BUCKETS,
+    )
+    this.#heartbeat = histogram(
+      'rollcall_heartbeat_duration_seconds',
+      "Round trip of a heartbeat of the status server's own coordinator to the coordination backend.",
+      [],
+      LATENCY_BUCKETS,
+    )
+    this.#heartbeatFailed = counter(
+      'rollcall_heartbeat_failures_total',
+      'Heartbeats that failed (reason="error") or landed after liveness had lapsed (reason="late"), from the coordinator\'s heartbeatFailed event.',
+      ['reason'],
+    )
+    this.#connection = gauge('rollcall_backend_connection_state', "1 for the coordination backend connection's current state, 0 for the others.", ['state'])
+    this.#watcherLag = histogram(
+      'rollcall_watcher_lag_seconds',
+      "Time from a membership change on the backend to the status server's watcher seeing it, where the change carries its time (joins by rollcall's "
         + 'tooz service-group driver).',
-      labelNames: ['source'] as const,
-      buckets: LAG_BUCKETS,
-      registers,
-    })
-    this.#refresh = new prom.Histogram({
-      name: 'rollcall_refresh_duration_seconds',
-      help: 'Duration of one full read of the services (catalog + liveness) or of the coordination groups.',
-      labelNames: ['view'] as const,
-      buckets: LATENCY_BUCKETS,
-      registers,
-    })
-    this.#refreshFailed = new prom.Counter({
-      name: 'rollcall_refresh_failures_total',
-      help: 'Reads of the services or groups that failed (the page shows the last good state meanwhile).',
-      labelNames: ['view'] as const,
-      registers,
-    })
-    this.#sse = new prom.Gauge({ name: 'rollcall_sse_clients', help: 'Open server-sent event streams (status pages watching live).', registers })
-    this.#requests = new prom.Counter({
-      name: 'rollcall_http_requests_total',
-      help: 'HTTP requests by route, method and status.',
-      labelNames: ['route', 'method', 'status'] as const,
-      registers,
-    })
+      ['source'],
+      LAG_BUCKETS,
+    )
+    this.#refresh = histogram(
+      'rollcall_refresh_duration_seconds',
+      'Duration of one full read of the services (catalog + liveness) or of the coordination groups.',
+      ['view'],
+      LATENCY_BUCKETS,
+    )
+    this.#refreshFailed = counter(
+      'rollcall_refresh_failures_total',
+      'Reads of the services or groups that failed (the page shows the last good state meanwhile).',
+      ['view'],
+    )
+    this.#sse = gauge('rollcall_sse_clients', 'Open server-sent event streams (status pages watching live).')
+    this.#requests = counter('rollcall_http_requests_total', 'HTTP requests by route, method and status.', ['route', 'method', 'status'])
     if (!registry) prom.collectDefaultMetrics({ register: this.registry })
   }
 
