@@ -16,7 +16,7 @@
 import { formatHosts } from '../../coordination/config/url.js'
 import { ConnectionError } from '../../errors.js'
 import { STOP_GRACE_MS } from '../../internal/deadline.js'
-import { ZkError, zkCode, ZK_CODES } from './zookeeper-errors.js'
+import { zkCode, ZK_CODES } from './zookeeper-errors.js'
 import type { ZkAcl, ZkStat } from './zookeeper-frames.js'
 import { ensurePath, multiReadData, readEach, readMany } from './zookeeper-bulk.js'
 import { OrphanNodes } from './zookeeper-orphans.js'

@@ -14,8 +14,7 @@
  */
 import { BackendError } from '../../../errors.js'
 import type { DriverContext } from '../../driver.js'
-import { isConnectionProblem, ZK_CODES, zkCode, type ZkConnection, type ZkSessionState,
-  type ZkWatchEvent } from '../../../clients/zookeeper/zookeeper-client.js'
+import { isConnectionProblem, ZK_CODES, zkCode, type ZkConnection, type ZkWatchEvent } from '../../../clients/zookeeper/zookeeper-client.js'
 
 interface ZkGroupWatch {
   readonly group: string
