@@ -39,7 +39,7 @@ import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
 import { utf8Ids } from '../kit/ids.js'
 import { withDeadline, withinStopGrace } from '../../../internal/deadline.js'
-import { diesOnErrorOrEnd, LockSessions } from '../sql/sql-sessions.js'
+import { connectionsHazard, diesOnErrorOrEnd, LockSessions } from '../sql/sql-sessions.js'
 import { prepareTables, sqlConnectionError, type SqlServerFailures } from '../sql/sql-server-failures.js'
 import { namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from '../sql/sql-schema.js'
 import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql } from './mysql-schema.js'
@@ -385,8 +385,7 @@ export default defineDriver({
     + 'and only its holder waits for the lock itself; that holder may re-take the lock for up to 32 acquisitions in 100 ms while the others wait, '
     + 'then the next in line gets it. Waits re-enter GET_LOCK every half second, so a waiter whose round ends goes to the back of the line. Python '
     + 'tooz processes ignore the turn lock and may take a free lock ahead of rollcall waiters (they never overlap a holder).',
-    'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to 2 unused '
-    + 'lock sessions kept for 10 s after a release.',
+    connectionsHazard(),
     'break() KILLs the holding connection, which needs the right to.',
   ],
   clientPackage: 'mysql2',

@@ -43,7 +43,7 @@ import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
 import { utf8Ids } from '../kit/ids.js'
 import { withinStopGrace } from '../../../internal/deadline.js'
-import { diesOnErrorOrEnd, LockSessions } from '../sql/sql-sessions.js'
+import { connectionsHazard, diesOnErrorOrEnd, LockSessions } from '../sql/sql-sessions.js'
 import { prepareTables, sqlConnectionError, type SqlServerFailures } from '../sql/sql-server-failures.js'
 import { namespaceProblem, sqlNames, type SqlNames, type SqlStatements, type StatementName } from '../sql/sql-schema.js'
 import { postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql } from './postgresql-schema.js'
@@ -360,8 +360,7 @@ export default defineDriver({
   hazards: [
     "Lock keys are tooz's 16 bits of md5(name): only 65,536 distinct locks, so unrelated names (leader locks included) can falsely contend.",
     'Advisory locks are per database: Python tooz and rollcall must connect to the same database to exclude each other.',
-    'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to 2 unused '
-    + 'lock sessions kept for 10 s after a release, plus 1 (LISTEN) while a group is watched.',
+    connectionsHazard(', plus 1 (LISTEN) while a group is watched'),
     'break() terminates the holding backend (PostgreSQL 14 or later), which needs the right to signal it.',
   ],
   clientPackage: 'pg',

@@ -48,6 +48,12 @@ export const LOCK_SESSION_IDLE_MS = 10_000
 /** How many unused lock sessions a coordinator keeps at most. */
 export const MAX_IDLE_LOCK_SESSIONS = 2
 
+/** The hazard both SQL drivers declare about the server connections they use; `extra` names a driver's own (`, plus 1 ...`). */
+export function connectionsHazard(extra = ''): string {
+  return 'Server connections per coordinator (mind max_connections): 1 for membership and heartbeats, plus 1 per held or waiting lock, plus up to '
+    + `${MAX_IDLE_LOCK_SESSIONS} unused lock sessions kept for ${LOCK_SESSION_IDLE_MS / 1000} s after a release${extra}.`
+}
+
 /**
  * The server sessions one coordinator's locks run on (the server ties each lock to a session).
  * A lock takes a session while it waits for or holds its lock, and gives it back once the server
