@@ -17,7 +17,7 @@
  *
  * The folder holds every way rollcall spells a value as Python does: msgpack here (encode.ts,
  * decode.ts, ext.ts, and scan.ts for reading by structure) and Python's str() (python-str.ts,
- * which places an object on the Partitioner's ring).
+ * which places an object on the Partitioner's ring and spells tooz's legacy Redis lock keys).
  */
 export { loads } from './decode.js'
 export { dumps } from './encode.js'

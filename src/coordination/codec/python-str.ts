@@ -6,6 +6,7 @@
  * true/false/null/undefined are True/False/None, a Uint8Array is bytes, an array a list, a Map or
  * a plain object a dict (in insertion order). A string is itself at top level and its repr inside
  * a container. Sets (whose order Python does not fix) and other objects fall back to String().
+ * Bytes alone are spelt for the Redis driver too: tooz ≤ 8 put their repr in its lock keys.
  */
 
 /** str(value) as Python prints it. */
@@ -21,7 +22,7 @@ export function pythonRepr(value: unknown): string {
   if (value === null || value === undefined) return 'None'
   if (typeof value === 'bigint') return value.toString()
   if (typeof value === 'number') return numberRepr(value)
-  if (value instanceof Uint8Array) return bytesRepr(value)
+  if (value instanceof Uint8Array) return pythonBytesRepr(value)
   if (Array.isArray(value)) return `[${value.map(pythonRepr).join(', ')}]`
   if (value instanceof Map) return dictRepr([...value.entries()])
   if (typeof value === 'object' && (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null)) {
@@ -54,7 +55,11 @@ function numberRepr(n: number): string {
   return `${sign}${digits[0]}${rest ? `.${rest}` : ''}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`
 }
 
-function bytesRepr(bytes: Uint8Array): string {
+/**
+ * Python's `str(some_bytes)` (= its repr): `b'...'` with `\\`, the quote, `\t`, `\n`, `\r` and every
+ * byte outside printable ASCII escaped. The quote is `"` when the bytes hold `'` but no `"`.
+ */
+export function pythonBytesRepr(bytes: Uint8Array): string {
   const quote = bytes.includes(0x27) && !bytes.includes(0x22) ? '"' : "'"
   let out = ''
   for (const b of bytes) {

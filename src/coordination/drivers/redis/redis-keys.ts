@@ -24,6 +24,7 @@
  */
 import type { LockKeyStyle } from './redis-options.js'
 import { strictUtf8 } from '../../../internal/unicode.js'
+import { pythonBytesRepr } from '../../codec/python-str.js'
 
 const utf8 = new TextEncoder()
 
@@ -36,24 +37,6 @@ export const STILL_ALIVE = 'Not dead!'
 
 /** Length of the random part of a lock token: 32 hex characters, the shape of tooz's uuid1().hex. */
 const TOKEN_HEX_CHARS = 32
-
-/**
- * Python's `str(some_bytes)`: `b'...'` with `\\`, the quote, `\t`, `\n`, `\r` and every byte
- * outside printable ASCII escaped. The quote is `"` when the bytes hold `'` but no `"`.
- */
-export function pythonBytesRepr(bytes: Uint8Array): string {
-  const quote = bytes.includes(0x27) && !bytes.includes(0x22) ? 0x22 : 0x27
-  let out = `b${String.fromCharCode(quote)}`
-  for (const b of bytes) {
-    if (b === quote || b === 0x5c) out += `\\${String.fromCharCode(b)}`
-    else if (b === 0x09) out += '\\t'
-    else if (b === 0x0a) out += '\\n'
-    else if (b === 0x0d) out += '\\r'
-    else if (b < 0x20 || b >= 0x7f) out += `\\x${b.toString(16).padStart(2, '0')}`
-    else out += String.fromCharCode(b)
-  }
-  return `${out}${String.fromCharCode(quote)}`
-}
 
 /** Builds every key of one namespace. */
 export class RedisKeys {
