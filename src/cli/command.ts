@@ -5,6 +5,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { InvalidArgumentError } from '../errors.js'
+import { redactUrl, type Logger } from '../index.js'
 import { coerce, secondsText } from '../internal/coerce.js'
 
 /** Option declarations in node:util parseArgs form. */
@@ -50,6 +51,16 @@ export interface Output {
   error(text: string): void
   /** Progress/state for people: a line on a terminal, nothing when piped unless `always`. */
   status(text: string, always?: boolean): void
+}
+
+/** A logger that writes warnings and errors (and, `verbose`, info and debug) to stderr as `rollcall: warning: ...`, credentials redacted. */
+export function stderrLogger(out: Output, verbose = false): Logger {
+  return {
+    debug: (msg) => verbose && out.error(`rollcall: debug: ${redactUrl(msg)}`),
+    info: (msg) => verbose && out.error(`rollcall: ${redactUrl(msg)}`),
+    warn: (msg) => out.error(`rollcall: warning: ${redactUrl(msg)}`),
+    error: (msg) => out.error(`rollcall: error: ${redactUrl(msg)}`),
+  }
 }
 
 /** The standard Output on process.stdout/stderr. */

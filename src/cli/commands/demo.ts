@@ -20,7 +20,8 @@ import { CONNECTION_OPTIONS, secondsOption, type Command, type CommandContext } 
 import { waitUntil } from '../connection.js'
 import { ProgressLine } from '../progress.js'
 import { demoServices, serviceStarter, stopChildren, type DemoLog, type DemoService } from './demo-services.js'
-import { openStatus, parseListen, stderrLogger, type RunningStatus } from './serve.js'
+import { stderrLogger } from '../command.js'
+import { openStatus, parseListen, type RunningStatus } from './serve.js'
 
 /** Timings of the demo, in seconds. */
 export const DEMO_TIMING = {

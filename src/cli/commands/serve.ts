@@ -13,19 +13,9 @@ import { connect, InvalidArgumentError, redactUrl, type Coordinator, type Logger
 import { openServiceGroup, type ServiceGroup, type ServiceGroupConfig } from '../../servicegroup/index.js'
 import { startStatusServer, STATUS_SERVER_DEFAULTS, type StatusServer } from '../../web/index.js'
 import { coerce, listenText } from '../../internal/coerce.js'
-import { CONNECTION_OPTIONS, secondsOption, type Command, type CommandContext, type Output } from '../command.js'
+import { CONNECTION_OPTIONS, secondsOption, type Command, type CommandContext } from '../command.js'
 import { waitUntil } from '../connection.js'
 import { CONFIG_OPTIONS, commandConfig } from './service.js'
-
-/** A logger that writes warnings and errors to stderr as `rollcall: warning: ...`. */
-export function stderrLogger(out: Output, verbose = false): Logger {
-  return {
-    debug: (msg) => verbose && out.error(`rollcall: debug: ${redactUrl(msg)}`),
-    info: (msg) => verbose && out.error(`rollcall: ${redactUrl(msg)}`),
-    warn: (msg) => out.error(`rollcall: warning: ${redactUrl(msg)}`),
-    error: (msg) => out.error(`rollcall: error: ${redactUrl(msg)}`),
-  }
-}
 
 /** Reads `HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT` (host 127.0.0.1). */
 export function parseListen(text: string, setting = '--listen'): { host: string; port: number } {

@@ -7,12 +7,12 @@
 import { existsSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { resolve } from 'node:path'
-import { InvalidArgumentError, InvalidConfigError, redactUrl, type Logger } from '../../index.js'
+import { InvalidArgumentError, InvalidConfigError, type Logger } from '../../index.js'
 import { DEFAULT_SQLITE_FILE, ServiceNotFoundError, loadConfig, openServiceGroup, type ServiceGroup, type ServiceGroupConfig, type ServiceRecord,
   type ServiceStatus } from '../../servicegroup/index.js'
 import { oneOf } from '../../internal/coerce.js'
 import { startCommand } from '../child.js'
-import { flagValue, table, type Command, type CommandContext, type OptionsConfig, type Output } from '../command.js'
+import { flagValue, stderrLogger, table, type Command, type CommandContext, type OptionsConfig } from '../command.js'
 import { waitUntil } from '../connection.js'
 import { ProgressLine } from '../progress.js'
 import { EXIT } from '../exit-codes.js'
@@ -29,16 +29,6 @@ export const CONFIG_OPTIONS: OptionsConfig = {
 }
 
 const CONFIG_USAGE = '[--config FILE | --config-file FILE...] [--config-dir DIR]... [--set KEY=VALUE]...'
-
-/** Writes warnings and errors (and with --verbose, info) to stderr, credentials redacted. */
-function stderrLogger(out: Output, verbose: boolean): Logger {
-  return {
-    debug: (msg) => verbose && out.error(`rollcall: debug: ${redactUrl(msg)}`),
-    info: (msg) => verbose && out.error(`rollcall: ${redactUrl(msg)}`),
-    warn: (msg) => out.error(`rollcall: warning: ${redactUrl(msg)}`),
-    error: (msg) => out.error(`rollcall: error: ${redactUrl(msg)}`),
-  }
-}
 
 /** Loads the configuration the way every service command does, printing its warnings. */
 export async function commandConfig(ctx: CommandContext): Promise<{ config: ServiceGroupConfig; logger: Logger }> {
