@@ -38,7 +38,8 @@ const PRIMARY = 'node20'
 /**
  * What every other runtime runs, in npm test and with --runtime: the package as a consumer installs
  * it (import, require, types), the conformance suite on five backends, the CLI on the SQLite
- * catalog (the engine each runtime falls back to), and the demo with its status server. Each file
+ * catalog (the engine each runtime falls back to), the demo with its status server, and the
+ * tracing channels (whose API differs on Bun: no TracingChannel.hasSubscribers). Each file
  * carries the seconds it took on Node and on Bun in a measured run on the loaded 2-core machine
  * (Bun's runner runs a file's tests one by one, which costs PostgreSQL's lock cases most), used
  * only to start the longest jobs first.
@@ -52,6 +53,7 @@ const RUNTIME_SUBSET_SECONDS = {
   'test/conformance/file.test.ts': { node: 35, bun: 35 },
   'test/conformance/memory.test.ts': { node: 20, bun: 20 },
   'test/servicegroup/sqlite-runtimes.test.ts': { node: 10, bun: 5 },
+  'test/unit/tracing.test.ts': { node: 2, bun: 2 },
 }
 const RUNTIME_SUBSET = Object.keys(RUNTIME_SUBSET_SECONDS)
 

@@ -17,7 +17,7 @@ import { keepAlive } from '../internal/keep-alive.js'
 import { linkedSignal } from '../internal/linked-signal.js'
 import { sleep } from '../internal/sleep.js'
 import type { DriverLock, LockMode, LockWaiting, NotifyWaiting, QueueWaiting } from './driver.js'
-import { lockAcquireChannel, lockReleaseChannel, type TraceBase } from './tracing.js'
+import { anySubscriber, lockAcquireChannel, lockReleaseChannel, type TraceBase } from './tracing.js'
 
 /** How acquire() waits. */
 export interface AcquireOptions {
@@ -140,7 +140,7 @@ export class Lock {
    */
   acquire(options: AcquireOptions = {}): Promise<boolean> {
     // The hot path of a lock cycle: no closure, no payload unless someone traces.
-    if (!lockAcquireChannel.hasSubscribers) return this.#acquire(options)
+    if (!anySubscriber(lockAcquireChannel)) return this.#acquire(options)
     const payload = {
       ...this.#host.trace,
       lock: this.name,
@@ -196,7 +196,7 @@ export class Lock {
 
   /** Releases the lock. Resolves false when this object did not hold it (tooz semantics). */
   release(): Promise<boolean> {
-    if (!lockReleaseChannel.hasSubscribers) return this.#release()
+    if (!anySubscriber(lockReleaseChannel)) return this.#release()
     return lockReleaseChannel.tracePromise(() => this.#release(), { ...this.#host.trace, lock: this.name })
   }
 

@@ -132,8 +132,9 @@ type Traced<C extends object> = diagnostics_channel.TracingChannel<unknown, C>
 /**
  * Whether anyone listens on one of the five channels. Bun (1.4) has no `hasSubscribers` on a
  * TracingChannel (Node has it since 20.13): there each channel is asked, or nothing would be traced.
+ * @internal
  */
-function anySubscriber(channel: Traced<object>): boolean {
+export function anySubscriber(channel: Traced<object>): boolean {
   const all = channel.hasSubscribers as boolean | undefined
   if (all !== undefined) return all
   return channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncStart.hasSubscribers || channel.asyncEnd.hasSubscribers

@@ -29,7 +29,7 @@ import { asRollcallError, CoordinatorStoppedError, GroupNotFoundError, type Roll
 import { keepAlive } from '../../internal/keep-alive.js'
 import { SingleFlight } from '../../internal/single-flight.js'
 import type { MemberEvent } from '../events.js'
-import { traced, watchDispatchChannel, type TraceBase } from '../tracing.js'
+import { anySubscriber, traced, watchDispatchChannel, type TraceBase } from '../tracing.js'
 import { callUserCode, type ReportFailure } from './user-code.js'
 
 /** A join or leave callback. Its return value is collected for runWatchers(). */
@@ -360,7 +360,7 @@ export class Watchers {
    * listens: the span ends once every callback has settled, and the callbacks run in its context.
    */
   #fire(callbacks: Set<WatchCallback>, kind: 'watchJoinGroup' | 'watchLeaveGroup', event: MemberEvent, emit: (e: MemberEvent) => void): void {
-    if (!watchDispatchChannel.hasSubscribers) {
+    if (!anySubscriber(watchDispatchChannel)) {
       this.#deliver(callbacks, kind, event, emit)
       return
     }
