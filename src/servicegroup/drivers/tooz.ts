@@ -11,7 +11,10 @@
  *   report_interval. A report only (re)joins the group if needed and refreshes the capabilities'
  *   report time, so a dropped membership is restored by the next report. The coordinator does
  *   not rejoin by itself: a service made to leave from elsewhere (service delete) stays down
- *   until its next report, whether or not its process watches the topic.
+ *   until its next report, whether or not its process watches the topic. A membership the
+ *   connection took with it (a ZooKeeper session that expired, a lease or key that lapsed while
+ *   the backend was out of reach) is reported again as soon as the connection is back, not at the
+ *   next report: a partition then costs the service its absence, not up to report_interval more.
  * - Up = some live member of the topic's group has capabilities.host == host (and the same
  *   binary, when both name one). A process that dies is down once the backend drops it (ZooKeeper
  *   session expiry, the redis/memcached/etcd membership timeout); one that stops cleanly (stop(),
@@ -59,6 +62,8 @@ export class ToozDriver implements ServiceGroupDriver {
   readonly #views = new Map<string, ToozTopicView>()
   /** topic → host this process joined it as. */
   readonly #joined = new Map<string, string>()
+  /** topic → the record last reported in it, reported again when the connection comes back from a loss. */
+  readonly #reported = new Map<string, ServiceRecord>()
   #coordinator: Coordinator | undefined
 
   constructor(options: ToozDriverOptions) {
@@ -76,7 +81,23 @@ export class ToozDriver implements ServiceGroupDriver {
     // Failed background reads are the coordinator's warnings, logged once per kind by its logger.
     // rejoin off: a membership dropped by the backend or by a leave from elsewhere (service delete)
     // comes back with the next report, as Nova's drivers do; rejoining at once would undo the delete.
-    this.#coordinator = await connect(this.#options.url, { memberId: this.#options.memberId ?? defaultMemberId(), logger: this.#options.logger, rejoin: false })
+    const c = await connect(this.#options.url, { memberId: this.#options.memberId ?? defaultMemberId(), logger: this.#options.logger, rejoin: false })
+    this.#coordinator = c
+    c.on('connectionStateChanged', ({ state, previous }) => {
+      if (state === 'reconnected' && previous === 'lost') this.#reportAgain()
+    })
+  }
+
+  /** Reports again, now, every service this process reports: the lost connection took their memberships with it. */
+  #reportAgain(): void {
+    for (const [topic, service] of this.#reported) {
+      if (this.#joined.get(topic) !== service.host) continue
+      this.report(service).catch((err: unknown) => {
+        this.#options.logger.warn(
+          `Reporting ${service.host} in ${topic} again after the connection came back failed (the next report retries): ${(err as Error).message}`,
+        )
+      })
+    }
   }
 
   async report(service: ServiceRecord): Promise<void> {
@@ -87,6 +108,7 @@ export class ToozDriver implements ServiceGroupDriver {
         `This process already reports ${joinedAs} in topic ${service.topic}; one process is one member: use one ServiceGroup per reported service`,
       )
     }
+    this.#reported.set(service.topic, service)
     const caps: ServiceCapabilities = {
       host: service.host,
       binary: service.binary,
@@ -136,6 +158,7 @@ export class ToozDriver implements ServiceGroupDriver {
     const c = this.coordinator
     if (this.#joined.get(topic) === host) {
       this.#joined.delete(topic)
+      this.#reported.delete(topic)
       this.stats.writes += 1
       await c.leaveGroup(topic).catch((err: unknown) => {
         const code = (err as RollcallError).code

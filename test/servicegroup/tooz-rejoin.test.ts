@@ -1,0 +1,65 @@
+/**
+ * The tooz driver after a lost connection (issue 27, the partition harness's isUp workload): the
+ * membership the connection took with it is reported again as soon as the connection is back,
+ * not at the next report (up to report_interval later). A service made to leave from elsewhere
+ * while connected still stays down until its next report. Real Redis behind a TCP proxy.
+ */
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { ToozDriver } from '../../src/servicegroup/drivers/tooz.js'
+import type { ServiceRecord } from '../../src/servicegroup/types.js'
+import { serverUrl } from '../support/backends.js'
+import { TcpProxy } from '../support/proxy.js'
+import { rid, waitFor } from '../support/wait.js'
+
+/** Liveness of the reporting process, in seconds: its key lapses this long after the cut. */
+const LIVENESS_S = 2
+
+function record(host: string, topic: string): ServiceRecord {
+  const now = new Date()
+  return {
+    id: 0,
+    host,
+    binary: 'rollcall-test',
+    topic,
+    availabilityZone: null,
+    disabled: false,
+    disabledReason: null,
+    forcedDown: false,
+    version: 1,
+    reportCount: 0,
+    lastSeenUp: null,
+    createdAt: now,
+    updatedAt: null,
+    deletedAt: null,
+  }
+}
+
+const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} }
+
+describe('servicegroup: tooz rejoin', () => {
+  it('tooz: a service whose membership lapsed while its link was cut is up again once the link is back, without a report', { timeout: 60_000 }, async (t) => {
+    const direct = serverUrl('redis')
+    const target = new URL(direct.replace(/^redis:/, 'http:'))
+    const proxy = await TcpProxy.start(Number(target.port))
+    t.after(() => proxy.close())
+    const reporter = new ToozDriver({ url: `redis://127.0.0.1:${proxy.port}?timeout=${LIVENESS_S}`, logger: quiet, memberId: rid('sg') })
+    const observer = new ToozDriver({ url: `${direct}?timeout=${LIVENESS_S}`, logger: quiet, memberId: rid('obs'), resyncMs: 100 })
+    await reporter.start()
+    t.after(() => reporter.close())
+    await observer.start()
+    t.after(() => observer.close())
+    const service = record(rid('host'), rid('topic'))
+    await reporter.report(service)
+    assert.equal(await observer.isUp(service), true)
+
+    proxy.cut()
+    // The key lapses on the server: the observer sees the service down (else nothing was lost).
+    await waitFor('the observer to see the cut-off service down', async () => !(await observer.isUp(service)) || undefined, LIVENESS_S * 1_000 + 10_000, 100)
+    proxy.restore()
+    const healedAt = Date.now()
+    // Nobody calls report(): only the driver's own reaction to the returning connection can bring it back.
+    await waitFor('the service up again', async () => (await observer.isUp(service)) || undefined, 15_000, 100)
+    t.diagnostic(`up again ${Date.now() - healedAt} ms after the link came back`)
+  })
+})
