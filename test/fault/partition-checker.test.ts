@@ -233,6 +233,79 @@ describe('fault: partition checker', () => {
     assert.deepEqual(leader.lost.map((l) => [l.what, l.resource]), [['leadership', 'g']])
   })
 
+  /**
+   * The service-group workload: a, b, c joined to group g and topic t; w1 (majority side) watches g and asks isUp of every
+   * service every 250 ms. c (n5) is cut off from 1 s to 10 s: its isUp turns down at `down` and up at `up`, its watch at 3 s
+   * and 11.5 s. b (n2) is never cut off; isUp says it down once at `bDown`, if given.
+   */
+  const services = (o: { down?: number; up?: number; bDown?: number } = {}): Row[] => {
+    const down = o.down ?? 2_750
+    const up = o.up ?? 11_000
+    const isUp = (at: number, member: string, value: boolean): Row => [at, 'w1', { type: 'op', op: 'isUp', phase: 'ok', resource: 't', member, value }]
+    const rows: Row[] = [
+      ...hosts,
+      ...['a', 'b', 'c'].flatMap((p): Row[] => [[10, p, { type: 'op', op: 'join', phase: 'ok', resource: 'g' }], [12, p, {
+        type: 'op',
+        op: 'join',
+        phase: 'ok',
+        resource: 't',
+      }]]),
+      ...['a', 'b', 'c'].map((m) => seen(20, 'w1', m, true)),
+      cut(1_000),
+      seen(3_000, 'w1', 'c', false),
+      heal(10_000),
+      seen(11_500, 'w1', 'c', true),
+    ]
+    for (let at = 500; at <= 16_000; at += 250) rows.push(isUp(at, 'a', true), isUp(at, 'b', at !== o.bDown), isUp(at, 'c', at < down || at >= up))
+    return rows
+  }
+  const sgBounds = { detectWithinMs: 5_000, recoverWithinMs: 3_000 }
+
+  it('service group: isUp seeing a cut service go and come back within the membership bounds, agreeing with the watch, passes', () => {
+    const r = check(services(), sgBounds)
+    assert.equal(r.failures, 0, renderPartitionReport(r))
+    assert.deepEqual(r.detection.items.filter((d) => d.via === 'isUp').map((d) => [d.observer, d.member, d.ms]), [['w1', 'c', 1_750]])
+    assert.deepEqual(r.recovery.items.filter((x) => x.via === 'isUp').map((x) => [x.member, x.ms]), [['c', 1_000]])
+    // isUp turned 250 ms before the watch, and came back 500 ms before it: both within the bounds.
+    assert.deepEqual(r.disagreements.items.map((d) => [d.member, d.isUp, d.at, d.ms, d.beyondMs]), [['c', false, 2_750, 250, 0], ['c', true, 11_000, 500, 0]])
+    assert.match(
+      renderPartitionReport(r),
+      /isUp: 0 false downs, 1 detections \(worst 1750 ms, 0 missed, 0 late\), 1 recoveries \(worst 1000 ms, 0 late\), 0 never back; disagreements with the watch: 2, longest 500 ms; beyond the bounds: 0\.$/,
+    )
+  })
+
+  it('service group: isUp reporting a healthy service down is a false down (and, outside the allowances, a disagreement)', () => {
+    const r = check(services({ bDown: 14_000 }), sgBounds)
+    assert.deepEqual(r.falseDowns.items.map((f) => [f.via, f.observer, f.member, f.at, f.ms]), [['isUp', 'w1', 'b', 14_000, 250]])
+    assert.deepEqual(r.disagreements.beyond.map((d) => [d.member, d.isUp, d.at, d.beyondMs]), [['b', false, 14_000, 250]])
+    assert.equal(r.failures, 2)
+    assert.match(renderPartitionReport(r), /false downs: 1 \(w1 \(isUp\) saw healthy b leave t at line \d+, for 250 ms\)/)
+    // Within a cut's detection allowance the disagreement is not a finding of its own; the false down still is.
+    const early = check(services({ bDown: 4_000 }), sgBounds)
+    assert.deepEqual([early.falseDowns.count, early.disagreements.count, early.disagreements.beyond.length], [1, 3, 0])
+  })
+
+  it('service group: isUp seeing a cut service gone past the bound is late, and disagrees with the watch beyond the bounds', () => {
+    const r = check(services({ down: 7_000 }), sgBounds)
+    assert.deepEqual(r.detection.late.map((d) => [d.via, d.member, d.ms]), [['isUp', 'c', 6_000]])
+    assert.deepEqual(r.disagreements.beyond.map((d) => [d.member, d.isUp, d.at, d.ms, d.beyondMs]), [['c', true, 3_000, 4_000, 1_000]])
+    assert.equal(r.failures, 2, renderPartitionReport(r))
+    assert.match(
+      renderPartitionReport(r),
+      /beyond the bounds: 1 \(w1's isUp said c up in t while its watch of g said the opposite, from line \d+ for 4000 ms \(1000 ms beyond the bounds\)\)/,
+    )
+  })
+
+  it('service group: a service isUp never sees back after the heal is lost; one seen back late is late', () => {
+    const never = check(services({ up: Infinity }), sgBounds)
+    assert.deepEqual(never.lost.map((l) => [l.what, l.via, l.member]), [['member', 'isUp', 'c']])
+    assert.deepEqual(never.disagreements.beyond.map((d) => [d.member, d.isUp, d.at, d.beyondMs]), [['c', false, 11_500, 3_000]])
+    const slow = check(services({ up: 14_000 }), sgBounds)
+    assert.deepEqual(slow.recovery.late.map((x) => [x.via, x.member, x.ms]), [['isUp', 'c', 4_000]])
+    assert.deepEqual(slow.disagreements.beyond.map((d) => [d.member, d.isUp, d.at, d.ms, d.beyondMs]), [['c', false, 11_500, 2_500, 1_000]])
+    assert.equal(slow.failures, 2, renderPartitionReport(slow))
+  })
+
   it('histories it cannot judge are refused by name', () => {
     assert.throws(() => check([...hosts, heal(1)]), /heal of line 6 heals no cut/)
     assert.throws(() => check([...hosts, cut(1)]), /cut of line 6 is never healed/)

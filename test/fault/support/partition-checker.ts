@@ -18,8 +18,16 @@
  * cuts every host is on the majority. An observer that is cut off is not asked to be right.
  *
  * Views. Who sees whom (`via`): `watch` (memberJoined/memberLeft events and getMembers snapshots of
- * a watcher), `isUp` (the service-group API's answer), `self` (a member's own join `ok`,
- * `membershipLost`, `rejoined`). A view series is one (via, observer, group, member).
+ * a watcher), `isUp` (the service-group API's answer; its group is the topic, joined by the
+ * service-group API's `join`), `self` (a member's own join `ok`, `membershipLost`, `rejoined`). A
+ * view series is one (via, observer, group, member). False downs, detection and recovery hold
+ * every view to the same bounds, so isUp's are the membership bounds.
+ *
+ * Agreement. An observer's isUp of a member and its watch of the same member (in any group) must
+ * agree, except where the bounds let one of them lag: from a cut to its detection bound, from a
+ * heal to its recovery bound, and while the observer is cut off. Compared only while the member
+ * is joined to both the group and the topic and the observer is alive. A disagreement is one
+ * stretch of the two views differing; its time outside those allowances is a finding.
  */
 import type { HistoryEntry } from './partition-history.js'
 
@@ -108,6 +116,26 @@ export interface Recovery {
   ms: number
 }
 
+/**
+ * One stretch during which an observer's isUp and watch views of a member differed (from the
+ * sighting that made them differ to the one that made them agree, or the end of the comparison).
+ */
+export interface Disagreement {
+  observer: string
+  member: string
+  /** The group watched and the topic asked about. */
+  group: string
+  topic: string
+  /** What isUp said meanwhile (the watch said the opposite). */
+  isUp: boolean
+  /** The line and time of the sighting that began it. */
+  id: number
+  at: number
+  ms: number
+  /** Its time outside the allowances (see the file's doc); > 0 is a finding. */
+  beyondMs: number
+}
+
 /** Something that did not come back after a heal: a member an observer never saw again, a lock never granted again, a group with no leader again. */
 export interface Lost {
   what: 'member' | 'lock' | 'leadership'
@@ -144,7 +172,9 @@ export interface PartitionReport {
   /** Every recovery measured; `late`: a member seen back after recoverWithinMs. */
   recovery: Tally<Recovery> & { late: Recovery[] }
   lost: Lost[]
-  /** Number of findings that fail the run (overlaps, fencing, false downs, missed, late, lost). */
+  /** Every stretch of isUp and watch views disagreeing; `beyond`: those lasting past the allowances (needs both bounds). */
+  disagreements: Tally<Disagreement> & { beyond: Disagreement[] }
+  /** Number of findings that fail the run (overlaps, fencing, false downs, missed, late, lost, disagreements beyond). */
   failures: number
 }
 
@@ -341,6 +371,60 @@ function membershipsOf(h: readonly HistoryEntry[]): Map<string, { from: number; 
   return spans
 }
 
+/** A view's state at each of its sightings: present until the next sighting says otherwise. */
+const stateAt = (s: Series, t: number): Sighting | undefined => {
+  let last: Sighting | undefined
+  for (const y of s.seen) {
+    if (y.at > t) break
+    last = y
+  }
+  return last
+}
+
+/**
+ * Disagreements between each observer's isUp and watch views of one member (see the file's doc).
+ * `compared(t)`: the two may be compared at t; `allowed(t)`: a lag at t is within the bounds.
+ * Both are constant between consecutive `edges`.
+ */
+function disagreementsOf(
+  isUp: Series,
+  watch: Series,
+  edges: readonly number[],
+  compared: (t: number) => boolean,
+  allowed: (t: number) => boolean,
+): Disagreement[] {
+  const times = [...new Set([...edges, ...isUp.seen.map((y) => y.at), ...watch.seen.map((y) => y.at)])].sort((a, b) => a - b)
+  const out: Disagreement[] = []
+  let open: Disagreement | undefined
+  for (const [i, t] of times.entries()) {
+    const a = stateAt(isUp, t)
+    const b = stateAt(watch, t)
+    const differ = compared(t) && a !== undefined && b !== undefined && a.present !== b.present
+    if (differ && !open) {
+      const began = a.at >= b.at ? a : b
+      out.push(
+        open = {
+          observer: isUp.observer,
+          member: isUp.member,
+          group: watch.group,
+          topic: isUp.group,
+          isUp: a.present,
+          id: began.id,
+          at: t,
+          ms: 0,
+          beyondMs: 0,
+        },
+      )
+    } else if (!differ) open = undefined
+    if (open && i + 1 < times.length) {
+      const next = times[i + 1]!
+      open.ms += next - t
+      if (!allowed(t)) open.beyondMs += next - t
+    }
+  }
+  return out
+}
+
 /**
  * Checks one run's history (in any order: it is sorted by time, then line). Throws
  * PartitionHistoryError when the history cannot be judged; otherwise returns the findings.
@@ -457,6 +541,28 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   }
   const lateBack = recoveries.filter((r) => r.what === 'member' && options.recoverWithinMs !== undefined && r.ms > options.recoverWithinMs)
 
+  // Agreement of isUp with the watch, per observer and member (see the file's doc). Findings need both bounds.
+  const exits = new Map<string, number>()
+  for (const e of h) if (e.type === 'process' && e.what !== 'start' && !exits.has(e.process)) exits.set(e.process, e.at)
+  const detectBound = (c: Cut): number => (options.detectWithinMs ?? 0) + (c.takesLeader ? options.electionMs ?? 0 : 0)
+  const disagreements: Disagreement[] = []
+  for (const u of series.filter((x) => x.via === 'isUp')) {
+    for (const w of series.filter((x) => x.via === 'watch' && x.observer === u.observer && x.member === u.member)) {
+      const edges = [
+        ...cuts.flatMap((c) => [c.at, c.healAt, c.at + detectBound(c), c.healAt + (options.recoverWithinMs ?? 0)]),
+        ...[u.group, w.group].flatMap((g) => (spans.get(JSON.stringify([u.member, g])) ?? []).flatMap((x) => [x.from, x.to])),
+        exits.get(u.observer) ?? Infinity,
+      ].filter(Number.isFinite)
+      const compared = (t: number): boolean =>
+        t < (exits.get(u.observer) ?? Infinity) && memberAt(u.member, u.group, t) && memberAt(u.member, w.group, t)
+        && !(cutAt(t) && cutOff(u.observer, cutAt(t)!))
+      const allowed = (t: number): boolean =>
+        cuts.some((c) => (c.at <= t && t < c.at + detectBound(c)) || (c.healAt <= t && t < c.healAt + (options.recoverWithinMs ?? 0)))
+      disagreements.push(...disagreementsOf(u, w, edges, compared, allowed))
+    }
+  }
+  const beyond = options.detectWithinMs === undefined || options.recoverWithinMs === undefined ? [] : disagreements.filter((d) => d.beyondMs > 0)
+
   const fencing = fencingOf(h)
   return {
     records: h.length,
@@ -468,14 +574,20 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
     detection: { ...tally(detections), missed, late },
     recovery: { ...tally(recoveries), late: lateBack },
     lost,
-    failures: overlaps.length + fencing.length + falseDowns.length + missed.length + late.length + lateBack.length + lost.length,
+    disagreements: { ...tally(disagreements), beyond },
+    failures: overlaps.length + fencing.length + falseDowns.length + missed.length + late.length + lateBack.length + lost.length + beyond.length,
   }
 }
 
 const ms = (n: number | undefined): string => (n === undefined ? '-' : `${Math.round(n)} ms`)
 
 /** One finding, short, naming its lines. */
-function show(x: Overlap | FencingViolation | FalseDown | Detection | Recovery | Lost): string {
+function show(x: Overlap | FencingViolation | FalseDown | Detection | Recovery | Lost | Disagreement): string {
+  if ('beyondMs' in x) {
+    return `${x.observer}'s isUp said ${x.member} ${
+      x.isUp ? 'up' : 'down'
+    } in ${x.topic} while its watch of ${x.group} said the opposite, from line ${x.id} for ${ms(x.ms)} (${ms(x.beyondMs)} beyond the bounds)`
+  }
   if ('stale' in x) {
     return `${x.kind} ${x.resource}: ${x.granted.process} granted at line ${x.granted.beganId} while ${x.stale.process} (since line ${x.stale.beganId}) believed until ${
       x.stale.endedId === undefined ? 'the end' : `line ${x.stale.endedId}`
@@ -507,6 +619,18 @@ function show(x: Overlap | FencingViolation | FalseDown | Detection | Recovery |
 const some = (label: string, items: readonly Parameters<typeof show>[0][]): string =>
   `${label}: ${items.length}${items.length ? ` (${items.slice(0, 3).map(show).join('; ')}${items.length > 3 ? '; ...' : ''})` : ''}`
 
+/** One view's share of the report: its false downs, detections and recoveries. */
+function via(r: PartitionReport, v: Via): string {
+  const of = <T extends { via?: Via }>(items: readonly T[]): T[] => items.filter((x) => x.via === v)
+  const worst = (items: readonly { ms?: number }[]): string =>
+    ms(items.reduce<number | undefined>((m, x) => (x.ms === undefined || (m ?? -1) >= x.ms ? m : x.ms), undefined))
+  const detections = of(r.detection.items)
+  const recoveries = of(r.recovery.items)
+  return `${of(r.falseDowns.items).length} false downs, ${detections.length} detections (worst ${worst(detections)}, ${of(r.detection.missed).length} missed, ${
+    of(r.detection.late).length
+  } late), ${recoveries.length} recoveries (worst ${worst(recoveries)}, ${of(r.recovery.late).length} late), ${of(r.lost).length} never back`
+}
+
 /** The report as one paragraph: verdict, each class's count and worst, and the first offenders with their lines. */
 export function renderPartitionReport(r: PartitionReport): string {
   return [
@@ -519,5 +643,8 @@ export function renderPartitionReport(r: PartitionReport): string {
     `${some('missed', r.detection.missed)}; ${some('late', r.detection.late)}.`,
     `Recovery after heal: ${r.recovery.count} measured, worst ${r.recovery.worst ? show(r.recovery.worst) : '-'}; ${some('late', r.recovery.late)}.`,
     `${some('Lost', r.lost)}.`,
+    `isUp: ${via(r, 'isUp')}; disagreements with the watch: ${r.disagreements.count}, longest ${ms(r.disagreements.maxMs)}; ${
+      some('beyond the bounds', r.disagreements.beyond)
+    }.`,
   ].join(' ')
 }

@@ -67,7 +67,10 @@ export type OpName =
   | 'standDown'
   /** getMembers() of `resource`: `ok` carries the member ids seen (a watcher's snapshot). */
   | 'getMembers'
-  /** The service-group API's isUp(): `resource` is the topic, `member` the service asked about, `ok` carries the answer. */
+  /**
+   * The service-group API's isUp(): `resource` is the topic, `member` the process reporting the service asked about (so
+   * that its host is known: the service's host is that process's), `ok` carries the answer.
+   */
   | 'isUp'
   /** A write to the fenced register `resource` with `token` (the register's own verdict is a `fence` record). */
   | 'write'

@@ -82,5 +82,12 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
     unknown.push(`late recovery: ${r.observer} (${r.via}) saw ${r.member} back ${r.ms} ms after the heal of line ${r.healId}`)
   }
   for (const l of report.lost as Lost[]) unknown.push(`lost: ${l.what} ${l.member ?? ''} ${l.resource} (last line ${l.lastId})`)
+  for (const d of report.disagreements.beyond) {
+    unknown.push(
+      `disagreement: ${d.observer}'s isUp said ${d.member} ${d.isUp ? 'up' : 'down'} against its watch from line ${d.id}, ${
+        Math.round(d.beyondMs)
+      } ms beyond the bounds`,
+    )
+  }
   return { known, unknown }
 }
