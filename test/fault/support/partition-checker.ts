@@ -26,8 +26,10 @@
  * Agreement. An observer's isUp of a member and its watch of the same member (in any group) must
  * agree, except where the bounds let one of them lag: from a cut to its detection bound, from a
  * heal to its recovery bound, and while the observer is cut off. Compared only while the member
- * is joined to both the group and the topic and the observer is alive. A disagreement is one
- * stretch of the two views differing; its time outside those allowances is a finding.
+ * is joined to both the group and the topic, each view has seen it present since it joined (a
+ * join takes a moment to reach a view, as a join is no fault), and the observer is alive. A
+ * disagreement is one stretch of the two views differing; its time outside those allowances is a
+ * finding.
  */
 import type { HistoryEntry } from './partition-history.js'
 
@@ -553,9 +555,13 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
         ...[u.group, w.group].flatMap((g) => (spans.get(JSON.stringify([u.member, g])) ?? []).flatMap((x) => [x.from, x.to])),
         exits.get(u.observer) ?? Infinity,
       ].filter(Number.isFinite)
+      // A view has caught up with a membership once it has seen the member present since the membership began.
+      const caughtUp = (s: Series, t: number): boolean => {
+        const span = (spans.get(JSON.stringify([s.member, s.group])) ?? []).find((x) => x.from <= t && t < x.to)
+        return span !== undefined && s.seen.some((y) => y.present && span.from <= y.at && y.at <= t)
+      }
       const compared = (t: number): boolean =>
-        t < (exits.get(u.observer) ?? Infinity) && memberAt(u.member, u.group, t) && memberAt(u.member, w.group, t)
-        && !(cutAt(t) && cutOff(u.observer, cutAt(t)!))
+        t < (exits.get(u.observer) ?? Infinity) && caughtUp(u, t) && caughtUp(w, t) && !(cutAt(t) && cutOff(u.observer, cutAt(t)!))
       const allowed = (t: number): boolean =>
         cuts.some((c) => (c.at <= t && t < c.at + detectBound(c)) || (c.healAt <= t && t < c.healAt + (options.recoverWithinMs ?? 0)))
       disagreements.push(...disagreementsOf(u, w, edges, compared, allowed))
