@@ -51,6 +51,10 @@ interface BackendFigures {
   recoveryMaxMs: number | null
   recoveryLate: number
   lost: number
+  /** Stretches of an observer's isUp and watch views of a member disagreeing; those beyond the bounds; the longest. */
+  disagreements: number
+  disagreementsBeyond: number
+  disagreementMaxMs: number | null
   known: Record<string, number>
   unknown: string[]
   /** The worst finding (or, with none, the slowest detection), with the seed of its schedule. */
@@ -112,6 +116,9 @@ function figures(b: PartitionBackend, results: PartitionRunResult[]): BackendFig
     recoveryMaxMs: max(all((r) => r.report.recovery.items.map((x) => x.ms))),
     recoveryLate: all((r) => r.report.recovery.late).length,
     lost: all((r) => r.report.lost).length,
+    disagreements: all((r) => r.report.disagreements.items).length,
+    disagreementsBeyond: all((r) => r.report.disagreements.beyond).length,
+    disagreementMaxMs: max(all((r) => r.report.disagreements.items.map((d) => d.ms))),
     known,
     unknown,
     worst,
@@ -134,12 +141,14 @@ export function renderSection(all: BackendFigures[], meta: { finishedAt: string;
     + `Each schedule is ${meta.faultsPerSchedule} seeded fault(s) (isolate a node with or without its client, isolate the leader or master, a random `
     + 'minority split, one-way drops, a flapping link, SIGSTOP of a server); '
     + `${meta.perRun} schedules run back to back on each fresh cluster. Three client processes (each on a host of its own, given every server's address) `
-    + 'loop on one lock with writes to a fenced register, run for leader of one group, and join and watch one group; liveness 4 s. The checker '
-    + '(test/fault/support/partition-checker.ts) reads the history on one clock. '
+    + 'loop on one lock with writes to a fenced register, run for leader of one group, join and watch one group, and run the service-group API '
+    + "(tooz driver, report_interval 10 s) for a service of their own, asking isUp() of every client's service every 250-500 ms; liveness 4 s. "
+    + 'The checker (test/fault/support/partition-checker.ts) reads the history on one clock; isUp is held to the membership bounds, and to the '
+    + "observer's own watch (disagreements: n, max, beyond the bounds). "
     + `Last run finished ${meta.finishedAt}. Replay a schedule: \`PARTITION_SEED=<seed> npm run test:partitions -- --backend <backend>\`.`,
     '',
-    '| backend | runs | schedules | belief overlaps (max) | dual leaders | fencing violations | false downs (max) | detection: n, median, max | missed / late | recovery: n, max | lost | register accepted / rejected |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| backend | runs | schedules | belief overlaps (max) | dual leaders | fencing violations | false downs (max) | detection: n, median, max | missed / late | recovery: n, max | lost | isUp vs watch: disagreements, max, beyond | register accepted / rejected |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for (const f of all) {
     out.push(
@@ -147,7 +156,9 @@ export function renderSection(all: BackendFigures[], meta: { finishedAt: string;
         ms(f.overlapMaxMs)
       }) | ${f.dualLeaders} | ${f.fencingViolations} | ${f.falseDowns} (${ms(f.falseDownMaxMs)}) | ${f.detections}, ${ms(f.detectionMedianMs)}, ${
         ms(f.detectionMaxMs)
-      } | ${f.missed} / ${f.late} | ${f.recoveries}, ${ms(f.recoveryMaxMs)} | ${f.lost} | ${f.registerAccepted} / ${f.registerRejected} |`,
+      } | ${f.missed} / ${f.late} | ${f.recoveries}, ${ms(f.recoveryMaxMs)} | ${f.lost} | ${f.disagreements}, ${
+        ms(f.disagreementMaxMs)
+      }, ${f.disagreementsBeyond} | ${f.registerAccepted} / ${f.registerRejected} |`,
     )
   }
   out.push('')

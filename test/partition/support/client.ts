@@ -7,7 +7,14 @@
  *   to the fenced register (register.ts; the register writes its own verdict);
  * - leader election: runs for leader of one group and stands down after a random term;
  * - membership: joins one group and watches it (memberJoined/memberLeft, one getMembers snapshot
- *   once the watch is up, so that its view starts complete).
+ *   once the watch is up, so that its view starts complete);
+ * - service group: Nova's service-group API with the tooz driver over the same URL (a Coordinator
+ *   of its own, as a Nova service's is), joining its own service (host = its client host, one
+ *   topic for all) and asking isUp() of every client's service every few hundred ms. Its `join`
+ *   and `isUp` records name the topic as `resource`; an isUp names the client process reporting
+ *   the service asked about as `member`, so that the checker knows its host (the answer is `value`).
+ *   The API's own Coordinator's connectionStateChanged and membershipLost are written under
+ *   `<name>/sg` (a process record of its own, same host), to tell why a service went down.
  *
  * Conventions of partition-checker.ts: the `start` record (naming the host) comes first; a
  * release's and a stand-down's `invoke` is written before the call; `exit` is written after the
@@ -16,6 +23,8 @@
  * Usage: ip netns exec NS node --import tsx test/partition/support/client.ts '<json ClientSpec>'
  */
 import { connect } from '../../../src/index.js'
+import type { ToozDriver } from '../../../src/servicegroup/drivers/tooz.js'
+import { createServiceGroup, openCatalog, type ServiceGroup } from '../../../src/servicegroup/index.js'
 import { HistoryWriter } from '../../fault/support/partition-history.js'
 
 /** What the harness passes as argv[2]. */
@@ -32,6 +41,11 @@ export interface ClientSpec {
   election?: { group: string; termMs: [number, number] }
   /** The group to join and watch. */
   group?: string
+  /**
+   * The service-group workload: its topic, every client's process name by its host (the services
+   * it asks about), the pause between two rounds of isUp(), and report_interval.
+   */
+  services?: { topic: string; processes: Record<string, string>; pollMs: [number, number]; reportIntervalS: number }
 }
 
 const spec = JSON.parse(process.argv[2] ?? '') as ClientSpec
@@ -159,12 +173,60 @@ async function membership(group: string): Promise<void> {
   }
 }
 
+/** Joins this client's service to the topic; resolves once its first report is in (up). */
+async function joinService(s: NonNullable<ClientSpec['services']>): Promise<ServiceGroup> {
+  // The catalog (Nova's services table) is private to the process: tooz's liveness does not read it.
+  const sg = await createServiceGroup({
+    catalog: await openCatalog('sqlite://'),
+    closeCatalog: true,
+    driver: 'tooz',
+    toozUrl: spec.url,
+    reportIntervalSeconds: s.reportIntervalS,
+  })
+  // Its Coordinator's connection and membership events, under a process name of its own (`<name>/sg`, same host): they
+  // tell why a service went down, and the checker reads no view from them (that process joins nothing).
+  const sgName = `${spec.name}/sg`
+  const sgc = (sg.driver as ToozDriver).coordinator
+  h.write({ type: 'process', what: 'start', host: spec.host, pid: process.pid, process: sgName })
+  sgc.on('connectionStateChanged', (e) => h.write({ type: 'event', event: 'connectionStateChanged', state: e.state, previous: e.previous, process: sgName }))
+  sgc.on('membershipLost', (e) => h.write({ type: 'event', event: 'membershipLost', group: e.group, reason: e.reason, process: sgName }))
+  h.write({ type: 'op', op: 'join', phase: 'invoke', resource: s.topic })
+  await sg.join(spec.host, s.topic)
+  // join() resolves after the first report whether or not it worked; a failed one latches the reporter.
+  if (sg.health().some((r) => r.disconnected)) {
+    h.write({ type: 'op', op: 'join', phase: 'fail', resource: s.topic, error: 'first report failed' })
+    throw new Error(`service ${spec.host} could not join ${s.topic}`)
+  }
+  h.write({ type: 'op', op: 'join', phase: 'ok', resource: s.topic })
+  return sg
+}
+
+/** Asks isUp() of every client's service, all at once, round after round until stopping. */
+async function pollServices(sg: ServiceGroup, s: NonNullable<ClientSpec['services']>): Promise<void> {
+  while (!stopping) {
+    await Promise.all(
+      Object.entries(s.processes).map(async ([host, member]) => {
+        h.write({ type: 'op', op: 'isUp', phase: 'invoke', resource: s.topic, member })
+        try {
+          const up = await sg.isUp({ host, topic: s.topic })
+          if (!stopping) h.write({ type: 'op', op: 'isUp', phase: 'ok', resource: s.topic, member, value: up })
+        } catch (err) {
+          if (!stopping) h.write({ type: 'op', op: 'isUp', phase: 'fail', resource: s.topic, member, error: why(err) })
+        }
+      }),
+    )
+    await pause(between(s.pollMs))
+  }
+}
+
 if (spec.group !== undefined) await membership(spec.group)
+const sg = spec.services === undefined ? undefined : await joinService(spec.services)
 if (spec.election !== undefined) {
   await c.joinGroupCreate(spec.election.group).catch(() => {})
   runForLeader(spec.election)
 }
 const loop = spec.lock === undefined ? Promise.resolve() : lockLoop(spec.lock)
+const polling = sg === undefined ? Promise.resolve() : pollServices(sg, spec.services!)
 process.stdout.write('ready\n')
 
 process.on('SIGTERM', () => {
@@ -174,7 +236,8 @@ process.on('SIGTERM', () => {
   if (leading !== undefined) h.write({ type: 'op', op: 'standDown', phase: 'invoke', resource: leading })
   leading = undefined
   h.write({ type: 'process', what: 'exit' })
-  void c.stop().finally(() => process.exit(0))
+  if (sg) h.write({ type: 'process', what: 'exit', process: `${spec.name}/sg` })
+  void Promise.allSettled([c.stop(), sg?.close()]).finally(() => process.exit(0))
 })
-await loop
+await Promise.all([loop, polling])
 setInterval(() => {}, 60_000)

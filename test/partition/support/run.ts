@@ -1,9 +1,9 @@
 /**
  * One partition run (issue 27): six hosts (servers n1-n3, clients c1-c3; hosts.ts), a real cluster
  * across n1-n3 (test/support/cluster.ts with a Placement), the fenced register in the test process
- * (register.ts), one client process per client host running the lock, election and membership
- * workloads against every server's address (client.ts), then the nemesis playing schedules back
- * to back (nemesis.ts), a quiet tail for recovery, a clean stop, and the checker
+ * (register.ts), one client process per client host running the lock, election, membership and
+ * service-group (isUp) workloads against every server's address (client.ts), then the nemesis
+ * playing schedules back to back (nemesis.ts), a quiet tail for recovery, a clean stop, and the checker
  * (test/fault/support/partition-checker.ts) on the whole history. Everything made is removed at the
  * end, pass or fail.
  */
@@ -142,6 +142,13 @@ export async function partitionRun(
         lock: { name: `lock-${id}`, register: register.url, holdMs: [300, 1_500] },
         election: { group: `elect-${id}`, termMs: [1_000, 4_000] },
         group: `members-${id}`,
+        // report_interval as Nova's default: a service dropped by the backend is back at its next report.
+        services: {
+          topic: `services-${id}`,
+          processes: Object.fromEntries(clientHosts.map((h) => [h, `${h}-w${id}`])),
+          pollMs: [250, 500],
+          reportIntervalS: 10,
+        },
       }
       clients.push(hosts.spawn(c, process.execPath, ['--import', 'tsx', CLIENT, JSON.stringify(spec)], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] }))
     }
