@@ -204,6 +204,17 @@ describe('fault: partition checker', () => {
     const slow = check(membership().map((r) => (r[0] === 11_500 ? seen(14_000, 'w1', 'c', true) : r)), bounds)
     assert.deepEqual(slow.recovery.late.map((x) => [x.observer, x.ms]), [['w1', 4_000]])
     assert.match(renderPartitionReport(neverSeen), /Lost: 1 \(w1 \(watch\) never saw c back in g after line 17 \(heal: line 19\)\)/)
+    // The harness stops every process cleanly at the end of a run: recovery is still owed before those exits.
+    const stopped = (rows: Row[]): Row[] => [
+      ...rows,
+      ...['a', 'b', 'c'].map((p): Row => [20_000, p, { type: 'process', what: 'exit' }]),
+      seen(20_100, 'w1', 'a', false),
+      ...['w1', 'w5'].map((p): Row => [20_200, p, { type: 'process', what: 'exit' }]),
+    ]
+    assert.equal(check(stopped(membership()), bounds).failures, 0, renderPartitionReport(check(stopped(membership()), bounds)))
+    assert.deepEqual(check(stopped(without(membership(), (r) => r[0] === 11_500)), bounds).lost.map((l) => [l.observer, l.member]), [['w1', 'c']])
+    const slowStopped = check(stopped(membership().map((r) => (r[0] === 11_500 ? seen(14_000, 'w1', 'c', true) : r))), bounds)
+    assert.deepEqual(slowStopped.recovery.late.map((x) => [x.observer, x.ms]), [['w1', 4_000]])
   })
 
   it('locks and leadership after the heal: never granted again is lost; granted, or still held, is not', () => {

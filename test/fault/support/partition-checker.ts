@@ -447,6 +447,14 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   const spans = membershipsOf(h)
   const memberAt = (process: string, group: string, t: number, until = t): boolean =>
     (spans.get(JSON.stringify([process, group])) ?? []).some((s) => s.from <= t && until < s.to)
+  // A clean `exit` (the harness stops every client at the end of a run) ends what can be asked of a process, not its duty: a
+  // member that must come back must do so before it or its observer exits. A `kill` is a death: nothing is owed after it.
+  const exits = new Map<string, number>()
+  for (const e of h) if (e.type === 'process' && e.what === 'exit' && !exits.has(e.process)) exits.set(e.process, e.at)
+  const exitAt = (process: string): number => exits.get(process) ?? Infinity
+  /** Joined from `t` through `until` (a membership ended by a clean exit at `until` counts). */
+  const joinedThrough = (process: string, group: string, t: number, until: number): boolean =>
+    t <= until && (spans.get(JSON.stringify([process, group])) ?? []).some((s) => s.from <= t && until <= s.to && (until < s.to || until === exitAt(process)))
 
   const beliefs = beliefsOf(h)
   const overlaps = overlapsOf(beliefs, endAt)
@@ -497,8 +505,8 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
     const windowEnd = cuts[n + 1]?.at ?? Infinity
     for (const s of series) {
       if (!cutOff(s.member, c) && !cutOff(s.observer, c)) continue
-      // Only members that stayed joined and alive from the cut to the end of this window must come back.
-      if (!memberAt(s.member, s.group, c.at, Math.min(windowEnd, endAt))) continue
+      // Only members that stayed joined and alive from the cut to the end of this window (or to their or the observer's exit) must come back.
+      if (!joinedThrough(s.member, s.group, c.at, Math.min(windowEnd, endAt, exitAt(s.member), exitAt(s.observer)))) continue
       const gone = s.seen.find((y) => !y.present && y.at >= c.at && y.at < windowEnd)
       if (!gone) continue
       const back = s.seen.find((y) => y.present && y.at > gone.at && y.at < windowEnd)
@@ -532,20 +540,21 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
       else if (!heldAtEnd('leadership', group)) lost.push({ what: 'leadership', healId: c.healId, resource: group, lastId: c.healId })
     }
   })
-  // Members never seen back: the last sighting says gone, yet the member is joined and alive to the end and the observer still
-  // there. Lost whether or not a cut caused it (a member dropped for good on the majority side is also a false down).
-  const died = new Set(h.flatMap((e) => (e.type === 'process' && e.what !== 'start' ? [e.process] : [])))
+  // Members never seen back: the last sighting says gone, yet the member is joined and alive to the end (or to its or the observer's
+  // exit) and the observer not killed. Lost whether or not a cut caused it (a member dropped for good on the majority side is also a
+  // false down).
+  const killed = new Set(h.flatMap((e) => (e.type === 'process' && e.what === 'kill' ? [e.process] : [])))
   for (const s of series) {
     const last = s.seen.at(-1)!
-    if (last.present || died.has(s.observer) || !memberAt(s.member, s.group, last.at, endAt)) continue
+    if (last.present || killed.has(s.observer) || !joinedThrough(s.member, s.group, last.at, Math.min(endAt, exitAt(s.member), exitAt(s.observer)))) continue
     const healId = cuts.filter((c) => c.healAt <= last.at).at(-1)?.healId ?? cuts.find((c) => c.at <= last.at && last.at < c.healAt)?.healId
     lost.push({ what: 'member', healId, resource: s.group, member: s.member, observer: s.observer, via: s.via, lastId: last.id })
   }
   const lateBack = recoveries.filter((r) => r.what === 'member' && options.recoverWithinMs !== undefined && r.ms > options.recoverWithinMs)
 
   // Agreement of isUp with the watch, per observer and member (see the file's doc). Findings need both bounds.
-  const exits = new Map<string, number>()
-  for (const e of h) if (e.type === 'process' && e.what !== 'start' && !exits.has(e.process)) exits.set(e.process, e.at)
+  const ends = new Map<string, number>()
+  for (const e of h) if (e.type === 'process' && e.what !== 'start' && !ends.has(e.process)) ends.set(e.process, e.at)
   const detectBound = (c: Cut): number => (options.detectWithinMs ?? 0) + (c.takesLeader ? options.electionMs ?? 0 : 0)
   const disagreements: Disagreement[] = []
   for (const u of series.filter((x) => x.via === 'isUp')) {
@@ -553,7 +562,7 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
       const edges = [
         ...cuts.flatMap((c) => [c.at, c.healAt, c.at + detectBound(c), c.healAt + (options.recoverWithinMs ?? 0)]),
         ...[u.group, w.group].flatMap((g) => (spans.get(JSON.stringify([u.member, g])) ?? []).flatMap((x) => [x.from, x.to])),
-        exits.get(u.observer) ?? Infinity,
+        ends.get(u.observer) ?? Infinity,
       ].filter(Number.isFinite)
       // A view has caught up with a membership once it has seen the member present since the membership began.
       const caughtUp = (s: Series, t: number): boolean => {
@@ -561,7 +570,7 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
         return span !== undefined && s.seen.some((y) => y.present && span.from <= y.at && y.at <= t)
       }
       const compared = (t: number): boolean =>
-        t < (exits.get(u.observer) ?? Infinity) && caughtUp(u, t) && caughtUp(w, t) && !(cutAt(t) && cutOff(u.observer, cutAt(t)!))
+        t < (ends.get(u.observer) ?? Infinity) && caughtUp(u, t) && caughtUp(w, t) && !(cutAt(t) && cutOff(u.observer, cutAt(t)!))
       const allowed = (t: number): boolean =>
         cuts.some((c) => (c.at <= t && t < c.at + detectBound(c)) || (c.healAt <= t && t < c.healAt + (options.recoverWithinMs ?? 0)))
       disagreements.push(...disagreementsOf(u, w, edges, compared, allowed))
