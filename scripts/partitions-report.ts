@@ -208,7 +208,7 @@ async function main(): Promise<number> {
     const seeds = replay === undefined ? [...Array(total).keys()].map((i) => base + i) : [replay]
     const results: PartitionRunResult[] = []
     for (let i = 0; i < seeds.length; i += perRun) {
-      const schedules: Schedule[] = seeds.slice(i, i + perRun).map((seed) => makeSchedule(seed, { size: 3, count, ...b.schedule, kinds: FAULT_KINDS }))
+      const schedules: Schedule[] = seeds.slice(i, i + perRun).map((seed) => makeSchedule(seed, { size: 3, count, kinds: FAULT_KINDS, ...b.schedule }))
       for (const s of schedules) log(`${b.name} seed ${s.seed}: ${describeSchedule(s)}`)
       const r = await partitionRun(b, schedules, log)
       log(`${b.name}: ${renderPartitionReport(r.report)}`)

@@ -196,6 +196,17 @@ describe('fault: partition checker', () => {
     assert.equal(short.failures, 0, renderPartitionReport(short))
   })
 
+  it("sides: a cut's `majority` (a single server's side) is the majority, however few hosts it has", () => {
+    const sides = (majority?: number): Row[] =>
+      membership().map((r) => (r[0] === 1_000 ? [1_000, 'nemesis', { type: 'nemesis', what: 'cut', sides: [['n1', 'n2'], ['n3', 'n4', 'n5']], majority }] : r))
+    // By size, n3-n5 are the majority: w5 on n5 must see a (n1) gone, and w1 is cut off.
+    assert.deepEqual(check(sides(), bounds).detection.items.map((d) => [d.observer, d.member, d.ms]), [['w5', 'a', 3_000]])
+    // Named, n1-n2 are: w1 must see c (n5) gone, and w5 is cut off.
+    const served = check(sides(0), bounds)
+    assert.equal(served.failures, 0, renderPartitionReport(served))
+    assert.deepEqual(served.detection.items.map((d) => [d.observer, d.member, d.ms]), [['w1', 'c', 2_000]])
+  })
+
   it('membership: a member never seen back after the heal is lost; one seen back late is late', () => {
     const neverSeen = check(without(membership(), (r) => r[0] === 11_500), bounds)
     assert.deepEqual(neverSeen.lost.map((l) => [l.what, l.observer, l.member, l.lastId]), [['member', 'w1', 'c', 17]])
@@ -365,6 +376,7 @@ describe('fault: partition checker', () => {
     bad('{"type":"event","event":"lockStolen","at":1,"process":"a"}', /unknown event "lockStolen"/)
     bad('{"type":"nemesis","what":"cut","sides":[["n1","n2"],["n2"]],"at":1,"process":"n"}', /a host is on two sides/)
     bad('{"type":"nemesis","what":"cut","sides":[["n1"],["n2"]],"takesLeader":"yes","at":1,"process":"n"}', /`takesLeader`/)
+    bad('{"type":"nemesis","what":"cut","sides":[["n1"],["n2"]],"majority":2,"at":1,"process":"n"}', /`majority`/)
     bad('{"type":"fence","register":"R","writer":"a","token":"1","at":"soon","process":"r"}', /`at` is not a finite number/)
   })
 })

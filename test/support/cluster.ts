@@ -40,11 +40,15 @@ export interface ClusterNode {
   kill(): Promise<void>
   /** Starts it again (same ports, same data directory) and waits until it answers. */
   start(): Promise<void>
+  /** SIGSTOP of the node and every process it runs (PostgreSQL's backends), where SIGSTOP of its PID alone would not stop it answering. */
+  pause?(): void
+  /** SIGCONT after pause(). */
+  resume?(): void
 }
 
 /** A running cluster. */
 export interface Cluster {
-  readonly kind: 'zookeeper' | 'etcd3' | 'redis-sentinel'
+  readonly kind: 'zookeeper' | 'etcd3' | 'redis-sentinel' | 'postgresql' | 'mysql' | 'memcached'
   readonly nodes: readonly ClusterNode[]
   /** A rollcall URL naming every node (for Redis: every sentinel), with `query` appended. */
   url(query: string): string

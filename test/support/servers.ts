@@ -2,8 +2,12 @@
  * Private backend servers for tests that stop, pause, restart or cut a server: each on its own
  * free loopback port, with its own data directory, started as a child of the test process and
  * ended by its PID. The shared servers of scripts/backends.sh are never touched.
+ *
+ * With a {@link ServerPlacement} (the partition harness, test/partition/) the server runs inside a
+ * network namespace (`ip netns exec`, which execs the server, so the PID is the server's) and
+ * listens on that host's address instead of loopback.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, connect as tcpConnect } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -28,6 +32,17 @@ export interface PrivateServer {
   start(options?: { wipe?: boolean }): Promise<void>
   /** Kills it and removes its data. */
   stop(): Promise<void>
+}
+
+/** Where a private server runs when not on loopback: a network namespace and its address (test/partition/support/hosts.ts). */
+export interface ServerPlacement {
+  readonly address: string
+  readonly netns: string
+}
+
+/** Spawns `cmd` in `placement`'s namespace, or here without one. */
+export function spawnPlaced(cmd: string, args: readonly string[], placement: ServerPlacement | undefined, options: SpawnOptions): ChildProcess {
+  return placement === undefined ? spawn(cmd, args, options) : spawn('ip', ['netns', 'exec', placement.netns, cmd, ...args], options)
 }
 
 const live = new Set<ChildProcess>()
@@ -99,12 +114,13 @@ export interface Recipe {
   probe: string | undefined
   expect: RegExp
   readyMs: number
-  /** The loopback address it listens on (default 127.0.0.1). */
+  /** The loopback address it listens on (default 127.0.0.1); with a placement, the placement's address instead. */
   host?: '127.0.0.1' | '::1'
 }
 
-/** Starts a private server of `recipe` on a free loopback port. */
-export async function startPrivate(recipe: Recipe): Promise<PrivateServer> {
+/** Starts a private server of `recipe` on a free loopback port (with `placement`: in its namespace, on its address). */
+export async function startPrivate(recipe: Recipe, placement?: ServerPlacement): Promise<PrivateServer> {
+  const host = placement?.address ?? recipe.host ?? '127.0.0.1'
   const port = await freePort()
   const extraPort = await freePort()
   const dir = mkdtempSync(join(tmpdir(), `rollcall-${recipe.kind}-`))
@@ -116,14 +132,14 @@ export async function startPrivate(recipe: Recipe): Promise<PrivateServer> {
     }
     recipe.prepare?.(port, dir)
     const { cmd, args } = recipe.command(port, dir, extraPort)
-    const p = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+    const p = spawnPlaced(cmd, args, placement, { stdio: ['ignore', 'ignore', 'pipe'] })
     let stderr = ''
     p.stderr!.on('data', (d) => (stderr = (stderr + String(d)).slice(-4000)))
     live.add(p)
     p.once('exit', () => live.delete(p))
     child = p
     try {
-      await waitReady(port, recipe.probe, recipe.expect, recipe.readyMs, recipe.host)
+      await waitReady(port, recipe.probe, recipe.expect, recipe.readyMs, host)
     } catch (err) {
       p.kill('SIGKILL')
       throw new Error(`${(err as Error).message}; ${recipe.kind} said: ${stderr}`)
@@ -142,7 +158,7 @@ export async function startPrivate(recipe: Recipe): Promise<PrivateServer> {
   return {
     kind: recipe.kind,
     port,
-    url: `${recipe.scheme}://${recipe.host === '::1' ? '[::1]' : '127.0.0.1'}:${port}`,
+    url: `${recipe.scheme}://${host === '::1' ? '[::1]' : host}:${port}`,
     get pid() {
       return child?.pid
     },
@@ -192,16 +208,16 @@ export function startRedis(options: { requirePass?: string; fsyncEveryWrite?: bo
   })
 }
 
-/** A private memcached. */
-export function startMemcached(): Promise<PrivateServer> {
+/** A private memcached (with `placement`: in a network namespace, on its address). */
+export function startMemcached(placement?: ServerPlacement): Promise<PrivateServer> {
   return startPrivate({
     kind: 'memcached',
     scheme: 'memcached',
     probe: 'version\r\n',
     expect: /VERSION/,
     readyMs: 10_000,
-    command: (port) => ({ cmd: 'memcached', args: ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-u', 'nobody', '-m', '64'] }),
-  })
+    command: (port) => ({ cmd: 'memcached', args: ['-l', placement?.address ?? '127.0.0.1', '-p', String(port), '-U', '0', '-u', 'nobody', '-m', '64'] }),
+  }, placement)
 }
 
 /** A private single-node ZooKeeper (tickTime 500 ms, so sessions from 1 s up), on 127.0.0.1 or ::1. */

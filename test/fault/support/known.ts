@@ -22,6 +22,15 @@ export const KNOWN_BUGS = {
     'Redis with Sentinel: fencing tokens are a counter on the master, which asynchronous replication loses on failover, so a lock re-taken on the new '
     + 'master repeats a token; and a holder cut off with the old master is never told during the partition (overlaps of 13-14 s for a 7.3 s cut, '
     + 'issue 27). Fix: put the failover epoch in the token (or WAIT before granting) and expire holds client-side on the master link.',
+  'memcached-paused-holder':
+    "memcached, a lock holder or leader paused (SIGSTOP) past its key's expiry: the key lapses on the server and the next contender is granted the lock "
+    + 'or leadership while the paused process, which runs no code, still believes it holds it (overlaps of up to the pause, issue 27). memcached has no '
+    + "fencing token to refuse the stale holder's writes; a holder cut off by the network is told in time (client-side expiry at half the key's TTL). "
+    + 'Inherent to a lease without fencing: documented in docs/drivers.md; use a backend with fencing where a paused process must not act.',
+  'memcached-stale-beat-after-reconnect':
+    'memcached, after a heal: a heartbeat sent before the reconnect fails (or reports the group it could not refresh) after the Coordinator reconnected '
+    + 'and rejoined, and is judged against the old liveness deadline, so the member sees itself lost and rejoined again within a few ms (a false down of '
+    + "the member's own view, issue 27). Fix: judge a beat's failure against the connection it was sent on (src/coordination/heartbeat.ts, runtime.ts).",
 } as const satisfies Record<string, string>
 
 /** A known bug's id. */

@@ -14,8 +14,9 @@
  * 1 µs before the end is.
  *
  * Sides. During a cut (nemesis `cut` to `heal`) a host on the side with more than half of all hosts
- * is on the majority; every other host is cut off (with no majority side, every host is). Outside
- * cuts every host is on the majority. An observer that is cut off is not asked to be right.
+ * (or on the side the cut names as its `majority`: a single server's) is on the majority; every
+ * other host is cut off (with no majority side, every host is). Outside cuts every host is on the
+ * majority. An observer that is cut off is not asked to be right.
  *
  * Views. Who sees whom (`via`): `watch` (memberJoined/memberLeft events and getMembers snapshots of
  * a watcher), `isUp` (the service-group API's answer; its group is the topic, joined by the
@@ -237,7 +238,7 @@ function cutsOf(h: readonly HistoryEntry[]): Cut[] {
     } else {
       if (!open) throw new PartitionHistoryError(`the heal of line ${e.id} heals no cut`)
       const all = open.sides.flat().length
-      const majority = open.sides.find((s) => s.length * 2 > all) ?? []
+      const majority = (open.majority === undefined ? open.sides.find((s) => s.length * 2 > all) : open.sides[open.majority]) ?? []
       cuts.push({ id: open.id, at: open.at, takesLeader: open.takesLeader === true, healId: e.id, healAt: e.at, majority: new Set(majority) })
       open = undefined
     }

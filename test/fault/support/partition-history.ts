@@ -120,7 +120,8 @@ export interface FenceRecord extends RecordBase {
 
 /**
  * A nemesis step. `cut`: from now on only hosts on the same side reach each other (`sides` lists
- * every host, each on one side; the side with more than half of them is the majority). `heal`:
+ * every host, each on one side; the side with more than half of them is the majority, unless
+ * `majority` names another). `heal`:
  * everything reaches everything again. Cuts do not nest: each is healed before the next.
  */
 export type NemesisRecord =
@@ -130,6 +131,11 @@ export type NemesisRecord =
     sides: string[][]
     /** The cut leaves the cluster's leader (ZooKeeper leader, etcd leader) off the majority side, so the majority elects one first. */
     takesLeader?: boolean
+    /**
+     * The index in `sides` of the side that is served, when it is not the side with more than half
+     * of the hosts: a single server's side, however few clients are on it.
+     */
+    majority?: number
   }
   | RecordBase & { type: 'nemesis'; what: 'heal' }
 
@@ -240,6 +246,9 @@ function problemOf(r: Record<string, unknown>): string | undefined {
       }
       if (new Set(r.sides.flat()).size !== r.sides.flat().length) return 'a host is on two sides of a cut'
       if (r.takesLeader !== undefined && typeof r.takesLeader !== 'boolean') return '`takesLeader` of a cut is not a boolean'
+      if (r.majority !== undefined && !(Number.isInteger(r.majority) && (r.majority as number) >= 0 && (r.majority as number) < r.sides.length)) {
+        return '`majority` of a cut is not the index of one of its sides'
+      }
       return undefined
     default:
       return `unknown record type ${JSON.stringify(r.type)}`

@@ -4,16 +4,21 @@
  * pause(), resume() and kill() signal the server and every process it started, by PID
  * (PostgreSQL serves each connection from a child process). The shared servers of
  * scripts/backends.sh are never touched.
+ *
+ * With a placement (the partition harness, test/partition/), the server runs in a network
+ * namespace on that host's address (servers.ts ServerPlacement) and lets every client of the
+ * hosts' private subnet in: PostgreSQL trusts any address, MariaDB gets a `root@'%'` and resolves
+ * no names (a reverse lookup of each client's address would stall every connect).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { execFile, type ChildProcess } from 'node:child_process'
+import { appendFileSync, chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { promisify } from 'node:util'
 import { join } from 'node:path'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
 import { descendants } from '../../support/processes.js'
-import { freePort, type PrivateServer } from '../../support/servers.js'
+import { freePort, spawnPlaced, type PrivateServer, type ServerPlacement } from '../../support/servers.js'
 import { until } from './harness.js'
 
 const live = new Set<ChildProcess>()
@@ -61,20 +66,22 @@ interface Recipe {
    * ZooKeeper ping), which then saw its own session lost.
    */
   init(dir: string): Promise<void>
-  command(dir: string, port: number): { cmd: string; args: string[] }
+  /** `host`: the address it listens on. */
+  command(dir: string, port: number, host: string): { cmd: string; args: string[] }
   /** Resolves once the server accepts the test's queries; creates the `rollcall` database. */
-  ready(port: number): Promise<void>
-  url(port: number): string
+  ready(port: number, host: string, dir: string): Promise<void>
+  url(port: number, host: string): string
 }
 
-async function startSql(recipe: Recipe): Promise<PrivateServer> {
+async function startSql(recipe: Recipe, placement?: ServerPlacement): Promise<PrivateServer> {
+  const host = placement?.address ?? '127.0.0.1'
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), `rollcall-${recipe.kind}-`))
   await recipe.init(dir)
   let child: ChildProcess | undefined
   const launch = async (): Promise<void> => {
-    const { cmd, args } = recipe.command(dir, port)
-    const p = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true })
+    const { cmd, args } = recipe.command(dir, port, host)
+    const p = spawnPlaced(cmd, args, placement, { stdio: ['ignore', 'ignore', 'pipe'], detached: true })
     let stderr = ''
     p.stderr!.on('data', (d) => (stderr = (stderr + String(d)).slice(-3_000)))
     live.add(p)
@@ -85,7 +92,7 @@ async function startSql(recipe: Recipe): Promise<PrivateServer> {
         `${recipe.kind} on port ${port}`,
         async () => {
           if (p.exitCode !== null) throw new Error(`${recipe.kind} exited with ${p.exitCode}: ${stderr}`)
-          await recipe.ready(port)
+          await recipe.ready(port, host, dir)
           return true
         },
         60_000,
@@ -124,7 +131,7 @@ async function startSql(recipe: Recipe): Promise<PrivateServer> {
   return {
     kind: recipe.kind,
     port,
-    url: recipe.url(port),
+    url: recipe.url(port, host),
     get pid() {
       return child?.pid
     },
@@ -145,16 +152,18 @@ async function startSql(recipe: Recipe): Promise<PrivateServer> {
   }
 }
 
-/** A private PostgreSQL, run as the `postgres` user (it refuses root), fsync off. */
-export function startPostgresql(): Promise<PrivateServer> {
+/** A private PostgreSQL, run as the `postgres` user (it refuses root), fsync off (with `placement`: in a network namespace). */
+export function startPostgresql(placement?: ServerPlacement): Promise<PrivateServer> {
   const asPostgres = ['--reuid=postgres', '--regid=postgres', '--init-groups']
   return startSql({
     kind: 'postgresql',
     async init(dir) {
       chownSync(dir, Number((await run('id', ['-u', 'postgres'])).trim()), Number((await run('id', ['-g', 'postgres'])).trim()))
       await run('setpriv', [...asPostgres, pgBin('initdb'), '-D', join(dir, 'data'), '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8'], 'initdb')
+      // initdb trusts loopback only; placed, the clients come from the hosts' subnet.
+      if (placement) appendFileSync(join(dir, 'data', 'pg_hba.conf'), 'host all all 0.0.0.0/0 trust\n')
     },
-    command: (dir, port) => ({
+    command: (dir, port, host) => ({
       cmd: 'setpriv',
       args: [
         ...asPostgres,
@@ -166,15 +175,15 @@ export function startPostgresql(): Promise<PrivateServer> {
         '-k',
         dir,
         '-h',
-        '127.0.0.1',
+        host,
         '-c',
         'fsync=off',
         '-c',
         'max_connections=200',
       ],
     }),
-    async ready(port) {
-      const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres', connectionTimeoutMillis: 2_000 })
+    async ready(port, host) {
+      const client = new pg.Client({ host, port, user: 'postgres', database: 'postgres', connectionTimeoutMillis: 2_000 })
       client.on('error', () => {})
       await client.connect()
       try {
@@ -184,12 +193,12 @@ export function startPostgresql(): Promise<PrivateServer> {
         await client.end().catch(() => {})
       }
     },
-    url: (port) => `postgresql://postgres@127.0.0.1:${port}/rollcall`,
-  })
+    url: (port, host) => `postgresql://postgres@${host}:${port}/rollcall`,
+  }, placement)
 }
 
-/** A private MariaDB, root without a password, no binary log. */
-export function startMysql(): Promise<PrivateServer> {
+/** A private MariaDB, root without a password, no binary log (with `placement`: in a network namespace). */
+export function startMysql(placement?: ServerPlacement): Promise<PrivateServer> {
   return startSql({
     kind: 'mysql',
     async init(dir) {
@@ -201,14 +210,15 @@ export function startMysql(): Promise<PrivateServer> {
         '--skip-test-db',
       ])
     },
-    command: (dir, port) => ({
+    command: (dir, port, host) => ({
       cmd: 'mariadbd',
       args: [
         '--no-defaults',
         `--datadir=${join(dir, 'data')}`,
         '--user=root',
         `--port=${port}`,
-        '--bind-address=127.0.0.1',
+        `--bind-address=${host}`,
+        ...(placement ? ['--skip-name-resolve'] : []),
         `--socket=${join(dir, 'sock')}`,
         `--pid-file=${join(dir, 'pid')}`,
         '--innodb-buffer-pool-size=16M',
@@ -217,14 +227,21 @@ export function startMysql(): Promise<PrivateServer> {
         '--max-connections=200',
       ],
     }),
-    async ready(port) {
-      const conn = await mysql.createConnection({ host: '127.0.0.1', port, user: 'root', connectTimeout: 2_000 })
+    async ready(port, host, dir) {
+      // Placed, root may come from the hosts' subnet: granted over the socket (not namespaced), which root@localhost may use.
+      const conn = placement
+        ? await mysql.createConnection({ socketPath: join(dir, 'sock'), user: 'root', connectTimeout: 2_000 })
+        : await mysql.createConnection({ host, port, user: 'root', connectTimeout: 2_000 })
       try {
+        if (placement) {
+          await conn.query("CREATE USER IF NOT EXISTS 'root'@'%'")
+          await conn.query("GRANT ALL ON *.* TO 'root'@'%'")
+        }
         await conn.query('CREATE DATABASE IF NOT EXISTS rollcall')
       } finally {
         await conn.end().catch(() => {})
       }
     },
-    url: (port) => `mysql://root@127.0.0.1:${port}/rollcall`,
-  })
+    url: (port, host) => `mysql://root@${host}:${port}/rollcall`,
+  }, placement)
 }

@@ -20,6 +20,15 @@
  * - `flap`: the server's isolation cut and healed 3-5 times, 0.5-2 s each (one cut/heal pair each);
  * - `pause`: SIGSTOP of the server's process, SIGCONT at the heal (recorded as its isolation: none
  *   of its peers or clients gets an answer from it meanwhile).
+ *
+ * A single server (PostgreSQL, MariaDB, memcached: one server host n1, three clients) has no
+ * majority of hosts that goes on serving: whoever is on the server's side is served, everyone
+ * else is cut off. Its cut records say so (`majority`: the index of the server's side), and its
+ * schedules draw from {@link SINGLE_SERVER_FAULT_KINDS}: the server's kinds above (`split` being
+ * the server with some of the clients) and the same done to one client, drawn by the seed:
+ * - `isolate-client`: the client alone on its side;
+ * - `client-drop-in`, `client-drop-out`: one way: the client hears nothing / nobody hears it;
+ * - `pause-client`: SIGSTOP of the client's process, SIGCONT at the heal (recorded as its isolation).
  */
 import type { Cluster } from '../../support/cluster.js'
 import type { HistoryWriter } from '../../fault/support/partition-history.js'
@@ -38,8 +47,25 @@ export const FAULT_KINDS = [
   'pause',
 ] as const
 
+/** The kinds of fault against a single server and its clients (see the file's doc). */
+export const SINGLE_SERVER_FAULT_KINDS = [
+  'isolate',
+  'split',
+  'drop-in',
+  'drop-out',
+  'flap',
+  'pause',
+  'isolate-client',
+  'client-drop-in',
+  'client-drop-out',
+  'pause-client',
+] as const
+
+/** The kinds that hit one client (its index in Fault.clients). */
+const CLIENT_KINDS: ReadonlySet<FaultKind> = new Set(['isolate-client', 'client-drop-in', 'client-drop-out', 'pause-client'])
+
 /** One kind of fault. */
-export type FaultKind = typeof FAULT_KINDS[number]
+export type FaultKind = typeof FAULT_KINDS[number] | typeof SINGLE_SERVER_FAULT_KINDS[number]
 
 /** One fault of a schedule. */
 export interface Fault {
@@ -50,7 +76,7 @@ export interface Fault {
   durationMs: number
   /** Server index (0-based); for the leader kinds, the fallback when no node leads. */
   node: number
-  /** For `split`: the client indices cut off with the server. */
+  /** For `split`: the client indices cut off with the server; for the client kinds: the one client hit. */
   clients: number[]
   /** For `flap`: [on, off] ms of each round. */
   rounds: [number, number][]
@@ -64,8 +90,10 @@ export interface Schedule {
 
 /** Bounds of generated schedules. */
 export interface ScheduleOptions {
-  /** Number of servers (and of clients). */
+  /** Number of servers (and of clients, unless `clients` says otherwise). */
   size: number
+  /** Number of clients, when not `size` (a single server has three). */
+  clients?: number
   /** Faults per schedule. */
   count: number
   /** Duration of a fault, [min, max] ms. */
@@ -97,7 +125,9 @@ export function makeSchedule(seed: number, o: ScheduleOptions): Schedule {
   for (let i = 0; i < o.count; i++) {
     const kind = kinds[int(0, kinds.length - 1)]!
     const node = int(0, o.size - 1)
-    const clients = kind === 'split' ? [...Array(o.size).keys()].filter(() => r() < 0.5) : []
+    // The client kinds draw their client after the node: the schedules of FAULT_KINDS draw as before.
+    const clientCount = o.clients ?? o.size
+    const clients = kind === 'split' ? [...Array(clientCount).keys()].filter(() => r() < 0.5) : CLIENT_KINDS.has(kind) ? [int(0, clientCount - 1)] : []
     const rounds: [number, number][] = kind === 'flap' ? [...Array(int(3, 5))].map(() => [int(500, 2_000), int(500, 2_000)]) : []
     const durationMs = kind === 'flap' ? rounds.reduce((n, [on, off]) => n + on + off, 0) : int(...o.faultMs)
     faults.push({ kind, gapMs: int(...o.gapMs), durationMs, node, clients, rounds })
@@ -117,6 +147,8 @@ export interface NemesisTarget {
   /** Host names of the servers (node i on servers[i]) and of the clients (client i on clients[i]). */
   servers: readonly string[]
   clients: readonly string[]
+  /** The PID of client i's process now (for `pause-client`). */
+  clientPid?(i: number): number | undefined
   /** The history, written as process `nemesis`. */
   history: HistoryWriter
   /** Stops early (the faults in progress are healed first). */
@@ -155,16 +187,19 @@ export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise
     const byLeader = f.kind === 'isolate-leader' || f.kind === 'isolate-leader-with-client'
     const leaderServer = leaderHost === undefined ? -1 : t.servers.indexOf(leaderHost)
     const node = byLeader && leaderServer >= 0 ? leaderServer : f.node
-    const victim = t.servers[node]!
-    const minority = [
+    const onClient = CLIENT_KINDS.has(f.kind)
+    const victim = onClient ? t.clients[f.clients[0]!]! : t.servers[node]!
+    const minority = onClient ? [victim] : [
       victim,
       ...(f.kind === 'isolate-with-client' || f.kind === 'isolate-leader-with-client' ? [t.clients[node]!] : []),
       ...f.clients.map((c) => t.clients[c]!),
     ]
     const majority = all.filter((h) => !minority.includes(h))
     const takesLeader = leaderHost !== undefined && minority.includes(leaderHost)
+    // A single server: its side is served, whatever its size.
+    const served = t.servers.length === 1 ? { majority: minority.includes(t.servers[0]!) ? 0 : 1 } : {}
     const cutRecord = (): void => {
-      t.history.write({ type: 'nemesis', what: 'cut', sides: [minority, majority], takesLeader })
+      t.history.write({ type: 'nemesis', what: 'cut', sides: [minority, majority], takesLeader, ...served })
     }
     const healRecord = (): void => {
       t.history.write({ type: 'nemesis', what: 'heal' })
@@ -181,17 +216,24 @@ export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise
         await sleep(off)
       }
     } else if (f.kind === 'pause') {
-      // A Redis host runs a data node and a sentinel: both are paused.
-      const pids = t.cluster.nodes.filter((n) => n.address === t.hosts.host(victim).address && n.pid !== undefined).map((n) => n.pid!)
+      // A Redis host runs a data node and a sentinel: both are paused. A node that pauses itself (PostgreSQL: with its backends) does so.
+      const nodes = t.cluster.nodes.filter((n) => n.address === t.hosts.host(victim).address && n.pid !== undefined)
       cutRecord()
-      for (const p of pids) t.hosts.pause(p)
+      for (const n of nodes) n.pause ? n.pause() : t.hosts.pause(n.pid!)
       await sleep(f.durationMs, t.signal)
-      for (const p of pids) t.hosts.resume(p)
+      for (const n of nodes) n.resume ? n.resume() : t.hosts.resume(n.pid!)
+      healRecord()
+    } else if (f.kind === 'pause-client') {
+      const pid = t.clientPid?.(f.clients[0]!)
+      cutRecord()
+      if (pid !== undefined) t.hosts.pause(pid)
+      await sleep(f.durationMs, t.signal)
+      if (pid !== undefined) t.hosts.resume(pid)
       healRecord()
     } else {
       cutRecord()
-      if (f.kind === 'drop-in') await t.hosts.drop(majority, minority)
-      else if (f.kind === 'drop-out') await t.hosts.drop(minority, majority)
+      if (f.kind === 'drop-in' || f.kind === 'client-drop-in') await t.hosts.drop(majority, minority)
+      else if (f.kind === 'drop-out' || f.kind === 'client-drop-out') await t.hosts.drop(minority, majority)
       else await t.hosts.cut([minority, majority])
       await sleep(f.durationMs, t.signal)
       await t.hosts.heal()
@@ -206,7 +248,9 @@ export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise
 export function describeSchedule(s: Schedule): string {
   return s.faults
     .map((f) =>
-      `${f.kind}(n${f.node + 1}${f.clients.length ? ` +${f.clients.map((c) => `c${c + 1}`).join(',')}` : ''}) after ${f.gapMs} ms for ${f.durationMs} ms`
+      `${f.kind}(${
+        CLIENT_KINDS.has(f.kind) ? `c${f.clients[0]! + 1}` : `n${f.node + 1}${f.clients.length ? ` +${f.clients.map((c) => `c${c + 1}`).join(',')}` : ''}`
+      }) after ${f.gapMs} ms for ${f.durationMs} ms`
     )
     .join('; ')
 }

@@ -1,6 +1,7 @@
 /**
  * One partition run (issue 27): six hosts (servers n1-n3, clients c1-c3; hosts.ts), a real cluster
- * across n1-n3 (test/support/cluster.ts with a Placement), the fenced register in the test process
+ * across n1-n3 (test/support/cluster.ts with a Placement), or four for a single server (n1 alone:
+ * single-server.ts, its clients cut off from it by the nemesis), the fenced register in the test process
  * (register.ts), one client process per client host running the lock, election, membership and
  * service-group (isUp) workloads against every server's address (client.ts), then the nemesis
  * playing schedules back to back (nemesis.ts), a quiet tail for recovery, a clean stop, and the checker
@@ -18,8 +19,9 @@ import { checkPartitionHistory, type PartitionCheckOptions, type PartitionReport
 import { HistoryWriter, readHistory, type HistoryEntry } from '../../fault/support/partition-history.js'
 import type { ClientSpec } from './client.js'
 import { Hosts } from './hosts.js'
-import { runSchedule, type Played, type Schedule, type ScheduleOptions } from './nemesis.js'
+import { runSchedule, SINGLE_SERVER_FAULT_KINDS, type Played, type Schedule, type ScheduleOptions } from './nemesis.js'
 import { startRegister } from './register.js'
+import { startSingleServer } from './single-server.js'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const REPO = join(HERE, '..', '..', '..')
@@ -28,17 +30,29 @@ const CLIENT = join(HERE, 'client.ts')
 /** A backend under partition: its cluster, the URL options its clients get, the checker's bounds and the schedules' bounds. */
 export interface PartitionBackend {
   /** The backend's name as docs/reliability.md reports it. */
-  name: 'zookeeper' | 'etcd3' | 'redis'
+  name: 'zookeeper' | 'etcd3' | 'redis' | 'postgresql' | 'mysql' | 'memcached'
   title: string
+  /** Server hosts (default 3); a single server has one, and its clients are cut off from it rather than it from a majority. */
+  servers?: number
   start(placement: Placement): Promise<Cluster>
   /** The URL query (liveness) of every client. */
   query: string
   check: PartitionCheckOptions
-  schedule: Omit<ScheduleOptions, 'size' | 'count'>
+  /** The schedules' bounds; `size` (default 3) and `count` are the run's. */
+  schedule: Omit<ScheduleOptions, 'size' | 'count'> & { size?: number }
 }
 
 /** Liveness of every client: session, lease or key TTL, in seconds. */
 export const LIVENESS_S = 4
+
+/** Schedules against one server and three clients (nemesis.ts SINGLE_SERVER_FAULT_KINDS). */
+const SINGLE_SERVER_SCHEDULE: PartitionBackend['schedule'] = {
+  size: 1,
+  clients: 3,
+  kinds: SINGLE_SERVER_FAULT_KINDS,
+  faultMs: [3_000, 12_000],
+  gapMs: [6_000, 9_000],
+}
 
 /** The backends, with their bounds. */
 export const PARTITION_BACKENDS: Record<PartitionBackend['name'], PartitionBackend> = {
@@ -67,6 +81,33 @@ export const PARTITION_BACKENDS: Record<PartitionBackend['name'], PartitionBacke
     // A cut master: the sentinels fail over after down-after (1 s) plus their own election.
     check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, electionMs: 6_000, recoverWithinMs: 15_000 },
     schedule: { faultMs: [3_000, 12_000], gapMs: [8_000, 12_000] },
+  },
+  postgresql: {
+    name: 'postgresql',
+    title: 'One PostgreSQL server, membership_timeout 4 s, clients cut off from it',
+    servers: 1,
+    start: (p) => startSingleServer('postgresql', p),
+    query: `timeout=${LIVENESS_S}`,
+    check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, recoverWithinMs: 10_000 },
+    schedule: SINGLE_SERVER_SCHEDULE,
+  },
+  mysql: {
+    name: 'mysql',
+    title: 'One MariaDB server, membership_timeout 4 s, clients cut off from it',
+    servers: 1,
+    start: (p) => startSingleServer('mysql', p),
+    query: `timeout=${LIVENESS_S}`,
+    check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, recoverWithinMs: 10_000 },
+    schedule: SINGLE_SERVER_SCHEDULE,
+  },
+  memcached: {
+    name: 'memcached',
+    title: 'One memcached server, member, lock and leader keys of 4 s, clients cut off from it',
+    servers: 1,
+    start: (p) => startSingleServer('memcached', p),
+    query: `timeout=${LIVENESS_S}`,
+    check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, recoverWithinMs: 10_000 },
+    schedule: SINGLE_SERVER_SCHEDULE,
   },
 }
 
@@ -118,7 +159,7 @@ export async function partitionRun(
   const began = now()
   const dir = mkdtempSync(join(tmpdir(), `rollcall-partition-${backend.name}-`))
   const historyPath = join(dir, 'history.jsonl')
-  const servers = ['n1', 'n2', 'n3']
+  const servers = ['n1', 'n2', 'n3'].slice(0, backend.servers ?? 3)
   const clientHosts = ['c1', 'c2', 'c3']
   const hosts = await Hosts.create([...servers, ...clientHosts])
   const clients: ChildProcess[] = []
@@ -160,7 +201,9 @@ export async function partitionRun(
     const windows: PartitionRunResult['windows'] = []
     for (const s of schedules) {
       const from = now()
-      played.push(...await runSchedule(s, { hosts, cluster, servers, clients: clientHosts, history: nemesis }))
+      played.push(
+        ...await runSchedule(s, { hosts, cluster, servers, clients: clientHosts, clientPid: (i) => clients[i]?.pid, history: nemesis }),
+      )
       windows.push({ seed: s.seed, from, to: now() })
       log(`${backend.name}: schedule ${s.seed} played (${played.length} faults so far)`)
     }

@@ -20,7 +20,7 @@ export interface Verdict {
 interface CutSpan {
   at: number
   healAt: number
-  /** Hosts on the minority side (every side but the largest). */
+  /** Hosts on the minority side (every side but the largest, or but the one the cut names its majority). */
   cutOff: Set<string>
 }
 
@@ -29,7 +29,7 @@ function cutsOf(h: readonly HistoryEntry[]): CutSpan[] {
   for (const e of h) {
     if (e.type !== 'nemesis') continue
     if (e.what === 'cut') {
-      const largest = [...e.sides].sort((a, b) => b.length - a.length)[0]!
+      const largest = e.majority === undefined ? [...e.sides].sort((a, b) => b.length - a.length)[0]! : e.sides[e.majority]!
       out.push({ at: e.at, healAt: Infinity, cutOff: new Set(e.sides.flat().filter((x) => !largest.includes(x))) })
     } else if (out.length > 0) out.at(-1)!.healAt = e.at
   }
@@ -52,6 +52,8 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
     if (bug && !strict) known.set(bug, (known.get(bug) ?? 0) + 1)
     else unknown.push(line)
   }
+  /** Whether `process` wrote no record from the cut to its heal (a paused process writes nothing). */
+  const silent = (process: string, c: CutSpan): boolean => !history.some((e) => e.process === process && e.at > c.at && e.at < c.healAt)
   /** During a cut, or within `afterMs` of its heal. */
   const nearCut = (t: number, afterMs: number): CutSpan | undefined => cuts.find((c) => c.at <= t && t <= c.healAt + afterMs)
 
@@ -63,6 +65,8 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
     // The stale holder was on the minority side of the cut during which the next grant came.
     if (backend === 'zookeeper' && staleCutOff) bug = 'zookeeper-follower-cut-overlap'
     if (backend === 'redis' && cut !== undefined) bug = 'redis-sentinel-failover'
+    // The stale holder wrote nothing from the cut to its heal: it was paused (pause-client), so it could not be told.
+    if (backend === 'memcached' && cut !== undefined && staleCutOff && silent(o.stale.process, cut)) bug = 'memcached-paused-holder'
     excuse(
       bug,
       `${o.kind} overlap on ${o.resource}: ${o.granted.process} granted (line ${o.granted.beganId}) while ${o.stale.process} believed, ${Math.round(o.ms)} ms`,
@@ -73,8 +77,15 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
     excuse(bug, `fencing ${f.what} on ${f.resource}: token ${f.token} of ${f.process} (line ${f.id}) after ${f.previousToken} (line ${f.previousId})`)
   }
   for (const d of report.falseDowns.items as FalseDown[]) {
-    // No known bug excuses a false down: etcd's hung keepalive (issue 27) is fixed, a beat's requests now hedged across the hosts.
-    excuse(undefined, `false down: ${d.observer} (${d.via}) saw ${d.member} leave ${d.group} at line ${d.id} for ${Math.round(d.ms)} ms`)
+    // etcd's hung keepalive (issue 27) is fixed, a beat's requests now hedged across the hosts. On memcached a member sees itself lost
+    // again just after its own reconnect (within a second of it).
+    const reconnected = history.some((e) =>
+      e.type === 'event' && e.event === 'connectionStateChanged' && e.state === 'reconnected' && e.process === d.observer && e.at <= d.at && d.at - e.at < 1_000
+    )
+    excuse(
+      backend === 'memcached' && d.via === 'self' && reconnected ? 'memcached-stale-beat-after-reconnect' : undefined,
+      `false down: ${d.observer} (${d.via}) saw ${d.member} leave ${d.group} at line ${d.id} for ${Math.round(d.ms)} ms`,
+    )
   }
   for (const d of report.detection.missed) unknown.push(`missed: ${d.observer} (${d.via}) never saw ${d.member} gone after the cut of line ${d.cutId}`)
   for (const d of report.detection.late) unknown.push(`late: ${d.observer} (${d.via}) saw ${d.member} gone ${d.ms} ms after the cut of line ${d.cutId}`)

@@ -1,0 +1,4 @@
+/** Partition short form on mysql, one server whose clients are cut off (test/partition/support/short-form.ts); the full form: npm run test:partitions. */
+import { shortFormTest } from './support/short-form.js'
+
+shortFormTest('mysql', 2717)

@@ -1,0 +1,4 @@
+/** Partition short form on postgresql, one server whose clients are cut off (test/partition/support/short-form.ts); the full form: npm run test:partitions. */
+import { shortFormTest } from './support/short-form.js'
+
+shortFormTest('postgresql', 2714)
