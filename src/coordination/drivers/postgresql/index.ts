@@ -62,8 +62,43 @@ type PgConfig = ConstructorParameters<Pg['Client']>[0] & object
 const POOL_SIZE = 1
 /** The pool's connection closes after this long unused (longer when the heartbeat is slower). */
 const POOL_IDLE_MS = 10_000
-/** Turns off, on a lock session, the server-side bounds an application may set on its sessions. */
-const UNBOUNDED_WAITS_SQL = "SELECT set_config('lock_timeout', '0', false), set_config('statement_timeout', '0', false)"
+/** Server-side bounds an application may set on its sessions, turned off on a lock session. */
+const UNBOUNDED_WAITS = [['lock_timeout', '0'], ['statement_timeout', '0']] as const
+/** Keepalive probes the server sends a silent lock session's client, once its idle time has passed. */
+const DEAD_PEER_PROBES = 4
+
+/**
+ * The settings of a lock session, applied in one statement when it opens (settings this server
+ * does not have are skipped: tcp_user_timeout is PostgreSQL 12+).
+ *
+ * The server frees an advisory lock when the session ends, and ends a session when it sees the
+ * connection close. A client that vanishes silently (its host cut off by a partition, or dead: no
+ * FIN, no RST) is seen only by TCP, with the kernel's defaults: keepalive after two hours, and
+ * about fifteen minutes of retransmissions for an answer never acknowledged (the grant of a wait
+ * sent to a waiter cut off meanwhile). Its lock would stay taken that long, although its own
+ * coordinator gave it up (lockLost) one membership_timeout after its last heartbeat. The lock
+ * session therefore asks the server to probe a silent client after membership_timeout and give up
+ * after DEAD_PEER_PROBES unanswered probes (membership_timeout / 4 apart), and to give up on an
+ * answer unacknowledged for 2 × membership_timeout: the lock is free again about
+ * 2 × membership_timeout after the client last spoke, a membership_timeout after its coordinator
+ * let go (never before: a healthy but idle holder's kernel answers every probe, and so does a
+ * paused one's).
+ */
+function lockSessionSettings(membershipTimeoutMs: number, applicationSettings: boolean): { text: string; values: string[] } {
+  const idleS = Math.max(1, Math.ceil(membershipTimeoutMs / 1000))
+  const settings: (readonly [string, string])[] = [
+    ['tcp_keepalives_idle', String(idleS)],
+    ['tcp_keepalives_interval', String(Math.max(1, Math.ceil(idleS / DEAD_PEER_PROBES)))],
+    ['tcp_keepalives_count', String(DEAD_PEER_PROBES)],
+    ['tcp_user_timeout', String(2 * membershipTimeoutMs)],
+    ...(applicationSettings ? UNBOUNDED_WAITS : []),
+  ]
+  const rows = settings.map((_, i) => `($${2 * i + 1}, $${2 * i + 2})`).join(', ')
+  return {
+    text: `SELECT count(set_config(s.name, v.value, false)) AS n FROM (VALUES ${rows}) AS v(name, value) JOIN pg_settings s ON s.name = v.name`,
+    values: settings.flat(),
+  }
+}
 
 /** How a PostgreSQL or network error reads for the shared code. */
 function pgFailure(err: unknown): SqlFailure | undefined {
@@ -95,6 +130,8 @@ class PgDialect implements SqlDialect, PgLockHost {
   readonly #where: string
   readonly #timeoutMs: number
   readonly #poolIdleMs: number
+  /** lockSessionSettings(), once. */
+  readonly #lockSessionSql: { text: string; values: string[] }
   readonly #names: SqlNames
   readonly #statements: SqlStatements
   readonly #clients = new Set<PgClient>()
@@ -124,6 +161,7 @@ class PgDialect implements SqlDialect, PgLockHost {
     this.#timeoutMs = timeoutMs
     // A heartbeat comes every half membership timeout: it keeps the one connection rather than reopening it.
     this.#poolIdleMs = Math.max(POOL_IDLE_MS, membershipTimeoutMs)
+    this.#lockSessionSql = lockSessionSettings(membershipTimeoutMs, own.applicationSettings)
     this.#names = names
     this.#statements = postgresqlStatements(names)
     this.lockSql = pgLockStatements(names.fence)
@@ -184,16 +222,16 @@ class PgDialect implements SqlDialect, PgLockHost {
   }
 
   /**
-   * A lock session. On the application's settings (a pg Pool's, or the `options` of a pg Client)
-   * the session may carry lock_timeout or statement_timeout, which would end a blocking lock wait
-   * before its own timeout: they are turned off on it. The session is rollcall's alone: one checked
-   * out of a pool is closed at its end, never lent out again.
+   * A lock session, with lockSessionSettings(): the server lets go of a vanished client's locks a
+   * membership_timeout after its coordinator did. On the application's settings (a pg Pool's, or
+   * the `options` of a pg Client) the session may carry lock_timeout or statement_timeout, which
+   * would end a blocking lock wait before its own timeout: they are turned off on it. The session
+   * is rollcall's alone: one checked out of a pool is closed at its end, never lent out again.
    */
   async #lockSession(): Promise<PgClient> {
     const session = await this.connect()
-    if (!this.#applicationSettings) return session
     try {
-      await session.query(UNBOUNDED_WAITS_SQL)
+      await session.query(this.#lockSessionSql.text, this.#lockSessionSql.values)
     } catch (err) {
       await endPgClient(session)
       throw err
@@ -362,6 +400,10 @@ export default defineDriver({
     'Advisory locks are per database: Python tooz and rollcall must connect to the same database to exclude each other.',
     connectionsHazard(', plus 1 (LISTEN) while a group is watched'),
     'break() terminates the holding backend (PostgreSQL 14 or later), which needs the right to signal it.',
+    'A holder (or a waiter granted the lock) cut off from the server keeps the lock there until the server sees its session end: the lock is '
+    + 'unavailable meanwhile, never held twice (its coordinator reports lockLost one membership_timeout after its last heartbeat). Lock sessions ask '
+    + 'the server to probe a silent client (tcp_keepalives_*, tcp_user_timeout), so a client that never comes back frees its locks about '
+    + '2 × membership_timeout after it last spoke, instead of after the kernel defaults (over two hours); over a Unix socket the server cannot probe.',
   ],
   clientPackage: 'pg',
   capabilities: [
