@@ -253,6 +253,11 @@ describe('fault: partition checker', () => {
       reason: 'lost',
     }], heal(5_000)])
     assert.deepEqual(leader.lost.map((l) => [l.what, l.resource]), [['leadership', 'g']])
+    // settleMs: a heal followed by a cut sooner than that is not judged; the next heal, followed by a quiet tail, is.
+    const flap: Row[] = [...rows, acquire(5_100, 'a', undefined, 'invoke'), cut(6_000), heal(7_000)]
+    assert.equal(check(flap).lost.length, 2, 'both heals, without settleMs')
+    assert.deepEqual(check(flap, { settleMs: 2_000 }).lost.map((l) => [l.what, l.healId]), [['lock', 12]])
+    assert.equal(check([...flap, acquire(7_500, 'a', 2n)], { settleMs: 2_000 }).failures, 0)
   })
 
   /**

@@ -46,6 +46,13 @@ export interface PartitionCheckOptions {
   electionMs?: number
   /** Every observer must see a member that was cut off (or that it lost sight of while cut off) back within this many ms of the heal. */
   recoverWithinMs?: number
+  /**
+   * A heal followed by the next cut within less than this many ms is not judged for locks and
+   * leaderships never granted again (the next heal's window is): a single server's flap cuts every
+   * client off, and a round's heal is shorter than their reconnect and election. Default: every
+   * window is judged.
+   */
+  settleMs?: number
 }
 
 /** How an observer saw a member (see the file's doc). */
@@ -519,6 +526,7 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
       return beliefs.some((b) => b.kind === kind && b.resource === resource && b.began.at <= t && endOf(b) >= t)
     }
     const inWindow = (e: HistoryEntry): boolean => e.at >= c.healAt && e.at < windowEnd
+    const judged = options.settleMs === undefined || windowEnd - c.healAt >= options.settleMs
     const locks = new Set(h.flatMap((e) => (e.type === 'op' && e.op === 'acquire' ? [e.resource] : [])))
     for (const lock of locks) {
       const acquires = h.filter((e): e is Entry<'op'> => e.type === 'op' && e.op === 'acquire' && e.resource === lock)
@@ -532,13 +540,13 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
         e.phase === 'invoke'
         && (inWindow(e) || (e.at < c.healAt && !acquires.some((r) => r.process === e.process && r.phase !== 'invoke' && r.at >= e.at && r.at < c.healAt)))
       )
-      if (tried && !heldAtEnd('lock', lock)) lost.push({ what: 'lock', healId: c.healId, resource: lock, lastId: c.healId })
+      if (judged && tried && !heldAtEnd('lock', lock)) lost.push({ what: 'lock', healId: c.healId, resource: lock, lastId: c.healId })
     }
     const groups = new Set(beliefs.filter((b) => b.kind === 'leadership').map((b) => b.resource))
     for (const group of groups) {
       const elected = beliefs.find((b) => b.kind === 'leadership' && b.resource === group && inWindow(b.began))
       if (elected) recoveries.push({ what: 'leadership', healId: c.healId, resource: group, id: elected.began.id, ms: elected.began.at - c.healAt })
-      else if (!heldAtEnd('leadership', group)) lost.push({ what: 'leadership', healId: c.healId, resource: group, lastId: c.healId })
+      else if (judged && !heldAtEnd('leadership', group)) lost.push({ what: 'leadership', healId: c.healId, resource: group, lastId: c.healId })
     }
   })
   // Members never seen back: the last sighting says gone, yet the member is joined and alive to the end (or to its or the observer's

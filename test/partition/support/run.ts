@@ -45,6 +45,14 @@ export interface PartitionBackend {
 /** Liveness of every client: session, lease or key TTL, in seconds. */
 export const LIVENESS_S = 4
 
+/**
+ * The checker's bounds for a single server: a cut member seen gone within its timeout + 2 s, back
+ * within 10 s of the heal; the rounds of a flap, which cut every client off from the server, heal
+ * for less than the 3 s a client takes to reconnect and elect again, so only heals followed by 3 s
+ * or more without a cut are judged for locks and leaderships never granted again.
+ */
+const SINGLE_SERVER_CHECK: PartitionCheckOptions = { detectWithinMs: LIVENESS_S * 1_000 + 2_000, recoverWithinMs: 10_000, settleMs: 3_000 }
+
 /** Schedules against one server and three clients (nemesis.ts SINGLE_SERVER_FAULT_KINDS). */
 const SINGLE_SERVER_SCHEDULE: PartitionBackend['schedule'] = {
   size: 1,
@@ -88,7 +96,7 @@ export const PARTITION_BACKENDS: Record<PartitionBackend['name'], PartitionBacke
     servers: 1,
     start: (p) => startSingleServer('postgresql', p),
     query: `timeout=${LIVENESS_S}`,
-    check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, recoverWithinMs: 10_000 },
+    check: SINGLE_SERVER_CHECK,
     schedule: SINGLE_SERVER_SCHEDULE,
   },
   mysql: {
@@ -97,7 +105,7 @@ export const PARTITION_BACKENDS: Record<PartitionBackend['name'], PartitionBacke
     servers: 1,
     start: (p) => startSingleServer('mysql', p),
     query: `timeout=${LIVENESS_S}`,
-    check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, recoverWithinMs: 10_000 },
+    check: SINGLE_SERVER_CHECK,
     schedule: SINGLE_SERVER_SCHEDULE,
   },
   memcached: {
@@ -106,7 +114,7 @@ export const PARTITION_BACKENDS: Record<PartitionBackend['name'], PartitionBacke
     servers: 1,
     start: (p) => startSingleServer('memcached', p),
     query: `timeout=${LIVENESS_S}`,
-    check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, recoverWithinMs: 10_000 },
+    check: SINGLE_SERVER_CHECK,
     schedule: SINGLE_SERVER_SCHEDULE,
   },
 }
