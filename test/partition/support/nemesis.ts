@@ -25,7 +25,8 @@
  * majority of hosts that goes on serving: whoever is on the server's side is served, everyone
  * else is cut off. Its cut records say so (`majority`: the index of the server's side), and its
  * schedules draw from {@link SINGLE_SERVER_FAULT_KINDS}: the server's kinds above (`split` being
- * the server with some of the clients) and the same done to one client, drawn by the seed:
+ * the server with some of the clients; with all of them it cuts nothing and records nothing) and
+ * the same done to one client, drawn by the seed:
  * - `isolate-client`: the client alone on its side;
  * - `client-drop-in`, `client-drop-out`: one way: the client hears nothing / nobody hears it;
  * - `pause-client`: SIGSTOP of the client's process, SIGCONT at the heal (recorded as its isolation).
@@ -205,6 +206,12 @@ export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise
       t.history.write({ type: 'nemesis', what: 'heal' })
     }
     const startAt = performance.timeOrigin + performance.now()
+    if (majority.length === 0) {
+      // A single server's split with every client on its side: nobody to cut off, and a cut needs two sides.
+      await sleep(f.durationMs, t.signal)
+      played.push({ fault: f, node, takesLeader: false, startAt, endAt: performance.timeOrigin + performance.now() })
+      continue
+    }
     if (f.kind === 'flap') {
       for (const [on, off] of f.rounds) {
         cutRecord()
