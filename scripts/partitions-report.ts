@@ -139,7 +139,8 @@ export function renderSection(all: BackendFigures[], meta: { finishedAt: string;
     '',
     'Real clusters split by the test: servers n1-n3 and clients c1-c3 are network namespaces on one bridge, cuts are silent drops (test/partition/). '
     + `Each schedule is ${meta.faultsPerSchedule} seeded fault(s) (isolate a node with or without its client, isolate the leader or master, a random `
-    + 'minority split, one-way drops, a flapping link, SIGSTOP of a server); '
+    + 'minority split, one-way drops, a flapping link, SIGSTOP of a server); a single server (PostgreSQL, MariaDB, memcached) runs on n1 alone, and '
+    + 'its faults cut, drop one way, flap or pause the server (with or without some clients on its side), or cut, drop one way or pause one client; '
     + `${meta.perRun} schedules run back to back on each fresh cluster. Three client processes (each on a host of its own, given every server's address) `
     + 'loop on one lock with writes to a fenced register, run for leader of one group, join and watch one group, and run the service-group API '
     + "(tooz driver, report_interval 10 s) for a service of their own, asking isUp() of every client's service every 250-500 ms; liveness 4 s. "

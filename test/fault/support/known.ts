@@ -27,8 +27,8 @@ export const KNOWN_BUGS = {
     + 'or leadership while the paused process, which runs no code, still believes it holds it (overlaps of up to the pause, issue 27). memcached has no '
     + "fencing token to refuse the stale holder's writes; a holder cut off by the network is told in time (client-side expiry at half the key's TTL). "
     + 'Inherent to a lease without fencing: documented in docs/drivers.md; use a backend with fencing where a paused process must not act.',
-  'memcached-stale-beat-after-reconnect':
-    'memcached, after a heal: a heartbeat sent before the reconnect fails (or reports the group it could not refresh) after the Coordinator reconnected '
+  'stale-beat-after-reconnect':
+    'memcached and MySQL (single servers), after a heal: a heartbeat sent before the reconnect fails (or reports the group it could not refresh) after the Coordinator reconnected '
     + 'and rejoined, and is judged against the old liveness deadline, so the member sees itself lost and rejoined again within a few ms (a false down of '
     + "the member's own view, issue 27). Fix: judge a beat's failure against the connection it was sent on (src/coordination/heartbeat.ts, runtime.ts).",
 } as const satisfies Record<string, string>

@@ -387,6 +387,12 @@ export default defineDriver({
     + 'tooz processes ignore the turn lock and may take a free lock ahead of rollcall waiters (they never overlap a holder).',
     connectionsHazard(),
     'break() KILLs the holding connection, which needs the right to.',
+    'A holder (or a waiter granted the lock) cut off from the server keeps its GET_LOCK there until the server sees its connection end: the lock is '
+    + 'unavailable meanwhile, never held twice (its coordinator reports lockLost one membership_timeout after its last heartbeat). After a heal the '
+    + 'server frees it within seconds (0-6.3 s after the heal in the partition runs, docs/reliability.md); a client that never comes back holds it '
+    + "until the server's TCP keepalive gives up (by default after the kernel's 2 hours) or wait_timeout (8 hours). Bound it on the server with "
+    + 'tcp_keepalive_time, tcp_keepalive_interval and tcp_keepalive_probes (MariaDB 10.3.3+): unlike PostgreSQL these cannot be set per session, '
+    + 'and a session wait_timeout would also free the lock of a live holder that is paused.',
   ],
   clientPackage: 'mysql2',
   capabilities: [
