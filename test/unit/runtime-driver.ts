@@ -30,6 +30,8 @@ export interface Faults {
   beatLocks?: (held: ReadonlySet<DriverLock>) => BeatLocks
   /** Heartbeats fail (every other call still works). */
   failHeartbeat?: boolean
+  /** While set, joinGroup() waits for it before joining (a join sent to a server that is cut off). */
+  holdJoins?: Promise<void>
   /** Beats answered, and refresh() calls on this member's locks. */
   beats?: number
   refreshes?: number
@@ -125,6 +127,11 @@ registerDriver('faulty', async () => ({
         // The beat refreshes the locks itself exactly while a test scripts what it says of them.
         get beatRefreshesLocks() {
           return f.beatLocks !== undefined
+        },
+        joinGroup: async (group: string, capabilities: Uint8Array): Promise<void> => {
+          await f.holdJoins
+          if (f.failBeats) throw new ConnectionError('injected outage')
+          return inner.joinGroup(group, capabilities)
         },
         heartbeat: async (_joined: unknown, held: ReadonlySet<DriverLock>): Promise<HeartbeatResult> => {
           if (f.failBeats || f.failHeartbeat) throw new ConnectionError('injected outage')

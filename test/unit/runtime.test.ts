@@ -71,6 +71,32 @@ describe('unit: runtime', { concurrency: 4 }, () => {
     assert.deepEqual(c.joinedGroups, [g])
   })
 
+  it('runtime: a rejoin that hangs does not hold up the beats: the member stays connected meanwhile', async (t) => {
+    // Seen in the etcd partition runs (issue 27, seed 2702): a rejoin's txn sent to a server that
+    // was cut off hung for its request timeout, the beat waited for it and sent no keepalive, so the
+    // liveness deadline passed on a member whose lease etcd still kept.
+    const { c, f } = await open(t, rid('s'), 400)
+    const g = rid('g')
+    await c.joinGroupCreate(g)
+    let unhold!: () => void
+    f.holdJoins = new Promise((r) => (unhold = r))
+    t.after(() => unhold())
+    const states: string[] = []
+    c.on('connectionStateChanged', (e) => states.push(e.state))
+    const lost = nextEvent<{ group: string }>(c, 'membershipLost', (e) => e.group === g, 3_000)
+    f.lostGroups.push(g)
+    await lost
+    const beats = f.beats ?? 0
+    // Five liveness windows with the rejoin hanging: the beats go on, and nothing is lost.
+    await new Promise((r) => setTimeout(r, 2_000))
+    assert.ok((f.beats ?? 0) >= beats + 3, `beats went on while the rejoin hung (${(f.beats ?? 0) - beats} beats)`)
+    assert.deepEqual(states, [], 'the connection stayed up while the rejoin hung')
+    const rejoined = nextEvent<{ group: string }>(c, 'rejoined', (e) => e.group === g, 3_000)
+    unhold()
+    await rejoined
+    assert.deepEqual(c.joinedGroups, [g])
+  })
+
   it('runtime: with rejoin off, a lost membership is forgotten', async (t) => {
     const memberId = rid('m')
     const f: Faults = { failBeats: false, lostGroups: [], nextBeatMs: 300 }

@@ -197,7 +197,7 @@ export class DriverRuntime {
       trace: this.trace,
     })
     this.#heart = new HeartbeatLoop({
-      beat: () => this.beat(),
+      beat: () => this.beat({ recover: false }),
       onFailure: (error, consecutiveFailures, pastDeadline) => {
         emit('heartbeatFailed', { reason: 'error', error, consecutiveFailures })
         // Client-side expiry: liveness has lapsed on the backend by now, whatever the transport says.
@@ -274,12 +274,21 @@ export class DriverRuntime {
     return this.#stopping
   }
 
-  /** One heartbeat: driver liveness, lock leases, pending rejoins. Resolves to ms until the next is needed. */
-  beat(): Promise<number> {
-    return traced(heartbeatChannel, () => ({ ...this.trace, groups: this.membership.live.size, locks: this.locks.size }), () => this.#beat())
+  /**
+   * One heartbeat: driver liveness, lock leases, pending rejoins. Resolves to ms until the next is
+   * needed. The heartbeat loop's beats start the rejoins and the releases of abandoned locks but do
+   * not wait for them (`recover` false): liveness of what is held must not wait on restoring what
+   * was lost. A rejoin or release sent to a server that is cut off hangs until its request timeout;
+   * a beat waiting for it sent no keepalive meanwhile, so the lease lapsed client-side (etcd
+   * partition seed 2702: a member on the majority side lost for 4 s after the election), and the
+   * success it reported at last was dated from its start, past the deadline, so the member was
+   * lost again at once. The application's own heartbeat() waits for them, as it always has.
+   */
+  beat({ recover = true }: { recover?: boolean } = {}): Promise<number> {
+    return traced(heartbeatChannel, () => ({ ...this.trace, groups: this.membership.live.size, locks: this.locks.size }), () => this.#beat(recover))
   }
 
-  async #beat(): Promise<number> {
+  async #beat(recover: boolean): Promise<number> {
     const d = this.driver
     // Locks the beat does not refresh are refreshed alongside it (driver.ts, beatRefreshesLocks);
     // observed at once, so that a beat failing first leaves no unhandled rejection.
@@ -294,8 +303,9 @@ export class DriverRuntime {
     if (lostGroups?.length) this.#later(() => this.membership.lost(lostGroups, 'the backend no longer lists this member'))
     if (result.locks.refreshed) this.locks.lostInBeat(result.locks.lost)
     else await (alongside ?? this.#refreshLocks())
-    if (this.membership.hasPending && this.#parts.autoWatch) await this.membership.rejoinPending()
-    await this.locks.releaseAbandoned()
+    const rejoins = this.membership.hasPending && this.#parts.autoWatch ? this.membership.rejoinPending() : undefined
+    const releases = this.locks.releaseAbandoned()
+    if (recover) await Promise.all([rejoins, releases])
     return result.nextBeatMs
   }
 
