@@ -26,6 +26,8 @@ import {
   type MemberEvent,
 } from '../../src/index.js'
 import { EtcdGateway, EtcdTransportError, prefixEnd } from '../../src/coordination/drivers/etcd3/etcd3-gateway.js'
+import { Etcd3Lock, lockKey, type Etcd3LockHost } from '../../src/coordination/drivers/etcd3/etcd3-lock.js'
+import { WaiterLease } from '../../src/coordination/drivers/etcd3/etcd3-waiter-lease.js'
 import { openWatch, type EtcdWatchEvent } from '../../src/coordination/drivers/etcd3/etcd3-watch.js'
 import { serverUrl } from '../support/backends.js'
 import { selfSignedCertificate } from '../support/certificate.js'
@@ -436,6 +438,57 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     const started = performance.now()
     await gw.range(key)
     assert.ok(performance.now() - started < 900, 'the next request did not go to the stuck host')
+  })
+
+  it('etcd3: locks: a release that reaches etcd late (after a later hold of the same lock object) does not delete that hold', async (t) => {
+    // Seen in the partition runs (issue 27, etcd seed 1): a release sent to a member that was cut
+    // off timed out, the lock's lease was revoked elsewhere, and the same lock object took the lock
+    // again; after the heal the kernel delivered the old release, whose txn compared only the
+    // object's value, so it deleted the new hold, and another holder was granted the lock while
+    // this one still believed it held it.
+    const proxy = await TcpProxy.start(SHARED_PORT)
+    t.after(() => proxy.close())
+    const endpoint = (port: number) => ({ protocol: 'http:' as const, host: '127.0.0.1', port, label: `http://127.0.0.1:${port}` })
+    const late = new EtcdGateway({ endpoints: [endpoint(proxy.port)], timeoutMs: 1_000 })
+    const good = new EtcdGateway({ endpoints: [endpoint(SHARED_PORT)], timeoutMs: 5_000 })
+    t.after(() => late.close())
+    t.after(() => good.close())
+    late.setApiVersion('v3')
+    good.setApiVersion('v3')
+    let gw = good
+    const background: Promise<unknown>[] = []
+    const host: Etcd3LockHost = {
+      get gw() {
+        return gw
+      },
+      lockTtlSeconds: 10,
+      holding: new Set(),
+      lastBeatAt: () => 0,
+      background: (_what, task) => void background.push(task.catch(() => {})),
+      waiters: new WaiterLease(() => good),
+    }
+    const name = rid('late-release')
+    const lock = new Etcd3Lock(host, name, Buffer.from(rid('v')))
+    t.after(() => lock.abandon())
+    assert.equal(await lock.tryAcquire(), true)
+    const first = lock.fencingToken!
+    // The release goes to the cut-off member and times out there; the lease is revoked through the other.
+    proxy.pause({ lateDelivery: true })
+    gw = late
+    const released = lock.release()
+    gw = good
+    await assert.rejects(released, EtcdTransportError)
+    await Promise.all(background)
+    assert.equal((await good.range(lockKey(name))).kvs.length, 0, 'the revoke deleted the first hold')
+    assert.equal(await lock.tryAcquire(), true)
+    const second = lock.fencingToken!
+    assert.ok(second > first)
+    // The heal: the old release reaches etcd now.
+    proxy.resume()
+    await waitFor('the late release answered', () => proxy.connections === 0, 5_000)
+    const kv = (await good.range(lockKey(name))).kvs[0]
+    assert.equal(kv?.createRevision, second, 'the later hold is still in place')
+    assert.equal(await lock.isStillOwner(), true)
   })
 
   it('etcd3: watch: a broken stream resumes from the next revision and loses no event, not even a put-then-delete', async (t) => {

@@ -2,7 +2,9 @@
  * A fault-injecting TCP proxy on loopback, in front of a real server (etcd3's test Proxy is the
  * model). Point a client at `proxy.port`; then:
  * - pause(): stop forwarding in both directions; connections stay open and silent (a partition);
- * - resume(): forward again, delivering what was held back;
+ * - resume(): forward again, delivering what was held back; with pause({ lateDelivery: true }),
+ *   also what a client sent before it closed its connection (as the kernel still delivers what
+ *   an orphaned socket had sent, once a partition heals);
  * - cut(): reset every connection and refuse new ones (a dead link) until restore();
  * - stall(): the connections open now go silent for good, new ones forward (half-open links);
  * - stallOn(text): from now on, a connection whose client sends `text` (case-insensitive, within
@@ -20,6 +22,8 @@ export class TcpProxy {
   readonly #pairs = new Set<[Socket, Socket]>()
   readonly #stalled = new Set<[Socket, Socket]>()
   #paused = false
+  /** While paused: a client's close waits for resume() to deliver what it sent (see pause()). */
+  #lateDelivery = false
   #cut = false
   #stallOn: string | undefined
   /** Writes held back while paused, in order. */
@@ -48,8 +52,9 @@ export class TcpProxy {
     return this.#pairs.size
   }
 
-  pause(): void {
+  pause({ lateDelivery = false }: { lateDelivery?: boolean } = {}): void {
     this.#paused = true
+    this.#lateDelivery = lateDelivery
   }
 
   resume(): void {
@@ -105,7 +110,12 @@ export class TcpProxy {
       client.destroy()
       upstream.destroy()
     }
-    client.on('error', end).on('close', end)
+    const clientGone = (): void => {
+      // The server gets what the client sent before it went, then the connection's end.
+      if (this.#paused && this.#lateDelivery && !upstream.destroyed) this.#held.push(() => upstream.end())
+      else end()
+    }
+    client.on('error', clientGone).on('close', clientGone)
     upstream.on('error', end).on('close', end)
     // Forwarding by hand (not pipe()), so that a pause holds data back deterministically.
     const forward = (from: Socket, to: Socket): void => {

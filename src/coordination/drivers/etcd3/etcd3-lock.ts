@@ -180,14 +180,22 @@ export class Etcd3Lock implements DriverLock {
    * within the turn leaves it, and the turn ends unless this object tries again at once.
    */
   async release(): Promise<boolean> {
+    const token = this.fencingToken
     const lease = this.#drop()
     const endsTurn = this.#turn !== undefined && this.#turn.over
     if (endsTurn) this.#turn = undefined
     const ops: RequestOp[] = [{ deleteRange: { key: this.#key } }]
     if (endsTurn) ops.push({ deleteRange: { key: this.#queue.turn } })
+    // The value names this object, not this hold: a release that reached etcd late (sent to a
+    // member cut off, timed out here, and delivered after the heal by the kernel's retransmission)
+    // would delete a later hold of this object's (etcd partition seed 1: another holder was
+    // granted the lock 0.2 s later, while this one still believed it held it). The key's create
+    // revision, the hold's fencing token, names the hold.
+    const mine: Compare[] = [{ key: this.#key, target: 'VALUE', result: 'EQUAL', operand: this.#value }]
+    if (token !== undefined) mine.push({ key: this.#key, target: 'CREATE', result: 'EQUAL', operand: token })
     let r: TxnResult
     try {
-      r = await this.#host.gw.txn([{ key: this.#key, target: 'VALUE', result: 'EQUAL', operand: this.#value }], ops)
+      r = await this.#host.gw.txn(mine, ops)
     } catch (err) {
       // The delete may or may not have happened: revoking the lease deletes the key (and the turn key) if it is still ours.
       if (lease) this.#revokeLater(lease)
