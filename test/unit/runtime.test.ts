@@ -97,6 +97,28 @@ describe('unit: runtime', { concurrency: 4 }, () => {
     assert.deepEqual(c.joinedGroups, [g])
   })
 
+  it('runtime: while the connection is lost no rejoin runs: a membership still in place then is not reported rejoined until a beat answers', async (t) => {
+    // Seen in the etcd partition runs (issue 27, seed 2702): a member whose lease deadline passed
+    // on its side of a cut rejoined at once, the rejoin finding its key still there on the lease
+    // it had presumed lapsed; `rejoined` was told, then the lease lapsed 0.3 s later.
+    const { c, f } = await open(t, rid('s'), 400)
+    const g = rid('g')
+    await c.joinGroupCreate(g)
+    const events: string[] = []
+    c.on('connectionStateChanged', (e) => events.push(e.state))
+    c.on('rejoined', () => events.push('rejoined'))
+    const lost = nextEvent<{ state: string }>(c, 'connectionStateChanged', (e) => e.state === 'lost', 3_000)
+    // The beats fail; every other call (the rejoin's join among them) still works, and the member is still listed.
+    f.failHeartbeat = true
+    await lost
+    await new Promise((r) => setTimeout(r, 1_000))
+    assert.deepEqual(events, ['lost'], 'nothing rejoined while the connection was lost')
+    const rejoined = nextEvent<{ group: string }>(c, 'rejoined', (e) => e.group === g, 3_000)
+    f.failHeartbeat = false
+    await rejoined
+    assert.deepEqual(events, ['lost', 'reconnected', 'rejoined'])
+  })
+
   it('runtime: with rejoin off, a lost membership is forgotten', async (t) => {
     const memberId = rid('m')
     const f: Faults = { failBeats: false, lostGroups: [], nextBeatMs: 300 }

@@ -20,6 +20,14 @@ export interface MembershipHost {
   readonly rejoin: boolean
   /** autoWatch off: rejoins run only when rejoinPending() is called (by runWatchers). */
   readonly manual: boolean
+  /**
+   * Whether rejoins may run now: not while the connection is lost. A membership found in place
+   * then may stand on a session or lease that is about to lapse (etcd partition seed 2702: a
+   * member's rejoin found its key still there on the lease it had presumed lapsed, reported it
+   * rejoined, and the lease lapsed 0.3 s later); the return (`reconnected`, or a new session)
+   * runs them.
+   */
+  mayRejoin(): boolean
   join(group: string, capabilities: Uint8Array): Promise<void>
   create(group: string): Promise<void>
   emitLost(group: string, reason: string): void
@@ -102,8 +110,9 @@ export class Membership {
     this.lost(this.groups, reason)
   }
 
-  /** Tries to restore every pending membership once; failures stay pending. Never rejects. */
+  /** Tries to restore every pending membership once (none while mayRejoin() says no); failures stay pending. Never rejects. */
   rejoinPending(): Promise<void> {
+    if (!this.#host.mayRejoin()) return this.#rejoining ?? Promise.resolve()
     this.#rejoining ??= this.#rejoinAll().finally(() => {
       this.#rejoining = undefined
     })
@@ -112,6 +121,7 @@ export class Membership {
 
   async #rejoinAll(): Promise<void> {
     for (const group of [...this.#pending]) {
+      if (!this.#host.mayRejoin()) return
       const capabilities = this.#joined.get(group)?.capabilities
       if (capabilities === undefined) continue
       try {

@@ -150,6 +150,7 @@ export class DriverRuntime {
     this.membership = new Membership({
       rejoin: parts.rejoin,
       manual,
+      mayRejoin: () => this.#connection !== 'lost',
       join: (g, caps) =>
         traced(
           groupJoinChannel,
