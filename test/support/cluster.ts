@@ -450,6 +450,10 @@ async function redisSentinel(placement?: Placement): Promise<Cluster> {
           String(port),
           '--bind',
           addr(i),
+          // Redis 7 refuses every client not on loopback while the default user has no password,
+          // whatever --bind says: placed nodes are reached on the hosts' bridge.
+          '--protected-mode',
+          'no',
           '--save',
           '',
           '--appendonly',
@@ -478,6 +482,7 @@ async function redisSentinel(placement?: Placement): Promise<Cluster> {
       [
         `port ${port}`,
         `bind ${addr(i)}`,
+        'protected-mode no',
         `dir ${home}`,
         'sentinel resolve-hostnames no',
         `sentinel announce-ip ${addr(i)}`,

@@ -35,14 +35,14 @@ export interface PartitionBackend {
   /** Server hosts (default 3); a single server has one, and its clients are cut off from it rather than it from a majority. */
   servers?: number
   start(placement: Placement): Promise<Cluster>
-  /** The URL query (liveness) of every client. */
+  /** The URL query of every client: its liveness (session, lease or key TTL; PARTITION_BACKENDS says why each). */
   query: string
   check: PartitionCheckOptions
   /** The schedules' bounds; `size` (default 3) and `count` are the run's. */
   schedule: Omit<ScheduleOptions, 'size' | 'count'> & { size?: number }
 }
 
-/** Liveness of every client: session, lease or key TTL, in seconds. */
+/** Liveness of a single server's clients: membership, lock and leader timeout, in seconds (no cluster failover to outlast). */
 export const LIVENESS_S = 4
 
 /**
@@ -62,33 +62,69 @@ const SINGLE_SERVER_SCHEDULE: PartitionBackend['schedule'] = {
   gapMs: [6_000, 9_000],
 }
 
-/** The backends, with their bounds. */
+/**
+ * The backends, with their bounds.
+ *
+ * Liveness against the cluster's own failover (issue 27). A member counts its session or lease
+ * from the send time of its last request the cluster's leader answered (client-side expiry), and
+ * while the leader is cut off, or a new one not yet elected, nothing renews it. So a CP backend's
+ * liveness must outlast the cluster's worst leaderless stretch by what the member may already have
+ * used of it when the cut comes; a shorter one makes healthy members on the majority side presume
+ * themselves lost at every leader cut (their lock holds must end then: that is the rule that keeps
+ * locks safe), and with ZooKeeper also end their sessions. These are protocol bounds, not rollcall's:
+ *
+ * - ZooKeeper: followers notice a silent leader after syncLimit x tickTime and then elect (about
+ *   1-2 s); a cut shorter than that is waited out, plus TCP's retransmission back-off on the
+ *   quorum link (up to about the cut again). The client's proof of what the leader has seen lags
+ *   up to 3/8 of the session and it gives up a tenth early, so about half the session is left at a
+ *   cut. The ensemble runs ZooKeeper's sample syncLimit of 5 ticks (2.5 s at 500 ms ticks; with 10,
+ *   5 s, no session below about 15 s would survive a leader cut), and sessions of 12 s: 6.3 s left
+ *   at worst against about 4.5 s leaderless (a 4 s session lost every member at every flap of the
+ *   leader: seed 2701). Deployments keep this proportion or more: ZooKeeper's sample tickTime 2 s
+ *   and syncLimit 5 with Kafka's 18 s or Curator's 60 s sessions.
+ * - etcd: followers call an election a randomised 1-2 election timeouts (2 s here) after the
+ *   leader's last heartbeat, so up to about 4.5 s leaderless. A member beats at half its TTL, and a
+ *   keepalive copy goes out every twentieth of it, so 45% of the TTL is left at worst: leases of
+ *   10 s (4 s leases lost members on the majority side at most leader cuts: seed 2702). tooz's
+ *   default is 30 s, against etcd's default election timeout of 1 s.
+ * - Redis with Sentinel: the sentinels fail a silent master over after down-after (1 s here),
+ *   their own election and the promotion, and clients then find the new master through them:
+ *   about 3.5-4 s with no master. Keys are refreshed at half their TTL, so keys of 10 s (4 s keys
+ *   lost members on the majority side at every master cut: seed 2703). tooz's default is 30 s.
+ *
+ * - A single server (PostgreSQL, MariaDB, memcached) has no failover: its clients keep
+ *   LIVENESS_S, and only a client's own cut or pause, or the server's, ends what it holds.
+ *
+ * Each schedule's faults reach past detectWithinMs (+ electionMs) often enough that detection of a
+ * cut-off member is measured, not only its absence.
+ */
 export const PARTITION_BACKENDS: Record<PartitionBackend['name'], PartitionBackend> = {
   zookeeper: {
     name: 'zookeeper',
-    title: 'Three-node ZooKeeper ensemble (tickTime 500 ms, syncLimit 10), session timeout 4 s',
-    start: (p) => startZookeeperEnsemble(3, { placement: p }),
-    query: `timeout=${LIVENESS_S}`,
-    // A cut leader: followers notice after syncLimit × tickTime (5 s), elect (~1-2 s), and the new leader restarts every session's clock.
-    check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, electionMs: 9_000, recoverWithinMs: 10_000 },
-    schedule: { faultMs: [3_000, 14_000], gapMs: [6_000, 9_000] },
+    title: 'Three-node ZooKeeper ensemble (tickTime 500 ms, syncLimit 5), session timeout 12 s',
+    start: (p) => startZookeeperEnsemble(3, { placement: p, syncLimit: 5 }),
+    query: 'timeout=12',
+    // A cut leader: followers notice after syncLimit × tickTime (2.5 s), elect (~1-2 s), and the new leader restarts every session's clock.
+    check: { detectWithinMs: 14_000, electionMs: 6_500, recoverWithinMs: 10_000 },
+    schedule: { faultMs: [3_000, 20_000], gapMs: [6_000, 9_000] },
   },
   etcd3: {
     name: 'etcd3',
-    title: 'Three-member etcd 3.4 cluster with pre-vote (heartbeat 200 ms, election timeout 2 s), leases of 4 s',
+    title: 'Three-member etcd 3.4 cluster with pre-vote (heartbeat 200 ms, election timeout 2 s), leases of 10 s',
     start: (p) => startEtcdCluster(3, p),
-    query: `timeout=${LIVENESS_S}`,
-    check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, electionMs: 4_000, recoverWithinMs: 10_000 },
-    schedule: { faultMs: [3_000, 12_000], gapMs: [6_000, 9_000] },
+    query: 'timeout=10',
+    // A cut leader: the majority elects within about two election timeouts, and the new leader extends every lease by one more.
+    check: { detectWithinMs: 12_000, electionMs: 6_500, recoverWithinMs: 10_000 },
+    schedule: { faultMs: [3_000, 18_000], gapMs: [6_000, 9_000] },
   },
   redis: {
     name: 'redis',
-    title: 'Redis master + two replicas + three Sentinels (quorum 2, down-after 1 s), one data node and one sentinel per host, keys of 4 s',
+    title: 'Redis master + two replicas + three Sentinels (quorum 2, down-after 1 s), one data node and one sentinel per host, keys of 10 s',
     start: (p) => startRedisSentinel(p),
-    query: `timeout=${LIVENESS_S}`,
+    query: 'timeout=10',
     // A cut master: the sentinels fail over after down-after (1 s) plus their own election.
-    check: { detectWithinMs: LIVENESS_S * 1_000 + 2_000, electionMs: 6_000, recoverWithinMs: 15_000 },
-    schedule: { faultMs: [3_000, 12_000], gapMs: [8_000, 12_000] },
+    check: { detectWithinMs: 12_000, electionMs: 6_000, recoverWithinMs: 15_000 },
+    schedule: { faultMs: [3_000, 18_000], gapMs: [8_000, 12_000] },
   },
   postgresql: {
     name: 'postgresql',

@@ -376,7 +376,10 @@ export default defineDriver({
     "List every host of the cluster in the URL: a beat's requests (the lease keepalives, the reads of what the leases still carry) go again to the next "
     + 'host every twentieth of the TTL while unanswered, so one host that is cut off, paused, or holding keepalives for a leader it lost does not make '
     + 'a member lapse. A member whose only host is stuck lapses. The member counts its lease from its last answered beat, so a leaderless cluster '
-    + 'for longer than about half the TTL (an election on an overloaded machine) still reports it lost, then rejoined, although etcd kept the lease.',
+    + 'for longer than about half the TTL (an election on an overloaded machine) still reports it lost, then rejoined, although etcd kept the lease. '
+    + 'Followers call an election one to two election timeouts after the leader falls silent, so size membership_timeout and lock_timeout at least '
+    + 'twice that plus a round trip: the partition runs (test/partition/) use 10 s against an election timeout of 2 s; with 4 s members on the '
+    + 'majority side were lost at most cuts of the leader.',
     'Group ids cannot contain "/" (tooz\'s layout would make them ambiguous).',
     'A user lock named "leader_of_<group>" is the leader lock of that group.',
     'Python tooz 3.1 leaves its locks to expire after stop() (up to lock_timeout); rollcall revokes its leases.',

@@ -350,7 +350,9 @@ export default defineDriver({
     + 'the session there, a quarter of the timeout before that deadline; a brief cut from every server longer than about half the '
     + 'timeout ends the session on the client. So does a cut of the leader: no server can renew a session until the leader is back or '
     + 'another is elected (after syncLimit × tickTime), and although the new leader keeps the sessions, a session timeout shorter than '
-    + 'that is presumed expired on the client meanwhile.',
+    + 'that is presumed expired on the client meanwhile. About half the session is left when a cut comes, so size it at least twice '
+    + 'syncLimit × tickTime plus an election: the partition runs (test/partition/) use 12 s against tickTime 500 ms and syncLimit 5; '
+    + 'with 4 s, members on the majority side lost their sessions at cuts of the leader.',
     'After a session is lost (expired by the server, or no server answered for longer than the session timeout) a new session is opened '
     + 'and memberships are restored; others may still see the old member and lock nodes until the server expires the old session.',
     'On a server before 3.6, the first group watch of each session asks for a persistent watch, which the server refuses and then '
