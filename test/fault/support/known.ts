@@ -12,16 +12,17 @@ export const KNOWN_BUGS = {
   // 'etcd-hung-keepalive' (a keepalive held by a stuck member, a paused one or a follower forwarding it to a lost leader, made
   // healthy etcd members lost) was fixed by sending a beat's requests again to the next host every twentieth of the TTL while
   // unanswered (src/coordination/drivers/etcd3/etcd3-hedge.ts, test/fault/etcd-hung-keepalive.test.ts).
-  // The partition harness (test/partition/) classifies its findings against the two below (test/partition/support/verdict.ts).
-  'zookeeper-follower-cut-overlap':
-    'ZooKeeper, a holder whose server is cut off from the leader (a follower): the cut-off follower keeps answering pings until its own link to the leader '
-    + 'times out (syncLimit x tickTime), rollcall counts those answers as session renewals, and the leader expires the session and grants the lock (or '
-    + 'leadership) to the next holder before the first is told it lost it: belief overlaps of ~1.0-1.4 s (issue 27). Fix: count the session from the '
-    + 'send time of the last request the leader (not a follower) answered, or treat `suspended` as the end of a hold.',
+  // 'zookeeper-follower-cut-overlap' (a holder whose follower was cut off from the leader kept answering pings, counted as
+  // renewals) was fixed by counting only what the leader is proven to have seen (cf46d1c, test/fault/zookeeper-follower-cut.test.ts);
+  // the partition short form then ran ZooKeeper with FAULT_STRICT=1 with no overlap (issue 27).
+  // The partition harness (test/partition/) classifies its findings against the ones below (test/partition/support/verdict.ts).
   'redis-sentinel-failover':
-    'Redis with Sentinel: fencing tokens are a counter on the master, which asynchronous replication loses on failover, so a lock re-taken on the new '
-    + 'master repeats a token; and a holder cut off with the old master is never told during the partition (overlaps of 13-14 s for a 7.3 s cut, '
-    + 'issue 27). Fix: put the failover epoch in the token (or WAIT before granting) and expire holds client-side on the master link.',
+    'Redis with Sentinel is not CP: a holder cut off with the old master from every sentinel cannot be told it lost the lock until the cut '
+    + 'heals and the sentinels demote that master (10-11.5 s after the heal), while the promoted master grants the lock once the replicated key '
+    + 'lapses, and the old master keeps granting to clients cut off with it: two holders at once, tokens from both masters interleaved. Fencing holds: '
+    + "a promoted master's tokens exceed every token of the old one (29275d6, 6287732; test/fault/redis-sentinel-fencing.test.ts), so the register "
+    + 'refuses the stale writes; a holder that reaches a sentinel is told within about a second of the failover. What is left is the hazard '
+    + 'docs/drivers.md states. Fix, if Redis is to be CP: end a hold client-side when no sentinel has confirmed its master for a lock TTL.',
   'memcached-paused-holder':
     "memcached, a lock holder or leader paused (SIGSTOP) past its key's expiry: the key lapses on the server and the next contender is granted the lock "
     + 'or leadership while the paused process, which runs no code, still believes it holds it (overlaps of up to the pause, issue 27). memcached has no '

@@ -61,15 +61,13 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
   const nearCut = (t: number, afterMs: number): CutSpan | undefined => cuts.find((c) => c.at <= t && t <= c.healAt + afterMs)
 
   for (const o of report.beliefOverlaps.items as Overlap[]) {
-    const stale = hostOf.get(o.stale.process)
-    const cut = nearCut(o.granted.at, 0)
-    const staleCutOff = cut !== undefined && stale !== undefined && cut.cutOff.has(stale)
+    const pair = [hostOf.get(o.stale.process), hostOf.get(o.granted.process)]
     let bug: KnownBug | undefined
-    // The stale holder was on the minority side of the cut during which the next grant came.
-    if (backend === 'zookeeper' && staleCutOff) bug = 'zookeeper-follower-cut-overlap'
-    // Redis: the stale holder was cut off with the old master, and the grant came during that cut or before the sentinels
-    // demoted the old master after the heal (up to about 11.5 s later: docs/drivers.md).
-    const withOldMaster = cuts.some((c) => c.at <= o.granted.at && o.granted.at <= c.healAt + REDIS_DEMOTION_MS && stale !== undefined && c.cutOff.has(stale))
+    // Redis: one of the two was cut off with the old master (the stale holder, or the one it granted to), and the grant came
+    // during that cut or before the sentinels demoted the old master after the heal (up to about 11.5 s later: docs/drivers.md).
+    const withOldMaster = cuts.some((c) =>
+      c.at <= o.granted.at && o.granted.at <= c.healAt + REDIS_DEMOTION_MS && pair.some((h) => h !== undefined && c.cutOff.has(h))
+    )
     if (backend === 'redis' && withOldMaster) bug = 'redis-sentinel-failover'
     // The stale holder wrote nothing from the cut to its heal: it was paused (pause-client), so it could not be told.
     if (backend === 'memcached' && cut !== undefined && staleCutOff && silent(o.stale.process, cut)) bug = 'memcached-paused-holder'
