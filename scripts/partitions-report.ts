@@ -143,8 +143,9 @@ export function renderSection(all: BackendFigures[], meta: { finishedAt: string;
     + 'its faults cut, drop one way, flap or pause the server (with or without some clients on its side), or cut, drop one way or pause one client; '
     + `${meta.perRun} schedules run back to back on each fresh cluster. Three client processes (each on a host of its own, given every server's address) `
     + 'loop on one lock with writes to a fenced register, run for leader of one group, join and watch one group, and run the service-group API '
-    + "(tooz driver, report_interval 10 s) for a service of their own, asking isUp() of every client's service every 250-500 ms; liveness 4 s. "
-    + 'The checker (test/fault/support/partition-checker.ts) reads the history on one clock; isUp is held to the membership bounds, and to the '
+    + "(tooz driver, report_interval 10 s) for a service of their own, asking isUp() of every client's service every 250-500 ms; the liveness of "
+    + "each backend (its title says it) outlasts that cluster's own failover (test/partition/support/run.ts says why). The checker "
+    + '(test/fault/support/partition-checker.ts) reads the history on one clock; isUp is held to the membership bounds, and to the '
     + "observer's own watch (disagreements: n, max, beyond the bounds). "
     + `Last run finished ${meta.finishedAt}. Replay a schedule: \`PARTITION_SEED=<seed> npm run test:partitions -- --backend <backend>\`.`,
     '',

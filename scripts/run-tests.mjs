@@ -2,10 +2,12 @@
 // Runs the test files with node's own runner (whose closing lines CI reads), TypeScript through
 // tsx.
 //
-//   node scripts/run-tests.mjs                    the whole suite on Node 20, then (once it has
+//   node scripts/run-tests.mjs                    the whole suite on Node 20 (the files of ALONE
+//                                                 one at a time at its end), then (once it has
 //                                                 ended) the runtime matrix: RUNTIME_SUBSET on
 //                                                 each of Node 22, Node 24 and Bun
 //   node scripts/run-tests.mjs FILTER...          files whose path contains a filter, on this node
+//                                                 (those of ALONE after the others, one at a time)
 //   node scripts/run-tests.mjs --runtime=NAME [FILTER...]
 //                                                 on one runtime of RUNTIMES (RUNTIME_SUBSET
 //                                                 without a filter)
@@ -69,6 +71,15 @@ const MATRIX_CONCURRENCY = Number(process.env.ROLLCALL_MATRIX_CONCURRENCY ?? '3'
 
 /** Bun's per-test timeout (its default is 5 s; node:test's is none): the conformance harness bounds its cases at 180 s. */
 const BUN_TEST_TIMEOUT_MS = 360_000
+
+/**
+ * Files that run alone, one after the other, after the rest of the suite (and, in the whole run,
+ * before the runtime matrix): the partition short forms, each a cluster of three servers and six
+ * processes on network namespaces for about 80 s. Beside each other or beside the suite's timing
+ * cases, a loaded 2-core machine slows both past their bounds; alone, the three add about 4 min.
+ */
+const ALONE = /^test\/partition\/(zookeeper|etcd3|redis)\.test\.ts$/
+const runsAlone = (file) => ALONE.test(file.split('\\').join('/'))
 
 const concurrency = process.env.ROLLCALL_TEST_CONCURRENCY ?? '4'
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'))
@@ -221,8 +232,16 @@ if (runtimeArg !== undefined) {
 }
 
 if (filters.length > 0 && !matrixOnly) {
-  const r = spawnSync(process.execPath, command('node', process.execPath, testFiles(filters), concurrency)[1], { stdio: 'inherit' })
-  process.exit(r.status ?? 1)
+  const files = testFiles(filters)
+  const together = files.filter((f) => !runsAlone(f))
+  const alone = files.filter(runsAlone)
+  let status = 0
+  if (together.length > 0) status = spawnSync(process.execPath, command('node', process.execPath, together, concurrency)[1], { stdio: 'inherit' }).status ?? 1
+  if (alone.length > 0) {
+    const r = spawnSync(process.execPath, command('node', process.execPath, alone, '1')[1], { stdio: 'inherit' })
+    status ||= r.status ?? 1
+  }
+  process.exit(status)
 }
 
 /** Runs the matrix on every runtime but the primary; resolves with its results and wall seconds. */
@@ -261,8 +280,16 @@ if (matrixOnly) finish([], await runMatrix(filters.length ? testFiles(filters) :
 const started = Date.now()
 const primary = runtimePath(PRIMARY)
 console.log(`runtime ${PRIMARY} (${pinnedVersion(PRIMARY)}): the whole suite`)
-const main = await capture(primary, command(PRIMARY, primary, testFiles([]), concurrency)[1], true)
+const everyFile = testFiles([])
+const main = await capture(primary, command(PRIMARY, primary, everyFile.filter((f) => !runsAlone(f)), concurrency)[1], true)
 main.ok = main.code === 0 && main.failed === 0 && main.passed > 0
+const aloneFiles = everyFile.filter(runsAlone)
+if (aloneFiles.length > 0) {
+  console.log(`runtime ${PRIMARY}: ${aloneFiles.length} files alone, one at a time: ${aloneFiles.join(', ')}`)
+  const alone = await capture(primary, command(PRIMARY, primary, aloneFiles, '1')[1], true)
+  main.ok &&= alone.code === 0 && alone.failed === 0
+  for (const k of ['passed', 'failed', 'skipped']) main[k] += alone[k]
+}
 const mainSeconds = (Date.now() - started) / 1000
 const matrixRun = await runMatrix(RUNTIME_SUBSET)
 console.log(
