@@ -13,7 +13,8 @@ import { rid, waitFor } from '../support/wait.js'
 import { sleep } from '../../src/internal/sleep.js'
 import { TcpProxy } from '../support/proxy.js'
 import { startZookeeper, type PrivateServer } from '../support/servers.js'
-import { closeSessionOf, rawZk, sharedHostPort } from './zookeeper-support.js'
+import { closeSessionOf, openRawZk, rawZk, sharedHostPort } from './zookeeper-support.js'
+import { OrphanNodes } from '../../src/clients/zookeeper/zookeeper-orphans.js'
 
 interface Entry {
   what: string
@@ -64,6 +65,30 @@ async function proxiedMember(t: TestContext, timeoutSeconds: number) {
 }
 
 describe('zookeeper sessions', { concurrency: 3 }, () => {
+  it('zookeeper: session: what a session presumed expired left is deleted from the next session while it still owns it, never what another owns', async (t) => {
+    // Seen in the partition runs (issue 27, ZooKeeper seed 21): a holder whose session was presumed
+    // expired on its side of a cut was told it lost the lock, but the server kept the session, and its
+    // lock node, until the session timed out there: the lock was granted to no one after the heal.
+    const admin = await rawZk(t)
+    const base = `/${rid('orphans')}`
+    await admin.create(base)
+    t.after(async () => {
+      for (const c of await admin.children(base).catch(() => [])) await admin.remove(`${base}/${c}`).catch(() => {})
+      await admin.remove(base).catch(() => {})
+    })
+    const dead = await openRawZk()
+    const other = await openRawZk()
+    t.after(() => dead.close())
+    t.after(() => other.close())
+    await dead.conn.create(`${base}/held`, undefined, 'EPHEMERAL')
+    await other.conn.create(`${base}/taken-since`, undefined, 'EPHEMERAL')
+    const orphans = new OrphanNodes()
+    // Both names match; only the node the dead session still owns may go.
+    orphans.add(0, base, () => true, dead.conn.sessionId)
+    await orphans.deleteNow(admin.conn)
+    assert.deepEqual(await admin.children(base), ['taken-since'])
+  })
+
   it(
     'zookeeper: session: a server silent past the session timeout → suspended, lost, new session, rejoined; locks and leadership lost',
     { timeout: 90_000 },

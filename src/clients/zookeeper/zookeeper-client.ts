@@ -174,10 +174,13 @@ export class ZkConnection {
   /**
    * Deletes, once connected again within the same session, the children of `parent` that `match`
    * selects: nodes this process created (or may have created) and could not delete because the
-   * connection broke. If the session is lost instead, the server deletes them with it.
+   * connection broke. If the session expires on the server instead, they go with it; if it is
+   * presumed expired here, they are deleted from the next session while it still owns them
+   * (zookeeper-orphans.ts). With `deadOwner` (a session this client presumed expired): from now on,
+   * those of its nodes it still owns.
    */
-  deleteWhenConnected(parent: string, match: (child: string) => boolean): void {
-    this.#orphans.add(this.generation, parent, match)
+  deleteWhenConnected(parent: string, match: (child: string) => boolean, deadOwner?: string): void {
+    this.#orphans.add(this.generation, parent, match, deadOwner)
     if (this.isConnected) void this.#orphans.deleteNow(this)
   }
 
@@ -339,7 +342,8 @@ export class ZkConnection {
         void this.#orphans.deleteNow(this)
         return this.#options.onState('reconnected')
       }
-      // A replacement session: let the owner re-arm watches before saying we are back.
+      // A replacement session: what a session presumed expired left behind goes; let the owner re-arm watches before saying we are back.
+      void this.#orphans.deleteNow(this)
       void this.#options.onNewSession().catch(() => {}).then(() => {
         if (s === this.#current && !this.#stopped) this.#options.onState('reconnected')
       })
@@ -409,7 +413,7 @@ export class ZkConnection {
     if (s !== this.#current || this.#stopped) return
     if (s.id) this.#deadSessions.add(s.id)
     s.abandon(cause)
-    this.#orphans.clear()
+    if (s.id) this.#orphans.retire(s.generation, s.id)
     this.#open(s.generation + 1)
     this.#armExpiry()
     this.#options.onState('lost', cause)

@@ -120,6 +120,8 @@ export class ZkLock implements DriverLock {
   readonly #data: Buffer
   #node: string | undefined
   #generation = 0
+  /** The session the hold is in (its id). */
+  #owner = ''
   fencingToken: bigint | undefined
 
   /** `parent` is the lock's node (`/<ns>/locks/<name>` or `/<ns>/<group>/leader`). */
@@ -218,7 +220,11 @@ export class ZkLock implements DriverLock {
     const generation = this.#generation
     this.#forget()
     // A lock of a lost session died with it; never touch what a newer session may own.
-    if (node === undefined || generation !== this.#conn.generation) return false
+    if (node === undefined) return false
+    if (generation !== this.#conn.generation) {
+      this.#leftInDeadSession(node)
+      return false
+    }
     try {
       await this.#conn.remove(`${this.#parent}/${node}`)
       return true
@@ -238,6 +244,7 @@ export class ZkLock implements DriverLock {
     if (node === undefined) return false
     if (this.#generation !== this.#conn.generation) {
       this.#forget()
+      this.#leftInDeadSession(node)
       return false
     }
     try {
@@ -281,7 +288,17 @@ export class ZkLock implements DriverLock {
   #take(node: string, czxid: bigint, generation: number): void {
     this.#node = node
     this.#generation = generation
+    this.#owner = this.#conn.sessionId
     this.fencingToken = node.includes(READ_LOCK_NODE_NAME) ? undefined : czxid
+  }
+
+  /**
+   * A hold of a session this client presumed expired: its holder was told it lost the lock then,
+   * but the server may keep the session, and the node, for up to a timeout more, every later
+   * contender waiting behind it. Deleted from the current session while that session still owns it.
+   */
+  #leftInDeadSession(node: string): void {
+    if (this.#conn.isDeadSession(this.#owner)) this.#conn.deleteWhenConnected(this.#parent, (c) => c === node, this.#owner)
   }
 
   #forget(): void {
