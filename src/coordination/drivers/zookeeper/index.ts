@@ -355,8 +355,9 @@ export default defineDriver({
     + 'with 4 s, members on the majority side lost their sessions at cuts of the leader.',
     'After a session is lost (expired by the server, or no server answered for longer than the session timeout) a new session is opened '
     + 'and memberships are restored. A session the client presumed expired may live on at the server for up to a timeout more (a new leader '
-    + "restarts every session's clock): the new session deletes the old one's member nodes as it rejoins and its lock nodes at once, each "
-    + 'only while the old session still owns it, so a lock is not held for nobody meanwhile.',
+    + "restarts every session's clock): the new session deletes the old one's member nodes as it rejoins, and its lock nodes (holds, queued "
+    + 'contenders, deletes that failed) once it is up, each only while the old session still owns it, so a lock is not held for nobody '
+    + 'meanwhile.',
     'On a server before 3.6, the first group watch of each session asks for a persistent watch, which the server refuses and then '
     + 'closes the connection: one `suspended`/`reconnected` per session, after which one-shot watches are used.',
     'getLeader() of a group in which nobody ever ran is null (tooz creates the group and its `leader` node when asked).',
