@@ -69,8 +69,11 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
       c.at <= o.granted.at && o.granted.at <= c.healAt + REDIS_DEMOTION_MS && pair.some((h) => h !== undefined && c.cutOff.has(h))
     )
     if (backend === 'redis' && withOldMaster) bug = 'redis-sentinel-failover'
-    // The stale holder wrote nothing from the cut to its heal: it was paused (pause-client), so it could not be told.
-    if (backend === 'memcached' && cut !== undefined && staleCutOff && silent(o.stale.process, cut)) bug = 'memcached-paused-holder'
+    // memcached: the stale holder was cut off when the next grant came and wrote nothing from that cut to its heal: it was
+    // paused (pause-client), so it could not be told.
+    const cut = nearCut(o.granted.at, 0)
+    const paused = cut !== undefined && pair[0] !== undefined && cut.cutOff.has(pair[0]) && silent(o.stale.process, cut)
+    if (backend === 'memcached' && paused) bug = 'memcached-paused-holder'
     excuse(
       bug,
       `${o.kind} overlap on ${o.resource}: ${o.granted.process} granted (line ${o.granted.beganId}) while ${o.stale.process} believed, ${Math.round(o.ms)} ms`,
