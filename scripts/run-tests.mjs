@@ -74,11 +74,12 @@ const BUN_TEST_TIMEOUT_MS = 360_000
 
 /**
  * Files that run alone, one after the other, after the rest of the suite (and, in the whole run,
- * before the runtime matrix): the partition short forms, each a cluster of three servers and six
- * processes on network namespaces for about 80 s. Beside each other or beside the suite's timing
- * cases, a loaded 2-core machine slows both past their bounds; alone, the three add about 4 min.
+ * before the runtime matrix): the partition tests, each a cluster of three servers (or one server)
+ * and their clients on network namespaces for about 55-80 s. Beside each other or beside the
+ * suite's timing cases, a loaded 2-core machine slows both past their bounds; alone, they add
+ * about 6 min.
  */
-const ALONE = /^test\/partition\/(zookeeper|etcd3|redis)\.test\.ts$/
+const ALONE = /^test\/partition\//
 const runsAlone = (file) => ALONE.test(file.split('\\').join('/'))
 
 const concurrency = process.env.ROLLCALL_TEST_CONCURRENCY ?? '4'
