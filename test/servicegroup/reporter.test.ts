@@ -9,25 +9,10 @@ import { describe, it } from 'node:test'
 import { BackendError, ConnectionError, ServiceNotFoundError } from '../../src/index.js'
 import { Reporter, type ServiceGroupDriver, type ServiceRecord } from '../../src/servicegroup/index.js'
 import { FakeTimers, settle } from './fake-timers.js'
-import { recordingLogger } from './support.js'
+import { recordingLogger, serviceRecord } from './support.js'
 
 function record(): ServiceRecord {
-  return {
-    id: 1,
-    host: 'fake-host',
-    binary: 'nova-compute',
-    topic: 'compute',
-    availabilityZone: null,
-    disabled: false,
-    disabledReason: null,
-    forcedDown: false,
-    version: 0,
-    reportCount: 10,
-    lastSeenUp: null,
-    createdAt: new Date(),
-    updatedAt: null,
-    deletedAt: null,
-  }
+  return serviceRecord({ id: 1, host: 'fake-host', binary: 'nova-compute', topic: 'compute', version: 0, reportCount: 10 })
 }
 
 /** A driver whose report() follows a script: undefined = succeed, an Error = throw it, a Promise = wait for it. */

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import type { Logger } from '../../src/index.js'
-import { createServiceGroup, openCatalog, type Catalog, type DriverName, type ServiceGroup, type ServiceGroupOptions } from '../../src/servicegroup/index.js'
+import { createServiceGroup, openCatalog, type Catalog, type DriverName, type ServiceGroup, type ServiceGroupOptions,
+  type ServiceRecord } from '../../src/servicegroup/index.js'
 import { backend, serverUrl } from '../support/backends.js'
 import { TcpProxy } from '../support/proxy.js'
 import type { PrivateServer } from '../support/servers.js'
@@ -264,4 +265,25 @@ export function recordingLogger(): Logger & { lines: LogLine[] } {
   const lines: LogLine[] = []
   const at = (level: LogLine['level']) => (msg: string, fields?: Record<string, unknown>): void => void lines.push({ level, msg, fields })
   return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }
+}
+
+/** A catalog record as a driver is handed it, not stored anywhere: `fields` override the defaults. */
+export function serviceRecord(fields: Partial<ServiceRecord> = {}): ServiceRecord {
+  return {
+    id: 0,
+    host: rid('host'),
+    binary: 'rollcall-test',
+    topic: rid('topic'),
+    availabilityZone: null,
+    disabled: false,
+    disabledReason: null,
+    forcedDown: false,
+    version: 1,
+    reportCount: 0,
+    lastSeenUp: null,
+    createdAt: new Date(),
+    updatedAt: null,
+    deletedAt: null,
+    ...fields,
+  }
 }

@@ -7,33 +7,13 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { ToozDriver } from '../../src/servicegroup/drivers/tooz.js'
-import type { ServiceRecord } from '../../src/servicegroup/types.js'
 import { serverUrl } from '../support/backends.js'
 import { TcpProxy } from '../support/proxy.js'
 import { rid, waitFor } from '../support/wait.js'
+import { serviceRecord } from './support.js'
 
 /** Liveness of the reporting process, in seconds: its key lapses this long after the cut. */
 const LIVENESS_S = 2
-
-function record(host: string, topic: string): ServiceRecord {
-  const now = new Date()
-  return {
-    id: 0,
-    host,
-    binary: 'rollcall-test',
-    topic,
-    availabilityZone: null,
-    disabled: false,
-    disabledReason: null,
-    forcedDown: false,
-    version: 1,
-    reportCount: 0,
-    lastSeenUp: null,
-    createdAt: now,
-    updatedAt: null,
-    deletedAt: null,
-  }
-}
 
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} }
 
@@ -49,7 +29,7 @@ describe('servicegroup: tooz rejoin', () => {
     t.after(() => reporter.close())
     await observer.start()
     t.after(() => observer.close())
-    const service = record(rid('host'), rid('topic'))
+    const service = serviceRecord()
     await reporter.report(service)
     assert.equal(await observer.isUp(service), true)
 

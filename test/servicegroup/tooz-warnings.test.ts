@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { ToozDriver } from '../../src/servicegroup/drivers/tooz.js'
-import type { ServiceRecord } from '../../src/servicegroup/types.js'
 import { serverUrl } from '../support/backends.js'
 import { TcpProxy } from '../support/proxy.js'
 import { rid, waitFor } from '../support/wait.js'
+import { serviceRecord } from './support.js'
 
 describe('servicegroup: tooz warnings', () => {
   it('tooz-warnings: failed resyncs of 5 topics during an outage are one line, then one recovery line', { timeout: 60_000 }, async (t) => {
@@ -28,25 +28,7 @@ describe('servicegroup: tooz warnings', () => {
     t.after(() => driver.close())
     const topics = Array.from({ length: 5 }, () => rid('topic'))
     for (const topic of topics) {
-      const now = new Date()
-      await driver.report(
-        {
-          id: 0,
-          host: rid('host'),
-          binary: 'rollcall-test',
-          topic,
-          availabilityZone: null,
-          disabled: false,
-          disabledReason: null,
-          forcedDown: false,
-          version: 1,
-          reportCount: 0,
-          lastSeenUp: null,
-          createdAt: now,
-          updatedAt: null,
-          deletedAt: null,
-        } satisfies ServiceRecord,
-      )
+      await driver.report(serviceRecord({ topic }))
       await driver.watch(topic, () => {})
     }
     proxy.cut()
