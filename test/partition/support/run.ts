@@ -62,6 +62,19 @@ const SINGLE_SERVER_SCHEDULE: PartitionBackend['schedule'] = {
   gapMs: [6_000, 9_000],
 }
 
+/** A single server of `name` on n1, its three clients with LIVENESS_S, the single-server bounds and schedules. */
+function singleServer(name: 'postgresql' | 'mysql' | 'memcached', title: string): PartitionBackend {
+  return {
+    name,
+    title,
+    servers: 1,
+    start: (p) => startSingleServer(name, p),
+    query: `timeout=${LIVENESS_S}`,
+    check: SINGLE_SERVER_CHECK,
+    schedule: SINGLE_SERVER_SCHEDULE,
+  }
+}
+
 /**
  * The backends, with their bounds.
  *
@@ -132,33 +145,9 @@ export const PARTITION_BACKENDS: Record<PartitionBackend['name'], PartitionBacke
     check: { detectWithinMs: 12_000, electionMs: 6_000, recoverWithinMs: 15_000 },
     schedule: { faultMs: [3_000, 18_000], gapMs: [8_000, 12_000] },
   },
-  postgresql: {
-    name: 'postgresql',
-    title: 'One PostgreSQL server, membership_timeout 4 s, clients cut off from it',
-    servers: 1,
-    start: (p) => startSingleServer('postgresql', p),
-    query: `timeout=${LIVENESS_S}`,
-    check: SINGLE_SERVER_CHECK,
-    schedule: SINGLE_SERVER_SCHEDULE,
-  },
-  mysql: {
-    name: 'mysql',
-    title: 'One MariaDB server, membership_timeout 4 s, clients cut off from it',
-    servers: 1,
-    start: (p) => startSingleServer('mysql', p),
-    query: `timeout=${LIVENESS_S}`,
-    check: SINGLE_SERVER_CHECK,
-    schedule: SINGLE_SERVER_SCHEDULE,
-  },
-  memcached: {
-    name: 'memcached',
-    title: 'One memcached server, member, lock and leader keys of 4 s, clients cut off from it',
-    servers: 1,
-    start: (p) => startSingleServer('memcached', p),
-    query: `timeout=${LIVENESS_S}`,
-    check: SINGLE_SERVER_CHECK,
-    schedule: SINGLE_SERVER_SCHEDULE,
-  },
+  postgresql: singleServer('postgresql', 'One PostgreSQL server, membership_timeout 4 s, clients cut off from it'),
+  mysql: singleServer('mysql', 'One MariaDB server, membership_timeout 4 s, clients cut off from it'),
+  memcached: singleServer('memcached', 'One memcached server, member, lock and leader keys of 4 s, clients cut off from it'),
 }
 
 /** What a run returns. */
