@@ -19,6 +19,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import ts from 'typescript'
 
 const ROOT = process.cwd()
 const TSC = resolve(ROOT, 'node_modules/typescript/bin/tsc')
@@ -157,122 +158,11 @@ run().then((out) => console.log(out), (err: unknown) => {
 })
 `
 
-/** The same program through require (Node >= 20.19 loads the ESM package synchronously). */
-const APP_CJS = `
-const { subscribe, tracingChannel, unsubscribe } = require('node:diagnostics_channel')
-const { connect, DriverUnavailableError, LeadershipLostError, RollcallError, TRACING_CHANNELS } = require('rollcall')
-const { openCatalog, parseIni } = require('rollcall/servicegroup')
-const { createStatusHandler, registerMetrics } = require('rollcall/web')
-const { MetricsUnavailableError } = require('rollcall')
-const { createServer } = require('node:http')
-
-function traceInto(traces, won) {
-  const join = tracingChannel(TRACING_CHANNELS.groupJoin)
-  const ignore = () => undefined
-  const spans = {
-    start: (p) => void traces.push('join start ' + p.group + ' by ' + p.memberId + ' on ' + p.backend + ' ' + p.url + ' rejoin ' + p.rejoin),
-    end: ignore,
-    asyncStart: ignore,
-    asyncEnd: (p) => void traces.push('join end ' + p.group + ' ' + (p.error instanceof RollcallError ? p.error.code : 'joined')),
-    error: ignore,
-  }
-  join.subscribe(spans)
-  const onWon = (p) => {
-    won.set(p.group, p.term)
-    traces.push('won ' + p.group + ' term ' + typeof p.term)
-  }
-  const onLost = (p) => void traces.push('lost ' + p.group + ': ' + p.reason)
-  subscribe(TRACING_CHANNELS.electionWon, onWon)
-  subscribe(TRACING_CHANNELS.electionLost, onLost)
-  return () => {
-    join.unsubscribe(spans)
-    unsubscribe(TRACING_CHANNELS.electionWon, onWon)
-    unsubscribe(TRACING_CHANNELS.electionLost, onLost)
-  }
-}
-
-async function lead(c, won) {
-  let ledSignal
-  const led = await c.withLeadership('leaders', (signal, term) => {
-    ledSignal = signal
-    return { leading: c.isLeader('leaders'), aborted: signal.aborted, term: typeof term, termIsWon: term === won.get('leaders') }
-  })
-  const afterLed = { aborted: ledSignal.aborted, leading: c.isLeader('leaders') }
-  const campaign = await c.campaign('campaigners')
-  const during = {
-    active: campaign.active,
-    aborted: campaign.signal.aborted,
-    leader: await c.getLeader('campaigners'),
-    term: typeof campaign.term,
-    termIsWon: campaign.term === won.get('campaigners'),
-  }
-  await campaign.resign()
-  const reason = campaign.signal.reason
-  const resigned = {
-    active: campaign.active,
-    reason: reason instanceof LeadershipLostError ? reason.code + ': ' + reason.message : String(reason),
-    leader: await c.getLeader('campaigners'),
-  }
-  let unwatch
-  const elected = await new Promise((resolve) => {
-    unwatch = c.watchElectedAsLeader('watched', resolve)
-  })
-  const leading = c.isLeader('watched')
-  await unwatch()
-  await unwatch()
-  const watched = { elected, leading, afterUnwatch: c.isLeader('watched'), leader: await c.getLeader('watched') }
-  return { led, afterLed, campaign: { during, resigned }, watched }
-}
-
-async function fence(c) {
-  const tokens = []
-  const first = await c.withLock('fenced', (signal, lock) => {
-    tokens.push(lock.fencingToken)
-    return { sameSignal: signal === lock.signal, aborted: signal.aborted, acquired: lock.acquired, token: typeof lock.fencingToken }
-  })
-  await c.withLock('fenced', (_signal, lock) => void tokens.push(lock.fencingToken))
-  return { fencing: c.capabilities.has('fencing'), ...first, grows: tokens[0] < tokens[1] }
-}
-
-;(async () => {
-  const c = await connect('memory://', { memberId: 'consumer-1', watchIntervalMs: 50 })
-  const traces = []
-  const won = new Map()
-  const untrace = traceInto(traces, won)
-  try {
-    await c.joinGroupCreate('consumers', { zone: 'az1' })
-    const members = await c.getMembers('consumers')
-    const lock = await c.acquireLock('consumer-lock')
-    const held = lock.acquired
-    await lock.release()
-    const leadership = await lead(c, won)
-    const fenced = await fence(c)
-    const doc = parseIni('[DEFAULT]\\nservicegroup_driver = tooz\\n')
-    let catalog = 'opened'
-    try {
-      await (await openCatalog('sqlite://')).close()
-    } catch (err) {
-      catalog = err instanceof DriverUnavailableError ? err.code : String(err)
-    }
-    const redis = await connect('redis://127.0.0.1:1').then(() => 'connected', (err) => (err instanceof DriverUnavailableError ? err.message : String(err)))
-    const registry = { registerMetric: () => undefined, removeSingleMetric: () => undefined }
-    const metrics = await registerMetrics(c, { registry }).then(
-      () => 'registered',
-      (err) => (err instanceof MetricsUnavailableError ? err.code + ': ' + err.message : String(err)),
-    )
-    const status = await createStatusHandler({ coordinator: c, basePath: '/status' })
-    const server = createServer((req, res) => status(req, res))
-    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
-    const health = await fetch('http://127.0.0.1:' + server.address().port + '/status/healthz')
-    await status.close()
-    server.close()
-    console.log(JSON.stringify({ members, held, sections: [...doc.keys()], catalog, redis, metrics, health: health.status, leadership, fenced, traces }))
-  } finally {
-    untrace()
-    await c.stop()
-  }
-})().catch((err) => { console.error(err); process.exitCode = 1 })
-`
+/**
+ * The same program through require (Node >= 20.19 loads the ESM package synchronously): APP_TS
+ * transpiled to CommonJS, its imports made require() calls.
+ */
+const APP_CJS = ts.transpileModule(APP_TS, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } }).outputText
 
 /** Type errors a consumer must get: misspelt or mistyped connect() options. */
 const TYPO_TS = `
