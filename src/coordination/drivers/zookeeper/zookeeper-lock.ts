@@ -295,12 +295,14 @@ export class ZkLock implements DriverLock {
   }
 
   /**
-   * A hold of a session this client presumed expired: its holder was told it lost the lock then,
-   * but the server may keep the session, and the node, for up to a timeout more, every later
-   * contender waiting behind it. Deleted from the current session while that session still owns it.
+   * A node of session `owner` (by default the hold's), if this client presumed that session
+   * expired: its holder was told it lost the lock then, but the server may keep the session, and
+   * the node, for up to a timeout more, every later contender waiting behind it (ZooKeeper
+   * partition seed 21: a candidate's node left no leader for the 6.6 s between a heal and the next
+   * cut). Deleted from the current session while that session still owns it.
    */
-  #leftInDeadSession(node: string): void {
-    if (this.#conn.isDeadSession(this.#owner)) this.#conn.deleteWhenConnected(this.#parent, (c) => c === node, this.#owner)
+  #leftInDeadSession(node: string, owner = this.#owner): void {
+    if (this.#conn.isDeadSession(owner)) this.#conn.deleteWhenConnected(this.#parent, (c) => c === node, owner)
   }
 
   #forget(): void {
@@ -347,9 +349,7 @@ export class ZkLock implements DriverLock {
   /** Leaves the queue; a node that cannot be deleted now is deleted on reconnect. Never rejects. */
   async #withdraw(node: string, generation: number, owner: string): Promise<void> {
     if (generation !== this.#conn.generation) {
-      // A contender of a session presumed expired would keep every later one waiting while the server keeps that session
-      // (ZooKeeper partition seed 21, a candidate's node: no leader for the 6.6 s between a heal and the next cut).
-      if (this.#conn.isDeadSession(owner)) this.#conn.deleteWhenConnected(this.#parent, (c) => c === node, owner)
+      this.#leftInDeadSession(node, owner)
       return
     }
     try {
