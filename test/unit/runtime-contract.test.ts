@@ -144,6 +144,37 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
     await waitFor('the new session presumed lost', () => states.length === 3, nextBeatMs * 2)
     assert.deepEqual(states, ['lost', 'reconnected', 'lost'])
   })
+
+  for (const answer of ['fails', 'names the group lost'] as const) {
+    it(`contract: a beat sent before lost → reconnected that ${answer} after the rejoin loses nothing again`, async (t) => {
+      const nextBeatMs = 1_000
+      const { c, f } = await open(t, rid('s'), nextBeatMs)
+      const g = rid('g')
+      await c.joinGroupCreate(g)
+      const states: string[] = []
+      c.on('connectionStateChanged', (e) => states.push(e.state))
+      const lost: string[] = []
+      c.on('membershipLost', (e) => lost.push(e.group))
+      let answerOld!: (ok: boolean) => void
+      f.holdBeats = new Promise((r) => (answerOld = r))
+      await waitFor('a beat in flight', () => (f.heldBeats ?? 0) > 0, nextBeatMs * 2)
+      // The beat hangs past the liveness deadline (the member presumes itself lost); the connection comes back and the group is rejoined.
+      await waitFor('presumed lost', () => states.includes('lost'), nextBeatMs * 2)
+      f.holdBeats = undefined
+      const rejoined = nextEvent<{ group: string }>(c, 'rejoined', (e) => e.group === g, 2_000)
+      f.events!.connectionState('reconnected')
+      await rejoined
+      // Now the old beat answers, from the old connection.
+      if (answer === 'names the group lost') f.lostGroups.push(g)
+      const beats = f.beats ?? 0
+      answerOld(answer === 'names the group lost')
+      await waitFor('a fresh beat', () => (f.beats ?? 0) > beats + (answer === 'fails' ? 0 : 1), 2_000)
+      await sleep(100)
+      assert.deepEqual(states, ['lost', 'reconnected'])
+      assert.deepEqual(lost, [g], 'the membership was lost once, at the expiry')
+      assert.deepEqual(c.joinedGroups, [g])
+    })
+  }
 })
 
 /** Resolves with how `p` settled: its value, or `rejected: <message>`. */

@@ -32,6 +32,12 @@ export interface Faults {
   failHeartbeat?: boolean
   /** While set, joinGroup() waits for it before joining (a join sent to a server that is cut off). */
   holdJoins?: Promise<void>
+  /**
+   * While set, a beat waits for it, then answers if it resolves true and fails if false (a beat
+   * sent on a connection that is replaced while it is in flight); `heldBeats` counts the beats held.
+   */
+  holdBeats?: Promise<boolean>
+  heldBeats?: number
   /** Beats answered, and refresh() calls on this member's locks. */
   beats?: number
   refreshes?: number
@@ -135,6 +141,10 @@ registerDriver('faulty', async () => ({
         },
         heartbeat: async (_joined: unknown, held: ReadonlySet<DriverLock>): Promise<HeartbeatResult> => {
           if (f.failBeats || f.failHeartbeat) throw new ConnectionError('injected outage')
+          if (f.holdBeats) {
+            f.heldBeats = (f.heldBeats ?? 0) + 1
+            if (!(await f.holdBeats)) throw new ConnectionError('the connection this beat went out on broke')
+          }
           f.beats = (f.beats ?? 0) + 1
           if (f.refreshesInFlight) f.beatsBesideRefresh = (f.beatsBesideRefresh ?? 0) + 1
           else f.beatsAlone = (f.beatsAlone ?? 0) + 1

@@ -51,6 +51,10 @@ export class HeartbeatLoop {
   #failures = 0
   #deadline = Number.POSITIVE_INFINITY
   #lastIntervalMs = 0
+  /** Counts renewConnection() calls: a beat sent under an older count was sent on a connection since replaced. */
+  #connectionEpoch = 0
+  /** The connection epoch the beat under way was sent under. */
+  #runningEpoch = 0
   readonly #hooks: HeartbeatHooks
   readonly #timing: HeartbeatTiming
 
@@ -75,10 +79,14 @@ export class HeartbeatLoop {
     this.#schedule(this.#delayAfterSuccess(firstIntervalMs, sentAt))
   }
 
-  /** Runs one beat now (or joins the one under way) and reschedules. Never rejects. */
+  /**
+   * Runs one beat now (or joins the one under way, unless that one was sent on a connection since
+   * replaced: then a fresh beat follows it) and reschedules. Never rejects.
+   */
   beatNow(): Promise<void> {
-    if (this.#running) return this.#running
+    if (this.#running) return this.#runningEpoch === this.#connectionEpoch ? this.#running : this.#running.then(() => this.beatNow())
     clearTimeout(this.#timer)
+    this.#runningEpoch = this.#connectionEpoch
     this.#running = this.#run().finally(() => {
       this.#running = undefined
     })
@@ -92,6 +100,16 @@ export class HeartbeatLoop {
   restartDeadline(from = Date.now()): void {
     if (this.#stopped || !Number.isFinite(this.#deadline)) return
     this.#record(this.#lastIntervalMs, from)
+  }
+
+  /**
+   * The owner lost its connection and has a new one (it rejoined what was lost): a beat sent before
+   * this that fails afterwards failed on the old connection and says nothing of the new one, so its
+   * failure is reported but not judged against the liveness deadline (memcached and MySQL partition
+   * runs: such a beat, failing just after the rejoin, made the member presume itself lost again).
+   */
+  renewConnection(): void {
+    this.#connectionEpoch += 1
   }
 
   /** Ends the loop; a beat under way finishes but schedules nothing. */
@@ -118,7 +136,7 @@ export class HeartbeatLoop {
       this.#failures += 1
       const error = asRollcallError(err, 'Heartbeat')
       this.#extend()
-      this.#hooks.onFailure(error, this.#failures, Date.now() > this.#deadline)
+      this.#hooks.onFailure(error, this.#failures, this.#runningEpoch === this.#connectionEpoch && Date.now() > this.#deadline)
       const backoff = Math.min(this.#timing.maxRetryMs, this.#timing.minRetryMs * 2 ** (this.#failures - 1))
       // Keep retrying well before the lapse: never wait more than a quarter of the interval.
       this.#schedule(Math.max(this.#timing.minRetryMs, Math.min(backoff, this.#lastIntervalMs / 4 || backoff)))

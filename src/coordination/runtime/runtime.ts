@@ -295,13 +295,18 @@ export class DriverRuntime {
     // observed at once, so that a beat failing first leaves no unhandled rejection.
     const alongside = d.heartbeat && d.beatRefreshesLocks ? undefined : this.#refreshLocks()
     alongside?.catch(() => {})
+    // A group the beat finds gone is lost only if it has not been rejoined since the beat went out (the rejoin answers that).
+    const epochs = new Map([...this.membership.live.keys()].map((g) => [g, this.membership.epoch(g)]))
     // A driver without heartbeat() keeps liveness by its session alone: nothing to refresh but locks.
     const result: HeartbeatResult = d.heartbeat
       ? await this.call('heartbeat', () => d.heartbeat!(this.membership.live, this.locks.driverLocks()), { internal: true })
       : { nextBeatMs: Number.POSITIVE_INFINITY, locks: { refreshed: false } }
     this.#lastBeatAt = new Date()
     const lostGroups = result.lostGroups
-    if (lostGroups?.length) this.#later(() => this.membership.lost(lostGroups, 'the backend no longer lists this member'))
+    if (lostGroups?.length) {
+      const unchanged = (g: string): boolean => epochs.get(g) !== undefined && this.membership.epoch(g) === epochs.get(g)
+      this.#later(() => this.membership.lost(lostGroups.filter(unchanged), 'the backend no longer lists this member'))
+    }
     if (result.locks.refreshed) this.locks.lostInBeat(result.locks.lost)
     else await (alongside ?? this.#refreshLocks())
     const rejoins = this.membership.hasPending && this.#parts.autoWatch ? this.membership.rejoinPending() : undefined
@@ -341,6 +346,8 @@ export class DriverRuntime {
     if (state === 'connected' || state === 'reconnected') this.#warnings.recovered(isOutageKey)
     if (state === 'lost') this.#loseEverything(`the connection was lost${cause instanceof Error ? ` (${cause.message})` : ''}`)
     else if (state === 'reconnected') {
+      // Back from lost: a beat still under way went out on the old connection; its failure judges nothing now.
+      if (previous === 'lost') this.#heart.renewConnection()
       void this.locks.releaseAbandoned()
       if (this.#parts.autoWatch) {
         void this.membership.rejoinPending()

@@ -35,10 +35,6 @@ export const KNOWN_BUGS = {
     + "although every client's session lived on (acquires kept timing out). Not yet known whether the queued delete ran, failed again and was "
     + "dropped, or the waiters' watches were not re-armed after the move. Replay: PARTITION_SEED=2701 FAULT_STRICT=1 node --import tsx --test "
     + 'test/partition/zookeeper.test.ts (issue 27).',
-  'stale-beat-after-reconnect':
-    'memcached and MySQL (single servers), after a heal: a heartbeat sent before the reconnect fails (or reports the group it could not refresh) after the Coordinator reconnected '
-    + 'and rejoined, and is judged against the old liveness deadline, so the member sees itself lost and rejoined again within a few ms (a false down of '
-    + "the member's own view, issue 27). Fix: judge a beat's failure against the connection it was sent on (src/coordination/heartbeat.ts, runtime.ts).",
 } as const satisfies Record<string, string>
 
 /** A known bug's id. */

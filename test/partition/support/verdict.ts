@@ -84,16 +84,7 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
     excuse(bug, `fencing ${f.what} on ${f.resource}: token ${f.token} of ${f.process} (line ${f.id}) after ${f.previousToken} (line ${f.previousId})`)
   }
   for (const d of report.falseDowns.items as FalseDown[]) {
-    // etcd's hung keepalive (issue 27) is fixed, a beat's requests now hedged across the hosts. On a single server a member may see itself
-    // lost again just after its own reconnect (within a second of it).
-    const reconnected = history.some((e) =>
-      e.type === 'event' && e.event === 'connectionStateChanged' && e.state === 'reconnected' && e.process === d.observer && e.at <= d.at && d.at - e.at < 1_000
-    )
-    const single = backend === 'memcached' || backend === 'mysql' || backend === 'postgresql'
-    excuse(
-      single && d.via === 'self' && reconnected ? 'stale-beat-after-reconnect' : undefined,
-      `false down: ${d.observer} (${d.via}) saw ${d.member} leave ${d.group} at line ${d.id} for ${Math.round(d.ms)} ms`,
-    )
+    unknown.push(`false down: ${d.observer} (${d.via}) saw ${d.member} leave ${d.group} at line ${d.id} for ${Math.round(d.ms)} ms`)
   }
   for (const d of report.detection.missed) unknown.push(`missed: ${d.observer} (${d.via}) never saw ${d.member} gone after the cut of line ${d.cutId}`)
   for (const d of report.detection.late) unknown.push(`late: ${d.observer} (${d.via}) saw ${d.member} gone ${d.ms} ms after the cut of line ${d.cutId}`)
