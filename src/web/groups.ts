@@ -123,6 +123,26 @@ export interface GroupListViewOptions {
   metrics?: GroupListMetrics
 }
 
+/**
+ * Group reads a refresh keeps in flight at most: the first refresh reads every group it finds, and
+ * thousands of reads at once would queue on the one connection ahead of the coordinator's own beats.
+ */
+export const GROUP_READS_IN_FLIGHT = 64
+
+/** `fn` over `items`, at most `limit` calls in flight; the results in the items' order. */
+async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length)
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++
+      out[i] = await fn(items[i]!)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
+  return out
+}
+
 /** The defaults of {@link GroupListViewOptions}. */
 export const GROUP_LIST_DEFAULTS = { emptyRefreshMs: 60_000 } as const
 
@@ -255,9 +275,10 @@ export class GroupListView extends EventEmitter<GroupListViewEvents> {
         names = [...this.#dirty].filter((g) => this.#views.has(g))
       }
       this.#dirty.clear()
-      const read = await Promise.all(
-        names.map(async (group) => ({ group, row: await this.#readOne(group).catch((err: unknown) => reportUnreadable(group, err)) })),
-      )
+      const read = await mapBounded(names, GROUP_READS_IN_FLIGHT, async (group) => ({
+        group,
+        row: await this.#readOne(group).catch((err: unknown) => reportUnreadable(group, err)),
+      }))
       if (this.#stopped) return
       for (const { group, row } of read) {
         if (row === undefined) this.#remove(group)

@@ -8,6 +8,7 @@ import { describe, it } from 'node:test'
 import { connect } from '../../src/index.js'
 import { MAX_GROUP_SERIES } from '../../src/web/metrics.js'
 import { startStatusServer } from '../../src/web/index.js'
+import { GROUP_READS_IN_FLIGHT } from '../../src/web/groups.js'
 import { backend } from '../support/backends.js'
 import { rid, waitFor } from '../support/wait.js'
 import { call, openEvents } from './support.js'
@@ -105,8 +106,17 @@ describe('web: group list', { concurrency: 1 }, () => {
       for (let i = 0; i < groups.length; i += 500) {
         await Promise.all(groups.slice(i, i + 500).map((g, j) => (i + j < liveCount ? owner.joinGroupCreate(g, {}) : owner.createGroup(g))))
       }
+      // The first refresh reads every group it finds, a bounded number at a time.
+      let reading = 0
+      let mostReading = 0
+      const read = observer.getMembersWithCapabilities.bind(observer)
+      observer.getMembersWithCapabilities = async (g) => {
+        mostReading = Math.max(mostReading, ++reading)
+        return read(g).finally(() => reading--)
+      }
       const server = await startStatusServer({ coordinator: observer, port: 0 })
       t.after(() => server.close())
+      assert.ok(mostReading <= GROUP_READS_IN_FLIGHT, `${mostReading} group reads in flight at once`)
       const timed = async (path: string): Promise<{ ms: number; text: string; json: any }> => {
         const t0 = performance.now()
         const r = await call(server.url, 'GET', path)
