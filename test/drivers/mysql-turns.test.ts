@@ -52,24 +52,35 @@ describe('mysql driver: turns', { concurrency: 3 }, () => {
     const name = rid('turn')
     const a = (await openSql(t, URL)).getLock(name)
     const b = (await openSql(t, URL)).getLock(name)
-    await turnHolder(admin, a, b, name)
-    // a now queues for the turn lock b holds (in the server: waiting in GET_LOCK on the turn name).
-    let aGot = false
-    const aWaits = a.acquire({ timeoutMs: TIMING.eventMs }).then(async (ok) => {
-      aGot = ok
-      await a.release()
+    const c = (await openSql(t, URL)).getLock(name)
+    // a holds the lock, b waits for it holding the turn lock, and c queues for the turn lock behind b (in the server: waiting in GET_LOCK
+    // on the turn name). All of it before b's turn starts: a turn lasts TURN_MS from its first acquisition, which the slow checks of the
+    // server's process list must not use up.
+    assert.equal(await a.acquire(), true)
+    const bWaits = b.acquire({ timeoutMs: TIMING.eventMs })
+    await waitFor(
+      'b to hold the turn lock and wait for the lock',
+      async () => (await holderOf(admin, turnLockName(name))) !== null && (await waitsFor(admin, name)),
+      TIMING.eventMs,
+    )
+    let cGot = false
+    const cWaits = c.acquire({ timeoutMs: TIMING.eventMs }).then(async (ok) => {
+      cGot = ok
+      await c.release()
       return ok
     })
-    await waitFor('a to queue for the turn', () => waitsFor(admin, turnLockName(name)), TIMING.eventMs)
-    // b loops; once its turn is used up its next acquire queues behind a (and returns after a's release).
+    await waitFor('c to queue for the turn', () => waitsFor(admin, turnLockName(name)), TIMING.eventMs)
+    await a.release()
+    assert.equal(await bWaits, true)
+    // b's turn starts now; b loops; once its turn is used up its next acquire queues behind c (and returns after c's release).
     let retakes = 0
-    for (let i = 0; i < 3 * TURN_SIZE && !aGot; i++) {
+    for (let i = 0; i < 3 * TURN_SIZE && !cGot; i++) {
       await b.release()
-      if (aGot) break
+      if (cGot) break
       assert.equal(await b.acquire({ timeoutMs: TIMING.eventMs }), true)
-      if (!aGot) retakes += 1
+      if (!cGot) retakes += 1
     }
-    assert.equal(await aWaits, true, 'the waiter got the lock')
+    assert.equal(await cWaits, true, 'the waiter got the lock')
     // With the server's plain queue the waiter is handed the lock on b's first release (0 re-takes).
     assert.ok(retakes >= 1, `the holder re-took the lock ${retakes} times within its turn`)
     assert.ok(retakes < TURN_SIZE, `the holder kept the lock for ${retakes} acquisitions past a turn of ${TURN_SIZE}`)
