@@ -437,6 +437,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
         call: (op, fn) => runtime.call(op, fn),
         track: (l) => runtime.locks.track(l),
         untrack: (l) => runtime.locks.untrack(l),
+        settled: (l) => runtime.locks.settled(l),
         emitLockLost: (lockName, reason) => this.emit('lockLost', { name: lockName, reason }),
         stopSignal: runtime.stopSignal,
         driverName: this.driverName,

@@ -50,6 +50,8 @@ export interface LockHost {
   call<T>(operation: string, fn: () => Promise<T>): Promise<T>
   track(lock: HeldLock): void
   untrack(lock: HeldLock): void
+  /** Resolves once no release of `lock` given up on a lost connection is under way (HeldLocks.settled). */
+  settled(lock: DriverLock): Promise<void>
   /** Tells the application a lock was lost (the lockLost event). */
   emitLockLost(name: string, reason: string): void
   readonly stopSignal: AbortSignal
@@ -183,6 +185,7 @@ export class Lock {
       // An attempt of an earlier wait that outlived its deadline settles (and frees what it took) first:
       // its driver lock is this one, so a new attempt must not overlap it.
       await this.#late
+      await this.#host.settled(this.driverLock)
       const got = blocking
         ? await this.#wait(timeoutMs, signal, shared)
         : await this.#host.call('acquire a lock', () => this.#try(shared))

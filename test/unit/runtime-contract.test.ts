@@ -57,14 +57,16 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
   })
 
   it('contract: the locks a beat leaves alone are refreshed while it is in flight, not after its answer', async (t) => {
-    const { c, f } = await open(t, rid('s'), 300)
+    // Liveness of 2 s: a beat about every second, and a loaded machine's stalls (which lose a 300 ms liveness, and with it the lock,
+    // after which beats go alone) stay far inside it.
+    const { c, f } = await open(t, rid('s'), 2_000)
     const lock = c.getLock(rid('l'))
     assert.equal(await lock.acquire(), true)
     // Answers take 50 ms: a refresh sent alongside a beat is still in flight when the beat is called.
     f.answerMs = 50
-    await waitFor('a beat with the lock held', () => (f.beatsBesideRefresh ?? 0) + (f.beatsAlone ?? 0) > 0, 3_000)
+    await waitFor('a beat with the lock held', () => (f.beatsBesideRefresh ?? 0) + (f.beatsAlone ?? 0) > 0, 5_000)
     const before = { beside: f.beatsBesideRefresh ?? 0, alone: f.beatsAlone ?? 0 }
-    await waitFor('three more beats', () => (f.beatsBesideRefresh ?? 0) + (f.beatsAlone ?? 0) >= before.beside + before.alone + 3, 5_000)
+    await waitFor('three more beats', () => (f.beatsBesideRefresh ?? 0) + (f.beatsAlone ?? 0) >= before.beside + before.alone + 3, 10_000)
     assert.equal((f.beatsAlone ?? 0) - before.alone, 0, 'no beat went out before its lock refresh: one round trip per beat, not two in a row')
     assert.equal(lock.acquired, true)
   })
@@ -143,6 +145,35 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
     // The new session's own deadline does apply.
     await waitFor('the new session presumed lost', () => states.length === 3, nextBeatMs * 2)
     assert.deepEqual(states, ['lost', 'reconnected', 'lost'])
+  })
+
+  it('contract: a lock given up on a lost connection is not taken again until its release on the backend has settled', async (t) => {
+    const store = rid('s')
+    const { c, f } = await open(t, store, NO_SCHEDULED_BEAT_MS)
+    const { c: other } = await open(t, store, NO_SCHEDULED_BEAT_MS)
+    const name = rid('l')
+    const lock = c.getLock(name)
+    assert.equal(await lock.acquire(), true)
+    // The outage: the lock is lost, and its release on the backend fails (the runtime keeps it, to send once the backend answers).
+    f.failBeats = true
+    const lockLost = nextEvent<{ name: string }>(c, 'lockLost', (e) => e.name === name, 2_000)
+    f.events!.connectionState('lost', new Error('cut off'))
+    await lockLost
+    // Meanwhile the backend ended the old hold (a session lock's session ended).
+    assert.equal(await other.getLock(name).break(), true)
+    // Back: the kept release goes out, slowly; the application takes the lock again at once.
+    let letRelease!: () => void
+    f.holdReleases = new Promise((r) => (letRelease = r))
+    f.failBeats = false
+    f.events!.connectionState('reconnected')
+    const again = lock.acquire({ blocking: false })
+    await sleep(50)
+    letRelease()
+    f.holdReleases = undefined
+    assert.equal(await again, true)
+    // The old hold's release did not free the new one: nobody else gets the lock.
+    assert.equal(await other.getLock(name).acquire({ blocking: false }), false, 'the lock taken again was freed under its holder')
+    assert.equal(await lock.release(), true)
   })
 
   for (const answer of ['fails', 'names the group lost'] as const) {

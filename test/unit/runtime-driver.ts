@@ -38,6 +38,8 @@ export interface Faults {
    */
   holdBeats?: Promise<boolean>
   heldBeats?: number
+  /** While set, a lock's release() waits for it before it gets to the backend (a release whose connection is slow to come back). */
+  holdReleases?: Promise<void>
   /** Beats answered, and refresh() calls on this member's locks. */
   beats?: number
   refreshes?: number
@@ -122,6 +124,7 @@ registerDriver('faulty', async () => ({
             return (...args: unknown[]) => {
               if (f.failBeats) return Promise.reject(new ConnectionError('injected outage'))
               const call = (): unknown => (value as (...a: unknown[]) => unknown).apply(target, args)
+              if (prop === 'release' && f.holdReleases) return f.holdReleases.then(call)
               if (prop !== 'refresh') return call()
               f.refreshes = (f.refreshes ?? 0) + 1
               f.refreshesInFlight = (f.refreshesInFlight ?? 0) + 1

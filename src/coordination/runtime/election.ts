@@ -43,6 +43,8 @@ export interface ElectionHost {
   call<T>(operation: string, fn: () => Promise<T>): Promise<T>
   track(lock: HeldLock): void
   untrack(lock: HeldLock): void
+  /** Resolves once no release of `lock` given up on a lost connection is under way (HeldLocks.settled). */
+  settled(lock: DriverLock): Promise<void>
   emitElected(event: LeaderEvent): void
   emitLost(group: string, reason: string): void
   warn(err: RollcallError): void
@@ -214,6 +216,7 @@ export class Elections {
     // An attempt under way (a tick's, a wake-up's) is joined, so that runWatchers() settles with it.
     c.attempt = (async () => {
       try {
+        await this.#host.settled(c.lock)
         if (!(await this.#host.call('run for election', () => c.lock.tryAcquire()))) {
           await this.#wakeAtChance(c)
           return
@@ -287,6 +290,7 @@ export class Elections {
       while (!signal.aborted && this.#candidacies.get(c.group) === c && !c.leading) {
         try {
           if (Date.now() < c.holdoffUntil) await sleep(c.holdoffUntil - Date.now(), signal)
+          await this.#host.settled(c.lock)
           if (await this.#host.call('run for election', () => queue.acquireWaiting(signal, 'exclusive'))) {
             if (signal.aborted || this.#candidacies.get(c.group) !== c) await c.lock.release().catch(() => false)
             else void this.#elected(c)
