@@ -10,6 +10,7 @@
  *   npm run test:partitions                                    every backend
  *   npm run test:partitions -- --backend zookeeper             one backend (repeatable)
  *   PARTITION_SEED=N npm run test:partitions -- --backend etcd3   replay one schedule (no report written)
+ *   npm run test:partitions -- --render                       write the section again from the last results file
  */
 import { randomInt } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -195,6 +196,11 @@ function writeSection(section: string): void {
 
 async function main(): Promise<number> {
   const args = process.argv.slice(2)
+  if (args.includes('--render')) {
+    const last = JSON.parse(readFileSync(RESULTS, 'utf8')) as { finishedAt: string; faultsPerSchedule: number; perRun: number; backends: BackendFigures[] }
+    writeSection(renderSection(last.backends, last))
+    return 0
+  }
   const names = args.flatMap((a, i) => (args[i - 1] === '--backend' ? [a] : []))
   for (const n of names) if (!(n in PARTITION_BACKENDS)) throw new Error(`--backend ${n}: use one of ${Object.keys(PARTITION_BACKENDS).join(', ')}`)
   const backends = (names.length ? names : Object.keys(PARTITION_BACKENDS)).map((n) => PARTITION_BACKENDS[n as PartitionBackend['name']])
