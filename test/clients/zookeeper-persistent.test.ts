@@ -14,7 +14,7 @@ import { rid, waitFor } from '../support/wait.js'
 import { rawZk, sharedHostPort } from '../drivers/zookeeper-support.js'
 
 /** A started client on `port` (the shared server's by default) recording its state changes; stopped after the test. */
-async function client(t: TestContext, port = sharedHostPort().port): Promise<{ conn: ZkConnection; states: ZkSessionState[] }> {
+async function client(t: TestContext, port = sharedHostPort().port, chroot?: string): Promise<{ conn: ZkConnection; states: ZkSessionState[] }> {
   const states: ZkSessionState[] = []
   const conn = new ZkConnection({
     servers: [{ host: '127.0.0.1', port }],
@@ -27,6 +27,7 @@ async function client(t: TestContext, port = sharedHostPort().port): Promise<{ c
     shownAs: `test 127.0.0.1:${port}`,
     onState: (s) => void states.push(s),
     onNewSession: async () => {},
+    chroot,
   })
   t.after(() => conn.stop())
   await conn.start()
@@ -98,36 +99,41 @@ describe('ZooKeeper client: persistent watches (addWatch)', () => {
     await conn.removeWatch(p, 'PERSISTENT_RECURSIVE', r.watcher)
   })
 
-  it('outlives a connection cut within the session (setWatches2) and fires after it', async (t) => {
-    const proxy = await TcpProxy.start(sharedHostPort().port)
-    t.after(() => proxy.close())
-    const { conn, states } = await client(t, proxy.port)
-    const other = await rawZk(t)
-    const p = `/${rid('pwc')}`
-    await other.create(p)
-    t.after(() => other.conn.removeAll([p]).catch(() => {}))
-    const r = recorder()
-    assert.equal(await conn.addWatch(p, 'PERSISTENT', r.watcher), true)
-    await other.conn.create(`${p}/before`, undefined, 'EPHEMERAL')
-    await waitFor('the change before the cut', () => r.seen.length === 1, 5_000)
-    const session = conn.sessionId
-    proxy.cut()
-    await waitFor('the cut seen', () => states.includes('suspended'), 10_000)
-    proxy.restore()
-    await waitFor('the reconnect', () => states.includes('reconnected'), 10_000)
-    assert.equal(conn.sessionId, session, 'the same session')
-    assert.ok(!states.includes('lost'))
-    // `reconnected` comes before the server has handled the setWatches2 that restores the watch, and
-    // ZooKeeper reports no change a persistent watch missed (DataTree.setWatches re-adds it as it is):
-    // a change made now by another client may precede the watch and go unreported. The owner re-reads
-    // instead; the server handles a session's requests in order, so once the re-read (sent after the
-    // setWatches2) is answered, the watch is in place and every later change is reported.
-    assert.deepEqual(await conn.getChildren(p), ['before'])
-    for (let i = 0; i < 3; i++) await other.conn.create(`${p}/after${i}`, undefined, 'EPHEMERAL')
-    await waitFor('each change after the reconnect', () => r.seen.length === 4, 5_000)
-    assert.deepEqual(r.seen, Array(4).fill(`NODE_CHILDREN_CHANGED ${p}`))
-    await conn.removeWatch(p, 'PERSISTENT', r.watcher)
-  })
+  for (const rooted of [false, true]) {
+    it(`outlives a connection cut within the session (setWatches2) and fires after it${rooted ? ', under a chroot' : ''}`, async (t) => {
+      const proxy = await TcpProxy.start(sharedHostPort().port)
+      t.after(() => proxy.close())
+      // Under a chroot the watches set again on the new connection must carry it, as every request does.
+      const chroot = rooted ? `/${rid('chroot')}` : ''
+      const { conn, states } = await client(t, proxy.port, chroot || undefined)
+      const other = await rawZk(t)
+      const p = `/${rid('pwc')}`
+      if (chroot) await other.create(chroot)
+      await other.create(`${chroot}${p}`)
+      t.after(() => other.conn.removeAll([`${chroot}${p}`, ...(chroot ? [chroot] : [])]).catch(() => {}))
+      const r = recorder()
+      assert.equal(await conn.addWatch(p, 'PERSISTENT', r.watcher), true)
+      await other.conn.create(`${chroot}${p}/before`, undefined, 'EPHEMERAL')
+      await waitFor('the change before the cut', () => r.seen.length === 1, 5_000)
+      const session = conn.sessionId
+      proxy.cut()
+      await waitFor('the cut seen', () => states.includes('suspended'), 10_000)
+      proxy.restore()
+      await waitFor('the reconnect', () => states.includes('reconnected'), 10_000)
+      assert.equal(conn.sessionId, session, 'the same session')
+      assert.ok(!states.includes('lost'))
+      // `reconnected` comes before the server has handled the setWatches2 that restores the watch, and
+      // ZooKeeper reports no change a persistent watch missed (DataTree.setWatches re-adds it as it is):
+      // a change made now by another client may precede the watch and go unreported. The owner re-reads
+      // instead; the server handles a session's requests in order, so once the re-read (sent after the
+      // setWatches2) is answered, the watch is in place and every later change is reported.
+      assert.deepEqual(await conn.getChildren(p), ['before'])
+      for (let i = 0; i < 3; i++) await other.conn.create(`${chroot}${p}/after${i}`, undefined, 'EPHEMERAL')
+      await waitFor('each change after the reconnect', () => r.seen.length === 4, 5_000)
+      assert.deepEqual(r.seen, Array(4).fill(`NODE_CHILDREN_CHANGED ${p}`))
+      await conn.removeWatch(p, 'PERSISTENT', r.watcher)
+    })
+  }
 
   it('is gone once removed, on the server too; removing one of two watchers of a path keeps the other', async (t) => {
     const counter = await ZkFrameCounter.start(sharedHostPort().port)

@@ -28,7 +28,7 @@ import { keepListenedTo } from '../../internal/linked-signal.js'
 import { sessionHex } from './zookeeper-frames.js'
 import type { ZkRequest, ZkResponses } from './zookeeper-ops.js'
 import { WatchRegistry, type WatchKind, type ZkWatcher } from './zookeeper-watches.js'
-import { now, WireOpenError, ZkWire } from './zookeeper-wire.js'
+import { now, WireOpenError, ZkWire, type WatchPaths } from './zookeeper-wire.js'
 
 /** What a session reports. */
 export type ZkSessionEvent = 'connected' | 'disconnected' | 'expired' | 'authFailed'
@@ -266,14 +266,22 @@ export class ZkSession {
   }
 
   #rooted<R extends ZkRequest>(req: R): R {
-    const chroot = this.#options.chroot
-    if (!chroot) return req
+    if (!this.#options.chroot) return req
     const r = req as ZkRequest
-    if ('path' in r) return { ...r, path: r.path === '/' ? chroot : `${chroot}${r.path}` } as R
-    if (r.op === 'multi' || r.op === 'multiRead') {
-      return { ...r, ops: r.ops.map((o) => ({ ...o, path: o.path === '/' ? chroot : `${chroot}${o.path}` })) } as unknown as R
-    }
+    if ('path' in r) return { ...r, path: this.#rootedPath(r.path) } as R
+    if (r.op === 'multi' || r.op === 'multiRead') return { ...r, ops: r.ops.map((o) => ({ ...o, path: this.#rootedPath(o.path) })) } as unknown as R
     return req
+  }
+
+  #rootedPath(path: string): string {
+    const chroot = this.#options.chroot
+    return !chroot ? path : path === '/' ? chroot : `${chroot}${path}`
+  }
+
+  /** The watches to set again on a new connection, under the chroot as every request is. */
+  #rootedWatches(): WatchPaths {
+    const paths = this.watches.paths()
+    return Object.fromEntries(Object.entries(paths).map(([kind, list]: [string, string[]]) => [kind, list.map((path) => this.#rootedPath(path))])) as unknown as WatchPaths
   }
 
   #unrooted(path: string): string {
@@ -310,7 +318,7 @@ export class ZkSession {
     // As the Java client: the session timeout shared among the servers (a TLS handshake with a
     // cold server can take seconds; a third of a short session was seen too little).
     const connectTimeoutMs = Math.round(Math.max(500, this.#options.sessionTimeoutMs / this.#servers.length))
-    const watches = this.watches.size > 0 && this.#sessionId !== 0n ? { zxid: this.#lastZxid, paths: this.watches.paths() } : undefined
+    const watches = this.watches.size > 0 && this.#sessionId !== 0n ? { zxid: this.#lastZxid, paths: this.#rootedWatches() } : undefined
     ZkWire.open({
       host: server.host,
       port: server.port,
