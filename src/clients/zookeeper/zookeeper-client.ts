@@ -177,10 +177,11 @@ export class ZkConnection {
    * connection broke. If the session expires on the server instead, they go with it; if it is
    * presumed expired here, they are deleted from the next session while it still owns them
    * (zookeeper-orphans.ts). With `deadOwner` (a session this client presumed expired): from now on,
-   * those of its nodes it still owns.
+   * those of its nodes it still owns. With `maybe` (a create that failed with the connection): the
+   * nodes it may yet make, looked for again at every reconnect and every listing of `parent`.
    */
-  deleteWhenConnected(parent: string, match: (child: string) => boolean, deadOwner?: string): void {
-    this.#orphans.add(this.generation, parent, match, deadOwner)
+  deleteWhenConnected(parent: string, match: (child: string) => boolean, options: { deadOwner?: string; maybe?: boolean } = {}): void {
+    this.#orphans.add(this.generation, parent, match, options)
     if (this.isConnected) void this.#orphans.deleteNow(this)
   }
 
@@ -212,6 +213,8 @@ export class ZkConnection {
   /** The node's children (getChildren2); a watcher fires once when they change or the node is deleted. */
   async getChildren(path: string, watcher?: ZkWatcher): Promise<string[]> {
     const r = await this.#op('getChildren', `list ${path}`, { op: 'getChildren', path, watch: !!watcher }, armOnSuccess('child', path, watcher))
+    // A node a failed create made late, now listed: deleted (zookeeper-orphans.ts).
+    if (this.#orphans.dueAmong(this.generation, path, r.children)) void this.#orphans.deleteNow(this)
     return r.children
   }
 

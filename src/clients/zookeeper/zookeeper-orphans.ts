@@ -7,6 +7,13 @@
  * (ZooKeeper partition seed 21: the lock granted to no one for the 6.6 s between a heal and the
  * next cut). Its entries are then kept and deleted from the next session, each node only if that
  * dead session still owns it.
+ *
+ * A create that failed with the connection may not have been applied yet: a server cut off from
+ * the leader can hold it and have it committed when the cut heals, seconds after this client moved
+ * to another server and found nothing to delete (ZooKeeper partition seed 2701: contender nodes
+ * created 12-21 s after their create failed, owned by live sessions, at the head of the lock's and
+ * the election's queues for good). Such an entry (`maybe`) is kept for the life of its session and
+ * checked again at every reconnect and at every listing of its parent by this client.
  */
 import { ZK_CODES, zkCode } from './zookeeper-errors.js'
 
@@ -25,15 +32,25 @@ interface Orphans {
   match: (child: string) => boolean
   /** Set once session `generation` is presumed expired: its id, which a node must still have as owner to be deleted. */
   deadOwner?: string
+  /** A create whose fate is unknown: kept, while its session lives, until a node it matches has been deleted. */
+  maybe?: true
 }
 
 /** The pending clean-ups of one connection. */
 export class OrphanNodes {
   readonly #due: Orphans[] = []
 
-  /** Notes the children of `parent` that `match` selects, to delete in session `generation` (or, with `deadOwner`, from any later one). */
-  add(generation: number, parent: string, match: (child: string) => boolean, deadOwner?: string): void {
-    this.#due.push({ generation, parent, match, ...(deadOwner === undefined ? {} : { deadOwner }) })
+  /**
+   * Notes the children of `parent` that `match` selects, to delete in session `generation` (or, with
+   * `deadOwner`, from any later one); with `maybe`, nodes a failed create may yet make.
+   */
+  add(generation: number, parent: string, match: (child: string) => boolean, { deadOwner, maybe }: { deadOwner?: string; maybe?: boolean } = {}): void {
+    this.#due.push({ generation, parent, match, ...(deadOwner === undefined ? {} : { deadOwner }), ...(maybe ? { maybe: true as const } : {}) })
+  }
+
+  /** True when `children`, a listing of `parent` in session `generation`, holds a node due for deletion. */
+  dueAmong(generation: number, parent: string, children: readonly string[]): boolean {
+    return this.#due.some((o) => o.parent === parent && (o.generation === generation || o.deadOwner !== undefined) && children.some(o.match))
   }
 
   /** Session `generation`, id `owner`, is presumed expired: its entries are deleted from the next session, if it still owns the nodes. */
@@ -50,8 +67,13 @@ export class OrphanNodes {
     for (const o of due) {
       try {
         const children = await conn.getChildren(o.parent)
+        const matched = children.filter(o.match)
+        if (o.maybe && o.deadOwner === undefined && matched.length === 0 && generation === conn.generation) {
+          this.#due.push(o)
+          continue
+        }
         await Promise.all(
-          children.filter(o.match).map(async (c) => {
+          matched.map(async (c) => {
             const path = `${o.parent}/${c}`
             try {
               if (o.deadOwner === undefined) return await conn.remove(path)

@@ -302,7 +302,7 @@ export class ZkLock implements DriverLock {
    * cut). Deleted from the current session while that session still owns it.
    */
   #leftInDeadSession(node: string, owner = this.#owner): void {
-    if (this.#conn.isDeadSession(owner)) this.#conn.deleteWhenConnected(this.#parent, (c) => c === node, owner)
+    if (this.#conn.isDeadSession(owner)) this.#conn.deleteWhenConnected(this.#parent, (c) => c === node, { deadOwner: owner })
   }
 
   #forget(): void {
@@ -340,8 +340,8 @@ export class ZkLock implements DriverLock {
       }
       return { node: made.path.slice(this.#parent.length + 1), czxid: made.stat.czxid, listed }
     } catch (err) {
-      // The server may have created it before the connection broke (kazoo finds it by the uuid prefix).
-      if (isConnectionProblem(err)) this.#conn.deleteWhenConnected(this.#parent, (c) => c.startsWith(prefix))
+      // The server may have created it before the connection broke, or may yet (kazoo finds it by the uuid prefix).
+      if (isConnectionProblem(err)) this.#conn.deleteWhenConnected(this.#parent, (c) => c.startsWith(prefix), { maybe: true })
       throw err
     }
   }
