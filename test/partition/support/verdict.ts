@@ -91,17 +91,7 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
   for (const r of report.recovery.late) {
     unknown.push(`late recovery: ${r.observer} (${r.via}) saw ${r.member} back ${r.ms} ms after the heal of line ${r.healId}`)
   }
-  // ZooKeeper: a release or stand-down that failed on a connection loss during a cut, after which nobody was granted the lock
-  // nor elected (zookeeper-stuck-after-failed-release).
-  const failedRelease = history.some((e) =>
-    e.type === 'op' && (e.op === 'release' || e.op === 'standDown') && e.phase === 'fail' && /CONNECTION_LOSS/.test(String(e.error))
-  )
-  for (const l of report.lost as Lost[]) {
-    excuse(
-      backend === 'zookeeper' && failedRelease ? 'zookeeper-stuck-after-failed-release' : undefined,
-      `lost: ${l.what} ${l.member ?? ''} ${l.resource} (last line ${l.lastId})`,
-    )
-  }
+  for (const l of report.lost as Lost[]) unknown.push(`lost: ${l.what} ${l.member ?? ''} ${l.resource} (last line ${l.lastId})`)
   for (const d of report.disagreements.beyond) {
     unknown.push(
       `disagreement: ${d.observer}'s isUp said ${d.member} ${d.isUp ? 'up' : 'down'} against its watch from line ${d.id}, ${
