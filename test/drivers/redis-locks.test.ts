@@ -2,14 +2,19 @@
  * Redis lock wake-ups and fair hand-over (src/coordination/drivers/redis/redis-lock.ts): a release
  * that ends the holder's turn PUBLISHes the head waiter's token on its channel `<key>:wake:<token>`; a holder looping
  * on the lock cannot starve a waiter; a waiter that gives up leaves the queue; a dead subscriber
- * connection degrades to polling. Keys and channels are read with a raw client.
+ * connection degrades to polling; a release that arrives late does not delete a later hold of the
+ * same lock object. Keys and channels are read with a raw client.
  */
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { describe, it, type TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import { connect, type Coordinator, type Lock } from '../../src/index.js'
+import { RedisKeys } from '../../src/coordination/drivers/redis/redis-keys.js'
+import { RedisLock, type RedisLockHost } from '../../src/coordination/drivers/redis/redis-lock.js'
+import { scriptRunner } from '../../src/coordination/drivers/redis/redis-scripts.js'
 import { serverUrl } from '../support/backends.js'
+import { TcpProxy } from '../support/proxy.js'
 import { scriptProcess } from '../support/script-process.js'
 import { rid, waitFor } from '../support/wait.js'
 
@@ -354,5 +359,52 @@ await c.getLock(${JSON.stringify(name)}).acquire({ timeoutMs: 60_000 });`,
     await a.stop()
     assert.equal(await waiting, true)
     await waiter.release()
+  })
+
+  it('redis: locks: a release that reaches Redis late (after a later hold of the same lock object) does not delete that hold', async (t) => {
+    // The etcd driver had this bug (issue 27): a release sent to a server that was cut off timed out, the same lock object took the
+    // lock again (its key still held the object's token), and after the heal the kernel delivered the old release, which compared
+    // only the key's value: it deleted the new hold, and the lock was free while its holder believed it held it.
+    const proxy = await TcpProxy.start(Number(PORT))
+    t.after(() => proxy.close())
+    const good = raw(t)
+    const late = new Redis({ port: proxy.port, host: '127.0.0.1', commandTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: () => null })
+    late.on('error', () => {})
+    t.after(() => late.disconnect())
+    await late.ping()
+    const runners = { good: scriptRunner(good), late: scriptRunner(late) }
+    let via: keyof typeof runners = 'good'
+    const host: RedisLockHost = {
+      client: () => good,
+      run: (name, keys, args) => runners[via](name, keys, args),
+      acquire: (keys, args) => runners[via]('rollcallLockAcquire', keys, [...args, 0]),
+      lockTimeoutMs: 10_000,
+      memberId: rid('m'),
+      turnOpen: () => {},
+      holding: () => {},
+      wakeups: undefined,
+    }
+    const keys = new RedisKeys('_tooz', 'v9')
+    const key = keys.lock(rid('late-release'))
+    const lock = new RedisLock(host, key, keys.fence(key))
+    assert.equal(await lock.tryAcquire(), true)
+    const first = lock.fencingToken!
+    // The release goes through the silent link and times out; the client gives up on that connection.
+    proxy.pause({ lateDelivery: true })
+    via = 'late'
+    const released = lock.release()
+    via = 'good'
+    await assert.rejects(released, /timed out/)
+    late.disconnect()
+    // The same object takes the lock again: its token is still the key's value.
+    assert.equal(await lock.tryAcquire(), true)
+    assert.ok(lock.fencingToken! > first)
+    // The heal: the old release reaches Redis now.
+    proxy.resume()
+    await waitFor('the late release delivered', () => proxy.connections === 0, 5_000)
+    assert.equal(await good.pttl(key) > 0, true, 'the later hold is still in place')
+    assert.equal(await lock.isStillOwner(), true)
+    assert.equal(await lock.release(), true)
+    assert.equal(await good.exists(key), 0)
   })
 })

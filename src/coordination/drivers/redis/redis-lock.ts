@@ -2,7 +2,9 @@
  * One redis lock: the same key, value shape and commands as tooz's RedisLock (redis-py's Lock):
  * `SET key token NX PX lock_timeout`, compare-and-delete to release, compare-and-PEXPIRE to
  * extend, DEL to break, GET == token to check ownership. So a Python tooz process and this one
- * exclude each other, as long as both build the key the same way (`lock_key_style`).
+ * exclude each other, as long as both build the key the same way (`lock_key_style`). rollcall's
+ * release also requires the fencing counter and epoch (below) to be the hold's: a lock object keeps
+ * its token from hold to hold, so value alone cannot tell a late release from a current one.
  *
  * Added here: each acquisition INCRs a counter beside the key (`<key>:fence`), in the same script,
  * and the fencing token is that counter under the Sentinel epoch kept in `<key>:fence:epoch`
@@ -80,6 +82,8 @@ export interface RedisLockHost {
 export class RedisLock implements DriverLock {
   /** Set by a successful acquire; cleared on release. */
   fencingToken: bigint | undefined
+  /** The fencing epoch and counter of the hold fencingToken names: its release deletes the key only while they are still current. */
+  #hold: [epoch: number, counter: number] | undefined
   /** The lock's key, as tooz names it in the configured style. */
   readonly key: string
   /** KEYS of the lock scripts: the lock, its fencing counter, queue, turn and fencing epoch. */
@@ -140,14 +144,17 @@ export class RedisLock implements DriverLock {
     const [epoch, counter] = fence
     if (typeof epoch !== 'number' || typeof counter !== 'number') throw new BackendError(`Unexpected answer acquiring the lock ${this.key}`)
     this.fencingToken = fencingToken(epoch, counter)
+    this.#hold = [epoch, counter]
     this.#host.holding(this, true)
     return true
   }
 
   async release(): Promise<boolean> {
+    const hold = this.#hold ?? ['', '']
     this.fencingToken = undefined
+    this.#hold = undefined
     this.#host.holding(this, false)
-    const answer = await this.#host.run('rollcallLockRelease', this.#keys, this.#args(0))
+    const answer = await this.#host.run('rollcallLockRelease', this.#keys, [...this.#args(0), ...hold])
     // Released within the turn: other rollcall attempts leave the key to this holder while its turn is on, so the turn
     // ends now unless this object asks for the key again by the next turn of the event loop (a holder looping on the lock).
     if (answer === 2) {
@@ -222,6 +229,7 @@ export class RedisLock implements DriverLock {
     const ours = (await this.#host.run('rollcallLockRefresh', [this.key], [this.#token, this.#host.lockTimeoutMs])) === 1
     if (!ours) {
       this.fencingToken = undefined
+      this.#hold = undefined
       this.#host.holding(this, false)
     }
     return ours

@@ -291,14 +291,21 @@ if left >= 0 then return -1 - left end
 return 0`,
 
   /**
-   * KEYS and ARGV as rollcallLockAcquire. → 1 released, 0 not ours (redis-py's compare-and-delete),
-   * 2 released within the holder's turn (the client then ends the turn with rollcallLockEndTurn
-   * unless it takes the key back at once). Otherwise deletes the holder's used-up turn and, when a
-   * rollcall waiter is queued, PUBLISHes the head waiter's token on that waiter's channel (prefix
-   * .. token), dropping heads nobody listens for.
+   * KEYS and ARGV as rollcallLockAcquire, but ARGV[9] and ARGV[10] are the hold's fencing epoch and
+   * counter (empty when not known). → 1 released, 0 not ours (redis-py's compare-and-delete, and the
+   * fencing counter and epoch must still be the hold's: a lock object keeps its token from hold to
+   * hold, so a release that arrives late, after the same object took the lock again, would otherwise
+   * delete that newer hold), 2 released within the holder's turn (the client then ends the turn with
+   * rollcallLockEndTurn unless it takes the key back at once). Otherwise deletes the holder's used-up
+   * turn and, when a rollcall waiter is queued, PUBLISHes the head waiter's token on that waiter's
+   * channel (prefix .. token), dropping heads nobody listens for.
    */
   rollcallLockRelease: `${QUEUE}
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[10] ~= '' and (tonumber(redis.call('get', KEYS[2]) or '0') ~= tonumber(ARGV[10])
+    or tonumber(redis.call('get', KEYS[5]) or '0') ~= tonumber(ARGV[9])) then
+  return 0
+end
 redis.call('del', KEYS[1])
 local t = redis.call('hmget', turn, 't', 'n')
 if t[1] == ARGV[1] then
