@@ -12,7 +12,10 @@
  * and the fenced register must reject every write of M after B's first. H, a client through the
  * sentinels, takes lock L3 on the old master just after the cut and holds it; B takes L3 on the
  * new master; H must be told it lost L3 (its master check, redis-fencing.ts), not believe until
- * the heal. Figures (failover time, how long H believed, demotion after the heal) go to the notes.
+ * the heal. J, a client through the sentinels that holds no lock but has joined a group, must move
+ * to the new master by the same check and stay listed there, not lapse while it beats on the old
+ * one (issue 27). Figures (failover time, how long H believed, when J moved, demotion after the
+ * heal) go to the notes.
  */
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
@@ -107,6 +110,10 @@ describe('redis sentinel fencing', () => {
       const h = await open(scope, viaSentinels)
       const hLog = recordEvents(h)
       const m = await open(scope, direct)
+      const j = await open(scope, viaSentinels)
+      const jLog = recordEvents(j)
+      const G = rid('g')
+      await j.joinGroupCreate(G)
       // One grant before the cut, replicated: the new master starts from it.
       const first = h.getLock(L)
       assert.equal(await first.acquire({ timeoutMs: 5_000 }), true)
@@ -153,6 +160,15 @@ describe('redis sentinel fencing', () => {
       // Both sides keep granting for a while, M on the old master, B on the new one.
       await until('M and B to be granted L at least 20 times each on their masters', () => mLoop.tokens.length >= 20 && bLoop.tokens.length >= 20, 30_000)
       const mDuringCut = mLoop.tokens.length
+      const jMovedAt = await until(
+        'J, in a group but holding no lock, to move to the new master',
+        () => jLog.find((e) => e.what === 'state:reconnected' && e.at >= failoverAt)?.at,
+        30_000,
+        20,
+      )
+      // Past J's membership (5 s) since its last beat before the cut: on the new master J is listed only if it beats there.
+      await sleep(cutAt + 6_000 - Date.now())
+      assert.ok((await b.getMembers(G)).includes(j.memberId), `B, on the new master, lists J in its group ${Date.now() - cutAt} ms after the cut`)
 
       const healAt = Date.now()
       await oldAdmin.call('ACL', 'SETUSER', 'default', 'on')
@@ -179,9 +195,9 @@ describe('redis sentinel fencing', () => {
       const shift = 40n
       t.diagnostic(
         `failover ${failoverAt - cutAt} ms after the cut (new master port ${newPort}); B took L3 ${bL3At - cutAt} ms after the cut; `
-          + `H told it lost L3 ${hToldAt - failoverAt} ms after the failover (${hToldAt - bL3At} ms after B's grant); demoted ${
-            demotedAt - healAt
-          } ms after the heal`,
+          + `H told it lost L3 ${hToldAt - failoverAt} ms after the failover (${hToldAt - bL3At} ms after B's grant); J moved ${
+            jMovedAt - failoverAt
+          } ms after the failover; demoted ${demotedAt - healAt} ms after the heal`,
       )
       t.diagnostic(
         `M granted ${mDuringCut} times on the old master (tokens up to epoch ${maxOld >> shift} counter ${maxOld & ((1n << shift) - 1n)}), `

@@ -26,7 +26,7 @@ import { defineDriver, type CoordinationDriver, type DriverContext, type DriverL
 import { FirstExpiries } from '../kit/expiries.js'
 import { describeTarget, ioredisOptions, readTlsMaterial, redisTarget, sentinelClientOptions, translateRedisError,
   type RedisTarget } from './redis-connection.js'
-import { isNamedMaster, MASTER_CHECK_MS, SentinelAsker, serverIdentity, type MasterView } from './redis-fencing.js'
+import { isNamedMaster, MASTER_CHECK_MS, SentinelAsker, serverIdentity, type MasterView, type ServerIdentity } from './redis-fencing.js'
 import { decodeId, GROUP_EXISTS_FIELD, holderOfToken, RedisKeys, STILL_ALIVE } from './redis-keys.js'
 import { RedisLock } from './redis-lock.js'
 import { REDIS_OPTIONS, type ResolvedRedisOptions } from './redis-options.js'
@@ -75,8 +75,10 @@ class RedisDriver implements CoordinationDriver {
   #lastError: Error | undefined
   /** Locks whose last release left their turn open (redis-lock.ts): stop() closes those turns, waking the next waiters. */
   readonly #openTurns = new Set<RedisLock>()
-  /** Locks taken and not given up: while there are any, a Sentinel client asks every MASTER_CHECK_MS whether its server is still the master. */
+  /** Locks taken and not given up: while there are any (or joined groups), a Sentinel client checks its master (#checkMaster). */
   readonly #holders = new Set<RedisLock>()
+  /** Groups the last heartbeat kept this member in. */
+  #joinedGroups = 0
   /** When the first member of each group's latest listMemberIds() expires. */
   readonly #expiries = new FirstExpiries()
   #healthTimer: NodeJS.Timeout | undefined
@@ -84,6 +86,8 @@ class RedisDriver implements CoordinationDriver {
   #sentinels: SentinelAsker | undefined
   /** Counts the connection's closes: an epoch confirmed for one connection is not used on the next. */
   #generation = 0
+  /** The server of connection `generation` (its run id and address), read once per connection: the same socket reaches the same server. */
+  #server: { generation: number; identity: ServerIdentity } | undefined
   /** The Sentinel config epoch confirmed for the server of connection `generation`. */
   #confirmed: { generation: number; epoch: number } | undefined
   /** The confirmation under way, shared by whoever needs it meanwhile. */
@@ -132,10 +136,7 @@ class RedisDriver implements CoordinationDriver {
       this.#healthTimer.unref()
     }
     if (this.#sentinels) {
-      // A holder asks whether its server is still the master: the one a failover deposed is told, if it reaches a sentinel.
-      this.#masterTimer = setInterval(() => {
-        if (this.#holders.size > 0) this.#confirm().catch((err: unknown) => this.#ctx.log.debug('master check failed', { error: String(err) }))
-      }, MASTER_CHECK_MS)
+      this.#masterTimer = setInterval(() => this.#checkMaster(), MASTER_CHECK_MS)
       this.#masterTimer.unref()
     }
   }
@@ -176,6 +177,7 @@ class RedisDriver implements CoordinationDriver {
   }
 
   async heartbeat(joined: ReadonlyMap<string, Uint8Array>): Promise<HeartbeatResult> {
+    this.#joinedGroups = joined.size
     const lostGroups = await this.#beat([...joined.keys()])
     return { nextBeatMs: Math.min(this.#options.membershipTimeoutMs, this.#options.lockTimeoutMs), lostGroups, locks: { refreshed: false } }
   }
@@ -415,6 +417,22 @@ class RedisDriver implements CoordinationDriver {
     )
   }
 
+  /**
+   * Every MASTER_CHECK_MS, while this member is in a group or holds a lock: is its server still the
+   * master the sentinels name? A failover deposes a master whose clients may hear nothing from it
+   * (it is cut off): without the check, a member's beats hang on it until socket_timeout, and its
+   * keys lapse on the new master meanwhile (issue 27: members on the majority side lapsed 8-10 s
+   * after a cut of the master); a holder would keep a lock another is granted. One SENTINEL MASTER
+   * a second per such client, on a connection kept to one sentinel; the server's identity is read
+   * once per connection. (ioredis's failoverDetector pushes +switch-master instead, but holds a
+   * subscription to every sentinel per connection, ours and the wake-up subscriber's, that a silent
+   * cut ends unnoticed, and reconnects on a switch of any master the sentinels monitor.)
+   */
+  #checkMaster(): void {
+    if (this.#holders.size === 0 && this.#joinedGroups === 0) return
+    this.#confirm().catch((err: unknown) => this.#ctx.log.debug('master check failed', { error: String(err) }))
+  }
+
   /** The epoch confirmed for the connection now up and writable, if any. */
   #currentEpoch(): number | undefined {
     const client = this.#client
@@ -425,7 +443,7 @@ class RedisDriver implements CoordinationDriver {
 
   /**
    * Asks a sentinel for the master (address, run id, config epoch) and this connection's server for
-   * its run id; when they match, that epoch is confirmed for this connection. When they do not, and
+   * its run id (once per connection); when they match, that epoch is confirmed for this connection. When they do not, and
    * the newest view of all sentinels does not name it either, the server is no longer the master
    * the sentinels name: reconnect (ioredis asks the sentinels again),
    * after which the coordinator re-checks every held lock on the master (its recovery on `reconnected`). Rejects with ConnectionError then.
@@ -434,10 +452,13 @@ class RedisDriver implements CoordinationDriver {
     this.#confirming ??= (async () => {
       const client = this.#redis()
       const generation = this.#generation
-      const [first, server] = await Promise.all([this.#sentinels!.ask(), serverIdentity(client)])
+      const [first, server] = await Promise.all([this.#sentinels!.ask(), this.#serverOf(client, generation)])
       if (generation !== this.#generation) return
-      // One sentinel may not have heard of a failover yet: before reconnecting, take the newest view of them all.
-      const view = first.settled && isNamedMaster(first, server) ? first : await this.#sentinels!.newest()
+      // One sentinel may not have heard of a failover yet: before reconnecting, take the newest view of them all, unless this
+      // one's epoch is above the one confirmed for this server (epochs only rise: a master it names other than this server has
+      // deposed it).
+      const newer = first.settled && this.#confirmed?.generation === generation && first.configEpoch > this.#confirmed.epoch
+      const view = first.settled && (newer || isNamedMaster(first, server)) ? first : await this.#sentinels!.newest()
       if (generation !== this.#generation) return
       if (!isNamedMaster(view, server)) {
         this.#notMaster(client, view)
@@ -450,6 +471,14 @@ class RedisDriver implements CoordinationDriver {
       this.#confirming = undefined
     })
     return this.#confirming
+  }
+
+  /** The identity of the server behind connection `generation`, asked of it only the first time. */
+  async #serverOf(client: Redis, generation: number): Promise<ServerIdentity> {
+    if (this.#server?.generation === generation) return this.#server.identity
+    const identity = await serverIdentity(client)
+    if (generation === this.#generation) this.#server = { generation, identity }
+    return identity
   }
 
   #notMaster(client: Redis, view: MasterView): void {
@@ -502,11 +531,22 @@ export default defineDriver({
     + 'but not from its clients keeps granting locks until the cut heals: two holders at once. Fencing still holds through the sentinels: a token is '
     + '`epoch · 2^40 + counter`, the epoch being the sentinel config epoch at which the granting server was confirmed the master (asked of a '
     + 'sentinel before the first acquisition on each connection), so every token a promoted master grants exceeds every token its predecessor '
-    + 'granted, even during the cut (test/fault/redis-sentinel-fencing.test.ts, 3 runs on loopback, failover 2.4-2.9 s after the cut with down-after 1 s: the cut-off master granted 66-115 tokens of epoch 0 during the cut, the new master granted from epoch 1, and the fenced register rejected every one of the 130-455 stale writes that followed, where before the epoch tokens repeated). A holder also asks a sentinel every second '
-    + 'whether its server is still the master they name, and if not reconnects and re-checks its locks on the new master: a holder cut off with '
-    + 'the old master but reaching a sentinel was told 0.27-1.3 s after the failover, 0.12-0.82 s after the new master granted its lock to another (before: not until the heal, 13-14 s of overlap for a 7.3 s cut). A holder that reaches no sentinel is not told until the heal, when the sentinels '
-    + 'demote its master (10.3-11.5 s after the heal), and a client connected to a sentinel-managed master directly (not through the sentinels) '
-    + 'gets tokens of the epoch the master stores, which a promoted master keeps from its predecessor until a client that asked the sentinels '
+    + 'granted, even during the cut (test/fault/redis-sentinel-fencing.test.ts, 3 runs on loopback, failover 2.4-2.9 s after the cut with down-after 1 s: the cut-off master granted 66-115 tokens of epoch 0 during the cut, the new master granted from epoch 1, and the fenced register rejected every one of the 130-455 stale writes that followed, where before the epoch tokens repeated). A client that has joined a group or holds a '
+    + 'lock also asks a sentinel every second whether its server is still the master they name (one SENTINEL MASTER a second per such client, '
+    + "on a connection kept to one sentinel, each sentinel given 1 s to answer; the server's run id is read once per connection), and if not "
+    + 'reconnects, beats and re-checks its locks on the new master: a holder cut off with the old master but reaching a sentinel was told '
+    + '0.27-1.3 s after the failover, 0.12-0.82 s after the new master granted its lock to another (before: not until the heal, 13-14 s of '
+    + 'overlap for a 7.3 s cut), and a member holding no lock moves as promptly (before, only holders asked, and a '
+    + "member's beats hung on a silent "
+    + 'cut-off master until socket_timeout: members on the majority side lapsed 8-10 s after a cut of the master). Partition short form, '
+    + 'keys of 10 s: members on the majority side moved 3.5-4.2 s after a cut of the master, none lapsing (before: 6.9-7.1 s, as ioredis '
+    + 'waited 2 s for the silent master to close and every sentinel was waited for; in one run of three members lapsed). A client cut off '
+    + 'with the old master, reaching only the sentinel cut off with it, moves 0.6-1.6 s after the heal, once that sentinel hears of the '
+    + "failover; until then it sees the old master's data, its own membership included. A holder that reaches no "
+    + 'sentinel during the cut is told only after the heal, as promptly. A client that asks no sentinel, one connected to a sentinel-managed '
+    + "master directly or the application's own client (connect(url, { client })), is not told: cut off with the old master it learns nothing "
+    + 'until the sentinels demote that master (10.3-11.5 s after the heal), and on the majority side its beats hang until socket_timeout. The '
+    + 'first also gets tokens of the epoch the master stores, which a promoted master keeps from its predecessor until a client that asked the sentinels '
     + "acquires there: such tokens can repeat an old master's. Tokens of rollcall versions before the epoch (a counter alone) are below every "
     + 'token of an epoch above 0: upgrade a fleet before its first failover, or all at once.',
     'tooz changed its lock keys in 9.0: processes using different lock_key_style values (e.g. tooz 3.1 and tooz 9) do not exclude each other.',

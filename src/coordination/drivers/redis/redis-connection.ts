@@ -91,6 +91,8 @@ export function readTlsMaterial(o: ResolvedRedisOptions): TlsFiles {
  *   the connection breaks fails (ConnectionError) instead of being sent twice (a lock INCR or a
  *   join must not run twice behind the caller's back); commands issued while reconnecting wait for
  *   the next attempt only;
+ * - `disconnectTimeout: 0`: a connection the driver closes (a deposed master, stop()) is destroyed
+ *   without waiting for the server to acknowledge the close;
  * - RESP2 and no CLIENT SETINFO, so that old servers (tooz needs ≥ 2.6) work too.
  */
 export function ioredisOptions(
@@ -119,6 +121,9 @@ export function ioredisOptions(
     autoResendUnfulfilledCommands: false,
     autoResubscribe: false,
     retryStrategy: (attempt) => retry.redis(attempt),
+    // Not ioredis's 2 s wait for the server's FIN: a deposed master may be silent (cut off), which held every move to the new
+    // master 2 s (issue 27).
+    disconnectTimeout: 0,
   }
   if (url.username !== undefined) common.username = url.username
   if (url.password !== undefined) common.password = url.password

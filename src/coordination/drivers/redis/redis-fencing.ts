@@ -16,9 +16,11 @@
  * address) before its first acquisition on each connection, and the acquire script keeps the
  * highest epoch it was ever given beside the lock (`<lock key>:fence:epoch`, restarting the counter
  * when it rises). An old master therefore only grants tokens of epochs at which it was the master,
- * all below the epoch of any master promoted after it. The same check, repeated while locks are
- * held, tells a holder whose server the Sentinels no longer name (it reconnects, then re-checks
- * its locks on the new master) — if it can reach a Sentinel at all.
+ * all below the epoch of any master promoted after it. The same check, repeated every second
+ * while the client has joined a group or holds a lock, tells a client whose server the Sentinels
+ * no longer name (it reconnects, then beats and re-checks its locks on the new master) — if it can
+ * reach a Sentinel at all. A member on the majority side of a cut master needs it as much as a
+ * holder: its beats would otherwise hang on the silent old master until its keys lapse on the new.
  *
  * Without Sentinel the epoch stays 0 and a token is the counter, as before. A client connected to
  * a Sentinel-managed master directly (not through the Sentinels) asks no Sentinel: it uses the
@@ -27,13 +29,24 @@
  */
 import type { Redis } from 'ioredis'
 import { ConnectionError } from '../../../errors.js'
+import { withDeadline } from '../../../internal/deadline.js'
 import type { HostPort } from '../../config/url.js'
 
 /** Bits of a token below the epoch: the counter's share. */
 export const EPOCH_SHIFT = 40n
 
-/** How often a holder asks the Sentinels whether its server is still the master they name. */
+/**
+ * How often a client with something to keep alive (a joined group, a held lock) asks the Sentinels
+ * whether its server is still the master they name.
+ */
 export const MASTER_CHECK_MS = 1_000
+
+/**
+ * How long one Sentinel may take to connect and answer SENTINEL MASTER before it is skipped: a
+ * Sentinel answers from memory, and one cut off silently would otherwise hold every check for the
+ * whole socket_timeout, the stretch in which a failover must be noticed.
+ */
+export const SENTINEL_ANSWER_MS = MASTER_CHECK_MS
 
 /** The fencing token of an acquisition: `epoch · 2^40 + counter` (the counter alone at epoch 0). */
 export function fencingToken(epoch: number, counter: number): bigint {
@@ -57,7 +70,10 @@ export interface MasterView {
   sentinel: string
 }
 
-/** Asks the Sentinels about one master, in the order the URL names them, the last one that answered first. */
+/**
+ * Asks the Sentinels about one master, in the order the URL names them, the last one that answered
+ * first; each within SENTINEL_ANSWER_MS.
+ */
 export class SentinelAsker {
   readonly #sentinels: readonly HostPort[]
   readonly #master: string
@@ -82,14 +98,14 @@ export class SentinelAsker {
       try {
         if (index !== this.#current || !this.#client) {
           this.#client?.disconnect()
-          this.#client = undefined
           const client = this.#connect(sentinel)
           client.on('error', () => {})
-          await client.connect()
+          // Kept before it is up, so that a failure below closes it.
           this.#client = client
+          await withDeadline(client.connect(), SENTINEL_ANSWER_MS)
           this.#current = index
         }
-        const reply = await this.#client.call('SENTINEL', 'MASTER', this.#master)
+        const reply = await withDeadline(this.#client.call('SENTINEL', 'MASTER', this.#master), SENTINEL_ANSWER_MS)
         return parseMasterView(reply, name)
       } catch (err) {
         errors.push(`${name}: ${(err as Error).message}`)
@@ -111,8 +127,8 @@ export class SentinelAsker {
       const client = this.#connect(sentinel)
       client.on('error', () => {})
       try {
-        await client.connect()
-        return parseMasterView(await client.call('SENTINEL', 'MASTER', this.#master), `${sentinel.host}:${sentinel.port}`)
+        const reply = await withDeadline(client.connect().then(() => client.call('SENTINEL', 'MASTER', this.#master)), SENTINEL_ANSWER_MS)
+        return parseMasterView(reply, `${sentinel.host}:${sentinel.port}`)
       } catch {
         return undefined
       } finally {

@@ -72,7 +72,7 @@ export interface RedisLockHost {
   readonly memberId: string
   /** Told when a release leaves this lock's turn open (true) and when it is closed, so that the driver's stop() can close it. */
   turnOpen(lock: RedisLock, open: boolean): void
-  /** Told when this lock is taken (true) and given up or found lost (false): a Sentinel client checks its master only while it holds a lock. */
+  /** Told when this lock is taken (true) and given up or found lost (false): a Sentinel client checks its master while it holds a lock (or is in a group). */
   holding(lock: RedisLock, held: boolean): void
   /** The coordinator's subscriber connection; undefined once stopped. */
   readonly wakeups: RedisWakeups | undefined
