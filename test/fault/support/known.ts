@@ -22,7 +22,9 @@ export const KNOWN_BUGS = {
   'redis-sentinel-failover':
     'Redis with Sentinel is not CP: a holder cut off with the old master from every sentinel cannot be told it lost the lock until the cut '
     + 'heals and the sentinels demote that master (10-11.5 s after the heal), while the promoted master grants the lock once the replicated key '
-    + 'lapses, and the old master keeps granting to clients cut off with it: two holders at once, tokens from both masters interleaved. Fencing holds: '
+    + 'lapses, and the old master keeps granting to clients cut off with it: two holders at once, tokens from both masters interleaved; a '
+    + 'member cut off with it stays listed there by its own beats, and after the heal, moving to the promoted master where it lapsed, sees '
+    + 'itself leave (a false down of its own view, about a second after the heal). Fencing holds: '
     + "a promoted master's tokens exceed every token of the old one (29275d6, 6287732; test/fault/redis-sentinel-fencing.test.ts), so the register "
     + 'refuses the stale writes; a holder that reaches a sentinel is told within about a second of the failover. What is left is the hazard '
     + 'docs/drivers.md states. Fix, if Redis is to be CP: end a hold client-side when no sentinel has confirmed its master for a lock TTL.',

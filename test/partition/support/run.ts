@@ -103,10 +103,14 @@ function singleServer(name: 'postgresql' | 'mysql' | 'memcached', title: string)
  * - Redis with Sentinel: the sentinels fail a silent master over after down-after (1 s here),
  *   their own election and the promotion, and clients then find the new master through them.
  *   Keys are refreshed at half their TTL, so keys of 10 s (4 s keys lost members on the majority
- *   side at every master cut: seed 2703). Not yet enough: a client that holds no lock keeps its
- *   silent connection to the cut-off master (only holders ask the sentinels every second), and
- *   members on the majority side still lapsed 8-10 s after a master cut (three runs, seeds 2703
- *   and 1), which is why the Redis short form stays off in `npm test` (short-form.ts).
+ *   side at every master cut: seed 2703). A client would keep its silent connection to the cut-off
+ *   master until socket_timeout, its beats hanging there while its keys lapse on the new master
+ *   (members on the majority side lapsed 8-10 s after a master cut while only lock holders asked
+ *   the sentinels), so every client in a group or holding a lock asks a sentinel every second
+ *   whether its server is still the master, and moves when not, dropping the silent connection at
+ *   once (redis-fencing.ts): members on the majority side move 3.5-4.2 s after a master cut, the
+ *   sentinels' failover taking about 3.5 s of it. A client cut off with the old master stays the
+ *   known hazard (verdict.ts, redis-sentinel-failover).
  *
  * - A single server (PostgreSQL, MariaDB, memcached) has no failover: its clients keep
  *   LIVENESS_S, and only a client's own cut or pause, or the server's, ends what it holds.

@@ -25,6 +25,8 @@ interface CutSpan {
   healAt: number
   /** Hosts on the minority side (every side but the largest, or but the one the cut names its majority). */
   cutOff: Set<string>
+  /** The cut took the cluster's leader (for Redis: the master) to the minority side. */
+  takesLeader: boolean
 }
 
 function cutsOf(h: readonly HistoryEntry[]): CutSpan[] {
@@ -33,7 +35,7 @@ function cutsOf(h: readonly HistoryEntry[]): CutSpan[] {
     if (e.type !== 'nemesis') continue
     if (e.what === 'cut') {
       const largest = e.majority === undefined ? [...e.sides].sort((a, b) => b.length - a.length)[0]! : e.sides[e.majority]!
-      out.push({ at: e.at, healAt: Infinity, cutOff: new Set(e.sides.flat().filter((x) => !largest.includes(x))) })
+      out.push({ at: e.at, healAt: Infinity, cutOff: new Set(e.sides.flat().filter((x) => !largest.includes(x))), takesLeader: e.takesLeader === true })
     } else if (out.length > 0) out.at(-1)!.healAt = e.at
   }
   return out
@@ -84,7 +86,17 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
     excuse(bug, `fencing ${f.what} on ${f.resource}: token ${f.token} of ${f.process} (line ${f.id}) after ${f.previousToken} (line ${f.previousId})`)
   }
   for (const d of report.falseDowns.items as FalseDown[]) {
-    unknown.push(`false down: ${d.observer} (${d.via}) saw ${d.member} leave ${d.group} at line ${d.id} for ${Math.round(d.ms)} ms`)
+    // Redis: observer and member were cut off with the old master, which went on serving them (the member's beats kept it listed there),
+    // and after the heal the observer moved to the promoted master, where the member had lapsed: its view turns from the old master's
+    // to the cluster's.
+    const hosts = [hostOf.get(d.observer), hostOf.get(d.member)]
+    const withOldMaster = cuts.some((c) =>
+      c.takesLeader && hosts.every((h) => h !== undefined && c.cutOff.has(h)) && c.healAt <= d.at && d.at <= c.healAt + REDIS_DEMOTION_MS
+    )
+    excuse(
+      backend === 'redis' && withOldMaster ? 'redis-sentinel-failover' : undefined,
+      `false down: ${d.observer} (${d.via}) saw ${d.member} leave ${d.group} at line ${d.id} for ${Math.round(d.ms)} ms`,
+    )
   }
   for (const d of report.detection.missed) unknown.push(`missed: ${d.observer} (${d.via}) never saw ${d.member} gone after the cut of line ${d.cutId}`)
   for (const d of report.detection.late) unknown.push(`late: ${d.observer} (${d.via}) saw ${d.member} gone ${d.ms} ms after the cut of line ${d.cutId}`)
