@@ -281,7 +281,9 @@ export class ZkSession {
   /** The watches to set again on a new connection, under the chroot as every request is. */
   #rootedWatches(): WatchPaths {
     const paths = this.watches.paths()
-    return Object.fromEntries(Object.entries(paths).map(([kind, list]: [string, string[]]) => [kind, list.map((path) => this.#rootedPath(path))])) as unknown as WatchPaths
+    return Object.fromEntries(
+      Object.entries(paths).map(([kind, list]: [string, string[]]) => [kind, list.map((path) => this.#rootedPath(path))]),
+    ) as unknown as WatchPaths
   }
 
   #unrooted(path: string): string {
