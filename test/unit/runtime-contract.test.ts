@@ -191,7 +191,11 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
       await waitFor('a beat in flight', () => (f.heldBeats ?? 0) > 0, nextBeatMs * 2)
       // The beat hangs past the liveness deadline (the member presumes itself lost); the connection comes back and the group is rejoined.
       await waitFor('presumed lost', () => states.includes('lost'), nextBeatMs * 2)
+      // The outage lasts: the old beat's own window (from its send) has passed by the time it answers.
+      await sleep(nextBeatMs)
       f.holdBeats = undefined
+      // Beats now answer after a round trip, as a real backend's: the old beat's answer comes before the fresh beat's.
+      f.answerMs = 50
       const rejoined = nextEvent<{ group: string }>(c, 'rejoined', (e) => e.group === g, 2_000)
       f.events!.connectionState('reconnected')
       await rejoined

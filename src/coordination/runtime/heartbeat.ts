@@ -104,9 +104,10 @@ export class HeartbeatLoop {
 
   /**
    * The owner lost its connection and has a new one (it rejoined what was lost): a beat sent before
-   * this that fails afterwards failed on the old connection and says nothing of the new one, so its
-   * failure is reported but not judged against the liveness deadline (memcached and MySQL partition
-   * runs: such a beat, failing just after the rejoin, made the member presume itself lost again).
+   * this that answers afterwards went out on the old connection and says nothing of the new one, so
+   * its failure is reported but not judged against the liveness deadline, and its success moves no
+   * deadline (memcached and MySQL partition runs: such a beat, failing or answering just after the
+   * rejoin, made the member presume itself lost again).
    */
   renewConnection(): void {
     this.#connectionEpoch += 1
@@ -126,6 +127,15 @@ export class HeartbeatLoop {
     const startedAt = Date.now()
     try {
       const next = await this.#hooks.beat()
+      if (this.#runningEpoch !== this.#connectionEpoch) {
+        // Sent on a connection since replaced: its window, counted from its send, says nothing of the new connection's (judged, it
+        // would often have passed, and the member would presume itself lost again just after its rejoin). A fresh beat follows it.
+        this.#failures = 0
+        this.#lastIntervalMs = next
+        this.#hooks.onSuccess(0)
+        this.#schedule(this.#delayAfterSuccess(next, startedAt))
+        return
+      }
       this.#extend()
       const lateBy = Date.now() - this.#deadline
       this.#failures = 0
