@@ -468,8 +468,13 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   const overlaps = overlapsOf(beliefs, endAt)
   const series = seriesOf(h)
 
+  /** How long after a cut began a member it cut off may still be seen to go: its liveness, plus the cluster's election if the cut took the leader. */
+  const detectBound = (c: Cut): number => (options.detectWithinMs ?? 0) + (c.takesLeader ? options.electionMs ?? 0 : 0)
+
   // False downs: a present → gone turn, seen by an observer not cut off, of a member joined, alive, not cut off, and
-  // not recovering (cut off in an earlier cut and not yet seen back by this observer since its heal).
+  // not recovering (cut off in an earlier cut and not yet seen back by this observer since its heal). A member cut off may lapse
+  // on the backend until its liveness, counted from before the cut, runs out, even after a short cut has healed and the observer
+  // has seen it present since: a turn within detectBound of the start of a cut that cut it off is that cut, detected late.
   const falseDowns: FalseDown[] = []
   for (const s of series) {
     let wasPresent = false
@@ -482,6 +487,7 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
       if (!memberAt(s.member, s.group, x.at)) return
       const before = cuts.filter((c) => c.healAt <= x.at && cutOff(s.member, c)).at(-1)
       if (before && !s.seen.some((y) => y.present && y.at >= before.healAt && y.at < x.at)) return
+      if (cuts.some((c) => cutOff(s.member, c) && c.at <= x.at && x.at <= c.at + detectBound(c))) return
       const back = s.seen.slice(i + 1).find((y) => y.present)
       falseDowns.push({ group: s.group, member: s.member, observer: s.observer, via: s.via, id: x.id, at: x.at, ms: (back?.at ?? endAt) - x.at })
     })
@@ -564,7 +570,6 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   // Agreement of isUp with the watch, per observer and member (see the file's doc). Findings need both bounds.
   const ends = new Map<string, number>()
   for (const e of h) if (e.type === 'process' && e.what !== 'start' && !ends.has(e.process)) ends.set(e.process, e.at)
-  const detectBound = (c: Cut): number => (options.detectWithinMs ?? 0) + (c.takesLeader ? options.electionMs ?? 0 : 0)
   const disagreements: Disagreement[] = []
   for (const u of series.filter((x) => x.via === 'isUp')) {
     for (const w of series.filter((x) => x.via === 'watch' && x.observer === u.observer && x.member === u.member)) {
