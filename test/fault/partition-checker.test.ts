@@ -327,6 +327,37 @@ describe('fault: partition checker', () => {
     assert.deepEqual([early.falseDowns.count, early.disagreements.count, early.disagreements.beyond.length], [1, 3, 0])
   })
 
+  it('service group: a cut service whose liveness lapses after the heal is recovering until seen back since, not falsely down', () => {
+    // c (on n5) is cut off for 2 s, shorter than its liveness: nobody sees it go. Its service's coordinator (c/sg) finds the
+    // membership lapsed only after the heal (TCP's back-off held its connection down; a paused client runs again), so w1's isUp
+    // says up, then down, then up once the service reports again (PostgreSQL partition runs: a flap's heal before the
+    // connection came back, 465 ms; a client paused 4.9 s, 3687 ms).
+    const ask = (invokeAt: number, okAt: number, value: boolean): Row[] => [
+      [invokeAt, 'w1', { type: 'op', op: 'isUp', phase: 'invoke', resource: 't', member: 'c' }],
+      [okAt, 'w1', { type: 'op', op: 'isUp', phase: 'ok', resource: 't', member: 'c', value }],
+    ]
+    const lapse: Row = [3_300, 'c/sg', { type: 'event', event: 'membershipLost', group: 't', reason: 'the connection was lost' }]
+    const rows = (o: { askedBackAt: number; lapse: boolean }): Row[] => [
+      ...hosts,
+      start('c/sg', 'n5'),
+      [10, 'c', { type: 'op', op: 'join', phase: 'ok', resource: 't' }],
+      ...ask(400, 500, true),
+      cut(1_000),
+      heal(3_000),
+      ...ask(o.askedBackAt, 3_100, true),
+      ...(o.lapse ? [lapse] : []),
+      ...ask(3_450, 3_500, false),
+      ...ask(4_150, 4_200, true),
+    ]
+    const r = check(rows({ askedBackAt: 3_050, lapse: true }), sgBounds)
+    assert.equal(r.failures, 0, renderPartitionReport(r))
+    assert.deepEqual(r.recovery.items.map((x) => [x.via, x.member, x.ms]), [['isUp', 'c', 1_200]])
+    // Seen back after the heal with no lapse reported since: gone again is a false down.
+    assert.deepEqual(check(rows({ askedBackAt: 3_050, lapse: false }), sgBounds).falseDowns.items.map((f) => [f.member, f.at, f.ms]), [['c', 3_500, 700]])
+    // An answer to a question asked before the heal (a paused or cut-off observer's) is no sighting after it.
+    assert.equal(check(rows({ askedBackAt: 2_900, lapse: false }), sgBounds).failures, 0)
+  })
+
   it('service group: isUp seeing a cut service gone past the bound is late, and disagrees with the watch beyond the bounds', () => {
     const r = check(services({ down: 7_000 }), sgBounds)
     assert.deepEqual(r.detection.late.map((d) => [d.via, d.member, d.ms]), [['isUp', 'c', 6_000]])

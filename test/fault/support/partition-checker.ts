@@ -217,6 +217,8 @@ interface Sighting {
   at: number
   id: number
   present: boolean
+  /** When the question it answers was asked: an isUp's invoke (the answer may come from a view read before it); else `at`. */
+  askedAt: number
 }
 
 interface Series {
@@ -337,19 +339,25 @@ function seriesOf(h: readonly HistoryEntry[]): Series[] {
     if (e.type === 'op' && e.op === 'join' && e.phase === 'ok') joiners.set(e.resource, (joiners.get(e.resource) ?? new Set()).add(e.process))
   }
   const all = new Map<string, Series>()
-  const see = (via: Via, observer: string, group: string, member: string, e: HistoryEntry, present: boolean): void => {
+  const see = (via: Via, observer: string, group: string, member: string, e: HistoryEntry, present: boolean, askedAt = e.at): void => {
     const k = JSON.stringify([via, observer, group, member])
     let s = all.get(k)
     if (!s) all.set(k, s = { via, observer, group, member, seen: [] })
-    s.seen.push({ at: e.at, id: e.id, present })
+    s.seen.push({ at: e.at, id: e.id, present, askedAt })
   }
+  /** The isUp questions under way: (observer, topic, member) → when asked. */
+  const asked = new Map<string, number>()
   for (const e of h) {
-    if (e.type === 'event') {
+    if (e.type === 'op' && e.op === 'isUp') {
+      const k = JSON.stringify([e.process, e.resource, e.member])
+      if (e.phase === 'invoke') asked.set(k, e.at)
+      else if (e.phase === 'ok') see('isUp', e.process, e.resource, e.member!, e, e.value === true, asked.get(k) ?? e.at)
+      if (e.phase !== 'invoke') asked.delete(k)
+    } else if (e.type === 'event') {
       if (e.event === 'memberJoined' || e.event === 'memberLeft') see('watch', e.process, e.group, e.member, e, e.event === 'memberJoined')
       else if (e.event === 'membershipLost' || e.event === 'rejoined') see('self', e.process, e.group, e.process, e, e.event === 'rejoined')
     } else if (e.type === 'op' && e.phase === 'ok') {
       if (e.op === 'join') see('self', e.process, e.resource, e.process, e, true)
-      else if (e.op === 'isUp') see('isUp', e.process, e.resource, e.member!, e, e.value === true)
       else if (e.op === 'getMembers') {
         const listed = new Set(e.value as string[])
         for (const m of listed) see('watch', e.process, e.resource, m, e, true)
@@ -471,10 +479,26 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   /** How long after a cut began a member it cut off may still be seen to go: its liveness, plus the cluster's election if the cut took the leader. */
   const detectBound = (c: Cut): number => (options.detectWithinMs ?? 0) + (c.takesLeader ? options.electionMs ?? 0 : 0)
 
+  // The memberships each process reported lost (membershipLost), by (process, group), in time order.
+  const losses = new Map<string, HistoryEntry[]>()
+  for (const e of h) {
+    if (e.type === 'event' && e.event === 'membershipLost') {
+      const k = JSON.stringify([e.process, e.group])
+      losses.set(k, [...(losses.get(k) ?? []), e])
+    }
+  }
+  /** The process that keeps `member` in a view and reports its loss: for isUp, its service-group coordinator (`<member>/sg`, client.ts), when it has one. */
+  const keeperOf = (via: Via, member: string): string => (via === 'isUp' && hosts.has(`${member}/sg`) ? `${member}/sg` : member)
+
   // False downs: a present → gone turn, seen by an observer not cut off, of a member joined, alive, not cut off, and
-  // not recovering (cut off in an earlier cut and not yet seen back by this observer since its heal). A member cut off may lapse
-  // on the backend until its liveness, counted from before the cut, runs out, even after a short cut has healed and the observer
-  // has seen it present since: a turn within detectBound of the start of a cut that cut it off is that cut, detected late.
+  // not recovering. A member cut off in an earlier cut recovers until this observer has seen it back, in answer to a question
+  // asked after the heal (an isUp asked before it, by an observer cut off or paused, answers from before) and after the last
+  // loss of this membership that the member itself reported since the cut began: its liveness may lapse in the cut's wake,
+  // after the heal (TCP's retransmission back-off holds its connection down a while longer; a paused member finds out when
+  // it runs again), and a view that still showed it present then had not caught up. The lapse is the cut's, its recovery
+  // held to recoverWithinMs.
+  // And a turn within detectBound of the start of a cut that cut the member off is that cut, detected late: its liveness, counted
+  // from its last beat before the cut, may run out after a short cut has healed and the observer has seen it present since.
   const falseDowns: FalseDown[] = []
   for (const s of series) {
     let wasPresent = false
@@ -486,7 +510,11 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
       if (now && (cutOff(s.observer, now) || cutOff(s.member, now))) return
       if (!memberAt(s.member, s.group, x.at)) return
       const before = cuts.filter((c) => c.healAt <= x.at && cutOff(s.member, c)).at(-1)
-      if (before && !s.seen.some((y) => y.present && y.at >= before.healAt && y.at < x.at)) return
+      if (before) {
+        const lost = (losses.get(JSON.stringify([keeperOf(s.via, s.member), s.group])) ?? []).filter((l) => l.at >= before.at && l.at <= x.at && l.id !== x.id)
+        const since = Math.max(before.healAt, lost.at(-1)?.at ?? -Infinity)
+        if (!s.seen.some((y) => y.present && y.askedAt >= since && y.at < x.at)) return
+      }
       if (cuts.some((c) => cutOff(s.member, c) && c.at <= x.at && x.at <= c.at + detectBound(c))) return
       const back = s.seen.slice(i + 1).find((y) => y.present)
       falseDowns.push({ group: s.group, member: s.member, observer: s.observer, via: s.via, id: x.id, at: x.at, ms: (back?.at ?? endAt) - x.at })
