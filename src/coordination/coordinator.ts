@@ -9,6 +9,7 @@ import {
   GroupNotFoundError,
   InvalidArgumentError,
   LockAcquireFailedError,
+  MemberExistsError,
   MemberNotJoinedError,
   WatchCallbackNotFoundError,
   asRollcallError,
@@ -174,16 +175,37 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     return (await this.#runtime.call('list groups', () => this.#runtime.groups().listGroups())).sort()
   }
 
-  /** Joins a group with capabilities (any msgpack-able value; default null). */
+  /**
+   * Joins a group with capabilities (any msgpack-able value; default null). With `rejoin` off, a
+   * join of a group this member was told it lost (`membershipLost`) that the backend still lists it
+   * in takes that membership back with these capabilities, as rollcall's own rejoin would, rather
+   * than answer MemberExistsError for a membership nothing keeps alive any more.
+   */
   async joinGroup(group: string, capabilities: unknown = null): Promise<void> {
     this.#runtime.validateId('group', group)
     const bytes = encodeCapabilities(capabilities)
-    await traced(
-      groupJoinChannel,
-      () => ({ ...this.#runtime.trace, group, rejoin: false }),
-      () => this.#runtime.call('join a group', () => this.#runtime.groups().joinGroup(group, bytes)),
-    )
-    this.#runtime.membership.set(group, bytes)
+    const runtime = this.#runtime
+    const join = (): Promise<void> =>
+      traced(
+        groupJoinChannel,
+        () => ({ ...runtime.trace, group, rejoin: false }),
+        () => runtime.call('join a group', () => runtime.groups().joinGroup(group, bytes)),
+      )
+    try {
+      await join()
+    } catch (err) {
+      // Not while the connection is lost: the membership found may stand on a session or lease about to lapse (membership.ts, mayRejoin).
+      if (!(err instanceof MemberExistsError) || !runtime.membership.wasDropped(group) || runtime.connection === 'lost') throw err
+      const update = runtime.driver.updateCapabilities
+      if (update && runtime.capabilities.has('updateCapabilities')) {
+        await runtime.call('update capabilities', () => update.call(runtime.driver, group, bytes)).catch(async (e: unknown) => {
+          // Lapsed meanwhile: a join now makes it anew.
+          if (!(e instanceof MemberNotJoinedError)) throw e
+          await join()
+        })
+      }
+    }
+    runtime.membership.set(group, bytes)
   }
 
   /** Joins a group, creating it first if it does not exist. */

@@ -4,7 +4,9 @@
  * - pause(): stop forwarding in both directions; connections stay open and silent (a partition);
  * - resume(): forward again, delivering what was held back; with pause({ lateDelivery: true }),
  *   also what a client sent before it closed its connection (as the kernel still delivers what
- *   an orphaned socket had sent, once a partition heals);
+ *   an orphaned socket had sent, once a partition heals); with pause({ repliesOnly: true }), what
+ *   clients send goes on and only the server's answers are held (a one-way cut: the server hears
+ *   its clients, they do not hear it, as with the partition nemesis's `drop-out`);
  * - cut(): reset every connection and refuse new ones (a dead link) until restore();
  * - stall(): the connections open now go silent for good, new ones forward (half-open links);
  * - stallOn(text): from now on, a connection whose client sends `text` (case-insensitive, within
@@ -24,6 +26,8 @@ export class TcpProxy {
   #paused = false
   /** While paused: a client's close waits for resume() to deliver what it sent (see pause()). */
   #lateDelivery = false
+  /** While paused: only the server's answers are held (see pause()). */
+  #repliesOnly = false
   #cut = false
   #stallOn: string | undefined
   /** Writes held back while paused, in order. */
@@ -52,9 +56,10 @@ export class TcpProxy {
     return this.#pairs.size
   }
 
-  pause({ lateDelivery = false }: { lateDelivery?: boolean } = {}): void {
+  pause({ lateDelivery = false, repliesOnly = false }: { lateDelivery?: boolean; repliesOnly?: boolean } = {}): void {
     this.#paused = true
     this.#lateDelivery = lateDelivery
+    this.#repliesOnly = repliesOnly
   }
 
   resume(): void {
@@ -128,7 +133,7 @@ export class TcpProxy {
         const write = (): void => {
           if (!to.destroyed) to.write(chunk)
         }
-        if (this.#paused) this.#held.push(write)
+        if (this.#paused && (from === upstream || !this.#repliesOnly)) this.#held.push(write)
         else write()
       })
     }

@@ -176,6 +176,29 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
     assert.equal(await lock.release(), true)
   })
 
+  it('contract: with rejoin off, joining a group presumed lost that the backend still lists takes the membership back with the new capabilities', async (t) => {
+    // The PostgreSQL partition run: a beat reached the server but its answer did not (drop-out), so the member presumed its row
+    // lapsed while the server had just extended it; the service-group driver's join after the heal answered MemberExistsError,
+    // nothing beat the row any more, and the service read down from its lapse until a report 20 s later.
+    const nextBeatMs = 1_000
+    const { c, f } = await open(t, rid('s'), nextBeatMs, { rejoin: false })
+    const g = rid('g')
+    await c.joinGroupCreate(g, { v: 1 })
+    const lost = nextEvent<{ group: string }>(c, 'membershipLost', (e) => e.group === g, nextBeatMs * 3)
+    f.failBeats = true
+    await lost
+    assert.deepEqual(c.joinedGroups, [], 'given up: rejoin is off')
+    // The backend answers again, and still lists the member (the memory backend never expires one).
+    f.failBeats = false
+    await waitFor('reconnected', () => c.connectionState === 'reconnected', nextBeatMs * 3)
+    await c.joinGroup(g, { v: 2 })
+    assert.deepEqual(c.joinedGroups, [g])
+    assert.deepEqual(await c.getMemberCapabilities(g, c.memberId), { v: 2 })
+    // A member still joined (never presumed lost) is refused as tooz refuses it.
+    await assert.rejects(c.joinGroup(g, { v: 3 }), { code: 'MEMBER_EXISTS' })
+    assert.deepEqual(await c.getMemberCapabilities(g, c.memberId), { v: 2 })
+  })
+
   for (const answer of ['fails', 'names the group lost'] as const) {
     it(`contract: a beat sent before lost → reconnected that ${answer} after the rejoin loses nothing again`, async (t) => {
       const nextBeatMs = 1_000

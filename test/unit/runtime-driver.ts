@@ -159,12 +159,17 @@ registerDriver('faulty', async () => ({
   }),
 }))
 
-/** Connects a coordinator on the scripted driver; stopped after the test. */
-export async function open(t: TestContext, store: string, nextBeatMs = 400): Promise<{ c: Coordinator; f: Faults }> {
+/** Connects a coordinator on the scripted driver (`rejoin` as given, default on); stopped after the test. */
+export async function open(
+  t: TestContext,
+  store: string,
+  nextBeatMs = 400,
+  { rejoin = true }: { rejoin?: boolean } = {},
+): Promise<{ c: Coordinator; f: Faults }> {
   const memberId = rid('m')
   const f: Faults = { failBeats: false, lostGroups: [], nextBeatMs }
   faults.set(memberId, f)
-  const c = await connect(`faulty://${store}`, { memberId, watchIntervalMs: 50 })
+  const c = await connect(`faulty://${store}`, { memberId, watchIntervalMs: 50, rejoin })
   t.after(() => c.stop())
   return { c, f }
 }

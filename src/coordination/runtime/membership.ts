@@ -40,6 +40,8 @@ export class Membership {
   readonly #host: MembershipHost
   readonly #joined = new Map<string, Joined>()
   readonly #pending = new Set<string>()
+  /** Groups given up on a loss with rejoin off, until joined or left again (see wasDropped()). */
+  readonly #dropped = new Set<string>()
   #epochs = 0
   #rejoining: Promise<void> | undefined
 
@@ -79,6 +81,7 @@ export class Membership {
   set(group: string, capabilities: Uint8Array): void {
     this.#joined.set(group, { capabilities, epoch: ++this.#epochs })
     this.#pending.delete(group)
+    this.#dropped.delete(group)
   }
 
   /** Forgets a group (left, or given up). Returns what it held, to restore if leaving fails. */
@@ -86,7 +89,17 @@ export class Membership {
     const j = this.#joined.get(group)
     this.#joined.delete(group)
     this.#pending.delete(group)
+    this.#dropped.delete(group)
     return j?.capabilities
+  }
+
+  /**
+   * Whether this member was told it lost `group` (rejoin off) and has not joined or left it since.
+   * The loss may be presumed (client-side expiry counts from a beat's send, the backend from its
+   * arrival), so the backend can still list the member: a join then finds its own membership.
+   */
+  wasDropped(group: string): boolean {
+    return this.#dropped.has(group)
   }
 
   /** The backend dropped this member from `groups`: report, then rejoin or forget. */
@@ -95,7 +108,10 @@ export class Membership {
       if (!this.#joined.has(group) || this.#pending.has(group)) continue
       this.#host.emitLost(group, reason)
       if (this.#host.rejoin) this.#pending.add(group)
-      else this.#joined.delete(group)
+      else {
+        this.#joined.delete(group)
+        this.#dropped.add(group)
+      }
     }
     if (this.#pending.size > 0 && !this.#host.manual) void this.rejoinPending()
   }
