@@ -85,6 +85,7 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
     const bug = backend === 'redis' && f.what === 'tokens-backwards' && nearCut(at.get(f.id)!, 30_000) ? 'redis-sentinel-failover' : undefined
     excuse(bug, `fencing ${f.what} on ${f.resource}: token ${f.token} of ${f.process} (line ${f.id}) after ${f.previousToken} (line ${f.previousId})`)
   }
+  const byId = new Map(history.map((e) => [e.id, e]))
   for (const d of report.falseDowns.items as FalseDown[]) {
     // Redis: observer and member were cut off with the old master, which went on serving them (the member's beats kept it listed there),
     // and after the heal the observer moved to the promoted master, where the member had lapsed: its view turns from the old master's
@@ -93,8 +94,21 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
     const withOldMaster = cuts.some((c) =>
       c.takesLeader && hosts.every((h) => h !== undefined && c.cutOff.has(h)) && c.healAt <= d.at && d.at <= c.healAt + REDIS_DEMOTION_MS
     )
+    // A member's own view: it presumed itself lost by client-side expiry within one liveness window of coming back from lost
+    // (presumed-lost-after-late-beat).
+    const e = byId.get(d.id)
+    const windowMs = e?.type === 'event' && e.event === 'membershipLost' ? Number(/within the (\d+) ms liveness window/.exec(e.reason)?.[1]) : NaN
+    const cameBack = history.some((x) =>
+      x.process === d.member && x.type === 'event' && x.event === 'connectionStateChanged' && x.state === 'reconnected' && x.previous === 'lost'
+      && x.at < d.at && d.at - x.at < windowMs
+    )
+    const single = backend === 'postgresql' || backend === 'mysql' || backend === 'memcached'
     excuse(
-      backend === 'redis' && withOldMaster ? 'redis-sentinel-failover' : undefined,
+      backend === 'redis' && withOldMaster
+        ? 'redis-sentinel-failover'
+        : single && d.via === 'self' && cameBack
+        ? 'presumed-lost-after-late-beat'
+        : undefined,
       `false down: ${d.observer} (${d.via}) saw ${d.member} leave ${d.group} at line ${d.id} for ${Math.round(d.ms)} ms`,
     )
   }
@@ -103,7 +117,13 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
   for (const r of report.recovery.late) {
     unknown.push(`late recovery: ${r.observer} (${r.via}) saw ${r.member} back ${r.ms} ms after the heal of line ${r.healId}`)
   }
-  for (const l of report.lost as Lost[]) unknown.push(`lost: ${l.what} ${l.member ?? ''} ${l.resource} (last line ${l.lastId})`)
+  // PostgreSQL: nobody elected again (sql-election-stuck).
+  for (const l of report.lost as Lost[]) {
+    excuse(
+      backend === 'postgresql' && l.what === 'leadership' ? 'sql-election-stuck' : undefined,
+      `lost: ${l.what} ${l.member ?? ''} ${l.resource} (last line ${l.lastId})`,
+    )
+  }
   for (const d of report.disagreements.beyond) {
     unknown.push(
       `disagreement: ${d.observer}'s isUp said ${d.member} ${d.isUp ? 'up' : 'down'} against its watch from line ${d.id}, ${
