@@ -159,7 +159,7 @@ export interface PartitionRunResult {
   backend: PartitionBackend['name']
   schedules: Schedule[]
   played: Played[]
-  /** Each schedule's time window on the history clock (to find which seed a finding belongs to). */
+  /** Each schedule's time window on the history clock, from its first fault to its last heal (to find which seed a finding belongs to). */
   windows: { seed: number; from: number; to: number }[]
   report: PartitionReport
   history: HistoryEntry[]
@@ -243,11 +243,11 @@ export async function partitionRun(
     const played: Played[] = []
     const windows: PartitionRunResult['windows'] = []
     for (const s of schedules) {
-      const from = now()
-      played.push(
-        ...await runSchedule(s, { hosts, cluster, servers, clients: clientHosts, clientPid: (i) => clients[i]?.pid, history: nemesis }),
-      )
-      windows.push({ seed: s.seed, from, to: now() })
+      const began = now()
+      const mine = await runSchedule(s, { hosts, cluster, servers, clients: clientHosts, clientPid: (i) => clients[i]?.pid, history: nemesis })
+      played.push(...mine)
+      // From its first fault, not from the quiet gap before it: what happens in that gap is the previous schedule's aftermath.
+      windows.push({ seed: s.seed, from: mine[0]?.startAt ?? began, to: now() })
       log(`${backend.name}: schedule ${s.seed} played (${played.length} faults so far)`)
     }
     // A quiet tail: recovery of the last fault is measured, and must happen, before the clients stop.
@@ -287,7 +287,7 @@ export async function partitionRun(
   }
 }
 
-/** The seed whose window holds time `at` (undefined: before the first or in the tail after the last). */
+/** The seed whose window holds time `at`, else the last one begun before it (its aftermath); undefined before the first fault. */
 export function seedAt(r: PartitionRunResult, at: number): number | undefined {
   return (r.windows.find((w) => w.from <= at && at <= w.to) ?? r.windows.findLast((w) => w.from <= at))?.seed
 }
