@@ -45,7 +45,10 @@ export const KNOWN_BUGS = {
     + "through the cut is ended by the server's keepalive (tcp_keepalives_*: about 2 x membership_timeout), whose RST is lost in the cut, and "
     + 'the client, which sends nothing while it waits and has no keepalive of its own below the kernel default (2 h), waits forever: the '
     + 'campaign loop (election.ts) awaits acquireWaiting() with no bound. Fix to try: client-side keepalive on lock sessions '
-    + '(keepAliveInitialDelayMillis of membership_timeout) or a bounded wait that re-queues. History: '
+    + '(keepAliveInitialDelayMillis of membership_timeout: the first probe after the heal meets no socket and is reset); PostgreSQL '
+    + 'itself does not notice a dead client while a backend waits for a lock (client_connection_check_interval is off by default). '
+    + 'A userland TcpProxy cannot show it (its own socket answers probes); the partition harness can: PARTITION_SEED=1215765276 '
+    + '(isolate(n1) 11.2 s) left c3, waiting during the cut, never elected again in the 26 s after it. History: '
     + '/tmp/rollcall-partition-postgresql-7UicQF/history.jsonl (lines 3047-3382, 6460-6522).',
 } as const satisfies Record<string, string>
 
