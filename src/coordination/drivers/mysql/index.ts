@@ -393,9 +393,7 @@ export default defineDriver({
     + "until the server's TCP keepalive gives up (by default after the kernel's 2 hours) or wait_timeout (8 hours). Bound it on the server with "
     + 'tcp_keepalive_time, tcp_keepalive_interval and tcp_keepalive_probes (MariaDB 10.3.3+): unlike PostgreSQL these cannot be set per session, '
     + 'and a session wait_timeout would also free the lock of a live holder that is paused.',
-    'Under investigation (issue 27): in one of 60 partition schedules (a flapping server) a holder granted the lock right after its reconnect lost '
-    + 'it 21 ms later without being told for 436 ms, while the next holder was granted it; fencing held (its later writes, with the older token, '
-    + 'were refused). Until the cause is found, check fencing tokens where an overlap after an outage matters.',
+    'A lock given up when the connection was lost is released on the server once it answers, and the same Lock object takes the lock again only after that release has settled: the release of the old hold goes to whatever session holds the lock when it arrives, and before this rule it freed a hold taken again just after a reconnect without its holder being told (one of 60 partition schedules, a flapping server: the next holder was granted the lock 436 ms before the first was told; fencing held).',
   ],
   clientPackage: 'mysql2',
   capabilities: [
