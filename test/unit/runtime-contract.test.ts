@@ -199,6 +199,30 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
     assert.deepEqual(await c.getMemberCapabilities(g, c.memberId), { v: 2 })
   })
 
+  it('contract: back from lost, liveness counts from the reconnect, not from the send of the beat that came back', async (t) => {
+    const nextBeatMs = 1_000
+    const { c, f } = await open(t, rid('s'), nextBeatMs)
+    await c.joinGroupCreate(rid('g'))
+    const states: string[] = []
+    c.on('connectionStateChanged', (e) => states.push(e.state))
+    f.failHeartbeat = true
+    await waitFor('presumed lost', () => states.includes('lost'), nextBeatMs * 3)
+    // The next beat goes out and is answered only near the end of its own window (a cut that healed under it).
+    let answer!: (ok: boolean) => void
+    f.holdBeats = new Promise((r) => (answer = r))
+    const held = f.heldBeats ?? 0
+    f.failHeartbeat = false
+    await waitFor('a beat in flight', () => (f.heldBeats ?? 0) > held, nextBeatMs * 2)
+    await sleep(nextBeatMs * 0.9)
+    f.holdBeats = undefined
+    // The beats of the reconnect take a round trip of a third of the window (queued behind the rejoins).
+    f.answerMs = nextBeatMs / 3
+    answer(true)
+    await waitFor('reconnected', () => states.includes('reconnected'), 2_000)
+    await sleep(nextBeatMs / 2)
+    assert.deepEqual(states, ['lost', 'reconnected'])
+  })
+
   for (const answer of ['fails', 'names the group lost'] as const) {
     it(`contract: a beat sent before lost → reconnected that ${answer} after the rejoin loses nothing again`, async (t) => {
       const nextBeatMs = 1_000

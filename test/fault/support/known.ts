@@ -33,11 +33,6 @@ export const KNOWN_BUGS = {
     + 'or leadership while the paused process, which runs no code, still believes it holds it (overlaps of up to the pause, issue 27). memcached has no '
     + "fencing token to refuse the stale holder's writes; a holder cut off by the network is told in time (client-side expiry at half the key's TTL). "
     + 'Inherent to a lease without fencing: documented in docs/drivers.md; use a backend with fencing where a paused process must not act.',
-  'presumed-lost-after-late-beat':
-    'Single servers, after a heal: a beat sent during the cut is answered only after it (TCP retransmission back-off), so the liveness window, '
-    + "which counts from a beat's send, has little left; the reconnect's own beat, queued behind the rejoins on the same connection, comes back "
-    + 'just past it, and the member presumes itself lost and rejoins within milliseconds (PostgreSQL partition run, a 12 s cut: 22 ms, issue 27). '
-    + 'Inherent to client-side expiry that never overstates liveness (what keeps a lock taken after the reconnect safe): documented in docs/api.md.',
   'sql-election-stuck': 'PostgreSQL partition run (issue 27, main at 34b8f93): after a 10.2 s isolation of the server, the two candidates that were waiting in '
     + "the leader lock's queue were never elected again (c3 alone won every round for 75 s, within ms of each of its own stand-downs), and once "
     + "c3's term was freed under it after its reconnect (the abandoned release of ca50986, fixed since), nobody was elected for the last 44 s "

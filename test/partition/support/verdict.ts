@@ -85,7 +85,6 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
     const bug = backend === 'redis' && f.what === 'tokens-backwards' && nearCut(at.get(f.id)!, 30_000) ? 'redis-sentinel-failover' : undefined
     excuse(bug, `fencing ${f.what} on ${f.resource}: token ${f.token} of ${f.process} (line ${f.id}) after ${f.previousToken} (line ${f.previousId})`)
   }
-  const byId = new Map(history.map((e) => [e.id, e]))
   for (const d of report.falseDowns.items as FalseDown[]) {
     // Redis: observer and member were cut off with the old master, which went on serving them (the member's beats kept it listed there),
     // and after the heal the observer moved to the promoted master, where the member had lapsed: its view turns from the old master's
@@ -94,21 +93,8 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
     const withOldMaster = cuts.some((c) =>
       c.takesLeader && hosts.every((h) => h !== undefined && c.cutOff.has(h)) && c.healAt <= d.at && d.at <= c.healAt + REDIS_DEMOTION_MS
     )
-    // A member's own view: it presumed itself lost by client-side expiry within one liveness window of coming back from lost
-    // (presumed-lost-after-late-beat).
-    const e = byId.get(d.id)
-    const windowMs = e?.type === 'event' && e.event === 'membershipLost' ? Number(/within the (\d+) ms liveness window/.exec(e.reason)?.[1]) : NaN
-    const cameBack = history.some((x) =>
-      x.process === d.member && x.type === 'event' && x.event === 'connectionStateChanged' && x.state === 'reconnected' && x.previous === 'lost'
-      && x.at < d.at && d.at - x.at < windowMs
-    )
-    const single = backend === 'postgresql' || backend === 'mysql' || backend === 'memcached'
     excuse(
-      backend === 'redis' && withOldMaster
-        ? 'redis-sentinel-failover'
-        : single && d.via === 'self' && cameBack
-        ? 'presumed-lost-after-late-beat'
-        : undefined,
+      backend === 'redis' && withOldMaster ? 'redis-sentinel-failover' : undefined,
       `false down: ${d.observer} (${d.via}) saw ${d.member} leave ${d.group} at line ${d.id} for ${Math.round(d.ms)} ms`,
     )
   }
