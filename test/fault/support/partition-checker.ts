@@ -476,7 +476,6 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   const overlaps = overlapsOf(beliefs, endAt)
   const series = seriesOf(h)
 
-  /** How long after a cut began a member it cut off may still be seen to go: its liveness, plus the cluster's election if the cut took the leader. */
   const detectBound = (c: Cut): number => (options.detectWithinMs ?? 0) + (c.takesLeader ? options.electionMs ?? 0 : 0)
 
   // The memberships each process reported lost (membershipLost), by (process, group), in time order.
@@ -497,8 +496,6 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   // after the heal (TCP's retransmission back-off holds its connection down a while longer; a paused member finds out when
   // it runs again), and a view that still showed it present then had not caught up. The lapse is the cut's, its recovery
   // held to recoverWithinMs.
-  // And a turn within detectBound of the start of a cut that cut the member off is that cut, detected late: its liveness, counted
-  // from its last beat before the cut, may run out after a short cut has healed and the observer has seen it present since.
   const falseDowns: FalseDown[] = []
   for (const s of series) {
     let wasPresent = false
@@ -515,7 +512,6 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
         const since = Math.max(before.healAt, lost.at(-1)?.at ?? -Infinity)
         if (!s.seen.some((y) => y.present && y.askedAt >= since && y.at < x.at)) return
       }
-      if (cuts.some((c) => cutOff(s.member, c) && c.at <= x.at && x.at <= c.at + detectBound(c))) return
       const back = s.seen.slice(i + 1).find((y) => y.present)
       falseDowns.push({ group: s.group, member: s.member, observer: s.observer, via: s.via, id: x.id, at: x.at, ms: (back?.at ?? endAt) - x.at })
     })
