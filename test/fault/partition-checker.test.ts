@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { checkPartitionHistory, PartitionHistoryError, renderPartitionReport, type PartitionCheckOptions } from './support/partition-checker.js'
-import { type HistoryDraft, HistoryFormatError, HistoryWriter, parseHistory, readHistory } from './support/partition-history.js'
+import { type HistoryDraft, HistoryFormatError, historyClockMs, HistoryWriter, parseHistory, readHistory } from './support/partition-history.js'
 
 type Row = [at: number, process: string, record: HistoryDraft]
 
@@ -377,7 +377,7 @@ describe('fault: partition checker', () => {
     try {
       const path = join(dir, 'history.jsonl')
       const w = new HistoryWriter(path, 'n1-locks-1')
-      const before = performance.timeOrigin + performance.now()
+      const before = historyClockMs()
       w.write({ type: 'process', what: 'start', host: 'n1', pid: process.pid })
       w.write({ type: 'op', op: 'acquire', phase: 'ok', resource: 'L', token: 2n ** 64n })
       w.write({ type: 'process', what: 'kill', process: 'n2-locks-1' })

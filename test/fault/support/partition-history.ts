@@ -3,11 +3,12 @@
  * and nemesis step of every process in every network namespace, one JSON object per line in one
  * shared file, read back by partition-checker.ts.
  *
- * One clock. Each record's `at` is historyClockMs(): `performance.timeOrigin + performance.now()`,
- * the host's wall clock read once when the process started plus the monotonic time elapsed since,
- * in fractional milliseconds. Network namespaces do not virtualise clocks, so every process on the
- * host reads the same two clocks, and two processes' `at` agree to the microseconds of their
- * starting wall-clock reads (plus any NTP step between their starts; the test host steps none).
+ * One clock. Each record's `at` is historyClockMs(): the host's wall clock at the process's
+ * monotonic zero, measured once at a millisecond tick of Date.now() (test/support/lock-checker.ts
+ * says why not performance.timeOrigin), plus the monotonic time elapsed since, in fractional
+ * milliseconds. Network namespaces do not virtualise clocks, so every process on the host reads
+ * the same two clocks, and two processes' `at` agree to microseconds (plus any NTP step between
+ * their starts; the test host steps none).
  * Unlike Date.now() it never goes backwards inside a process when the wall clock is adjusted, and
  * unlike process.hrtime() it is a date a person can read and that every process maps alike. That
  * is what makes the checker's real-time comparisons across processes exact.

@@ -32,7 +32,7 @@
  * - `pause-client`: SIGSTOP of the client's process, SIGCONT at the heal (recorded as its isolation).
  */
 import type { Cluster } from '../../support/cluster.js'
-import type { HistoryWriter } from '../../fault/support/partition-history.js'
+import { historyClockMs, type HistoryWriter } from '../../fault/support/partition-history.js'
 import type { Hosts } from './hosts.js'
 
 /** The kinds of fault (see the file's doc). */
@@ -205,11 +205,11 @@ export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise
     const healRecord = (): void => {
       t.history.write({ type: 'nemesis', what: 'heal' })
     }
-    const startAt = performance.timeOrigin + performance.now()
+    const startAt = historyClockMs()
     if (majority.length === 0) {
       // A single server's split with every client on its side: nobody to cut off, and a cut needs two sides.
       await sleep(f.durationMs, t.signal)
-      played.push({ fault: f, node, takesLeader: false, startAt, endAt: performance.timeOrigin + performance.now() })
+      played.push({ fault: f, node, takesLeader: false, startAt, endAt: historyClockMs() })
       continue
     }
     if (f.kind === 'flap') {
@@ -246,7 +246,7 @@ export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise
       await t.hosts.heal()
       healRecord()
     }
-    played.push({ fault: f, node, takesLeader, startAt, endAt: performance.timeOrigin + performance.now() })
+    played.push({ fault: f, node, takesLeader, startAt, endAt: historyClockMs() })
   }
   return played
 }

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import { startEtcdCluster, startRedisSentinel, startZookeeperEnsemble, type Cluster, type Placement } from '../../support/cluster.js'
 import { checkPartitionHistory, type PartitionCheckOptions, type PartitionReport } from '../../fault/support/partition-checker.js'
-import { HistoryWriter, readHistory, type HistoryEntry } from '../../fault/support/partition-history.js'
+import { historyClockMs, HistoryWriter, readHistory, type HistoryEntry } from '../../fault/support/partition-history.js'
 import type { ClientSpec } from './client.js'
 import { Hosts } from './hosts.js'
 import { runSchedule, SINGLE_SERVER_FAULT_KINDS, type Played, type Schedule, type ScheduleOptions } from './nemesis.js'
@@ -172,7 +172,7 @@ export interface PartitionRunResult {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
-const now = (): number => performance.timeOrigin + performance.now()
+const now = historyClockMs
 
 /** Waits for a child's `ready` line; rejects with its stderr if it exits first or after `ms`. */
 function ready(p: ChildProcess, name: string, ms: number): Promise<void> {
