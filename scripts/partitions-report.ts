@@ -12,6 +12,7 @@
  *   PARTITION_SEED=N npm run test:partitions -- --backend etcd3   replay one schedule (no report written)
  *   npm run test:partitions -- --render                       write the section again from the last results file
  */
+import { execFileSync } from 'node:child_process'
 import { randomInt } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -62,6 +63,14 @@ interface BackendFigures {
   worst: { what: string; seed: number | undefined; ms: number } | null
   startupMaxMs: number
   durationMs: number
+  /** The commit the runs ran (with `+` when the checkout had changes). */
+  commit?: string
+}
+
+/** The checkout's commit, with `+` when it has changes. */
+function checkoutCommit(): string {
+  const git = (...args: string[]): string => execFileSync('git', args, { encoding: 'utf8' }).trim()
+  return `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? '+' : ''}`
 }
 
 const max = (xs: number[]): number | null => (xs.length ? Math.round(Math.max(...xs)) : null)
@@ -125,6 +134,7 @@ function figures(b: PartitionBackend, results: PartitionRunResult[]): BackendFig
     worst,
     startupMaxMs: Math.max(...results.map((r) => r.startupMs)),
     durationMs: results.reduce((n, r) => n + r.durationMs, 0),
+    commit: checkoutCommit(),
   }
 }
 
@@ -167,9 +177,9 @@ export function renderSection(all: BackendFigures[], meta: { finishedAt: string;
   out.push('')
   for (const f of all) {
     out.push(
-      `- **${f.backend}** (${f.title}): faults ${
-        Object.entries(f.faults).map(([k, n]) => `${k} ${n}`).join(', ')
-      }; ${f.records} history records; slowest start ${f.startupMaxMs} ms; ${Math.round(f.durationMs / 1000)} s in all. Worst case: ${
+      `- **${f.backend}** (${f.title}): faults ${Object.entries(f.faults).map(([k, n]) => `${k} ${n}`).join(', ')}; ${f.records} history records; commit ${
+        f.commit ?? 'unknown'
+      }; slowest start ${f.startupMaxMs} ms; ${Math.round(f.durationMs / 1000)} s in all. Worst case: ${
         f.worst ? `${f.worst.what}, ${f.worst.ms} ms, seed ${f.worst.seed ?? '(after the last schedule)'}` : 'none'
       }. Known bugs: ${
         Object.keys(f.known).length ? Object.entries(f.known).map(([b, n]) => `${b} (${n} findings)`).join(', ') : 'none hit'
