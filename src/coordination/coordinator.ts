@@ -460,6 +460,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
         track: (l) => runtime.locks.track(l),
         untrack: (l) => runtime.locks.untrack(l),
         settled: (l) => runtime.locks.settled(l),
+        releaseFailed: (l, err) => runtime.locks.releaseFailed(l, err),
         emitLockLost: (lockName, reason) => this.emit('lockLost', { name: lockName, reason }),
         stopSignal: runtime.stopSignal,
         driverName: this.driverName,

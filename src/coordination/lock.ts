@@ -52,6 +52,8 @@ export interface LockHost {
   untrack(lock: HeldLock): void
   /** Resolves once no release of `lock` given up on a lost connection is under way (HeldLocks.settled). */
   settled(lock: DriverLock): Promise<void>
+  /** A release of `lock` failed with `err` (HeldLocks.releaseFailed). */
+  releaseFailed(lock: DriverLock, err: unknown): void
   /** Tells the application a lock was lost (the lockLost event). */
   emitLockLost(name: string, reason: string): void
   readonly stopSignal: AbortSignal
@@ -210,7 +212,10 @@ export class Lock {
       return true
     }
     this.#end(() => new InvalidStateError(`Lock ${JSON.stringify(this.name)} was released`))
-    return this.#host.call('release a lock', () => this.driverLock.release())
+    return this.#host.call('release a lock', () => this.driverLock.release()).catch((err: unknown) => {
+      this.#host.releaseFailed(this.driverLock, err)
+      throw err
+    })
   }
 
   /** Extends the lock's lease now (the coordinator also does it on every heartbeat). False when not held. */

@@ -491,6 +491,54 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     assert.equal(await lock.isStillOwner(), true)
   })
 
+  it('etcd3: locks: a release lost with its revoke leaves no key behind: the next release() or attempt revokes its lease', async (t) => {
+    // Seen in the etcd partition run (issue 27): a holder's release went to a member that was cut off and timed out, the revoke
+    // of its lease was lost too, and the key lived on with that lease, which etcd renews at each change of leader: nobody was
+    // granted the lock for 30 s, the holder itself waiting behind its own key.
+    const proxy = await TcpProxy.start(SHARED_PORT)
+    t.after(() => proxy.close())
+    const endpoint = (port: number) => ({ protocol: 'http:' as const, host: '127.0.0.1', port, label: `http://127.0.0.1:${port}` })
+    const cutOff = new EtcdGateway({ endpoints: [endpoint(proxy.port)], timeoutMs: 1_000 })
+    const good = new EtcdGateway({ endpoints: [endpoint(SHARED_PORT)], timeoutMs: 5_000 })
+    t.after(() => cutOff.close())
+    t.after(() => good.close())
+    cutOff.setApiVersion('v3')
+    good.setApiVersion('v3')
+    let gw = good
+    const background: Promise<unknown>[] = []
+    const host = (): Etcd3LockHost => ({
+      get gw() {
+        return gw
+      },
+      lockTtlSeconds: 10,
+      holding: new Set(),
+      lastBeatAt: () => 0,
+      background: (_what, task) => void background.push(task.catch(() => {})),
+      waiters: new WaiterLease(() => good),
+    })
+    for (const next of ['attempt', 'release'] as const) {
+      const name = rid('lost-release')
+      const lock = new Etcd3Lock(host(), name, Buffer.from(rid('v')))
+      t.after(() => lock.abandon())
+      assert.equal(await lock.tryAcquire(), true)
+      // The cut: the release and the revoke that follows it both go to the member cut off, and get no answer.
+      proxy.cut()
+      gw = cutOff
+      await assert.rejects(lock.release(), EtcdTransportError)
+      await Promise.all(background.splice(0))
+      gw = good
+      proxy.restore()
+      assert.equal((await good.range(lockKey(name))).kvs.length, 1, 'the key outlived its release')
+      if (next === 'attempt') {
+        assert.equal(await lock.tryAcquire(), true, 'the holder is not blocked by its own old key')
+        assert.equal(await lock.release(), true)
+      } else {
+        assert.equal(await lock.release(), true)
+      }
+      assert.equal((await good.range(lockKey(name))).kvs.length, 0, `the ${next} after the heal freed the lock`)
+    }
+  })
+
   it('etcd3: watch: a broken stream resumes from the next revision and loses no event, not even a put-then-delete', async (t) => {
     const proxy = await TcpProxy.start(SHARED_PORT)
     t.after(() => proxy.close())

@@ -221,6 +221,25 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
     await waitFor('reconnected', () => states.includes('reconnected'), 2_000)
     await sleep(nextBeatMs / 2)
     assert.deepEqual(states, ['lost', 'reconnected'])
+  it('contract: a release that got no answer is sent again once the backend answers', async (t) => {
+    // The etcd partition run (issue 27): a release and its lease's revoke were lost in a cut, and the key lived on with its lease (which
+    // etcd renews at each change of leader) for 30 s, while every contender waited.
+    const store = rid('s')
+    const { c, f } = await open(t, store, NO_SCHEDULED_BEAT_MS)
+    const { c: other } = await open(t, store, NO_SCHEDULED_BEAT_MS)
+    const name = rid('l')
+    const lock = c.getLock(name)
+    assert.equal(await lock.acquire(), true)
+    f.failBeats = true
+    await assert.rejects(lock.release(), { code: 'CONNECTION_FAILED' })
+    assert.equal(lock.acquired, false)
+    assert.equal(await other.getLock(name).acquire({ blocking: false }), false, 'the backend still has the hold')
+    f.failBeats = false
+    f.events!.connectionState('suspended')
+    f.events!.connectionState('reconnected')
+    const taken = other.getLock(name)
+    await waitFor('the lock freed on the backend', () => taken.acquire({ blocking: false }), 2_000)
+    assert.equal(await taken.release(), true)
   })
 
   for (const answer of ['fails', 'names the group lost'] as const) {

@@ -45,6 +45,8 @@ export interface ElectionHost {
   untrack(lock: HeldLock): void
   /** Resolves once no release of `lock` given up on a lost connection is under way (HeldLocks.settled). */
   settled(lock: DriverLock): Promise<void>
+  /** A release of `lock` failed with `err` (HeldLocks.releaseFailed). */
+  releaseFailed(lock: DriverLock, err: unknown): void
   emitElected(event: LeaderEvent): void
   emitLost(group: string, reason: string): void
   warn(err: RollcallError): void
@@ -325,9 +327,10 @@ export class Elections {
   async #release(c: Candidacy, reason: string): Promise<void> {
     this.#endTerm(c, reason)
     this.#host.untrack(c.held)
-    await this.#host.call('stand down', () => c.lock.release()).catch((err: unknown) =>
+    await this.#host.call('stand down', () => c.lock.release()).catch((err: unknown) => {
+      this.#host.releaseFailed(c.lock, err)
       this.#host.warn(asRollcallError(err, `Releasing the leader lock of ${c.group}`))
-    )
+    })
   }
 
   #lose(group: string, reason: string): void {

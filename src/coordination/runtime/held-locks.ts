@@ -5,6 +5,7 @@
  * answers again, so that a lease not lapsed yet blocks nobody.
  * @internal
  */
+import { ConnectionError } from '../../errors.js'
 import type { DriverLock } from '../driver.js'
 import type { HeldLock } from '../lock.js'
 
@@ -65,6 +66,17 @@ export class HeldLocks {
       this.#abandoned.add(l.driverLock)
     }
     void this.releaseAbandoned()
+  }
+
+  /**
+   * A release of `lock` failed with `err`. One that got no answer (ConnectionError) may not have
+   * reached the backend, which then keeps the lock until its lease lapses (on etcd, longer: each
+   * change of leader renews every lease): it is sent again, as for a lock given up on a lost
+   * connection, once the backend answers. The etcd partition run: a release and its revoke were
+   * lost in a cut, and nobody was granted the lock for the 30 s that the lease lived on.
+   */
+  releaseFailed(lock: DriverLock, err: unknown): void {
+    if (err instanceof ConnectionError) this.#abandoned.add(lock)
   }
 
   /**

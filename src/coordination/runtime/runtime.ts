@@ -192,6 +192,7 @@ export class DriverRuntime {
       track: (l) => this.locks.track(l),
       untrack: (l) => this.locks.untrack(l),
       settled: (l) => this.locks.settled(l),
+      releaseFailed: (l, err) => this.locks.releaseFailed(l, err),
       emitElected: (e) => emit('leaderElected', e),
       emitLost: (group, reason) => emit('leadershipLost', { group, reason }),
       warn: (err) => this.warn(err),

@@ -83,6 +83,12 @@ export class Etcd3Lock implements DriverLock {
   readonly #waiterKey: Buffer
   /** The lease the key is on, while this object holds the lock. */
   #held: Lease | undefined
+  /**
+   * The lease of a hold whose release failed on the way (no answer): the key may still be on it,
+   * and etcd renews every lease at each change of its leader, so it may outlive its TTL by far. The
+   * next release() (the Coordinator sends one once the backend answers again) or attempt revokes it.
+   */
+  #unreleased: Lease | undefined
   /** A lease from a release or a failed attempt, kept for the next attempt; revoked after SPARE_LEASE_IDLE_MS unused. */
   #spare: Lease | undefined
   #spareTimer: NodeJS.Timeout | undefined
@@ -180,6 +186,8 @@ export class Etcd3Lock implements DriverLock {
    * within the turn leaves it, and the turn ends unless this object tries again at once.
    */
   async release(): Promise<boolean> {
+    // A release that failed on the way, sent again: revoking its lease deletes the key if it is still that hold's, and never a later hold.
+    if (this.#held === undefined && this.#unreleased !== undefined) return this.#revokeUnreleased()
     const token = this.fencingToken
     const lease = this.#drop()
     const endsTurn = this.#turn !== undefined && this.#turn.over
@@ -197,15 +205,31 @@ export class Etcd3Lock implements DriverLock {
     try {
       r = await this.#host.gw.txn(mine, ops)
     } catch (err) {
-      // The delete may or may not have happened: revoking the lease deletes the key (and the turn key) if it is still ours.
-      if (lease) this.#revokeLater(lease)
+      // The delete may or may not have happened: revoking the lease deletes the key (and the turn key) if it is still ours. Until a
+      // revoke is answered the lease stays #unreleased (a revoke sent now, to the host that did not answer, is often lost as well).
       this.#turn = undefined
+      if (lease) {
+        if (this.#unreleased) this.#revokeLater(this.#unreleased)
+        this.#unreleased = lease
+        this.#track()
+        this.#host.background(`revoke lease ${lease.id} of lock ${JSON.stringify(this.#name)}`, this.#revokeUnreleased())
+      }
       throw err
     }
     if (lease && r.succeeded) this.#keepSpare(lease)
     else if (lease) this.#revokeLater(lease)
     if (this.#turn !== undefined) this.#retakes.endUnlessRetaken(() => this.#held !== undefined, () => void this.endTurn())
     return r.succeeded
+  }
+
+  /** Revokes the #unreleased lease; it stays #unreleased unless etcd answers (a lease already gone counts as revoked). */
+  async #revokeUnreleased(): Promise<boolean> {
+    const lease = this.#unreleased
+    if (lease === undefined) return false
+    await this.#host.gw.leaseRevoke(lease.id)
+    if (this.#unreleased === lease) this.#unreleased = undefined
+    this.#track()
+    return true
   }
 
   /** Ends this object's turn if it has one (deleting the turn key if it is still this object's): the head waiter may then take the lock. Never rejects. */
@@ -243,7 +267,9 @@ export class Etcd3Lock implements DriverLock {
   /** Forgets any hold and revokes every lease of this object (deleting the key if it is still ours). Never rejects. */
   async abandon(): Promise<void> {
     this.#turn = undefined
-    const leases = [this.#drop(), this.#takeSpare()]
+    const unreleased = this.#unreleased
+    this.#unreleased = undefined
+    const leases = [this.#drop(), this.#takeSpare(), unreleased]
     await Promise.all(leases.map((l) => (l ? this.#host.gw.leaseRevoke(l.id).catch(() => {}) : undefined)))
   }
 
@@ -292,6 +318,8 @@ export class Etcd3Lock implements DriverLock {
     // A hold the Coordinator gave up on (lost, then retried): its key must be gone before we try.
     const stale = this.#drop()
     if (stale) await this.#host.gw.leaseRevoke(stale.id).catch(() => {})
+    // A release of ours that failed on the way may have left the key on its lease: it would block this attempt too.
+    await this.#revokeUnreleased().catch(() => {})
     let lease = this.#freshSpare() ?? (await this.#grant())
     let r: TxnResult
     try {
@@ -376,7 +404,7 @@ export class Etcd3Lock implements DriverLock {
   }
 
   #track(): void {
-    if (this.#held || this.#spare) this.#host.holding.add(this)
+    if (this.#held || this.#spare || this.#unreleased) this.#host.holding.add(this)
     else this.#host.holding.delete(this)
   }
 }
