@@ -221,6 +221,8 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
     await waitFor('reconnected', () => states.includes('reconnected'), 2_000)
     await sleep(nextBeatMs / 2)
     assert.deepEqual(states, ['lost', 'reconnected'])
+  })
+
   it('contract: a release that got no answer is sent again once the backend answers', async (t) => {
     // The etcd partition run (issue 27): a release and its lease's revoke were lost in a cut, and the key lived on with its lease (which
     // etcd renews at each change of leader) for 30 s, while every contender waited.

@@ -49,8 +49,9 @@ export interface PartitionCheckOptions {
   /**
    * A heal followed by the next cut within less than this many ms is not judged for locks and
    * leaderships never granted again (the next heal's window is): a single server's flap cuts every
-   * client off, and a round's heal is shorter than their reconnect and election. Default: every
-   * window is judged.
+   * client off, and a round's heal is shorter than their reconnect and election; a cluster's flap
+   * of its leader leaves requests sent while it had none unanswered until their client's timeout.
+   * Default: every window is judged.
    */
   settleMs?: number
 }
