@@ -123,7 +123,8 @@ export interface FenceRecord extends RecordBase {
  * A nemesis step. `cut`: from now on only hosts on the same side reach each other (`sides` lists
  * every host, each on one side; the side with more than half of them is the majority, unless
  * `majority` names another). `heal`:
- * everything reaches everything again. Cuts do not nest: each is healed before the next.
+ * everything reaches everything again. Each is written as the nemesis begins to apply it (which
+ * takes effect host by host). Cuts do not nest: each is healed before the next.
  */
 export type NemesisRecord =
   | RecordBase & {

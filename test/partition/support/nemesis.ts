@@ -202,6 +202,9 @@ export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise
     const cutRecord = (): void => {
       t.history.write({ type: 'nemesis', what: 'cut', sides: [minority, majority], takesLeader, ...served })
     }
+    // Each step is recorded as it begins, the heal as the cut: applying one takes effect host by host over up to several hundred ms,
+    // and what happens meanwhile is after it (etcd seed 470402175: a client cut off reconnected, rejoined and was seen back 422 ms
+    // before a heal recorded once applied, and the isUp views that had not caught up yet were judged against the watch as if cut off).
     const healRecord = (): void => {
       t.history.write({ type: 'nemesis', what: 'heal' })
     }
@@ -217,8 +220,8 @@ export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise
         cutRecord()
         await t.hosts.cut([minority, majority])
         await sleep(on)
-        await t.hosts.heal()
         healRecord()
+        await t.hosts.heal()
         if (t.signal?.aborted) break
         await sleep(off)
       }
@@ -228,23 +231,23 @@ export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise
       cutRecord()
       for (const n of nodes) n.pause ? n.pause() : t.hosts.pause(n.pid!)
       await sleep(f.durationMs, t.signal)
-      for (const n of nodes) n.resume ? n.resume() : t.hosts.resume(n.pid!)
       healRecord()
+      for (const n of nodes) n.resume ? n.resume() : t.hosts.resume(n.pid!)
     } else if (f.kind === 'pause-client') {
       const pid = t.clientPid?.(f.clients[0]!)
       cutRecord()
       if (pid !== undefined) t.hosts.pause(pid)
       await sleep(f.durationMs, t.signal)
-      if (pid !== undefined) t.hosts.resume(pid)
       healRecord()
+      if (pid !== undefined) t.hosts.resume(pid)
     } else {
       cutRecord()
       if (f.kind === 'drop-in' || f.kind === 'client-drop-in') await t.hosts.drop(majority, minority)
       else if (f.kind === 'drop-out' || f.kind === 'client-drop-out') await t.hosts.drop(minority, majority)
       else await t.hosts.cut([minority, majority])
       await sleep(f.durationMs, t.signal)
-      await t.hosts.heal()
       healRecord()
+      await t.hosts.heal()
     }
     played.push({ fault: f, node, takesLeader, startAt, endAt: historyClockMs() })
   }
