@@ -223,6 +223,35 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
     assert.deepEqual(states, ['lost', 'reconnected'])
   })
 
+  it('contract: the wait for a kept release to settle counts against the acquire deadline', async (t) => {
+    // The etcd partition run: acquires of 3 s returned after 10-17 s, waiting first for what an earlier attempt or release still had
+    // in flight to a host cut off.
+    const { c, f } = await open(t, rid('s'), NO_SCHEDULED_BEAT_MS)
+    const name = rid('l')
+    const lock = c.getLock(name)
+    assert.equal(await lock.acquire(), true)
+    f.failBeats = true
+    const lockLost = nextEvent<{ name: string }>(c, 'lockLost', (e) => e.name === name, 2_000)
+    f.events!.connectionState('lost', new Error('cut off'))
+    await lockLost
+    let letRelease!: () => void
+    f.holdReleases = new Promise((r) => (letRelease = r))
+    f.failBeats = false
+    f.events!.connectionState('reconnected')
+    // The release answers after 3 s at the latest (where the acquire waited for it whole, it returns then).
+    const answer = setTimeout(() => letRelease(), 3_000)
+    const startedAt = performance.now()
+    const got = await lock.acquire({ timeoutMs: 300 })
+    const tookMs = performance.now() - startedAt
+    assert.ok(tookMs < 2_000, `the acquire of 300 ms took ${Math.round(tookMs)} ms`)
+    assert.equal(got, false, 'not taken while the old release is in flight')
+    clearTimeout(answer)
+    letRelease()
+    f.holdReleases = undefined
+    assert.equal(await lock.acquire({ timeoutMs: 2_000 }), true)
+    assert.equal(await lock.release(), true)
+  })
+
   it('contract: a release that got no answer is sent again once the backend answers', async (t) => {
     // The etcd partition run (issue 27): a release and its lease's revoke were lost in a cut, and the key lived on with its lease (which
     // etcd renews at each change of leader) for 30 s, while every contender waited.
