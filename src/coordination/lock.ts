@@ -13,6 +13,7 @@
  * twice holds it until it has released it twice (a third release returns false).
  */
 import { CoordinatorStoppedError, InvalidArgumentError, InvalidStateError, LockLostError, NotSupportedError } from '../errors.js'
+import { DeadlineError, withDeadline } from '../internal/deadline.js'
 import { keepAlive } from '../internal/keep-alive.js'
 import { linkedSignal } from '../internal/linked-signal.js'
 import { sleep } from '../internal/sleep.js'
@@ -66,14 +67,11 @@ export interface LockHost {
 }
 
 /** True once `p` settles, false if `ms` pass first. */
-async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
-  try {
-    return await Promise.race([p.then(() => true), late])
-  } finally {
-    clearTimeout(timer)
-  }
+function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  return withDeadline(p, ms).then(() => true, (err: unknown) => {
+    if (err instanceof DeadlineError) return false
+    throw err
+  })
 }
 
 const POLL_FIRST_MS = 20

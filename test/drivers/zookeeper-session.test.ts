@@ -64,18 +64,24 @@ async function proxiedMember(t: TestContext, timeoutSeconds: number) {
   return { proxy, c, log, g, raw, owner }
 }
 
+/** A fresh parent node on the shared server and an admin client; the parent and its children are removed after the test. */
+async function orphansParent(t: TestContext): Promise<{ admin: Awaited<ReturnType<typeof rawZk>>; base: string }> {
+  const admin = await rawZk(t)
+  const base = `/${rid('orphans')}`
+  await admin.create(base)
+  t.after(async () => {
+    for (const c of await admin.children(base).catch(() => [])) await admin.remove(`${base}/${c}`).catch(() => {})
+    await admin.remove(base).catch(() => {})
+  })
+  return { admin, base }
+}
+
 describe('zookeeper sessions', { concurrency: 3 }, () => {
   it('zookeeper: session: what a session presumed expired left is deleted from the next session while it still owns it, never what another owns', async (t) => {
     // Seen in the partition runs (issue 27, ZooKeeper seed 21): a holder whose session was presumed
     // expired on its side of a cut was told it lost the lock, but the server kept the session, and its
     // lock node, until the session timed out there: the lock was granted to no one after the heal.
-    const admin = await rawZk(t)
-    const base = `/${rid('orphans')}`
-    await admin.create(base)
-    t.after(async () => {
-      for (const c of await admin.children(base).catch(() => [])) await admin.remove(`${base}/${c}`).catch(() => {})
-      await admin.remove(base).catch(() => {})
-    })
+    const { admin, base } = await orphansParent(t)
     const dead = await openRawZk()
     const other = await openRawZk()
     t.after(() => dead.close())
@@ -92,13 +98,7 @@ describe('zookeeper sessions', { concurrency: 3 }, () => {
   it('zookeeper: session: a node that a create failed with the connection makes after the clean-up looked is deleted at the next listing', async (t) => {
     // Partition seed 2701: a create held by a server cut off from the leader was committed 12-21 s after it failed, once the client had
     // moved and its clean-up had found nothing; the node, owned by a live session, headed the lock's queue for good.
-    const admin = await rawZk(t)
-    const base = `/${rid('orphans')}`
-    await admin.create(base)
-    t.after(async () => {
-      for (const c of await admin.children(base).catch(() => [])) await admin.remove(`${base}/${c}`).catch(() => {})
-      await admin.remove(base).catch(() => {})
-    })
+    const { admin, base } = await orphansParent(t)
     const client = await openRawZk()
     t.after(() => client.close())
     const prefix = rid('maybe')

@@ -8,13 +8,24 @@
  */
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { describe, it } from 'node:test'
+import { describe, it, type TestContext } from 'node:test'
 import { nextEvent, rid, waitFor } from '../support/wait.js'
-import type { LockWaiting } from '../../src/index.js'
-import { open, openWaits } from './runtime-driver.js'
+import type { Coordinator, Lock, LockWaiting } from '../../src/index.js'
+import { open, openWaits, type Faults } from './runtime-driver.js'
 
 /** Long enough that no scheduled beat comes during a test: every beat counted is the runtime's answer to an event. */
 const NO_SCHEDULED_BEAT_MS = 60_000
+
+/** A coordinator holding a fresh lock, and another on the same store. */
+async function heldBeside(t: TestContext): Promise<{ c: Coordinator; f: Faults; other: Coordinator; name: string; lock: Lock }> {
+  const store = rid('s')
+  const { c, f } = await open(t, store, NO_SCHEDULED_BEAT_MS)
+  const { c: other } = await open(t, store, NO_SCHEDULED_BEAT_MS)
+  const name = rid('l')
+  const lock = c.getLock(name)
+  assert.equal(await lock.acquire(), true)
+  return { c, f, other, name, lock }
+}
 
 describe('unit: runtime contract', { concurrency: 4 }, () => {
   it('contract: each suspended → reconnected costs one beat and one refresh of each held lock the beat left alone', async (t) => {
@@ -148,12 +159,7 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
   })
 
   it('contract: a lock given up on a lost connection is not taken again until its release on the backend has settled', async (t) => {
-    const store = rid('s')
-    const { c, f } = await open(t, store, NO_SCHEDULED_BEAT_MS)
-    const { c: other } = await open(t, store, NO_SCHEDULED_BEAT_MS)
-    const name = rid('l')
-    const lock = c.getLock(name)
-    assert.equal(await lock.acquire(), true)
+    const { c, f, other, name, lock } = await heldBeside(t)
     // The outage: the lock is lost, and its release on the backend fails (the runtime keeps it, to send once the backend answers).
     f.failBeats = true
     const lockLost = nextEvent<{ name: string }>(c, 'lockLost', (e) => e.name === name, 2_000)
@@ -255,12 +261,7 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
   it('contract: a release that got no answer is sent again once the backend answers', async (t) => {
     // The etcd partition run (issue 27): a release and its lease's revoke were lost in a cut, and the key lived on with its lease (which
     // etcd renews at each change of leader) for 30 s, while every contender waited.
-    const store = rid('s')
-    const { c, f } = await open(t, store, NO_SCHEDULED_BEAT_MS)
-    const { c: other } = await open(t, store, NO_SCHEDULED_BEAT_MS)
-    const name = rid('l')
-    const lock = c.getLock(name)
-    assert.equal(await lock.acquire(), true)
+    const { c, f, other, name, lock } = await heldBeside(t)
     f.failBeats = true
     await assert.rejects(lock.release(), { code: 'CONNECTION_FAILED' })
     assert.equal(lock.acquired, false)
