@@ -357,6 +357,12 @@ describe('fault: partition checker', () => {
     assert.deepEqual(check(rows({ askedBackAt: 3_050, lapse: false }), sgBounds).falseDowns.items.map((f) => [f.member, f.at, f.ms]), [['c', 3_500, 700]])
     // An answer to a question asked before the heal (a paused or cut-off observer's) is no sighting after it.
     assert.equal(check(rows({ askedBackAt: 2_900, lapse: false }), sgBounds).failures, 0)
+    // The lapse reported before the heal (client-side expiry runs ahead of the backend's): seen present after the heal, the member
+    // is back only once its coordinator is (PostgreSQL full form: gone 261 ms, between the heal and c1/sg's reconnect).
+    const early: Row[] = [...rows({ askedBackAt: 3_050, lapse: false }), [2_800, 'c/sg', lapse[2]]]
+    assert.equal(check(early, sgBounds).falseDowns.count, 0, renderPartitionReport(check(early, sgBounds)))
+    const back: Row = [3_400, 'c/sg', { type: 'event', event: 'connectionStateChanged', state: 'reconnected', previous: 'lost' }]
+    assert.equal(check([...early, back, ...ask(3_420, 3_430, true)], sgBounds).falseDowns.count, 1, 'seen present after its coordinator came back')
   })
 
   it('service group: isUp seeing a cut service gone past the bound is late, and disagrees with the watch beyond the bounds', () => {

@@ -509,8 +509,17 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
       if (!memberAt(s.member, s.group, x.at)) return
       const before = cuts.filter((c) => c.healAt <= x.at && cutOff(s.member, c)).at(-1)
       if (before) {
-        const lost = (losses.get(JSON.stringify([keeperOf(s.via, s.member), s.group])) ?? []).filter((l) => l.at >= before.at && l.at <= x.at && l.id !== x.id)
-        const since = Math.max(before.healAt, lost.at(-1)?.at ?? -Infinity)
+        const keeper = keeperOf(s.via, s.member)
+        const lost = (losses.get(JSON.stringify([keeper, s.group])) ?? []).filter((l) => l.at >= before.at && l.at <= x.at && l.id !== x.id)
+        // After its own reported loss the member is back only once its keeper is (reconnected, or rejoined the group): until then
+        // the backend may still list it, its liveness not yet run out there, and a view that saw it present had not caught up.
+        const lastLoss = lost.at(-1)
+        const returned = lastLoss && h.find((e) =>
+          e.process === keeper && e.at >= lastLoss.at && e.type === 'event'
+          && ((e.event === 'connectionStateChanged' && (e.state === 'reconnected' || e.state === 'connected'))
+            || (e.event === 'rejoined' && e.group === s.group))
+        )
+        const since = Math.max(before.healAt, lastLoss ? returned?.at ?? Infinity : -Infinity)
         if (!s.seen.some((y) => y.present && y.askedAt >= since && y.at < x.at)) return
       }
       const back = s.seen.slice(i + 1).find((y) => y.present)
