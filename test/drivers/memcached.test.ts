@@ -268,6 +268,21 @@ describe('memcached driver', { concurrency: 4 }, () => {
     assert.ok(!(await c.getGroups()).includes(g))
   })
 
+  it('memcached: members: a join that finds itself still listed writes the group back, so a prune read before its key was set again fails', async (t) => {
+    const c = await open(t, sharedMemcached().url)
+    const m = raw(t)
+    const g = rid('g')
+    await c.joinGroupCreate(g)
+    // Another member's prune: it reads the group, finds our key gone (lapsed in a cut), and will write the group without us.
+    await m.delete(KEYS.member(c.memberId))
+    const read = (await m.gets(KEYS.group(g)))!
+    // Our rejoin meanwhile: still listed.
+    await assert.rejects(c.joinGroup(g), { code: 'MEMBER_EXISTS' })
+    const pruned = await m.store('cas', KEYS.group(g), encodeGroup([]), 2, 0, read.cas)
+    assert.equal(pruned, 'exists', 'the prune read before the rejoin must fail its compare-and-swap')
+    assert.deepEqual(await c.getMembers(g), [c.memberId])
+  })
+
   it('memcached: members: a live member keeps deleteGroup from running', async (t) => {
     const a = await open(t, sharedMemcached().url)
     const b = await open(t, sharedMemcached().url)

@@ -192,14 +192,20 @@ class MemcachedDriver implements CoordinationDriver<MemcachedLock> {
     // Refresh our member key alongside the first read, so that nobody prunes us right after we join.
     let beat: Promise<unknown> | undefined = this.#heartbeat.touch()
     beat.catch(() => {}) // awaited (and reported) by the first step; this only guards an early throw
+    // Already listed (a rejoin after our key lapsed, or a second join): the value is written back unchanged all the same. A reader
+    // that found our key gone before it was set again prunes us with the CAS of the value it read; the write makes that CAS fail,
+    // and its next read finds us alive. Without it the rejoin answered "still listed" and the prune removed us just after (memcached
+    // partition full form: members lost again a few ms after their rejoin).
+    let listed = false
     await this.#update(group, `joining group ${group}`, (entries) => {
-      if (entries.some((e) => e.id === this.#me)) throw new MemberExistsError(group, this.#me)
-      return [...entries, memberEntry(this.#me, capabilities)]
+      listed = entries.some((e) => e.id === this.#me)
+      return listed ? entries : [...entries, memberEntry(this.#me, capabilities)]
     }, () => {
       const first = beat
       beat = undefined
       return first
     })
+    if (listed) throw new MemberExistsError(group, this.#me)
   }
 
   async leaveGroup(group: string): Promise<void> {
