@@ -154,6 +154,19 @@ function recordStates(c: Coordinator): ConnectionState[] {
   return states
 }
 
+/** A proxy in front of the shared etcd, a v3 gateway through it (1 s timeout) and one straight to it (5 s); all closed after the test. */
+async function gatewaysBehindProxy(t: TestContext): Promise<{ proxy: TcpProxy; proxied: EtcdGateway; direct: EtcdGateway }> {
+  const proxy = await TcpProxy.start(SHARED_PORT)
+  t.after(() => proxy.close())
+  const endpoint = (port: number) => ({ protocol: 'http:' as const, host: '127.0.0.1', port, label: `http://127.0.0.1:${port}` })
+  const proxied = new EtcdGateway({ endpoints: [endpoint(proxy.port)], timeoutMs: 1_000 })
+  const direct = new EtcdGateway({ endpoints: [endpoint(SHARED_PORT)], timeoutMs: 5_000 })
+  t.after(() => proxied.close())
+  t.after(() => direct.close())
+  proxied.setApiVersion('v3')
+  direct.setApiVersion('v3')
+  return { proxy, proxied, direct }
+}
 describe('etcd3 driver', { concurrency: 4 }, () => {
   it("etcd3: layout: keys, values and leases are exactly tooz's, read back raw; stop() revokes them", async (t) => {
     const c = await connect(`${URL}?membership_timeout=7&lock_timeout=9`, { memberId: rid('m') })
@@ -446,15 +459,7 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     // again; after the heal the kernel delivered the old release, whose txn compared only the
     // object's value, so it deleted the new hold, and another holder was granted the lock while
     // this one still believed it held it.
-    const proxy = await TcpProxy.start(SHARED_PORT)
-    t.after(() => proxy.close())
-    const endpoint = (port: number) => ({ protocol: 'http:' as const, host: '127.0.0.1', port, label: `http://127.0.0.1:${port}` })
-    const late = new EtcdGateway({ endpoints: [endpoint(proxy.port)], timeoutMs: 1_000 })
-    const good = new EtcdGateway({ endpoints: [endpoint(SHARED_PORT)], timeoutMs: 5_000 })
-    t.after(() => late.close())
-    t.after(() => good.close())
-    late.setApiVersion('v3')
-    good.setApiVersion('v3')
+    const { proxy, proxied: late, direct: good } = await gatewaysBehindProxy(t)
     let gw = good
     const background: Promise<unknown>[] = []
     const host: Etcd3LockHost = {
@@ -495,15 +500,7 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     // Seen in the etcd partition run (issue 27): a holder's release went to a member that was cut off and timed out, the revoke
     // of its lease was lost too, and the key lived on with that lease, which etcd renews at each change of leader: nobody was
     // granted the lock for 30 s, the holder itself waiting behind its own key.
-    const proxy = await TcpProxy.start(SHARED_PORT)
-    t.after(() => proxy.close())
-    const endpoint = (port: number) => ({ protocol: 'http:' as const, host: '127.0.0.1', port, label: `http://127.0.0.1:${port}` })
-    const cutOff = new EtcdGateway({ endpoints: [endpoint(proxy.port)], timeoutMs: 1_000 })
-    const good = new EtcdGateway({ endpoints: [endpoint(SHARED_PORT)], timeoutMs: 5_000 })
-    t.after(() => cutOff.close())
-    t.after(() => good.close())
-    cutOff.setApiVersion('v3')
-    good.setApiVersion('v3')
+    const { proxy, proxied: cutOff, direct: good } = await gatewaysBehindProxy(t)
     let gw = good
     const background: Promise<unknown>[] = []
     const host = (): Etcd3LockHost => ({

@@ -6,7 +6,7 @@
  * connected still stays down until its next report. Real Redis and PostgreSQL behind a TCP proxy.
  */
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
+import { describe, it, type TestContext } from 'node:test'
 import { ToozDriver } from '../../src/servicegroup/drivers/tooz.js'
 import { serverUrl } from '../support/backends.js'
 import { TcpProxy } from '../support/proxy.js'
@@ -19,21 +19,27 @@ const LIVENESS_S = 2
 
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} }
 
+/** A reporter on `reporterUrl` that has reported a service, and an observer on `directUrl` that sees it up; both closed after the test. */
+async function reported(t: TestContext, reporterUrl: string, directUrl: string) {
+  const reporter = new ToozDriver({ url: `${reporterUrl}?timeout=${LIVENESS_S}`, logger: quiet, memberId: rid('sg') })
+  const observer = new ToozDriver({ url: `${directUrl}?timeout=${LIVENESS_S}`, logger: quiet, memberId: rid('obs'), resyncMs: 100 })
+  await reporter.start()
+  t.after(() => reporter.close())
+  await observer.start()
+  t.after(() => observer.close())
+  const service = serviceRecord()
+  await reporter.report(service)
+  assert.equal(await observer.isUp(service), true)
+  return { reporter, observer, service }
+}
+
 describe('servicegroup: tooz rejoin', () => {
   it('tooz: a service whose membership lapsed while its link was cut is up again once the link is back, without a report', { timeout: 60_000 }, async (t) => {
     const direct = serverUrl('redis')
     const target = new URL(direct.replace(/^redis:/, 'http:'))
     const proxy = await TcpProxy.start(Number(target.port))
     t.after(() => proxy.close())
-    const reporter = new ToozDriver({ url: `redis://127.0.0.1:${proxy.port}?timeout=${LIVENESS_S}`, logger: quiet, memberId: rid('sg') })
-    const observer = new ToozDriver({ url: `${direct}?timeout=${LIVENESS_S}`, logger: quiet, memberId: rid('obs'), resyncMs: 100 })
-    await reporter.start()
-    t.after(() => reporter.close())
-    await observer.start()
-    t.after(() => observer.close())
-    const service = serviceRecord()
-    await reporter.report(service)
-    assert.equal(await observer.isUp(service), true)
+    const { observer, service } = await reported(t, `redis://127.0.0.1:${proxy.port}`, direct)
 
     proxy.cut()
     // The key lapses on the server: the observer sees the service down (else nothing was lost).
@@ -57,15 +63,7 @@ describe('servicegroup: tooz rejoin', () => {
       t.after(() => proxy.close())
       const viaProxy = new URL(direct)
       viaProxy.port = String(proxy.port)
-      const reporter = new ToozDriver({ url: `${viaProxy.href}?timeout=${LIVENESS_S}`, logger: quiet, memberId: rid('sg') })
-      const observer = new ToozDriver({ url: `${direct}?timeout=${LIVENESS_S}`, logger: quiet, memberId: rid('obs'), resyncMs: 100 })
-      await reporter.start()
-      t.after(() => reporter.close())
-      await observer.start()
-      t.after(() => observer.close())
-      const service = serviceRecord()
-      await reporter.report(service)
-      assert.equal(await observer.isUp(service), true)
+      const { reporter, observer, service } = await reported(t, viaProxy.href, direct)
 
       let downAt: number | undefined
       let watching = true
