@@ -12,6 +12,7 @@
  * each was re-read every refresh). Like the services view, refreshes never overlap and only
  * changed groups are announced.
  */
+import { mapBounded } from '../internal/map-bounded.js'
 import { SingleFlight } from '../internal/single-flight.js'
 import { EventEmitter } from 'node:events'
 import { InvalidArgumentError, type Coordinator, type GroupView, type GroupViewChange, type RollcallError } from '../index.js'
@@ -128,20 +129,6 @@ export interface GroupListViewOptions {
  * thousands of reads at once would queue on the one connection ahead of the coordinator's own beats.
  */
 export const GROUP_READS_IN_FLIGHT = 64
-
-/** `fn` over `items`, at most `limit` calls in flight; the results in the items' order. */
-async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length)
-  let next = 0
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++
-      out[i] = await fn(items[i]!)
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
-  return out
-}
 
 /** The defaults of {@link GroupListViewOptions}. */
 export const GROUP_LIST_DEFAULTS = { emptyRefreshMs: 60_000 } as const

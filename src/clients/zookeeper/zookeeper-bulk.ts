@@ -10,6 +10,7 @@
  * behind a few batches only. Between two batches the event loop runs (timers fire on time), a
  * failed batch ends the read (no batch is sent after it), and an aborted `signal` ends it too.
  */
+import { mapBounded } from '../../internal/map-bounded.js'
 import { ZK_CODES, zkCode, ZkError } from './zookeeper-errors.js'
 import { readOpBytes, type ZkReadResult } from './zookeeper-ops.js'
 
@@ -92,27 +93,15 @@ export function multiReadData(results: readonly ZkReadResult[]): (Buffer | undef
  * One getData per node (a server without multiRead), SINGLE_READS_PER_BATCH out at once, the next sent as one is
  * answered: data in order, undefined for a missing node. Rejects with the first other error, sending no more.
  */
-export async function readEach(paths: readonly string[], getData: (path: string) => Promise<{ data: Buffer }>): Promise<(Buffer | undefined)[]> {
-  const out = new Array<Buffer | undefined>(paths.length)
-  let next = 0
-  let failed = false
-  const lane = async (): Promise<void> => {
-    while (!failed && next < paths.length) {
-      const i = next++
-      try {
-        out[i] = (await getData(paths[i]!)).data
-      } catch (err) {
-        if (zkCode(err) === ZK_CODES.NO_NODE) {
-          out[i] = undefined
-          continue
-        }
-        failed = true
-        throw err
-      }
+export function readEach(paths: readonly string[], getData: (path: string) => Promise<{ data: Buffer }>): Promise<(Buffer | undefined)[]> {
+  return mapBounded(paths, SINGLE_READS_PER_BATCH, async (path) => {
+    try {
+      return (await getData(path)).data
+    } catch (err) {
+      if (zkCode(err) === ZK_CODES.NO_NODE) return undefined
+      throw err
     }
-  }
-  await Promise.all(Array.from({ length: Math.min(SINGLE_READS_PER_BATCH, paths.length) }, lane))
-  return out
+  })
 }
 
 /** What ensurePath needs of a connection. */
