@@ -154,6 +154,26 @@ function recordStates(c: Coordinator): ConnectionState[] {
   return states
 }
 
+/**
+ * A lock host (for Etcd3Lock on its own) whose requests go to the gateway last routed to (at first
+ * `direct`); the background tasks it is handed are collected in `background`.
+ */
+function switchableLockHost(direct: EtcdGateway): { host: () => Etcd3LockHost; route: (gw: EtcdGateway) => void; background: Promise<unknown>[] } {
+  let current = direct
+  const background: Promise<unknown>[] = []
+  const host = (): Etcd3LockHost => ({
+    get gw() {
+      return current
+    },
+    lockTtlSeconds: 10,
+    holding: new Set(),
+    lastBeatAt: () => 0,
+    background: (_what, task) => void background.push(task.catch(() => {})),
+    waiters: new WaiterLease(() => direct),
+  })
+  return { host, route: (gw) => (current = gw), background }
+}
+
 /** A proxy in front of the shared etcd, a v3 gateway through it (1 s timeout) and one straight to it (5 s); all closed after the test. */
 async function gatewaysBehindProxy(t: TestContext): Promise<{ proxy: TcpProxy; proxied: EtcdGateway; direct: EtcdGateway }> {
   const proxy = await TcpProxy.start(SHARED_PORT)
@@ -460,28 +480,17 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     // object's value, so it deleted the new hold, and another holder was granted the lock while
     // this one still believed it held it.
     const { proxy, proxied: late, direct: good } = await gatewaysBehindProxy(t)
-    let gw = good
-    const background: Promise<unknown>[] = []
-    const host: Etcd3LockHost = {
-      get gw() {
-        return gw
-      },
-      lockTtlSeconds: 10,
-      holding: new Set(),
-      lastBeatAt: () => 0,
-      background: (_what, task) => void background.push(task.catch(() => {})),
-      waiters: new WaiterLease(() => good),
-    }
+    const { host, route, background } = switchableLockHost(good)
     const name = rid('late-release')
-    const lock = new Etcd3Lock(host, name, Buffer.from(rid('v')))
+    const lock = new Etcd3Lock(host(), name, Buffer.from(rid('v')))
     t.after(() => lock.abandon())
     assert.equal(await lock.tryAcquire(), true)
     const first = lock.fencingToken!
     // The release goes to the cut-off member and times out there; the lease is revoked through the other.
     proxy.pause({ lateDelivery: true })
-    gw = late
+    route(late)
     const released = lock.release()
-    gw = good
+    route(good)
     await assert.rejects(released, EtcdTransportError)
     await Promise.all(background)
     assert.equal((await good.range(lockKey(name))).kvs.length, 0, 'the revoke deleted the first hold')
@@ -501,18 +510,7 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
     // of its lease was lost too, and the key lived on with that lease, which etcd renews at each change of leader: nobody was
     // granted the lock for 30 s, the holder itself waiting behind its own key.
     const { proxy, proxied: cutOff, direct: good } = await gatewaysBehindProxy(t)
-    let gw = good
-    const background: Promise<unknown>[] = []
-    const host = (): Etcd3LockHost => ({
-      get gw() {
-        return gw
-      },
-      lockTtlSeconds: 10,
-      holding: new Set(),
-      lastBeatAt: () => 0,
-      background: (_what, task) => void background.push(task.catch(() => {})),
-      waiters: new WaiterLease(() => good),
-    })
+    const { host, route, background } = switchableLockHost(good)
     for (const next of ['attempt', 'release'] as const) {
       const name = rid('lost-release')
       const lock = new Etcd3Lock(host(), name, Buffer.from(rid('v')))
@@ -520,10 +518,10 @@ describe('etcd3 driver', { concurrency: 4 }, () => {
       assert.equal(await lock.tryAcquire(), true)
       // The cut: the release and the revoke that follows it both go to the member cut off, and get no answer.
       proxy.cut()
-      gw = cutOff
+      route(cutOff)
       await assert.rejects(lock.release(), EtcdTransportError)
       await Promise.all(background.splice(0))
-      gw = good
+      route(good)
       proxy.restore()
       assert.equal((await good.range(lockKey(name))).kvs.length, 1, 'the key outlived its release')
       if (next === 'attempt') {
