@@ -84,7 +84,7 @@ export class HeartbeatLoop {
    * replaced: then a fresh beat follows it) and reschedules. Never rejects.
    */
   beatNow(): Promise<void> {
-    if (this.#running) return this.#runningEpoch === this.#connectionEpoch ? this.#running : this.#running.then(() => this.beatNow())
+    if (this.#running) return this.#runningOnCurrent ? this.#running : this.#running.then(() => this.beatNow())
     clearTimeout(this.#timer)
     this.#runningEpoch = this.#connectionEpoch
     this.#running = this.#run().finally(() => {
@@ -113,6 +113,11 @@ export class HeartbeatLoop {
     this.#connectionEpoch += 1
   }
 
+  /** The beat under way (or last run) went out on the current connection. */
+  get #runningOnCurrent(): boolean {
+    return this.#runningEpoch === this.#connectionEpoch
+  }
+
   /** Ends the loop; a beat under way finishes but schedules nothing. */
   stop(): void {
     this.#stopped = true
@@ -127,7 +132,7 @@ export class HeartbeatLoop {
     const startedAt = Date.now()
     try {
       const next = await this.#hooks.beat()
-      if (this.#runningEpoch !== this.#connectionEpoch) {
+      if (!this.#runningOnCurrent) {
         // Sent on a connection since replaced: its window, counted from its send, says nothing of the new connection's (judged, it
         // would often have passed, and the member would presume itself lost again just after its rejoin). A fresh beat follows it.
         this.#failures = 0
@@ -146,7 +151,7 @@ export class HeartbeatLoop {
       this.#failures += 1
       const error = asRollcallError(err, 'Heartbeat')
       this.#extend()
-      this.#hooks.onFailure(error, this.#failures, this.#runningEpoch === this.#connectionEpoch && Date.now() > this.#deadline)
+      this.#hooks.onFailure(error, this.#failures, this.#runningOnCurrent && Date.now() > this.#deadline)
       const backoff = Math.min(this.#timing.maxRetryMs, this.#timing.minRetryMs * 2 ** (this.#failures - 1))
       // Keep retrying well before the lapse: never wait more than a quarter of the interval.
       this.#schedule(Math.max(this.#timing.minRetryMs, Math.min(backoff, this.#lastIntervalMs / 4 || backoff)))
