@@ -126,28 +126,49 @@ describe('unit: heartbeat expiry', () => {
     loop.stop()
   })
 
-  it('heartbeat: a beat answered just before the deadline, read in the same turn as the deadline fires (a stalled loop), is not an expiry', async (t) => {
-    mock.timers.enable({ apis: ['setTimeout', 'Date'] })
-    t.after(() => mock.timers.reset())
-    let expired = 0
-    const late: number[] = []
-    let beats = 0
+  /** A loop whose beat sent 450 to 500 ms in is answered 499 ms later: before the 1000 ms deadline. */
+  const answeredInTime = (deadline?: () => number) => {
+    const seen = { expired: 0, late: [] as number[], beats: 0 }
     const loop = new HeartbeatLoop({
-      // The beat sent 450 to 500 ms in is answered 499 ms later: before the 1000 ms deadline.
-      beat: () => (beats++, new Promise<number>((r) => setTimeout(() => r(1000), 499))),
+      beat: () => (seen.beats++, new Promise<number>((r) => setTimeout(() => r(1000), 499))),
       onFailure: () => {},
-      onSuccess: (lateByMs) => void late.push(lateByMs),
-      onExpired: () => expired++,
+      onSuccess: (lateByMs) => void seen.late.push(lateByMs),
+      onExpired: () => seen.expired++,
+      ...(deadline ? { deadline } : {}),
     })
     loop.start(1000, Date.now())
+    return { loop, seen }
+  }
+
+  it('heartbeat: where a session keeps liveness (deadline hook), a beat answered just before the deadline, read in the same turn as the deadline fires (a stalled loop), is not an expiry', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'] })
+    t.after(() => mock.timers.reset())
+    const sessionUntil = Date.now() + 1000
+    const { loop, seen } = answeredInTime(() => sessionUntil)
     mock.timers.tick(500)
     await flush()
-    assert.equal(beats, 1)
+    assert.equal(seen.beats, 1)
     // A stall: the answer and the deadline timer are due in one turn.
     mock.timers.tick(600)
     await flush()
-    assert.equal(expired, 0, 'the answer that came in time was read before the lapse was judged')
-    assert.equal(late.length, 1, 'the beat succeeded')
+    assert.equal(seen.expired, 0, 'the answer that came in time was read before the lapse was judged')
+    assert.equal(seen.late.length, 1, 'the beat succeeded')
+    loop.stop()
+  })
+
+  it('heartbeat: a lease (no deadline hook) lapses in the deadline timer itself, before anything read in that turn', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'] })
+    t.after(() => mock.timers.reset())
+    const { loop, seen } = answeredInTime()
+    mock.timers.tick(500)
+    await flush()
+    // The stall again: this time the lease is judged lapsed first. Judged after the turn's I/O, a rival's grant read in that
+    // I/O (another coordinator of the process) came before the holder was told.
+    mock.timers.tick(600)
+    assert.equal(seen.expired, 1, 'lapsed within the timers phase, before the answer was read')
+    await flush()
+    assert.equal(seen.late.length, 1, 'the answer is still read, late')
+    assert.ok(seen.late[0]! > 0, `reported late: ${seen.late[0]} ms`)
     loop.stop()
   })
 

@@ -164,17 +164,26 @@ export class HeartbeatLoop {
     this.#armExpiry()
   }
 
-  /** Client-side expiry does not wait for a beat to fail: a beat stuck on a silent server never does. */
+  /**
+   * Client-side expiry does not wait for a beat to fail: a beat stuck on a silent server never does.
+   *
+   * Where the owner's session keeps liveness between beats (hooks.deadline: ZooKeeper), this
+   * deadline is a backstop behind the session's own expiry, and the lapse is judged after this
+   * turn's I/O, as the session's watchdog judges: timers run before sockets are read, so after a
+   * stall an answer that came in time (a session's ping) would still be unread. Elsewhere the
+   * deadline is the lease's own, which the backend cannot pass before it, and it is judged in the
+   * timer: judged a turn later, a rival's grant read in that turn's I/O (another coordinator of
+   * the same process) came first (Redis fault suite, a holder cut off at a proxy: the rival took
+   * the lock 1 ms before the holder was told it had lost it). A beat answered in time but unread
+   * after a stall then costs a loss the backend did not see; never an overlap.
+   */
   #armExpiry(): void {
     clearTimeout(this.#expiry)
     if (this.#stopped || !Number.isFinite(this.#deadline)) return
-    const timer = setTimeout(() =>
-      // Judged after this turn's I/O, as the ZooKeeper session's watchdog judges: timers run before sockets are read, so
-      // after a stall an answer that came in time (a beat's, a session's ping) would still be unread. A beat recorded or a
-      // session answered meanwhile re-armed the timer; otherwise the lapse stands.
-      setImmediate(() => {
-        if (this.#expiry === timer && !this.#stopped && !this.#extend()) this.#hooks.onExpired?.()
-      }), Math.max(0, this.#deadline - Date.now()))
+    const judge = (): void => {
+      if (this.#expiry === timer && !this.#stopped && !this.#extend()) this.#hooks.onExpired?.()
+    }
+    const timer = setTimeout(this.#hooks.deadline ? () => setImmediate(judge) : judge, Math.max(0, this.#deadline - Date.now()))
     timer.unref()
     this.#expiry = timer
   }
