@@ -57,6 +57,9 @@ interface BackendFigures {
   disagreements: number
   disagreementsBeyond: number
   disagreementMaxMs: number | null
+  /** Stretches without a leader on the served side, and the longest (clusters that elect; absent in results from before it was measured). */
+  leaderless?: number
+  leaderlessMaxMs?: number | null
   known: Record<string, number>
   unknown: string[]
   /** The worst finding (or, with none, the slowest detection), with the seed of its schedule. */
@@ -130,6 +133,8 @@ function figures(b: PartitionBackend, results: PartitionRunResult[]): BackendFig
     disagreements: all((r) => r.report.disagreements.items).length,
     disagreementsBeyond: all((r) => r.report.disagreements.beyond).length,
     disagreementMaxMs: max(all((r) => r.report.disagreements.items.map((d) => d.ms))),
+    leaderless: all((r) => r.report.leaderless.items).length,
+    leaderlessMaxMs: max(all((r) => r.report.leaderless.items.map((o) => o.ms))),
     known,
     unknown,
     worst,
@@ -158,7 +163,9 @@ export function renderSection(all: BackendFigures[], meta: { finishedAt: string;
     + "(tooz driver, report_interval 10 s) for a service of their own, asking isUp() of every client's service every 250-500 ms; the liveness of "
     + "each backend (its title says it) outlasts that cluster's own failover (test/partition/support/run.ts says why). The checker "
     + '(test/fault/support/partition-checker.ts) reads the history on one clock; isUp is held to the membership bounds, and to the '
-    + "observer's own watch (disagreements: n, max, beyond the bounds). "
+    + "observer's own watch (disagreements: n, max, beyond the bounds). A cluster that elects is asked four times a second who leads: while "
+    + 'the served side has no leader nothing can be renewed, expired or granted there, so that time is added to the bounds of detection and '
+    + 'recovery, and what a member reports in it is not a false down. '
     + `Last run finished ${meta.finishedAt}. Replay a schedule: \`PARTITION_SEED=<seed> npm run test:partitions -- --backend <backend>\`.`,
     '',
     '| backend | runs | schedules | belief overlaps (max) | dual leaders | fencing violations | false downs (max) | detection: n, median, max | missed / late | recovery: n, max | lost | isUp vs watch: disagreements, max, beyond | register accepted / rejected |',
@@ -180,9 +187,9 @@ export function renderSection(all: BackendFigures[], meta: { finishedAt: string;
     out.push(
       `- **${f.backend}** (${f.title}): faults ${Object.entries(f.faults).map(([k, n]) => `${k} ${n}`).join(', ')}; ${f.records} history records; commit ${
         f.commit ?? 'unknown'
-      }; slowest start ${f.startupMaxMs} ms; ${Math.round(f.durationMs / 1000)} s in all. Worst case: ${
-        f.worst ? `${f.worst.what}, ${f.worst.ms} ms, seed ${f.worst.seed ?? '(after the last schedule)'}` : 'none'
-      }. Known bugs: ${
+      }; slowest start ${f.startupMaxMs} ms; ${Math.round(f.durationMs / 1000)} s in all.${
+        f.leaderless ? ` Without a leader on the served side: ${f.leaderless} stretches, longest ${ms(f.leaderlessMaxMs ?? null)} (allowed).` : ''
+      } Worst case: ${f.worst ? `${f.worst.what}, ${f.worst.ms} ms, seed ${f.worst.seed ?? '(after the last schedule)'}` : 'none'}. Known bugs: ${
         Object.keys(f.known).length ? Object.entries(f.known).map(([b, n]) => `${b} (${n} findings)`).join(', ') : 'none hit'
       }. Unexplained findings: ${f.unknown.length}${f.unknown.length ? ` (${f.unknown.slice(0, 3).join('; ')})` : ''}.`,
     )

@@ -261,6 +261,49 @@ describe('fault: partition checker', () => {
     assert.equal(check([...flap, acquire(7_500, 'a', 2n)], { settleMs: 2_000 }).failures, 0)
   })
 
+  it('leaders: time without a leader on the served side (cluster records) is allowed to detection and recovery, and excuses what it causes', () => {
+    const leaders = (at: number, ...hosts: string[]): Row => [at, 'monitor', { type: 'cluster', leaders: hosts }]
+    const lateSeen = membership().map((r) => (r[0] === 3_000 ? seen(8_000, 'w1', 'c', false) : r))
+    // Detection 7 s after the cut, bound 5 s: late while n1 (majority side) leads throughout, in time when the leader was cut off
+    // with c (n5) and the majority elected n2 3 s later. Measured, the outage replaces electionMs.
+    assert.equal(check([...lateSeen, leaders(0, 'n1')], { ...bounds, electionMs: 3_000 }).detection.late.length, 1)
+    const elected = check([...lateSeen, leaders(0, 'n5'), leaders(4_000, 'n2')], bounds)
+    assert.equal(elected.failures, 0, renderPartitionReport(elected))
+    assert.deepEqual(elected.leaderless.items.map((o) => [o.at, o.ms]), [[1_000, 3_000]])
+    assert.match(renderPartitionReport(elected), /Without a leader: 1 stretches, longest 3000 ms\./)
+    // After the heal the ensemble had no leader for 2 s: c back 4 s after the heal is 2 s after service came back, within 3 s.
+    const slowBack = membership().map((r) => (r[0] === 11_500 ? seen(14_000, 'w1', 'c', true) : r))
+    assert.deepEqual(check(slowBack, bounds).recovery.late.map((x) => x.ms), [4_000])
+    const postHeal = check([...slowBack, leaders(0, 'n1'), leaders(10_000), leaders(12_000, 'n2')], bounds)
+    assert.equal(postHeal.failures, 0, renderPartitionReport(postHeal))
+    const c = postHeal.recovery.items.find((x) => x.observer === 'w1' && x.member === 'c')
+    assert.deepEqual([c?.ms, c?.leaderlessMs], [4_000, 2_000])
+    // b (n2, never cut off) seen gone during that outage, and just after it before seen back since: the outage's, not false downs.
+    const bGone = [
+      ...membership(),
+      seen(11_000, 'w1', 'b', false),
+      seen(11_800, 'w1', 'b', true),
+      seen(12_200, 'w1', 'b', false),
+      seen(12_500, 'w1', 'b', true),
+    ]
+    assert.equal(check(bGone, bounds).falseDowns.count, 2)
+    assert.equal(check([...bGone, leaders(0, 'n1'), leaders(10_000), leaders(12_000, 'n2')], bounds).falseDowns.count, 0)
+    // Seen present after the outage and then gone is a false down again.
+    const after = [...bGone, seen(12_700, 'w1', 'b', false), seen(13_000, 'w1', 'b', true), leaders(0, 'n1'), leaders(10_000), leaders(12_000, 'n2')]
+    assert.deepEqual(check(after, bounds).falseDowns.items.map((f) => f.id), [after.findIndex((r) => r[0] === 12_700) + 1])
+    // A lock nobody was granted after the heal is not lost while the cluster never led again.
+    const rows: Row[] = [
+      ...hosts,
+      acquire(100, 'c', 1n),
+      [1_900, 'c', { type: 'event', event: 'lockLost', name: 'L', reason: 'lease' }],
+      cut(1_000),
+      heal(5_000),
+      acquire(5_100, 'a', undefined, 'invoke'),
+    ]
+    assert.equal(check([...rows, leaders(0, 'n1')]).lost.length, 1)
+    assert.equal(check([...rows, leaders(0, 'n1'), leaders(4_900)]).lost.length, 0)
+  })
+
   it('etcd bounds: a flap round of the leader shorter than the request timeout is not judged; a longer window is', () => {
     // The etcd run's seed 470402163 (flap of the leader): a released during a cut; raft dropped the request (no leader), so it
     // was unanswered until the client's 4 s timeout, past the round's heal of 1.2 s. The lock was free only after the next heal.

@@ -54,6 +54,12 @@ export interface Cluster {
   url(query: string): string
   /** The node that leads (ZooKeeper, etcd) or is the master (Redis), as the cluster sees it now. */
   leader(): Promise<ClusterNode | undefined>
+  /**
+   * Whether each node says it leads, all asked at once, each given `ms` to answer: a node that
+   * gave no answer in time is absent (unknown), one not running says no. A node cut off from the
+   * leader may still say yes for a while. Clusters that elect (ZooKeeper, etcd).
+   */
+  leads?(ms?: number): Promise<Map<ClusterNode, boolean>>
   /** Resolves once every running node is back in the cluster and serving (bounded by `ms`). */
   healthy(ms?: number): Promise<void>
   /** One line on who runs and who leads, for failure messages. */
@@ -303,6 +309,11 @@ async function zookeeperEnsemble(size = 3, options: ZookeeperEnsembleOptions = {
       for (const n of nodes) if (n.running && /Mode: leader/.test(await srvr(n))) return n
       return undefined
     },
+    async leads(ms = 1_000) {
+      // A node that serves says `Mode: leader` or `Mode: follower`; one that does not (no quorum) says so in words.
+      const says = await Promise.all(nodes.map(async (n) => (n.running ? await ask(n.port, 'srvr', ms, undefined, n.address) : 'down')))
+      return new Map(nodes.flatMap((n, i) => (says[i] ? [[n, /Mode: leader/.test(says[i])]] : [])))
+    },
     async healthy(ms = 60_000) {
       await waitUntil('every ZooKeeper node serving, one of them leading', async () => {
         const modes = await Promise.all(nodes.filter((n) => n.running).map(async (n) => /Mode: (\w+)/.exec(await srvr(n))?.[1]))
@@ -323,8 +334,8 @@ async function zookeeperEnsemble(size = 3, options: ZookeeperEnsembleOptions = {
 }
 
 /** POSTs to an etcd node's JSON gateway. */
-async function etcdPost(port: number, path: string, body: unknown = {}, address = '127.0.0.1'): Promise<any> {
-  const res = await fetch(`http://${address}:${port}/v3/${path}`, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(2_000) })
+async function etcdPost(port: number, path: string, body: unknown = {}, address = '127.0.0.1', ms = 2_000): Promise<any> {
+  const res = await fetch(`http://${address}:${port}/v3/${path}`, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(ms) })
   if (!res.ok) throw new Error(`etcd ${path}: HTTP ${res.status}`)
   return res.json()
 }
@@ -381,8 +392,8 @@ async function etcdCluster(size = 3, placement?: Placement, options: EtcdCluster
     )
   )
   await startAll(nodes, 60_000, dir)
-  const status = async (n: Proc): Promise<{ member: string; leader: string } | undefined> => {
-    const s = await etcdPost(n.port, 'maintenance/status', {}, n.address).catch(() => undefined)
+  const status = async (n: Proc, ms?: number): Promise<{ member: string; leader: string } | undefined> => {
+    const s = await etcdPost(n.port, 'maintenance/status', {}, n.address, ms).catch(() => undefined)
     return s && { member: String(s.header?.member_id), leader: String(s.leader) }
   }
   return {
@@ -396,6 +407,10 @@ async function etcdCluster(size = 3, placement?: Placement, options: EtcdCluster
         if (s && s.member === s.leader) return n
       }
       return undefined
+    },
+    async leads(ms = 1_000) {
+      const says = await Promise.all(nodes.map(async (n) => (n.running ? status(n, ms) : { member: 'down', leader: '' })))
+      return new Map(nodes.flatMap((n, i) => (says[i] ? [[n, says[i].member === says[i].leader]] : [])))
     },
     async healthy(ms = 60_000) {
       await waitUntil('every etcd node healthy, agreeing on one leader', async () => {

@@ -18,6 +18,14 @@
  * other host is cut off (with no majority side, every host is). Outside cuts every host is on the
  * majority. An observer that is cut off is not asked to be right.
  *
+ * Leaders. Where the history has `cluster` records (a cluster that elects), the served side is
+ * served only while a node on it leads: a stretch without one (an outage: the majority's election
+ * after a cut of its leader, or the ensemble's own after a heal) renews and expires nothing and
+ * grants nothing. An outage cuts every host off, as a cut with no majority would; a cut's
+ * detection bound grows by the outage within it; a heal's recovery bounds, and the judging of
+ * locks and leaderships granted again, count from the end of an outage under way at the heal.
+ * Without cluster records a cut that takes the leader adds `electionMs` to the detection bound.
+ *
  * Views. Who sees whom (`via`): `watch` (memberJoined/memberLeft events and getMembers snapshots of
  * a watcher), `isUp` (the service-group API's answer; its group is the topic, joined by the
  * service-group API's `join`), `self` (a member's own join `ok`, `membershipLost`, `rejoined`). A
@@ -42,7 +50,10 @@ export interface PartitionCheckOptions {
    * A cut shorter than this need not be noticed at all.
    */
   detectWithinMs?: number
-  /** Added to detectWithinMs for a cut that takes the cluster's leader (`takesLeader`): the majority's own leader election. */
+  /**
+   * Added to detectWithinMs for a cut that takes the cluster's leader (`takesLeader`): the
+   * majority's own leader election. Only for histories without `cluster` records (their outages are measured).
+   */
   electionMs?: number
   /** Every observer must see a member that was cut off (or that it lost sight of while cut off) back within this many ms of the heal. */
   recoverWithinMs?: number
@@ -124,7 +135,10 @@ export interface Recovery {
   via?: Via
   /** The line of the sighting, grant or election. */
   id: number
+  /** From the heal. */
   ms: number
+  /** Of `ms`, how long the cluster had no leader after the heal (members: not held against recoverWithinMs). */
+  leaderlessMs?: number
 }
 
 /**
@@ -185,6 +199,8 @@ export interface PartitionReport {
   lost: Lost[]
   /** Every stretch of isUp and watch views disagreeing; `beyond`: those lasting past the allowances (needs both bounds). */
   disagreements: Tally<Disagreement> & { beyond: Disagreement[] }
+  /** Stretches without a leader on the served side (histories with `cluster` records): measured, not findings. */
+  leaderless: Tally<Outage & { ms: number }>
   /** Number of findings that fail the run (overlaps, fencing, false downs, missed, late, lost, disagreements beyond). */
   failures: number
 }
@@ -255,6 +271,40 @@ function cutsOf(h: readonly HistoryEntry[]): Cut[] {
   }
   if (open) throw new PartitionHistoryError(`the cut of line ${open.id} is never healed: the nemesis must heal before the run ends`)
   return cuts
+}
+
+/** A stretch during which the served side had no leader (see the file's doc: Leaders). */
+export interface Outage {
+  at: number
+  endAt: number
+}
+
+/** The outages of a history with `cluster` records, in time order; none without them. */
+function outagesOf(h: readonly HistoryEntry[], cuts: readonly Cut[]): Outage[] {
+  const records = h.filter((e): e is Entry<'cluster'> => e.type === 'cluster')
+  if (records.length === 0) return []
+  // Before the first record nothing is known: taken as led.
+  const from = records[0]!.at
+  const points = [...new Set([...records.map((r) => r.at), ...cuts.flatMap((c) => [c.at, c.healAt])].filter((t) => t >= from))].sort((a, b) => a - b)
+  const served = (t: number): boolean => {
+    const leaders = records.findLast((r) => r.at <= t)!.leaders
+    const cut = cuts.find((c) => c.at <= t && t < c.healAt)
+    return leaders.some((l) => !cut || cut.majority.has(l))
+  }
+  const out: Outage[] = []
+  points.forEach((t, i) => {
+    if (served(t)) return
+    const endAt = points[i + 1] ?? Infinity
+    const last = out.at(-1)
+    if (last && last.endAt === t) last.endAt = endAt
+    else out.push({ at: t, endAt })
+  })
+  return out
+}
+
+/** How much of [from, to) falls in outages. */
+function outageWithin(outages: readonly Outage[], from: number, to: number): number {
+  return outages.reduce((sum, o) => sum + Math.max(0, Math.min(o.endAt, to) - Math.max(o.at, from)), 0)
 }
 
 /** Every belief in a lock or a leadership, in order of grant. */
@@ -452,6 +502,11 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   const h = [...history].sort((a, b) => a.at - b.at || a.id - b.id)
   const endAt = h.at(-1)?.at ?? 0
   const cuts = cutsOf(h)
+  const outages = outagesOf(h, cuts)
+  const measuresLeaders = h.some((e) => e.type === 'cluster')
+  const inOutage = (t: number): boolean => outages.some((o) => o.at <= t && t < o.endAt)
+  /** When the cluster is served again at or after `t`: the end of the outage under way then, else `t`. */
+  const servedFrom = (t: number): number => outages.find((o) => o.at <= t && t < o.endAt)?.endAt ?? t
   const hosts = new Map<string, string>()
   for (const e of h) if (e.type === 'process' && e.what === 'start') hosts.set(e.process, e.host!)
   const hostOf = (process: string): string => {
@@ -477,7 +532,8 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   const overlaps = overlapsOf(beliefs, endAt)
   const series = seriesOf(h)
 
-  const detectBound = (c: Cut): number => (options.detectWithinMs ?? 0) + (c.takesLeader ? options.electionMs ?? 0 : 0)
+  const electionOf = (c: Cut): number => (measuresLeaders ? outageWithin(outages, c.at, c.healAt) : c.takesLeader ? options.electionMs ?? 0 : 0)
+  const detectBound = (c: Cut): number => (options.detectWithinMs ?? 0) + electionOf(c)
 
   // The memberships each process reported lost (membershipLost), by (process, group), in time order.
   const losses = new Map<string, HistoryEntry[]>()
@@ -506,8 +562,12 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
       if (!turn) return
       const now = cutAt(x.at)
       if (now && (cutOff(s.observer, now) || cutOff(s.member, now))) return
-      if (!memberAt(s.member, s.group, x.at)) return
-      const before = cuts.filter((c) => c.healAt <= x.at && cutOff(s.member, c)).at(-1)
+      if (inOutage(x.at) || !memberAt(s.member, s.group, x.at)) return
+      // The member's last isolation over by now: a cut of its host (to the end of an outage under way at its heal), or an outage.
+      const before = [
+        ...cuts.filter((c) => cutOff(s.member, c)).map((c) => ({ at: c.at, healAt: servedFrom(c.healAt) })),
+        ...outages.map((o) => ({ at: o.at, healAt: o.endAt })),
+      ].filter((c) => c.healAt <= x.at).sort((a, b) => a.healAt - b.healAt || b.at - a.at).at(-1)
       if (before) {
         const keeper = keeperOf(s.via, s.member)
         const lost = (losses.get(JSON.stringify([keeper, s.group])) ?? []).filter((l) => l.at >= before.at && l.at <= x.at && l.id !== x.id)
@@ -533,7 +593,7 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   const late: Detection[] = []
   for (const c of cuts) {
     if (c.majority.size === 0) continue
-    const bound = options.detectWithinMs === undefined ? undefined : options.detectWithinMs + (c.takesLeader ? options.electionMs ?? 0 : 0)
+    const bound = options.detectWithinMs === undefined ? undefined : detectBound(c)
     for (const s of series) {
       if (s.via === 'self' || cutOff(s.observer, c) || !cutOff(s.member, c) || !memberAt(s.member, s.group, c.at)) continue
       if (s.seen.filter((y) => y.at < c.at).at(-1)?.present !== true) continue
@@ -551,6 +611,9 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   const lost: Lost[] = []
   cuts.forEach((c, n) => {
     const windowEnd = cuts[n + 1]?.at ?? Infinity
+    // Recovery counts from when the cluster is served again: an outage under way at the heal is the cluster's own election.
+    const servedAt = Math.min(servedFrom(c.healAt), windowEnd)
+    const leaderlessMs = servedAt - c.healAt
     for (const s of series) {
       if (!cutOff(s.member, c) && !cutOff(s.observer, c)) continue
       // Only members that stayed joined and alive from the cut to the end of this window (or to their or the observer's exit) must come back.
@@ -559,14 +622,14 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
       if (!gone) continue
       const back = s.seen.find((y) => y.present && y.at > gone.at && y.at < windowEnd)
       const who = { resource: s.group, member: s.member, observer: s.observer, via: s.via }
-      if (back) recoveries.push({ what: 'member', healId: c.healId, ...who, id: back.id, ms: Math.max(0, back.at - c.healAt) })
+      if (back) recoveries.push({ what: 'member', healId: c.healId, ...who, id: back.id, ms: Math.max(0, back.at - c.healAt), leaderlessMs })
     }
     const heldAtEnd = (kind: Belief['kind'], resource: string): boolean => {
       const t = Math.min(windowEnd, endAt)
       return beliefs.some((b) => b.kind === kind && b.resource === resource && b.began.at <= t && endOf(b) >= t)
     }
     const inWindow = (e: HistoryEntry): boolean => e.at >= c.healAt && e.at < windowEnd
-    const judged = options.settleMs === undefined || windowEnd - c.healAt >= options.settleMs
+    const judged = servedAt < windowEnd && (options.settleMs === undefined || windowEnd - servedAt >= options.settleMs)
     const locks = new Set(h.flatMap((e) => (e.type === 'op' && e.op === 'acquire' ? [e.resource] : [])))
     for (const lock of locks) {
       const acquires = h.filter((e): e is Entry<'op'> => e.type === 'op' && e.op === 'acquire' && e.resource === lock)
@@ -599,7 +662,9 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
     const healId = cuts.filter((c) => c.healAt <= last.at).at(-1)?.healId ?? cuts.find((c) => c.at <= last.at && last.at < c.healAt)?.healId
     lost.push({ what: 'member', healId, resource: s.group, member: s.member, observer: s.observer, via: s.via, lastId: last.id })
   }
-  const lateBack = recoveries.filter((r) => r.what === 'member' && options.recoverWithinMs !== undefined && r.ms > options.recoverWithinMs)
+  const lateBack = recoveries.filter((r) =>
+    r.what === 'member' && options.recoverWithinMs !== undefined && r.ms - (r.leaderlessMs ?? 0) > options.recoverWithinMs
+  )
 
   // Agreement of isUp with the watch, per observer and member (see the file's doc). Findings need both bounds.
   const ends = new Map<string, number>()
@@ -608,7 +673,8 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   for (const u of series.filter((x) => x.via === 'isUp')) {
     for (const w of series.filter((x) => x.via === 'watch' && x.observer === u.observer && x.member === u.member)) {
       const edges = [
-        ...cuts.flatMap((c) => [c.at, c.healAt, c.at + detectBound(c), c.healAt + (options.recoverWithinMs ?? 0)]),
+        ...cuts.flatMap((c) => [c.at, c.healAt, c.at + detectBound(c), servedFrom(c.healAt) + (options.recoverWithinMs ?? 0)]),
+        ...outages.flatMap((o) => [o.at, o.endAt, o.endAt + (options.recoverWithinMs ?? 0)]),
         ...[u.group, w.group].flatMap((g) => (spans.get(JSON.stringify([u.member, g])) ?? []).flatMap((x) => [x.from, x.to])),
         ends.get(u.observer) ?? Infinity,
       ].filter(Number.isFinite)
@@ -620,7 +686,8 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
       const compared = (t: number): boolean =>
         t < (ends.get(u.observer) ?? Infinity) && caughtUp(u, t) && caughtUp(w, t) && !(cutAt(t) && cutOff(u.observer, cutAt(t)!))
       const allowed = (t: number): boolean =>
-        cuts.some((c) => (c.at <= t && t < c.at + detectBound(c)) || (c.healAt <= t && t < c.healAt + (options.recoverWithinMs ?? 0)))
+        cuts.some((c) => (c.at <= t && t < c.at + detectBound(c)) || (c.healAt <= t && t < servedFrom(c.healAt) + (options.recoverWithinMs ?? 0)))
+        || outages.some((o) => o.at <= t && t < o.endAt + (options.recoverWithinMs ?? 0))
       disagreements.push(...disagreementsOf(u, w, edges, compared, allowed))
     }
   }
@@ -638,6 +705,7 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
     recovery: { ...tally(recoveries), late: lateBack },
     lost,
     disagreements: { ...tally(disagreements), beyond },
+    leaderless: tally(outages.map((o) => ({ ...o, ms: Math.min(o.endAt, endAt) - o.at }))),
     failures: overlaps.length + fencing.length + falseDowns.length + missed.length + late.length + lateBack.length + lost.length + beyond.length,
   }
 }
@@ -706,6 +774,7 @@ export function renderPartitionReport(r: PartitionReport): string {
     `${some('missed', r.detection.missed)}; ${some('late', r.detection.late)}.`,
     `Recovery after heal: ${r.recovery.count} measured, worst ${r.recovery.worst ? show(r.recovery.worst) : '-'}; ${some('late', r.recovery.late)}.`,
     `${some('Lost', r.lost)}.`,
+    ...(r.leaderless.count ? [`Without a leader: ${r.leaderless.count} stretches, longest ${ms(r.leaderless.maxMs)}.`] : []),
     `isUp: ${via(r, 'isUp')}; disagreements with the watch: ${r.disagreements.count}, longest ${ms(r.disagreements.maxMs)}; ${
       some('beyond the bounds', r.disagreements.beyond)
     }.`,

@@ -141,8 +141,20 @@ export type NemesisRecord =
   }
   | RecordBase & { type: 'nemesis'; what: 'heal' }
 
+/**
+ * Which nodes lead the cluster, as the harness's monitor last found when it asked every node
+ * (ZooKeeper's `srvr` mode, etcd's status), written each time the answer changes: the hosts of
+ * the nodes that say they lead. The side a cut serves is served only while a node on it leads:
+ * without a leader no session or lease is renewed or expired and nothing is granted. Written
+ * only for clusters that elect; a history without these records is taken as led throughout.
+ */
+export interface ClusterRecord extends RecordBase {
+  type: 'cluster'
+  leaders: string[]
+}
+
 /** One line of a history. */
-export type HistoryRecord = ProcessRecord | OpRecord | EventRecord | FenceRecord | NemesisRecord
+export type HistoryRecord = ProcessRecord | OpRecord | EventRecord | FenceRecord | NemesisRecord | ClusterRecord
 
 /** A record as read back: with its 1-based line number. */
 export type HistoryEntry = HistoryRecord & { id: number }
@@ -251,6 +263,9 @@ function problemOf(r: Record<string, unknown>): string | undefined {
       if (r.majority !== undefined && !(Number.isInteger(r.majority) && (r.majority as number) >= 0 && (r.majority as number) < r.sides.length)) {
         return '`majority` of a cut is not the index of one of its sides'
       }
+      return undefined
+    case 'cluster':
+      if (!Array.isArray(r.leaders) || !r.leaders.every((h) => typeof h === 'string' && h !== '')) return 'a cluster record needs `leaders`: a list of hosts'
       return undefined
     default:
       return `unknown record type ${JSON.stringify(r.type)}`

@@ -5,7 +5,8 @@
  * (register.ts), one client process per client host running the lock, election, membership and
  * service-group (isUp) workloads against every server's address (client.ts), then the nemesis
  * playing schedules back to back (nemesis.ts), a quiet tail for recovery, a clean stop, and the checker
- * (test/fault/support/partition-checker.ts) on the whole history. Everything made is removed at the
+ * (test/fault/support/partition-checker.ts) on the whole history. A cluster that elects is watched
+ * meanwhile: who leads goes into the history (watchLeaders). Everything made is removed at the
  * end, pass or fail.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -201,6 +202,44 @@ function ready(p: ChildProcess, name: string, ms: number): Promise<void> {
   })
 }
 
+/** How often the monitor asks every node whether it leads. */
+const LEADERS_EVERY_MS = 250
+
+/**
+ * Asks every node of a cluster that elects whether it leads, every LEADERS_EVERY_MS, and writes a
+ * `cluster` record whenever the answer changes, naming the leaders by host: the checker allows
+ * the time the served side had none (partition-checker.ts: Leaders). A node that does not answer
+ * within the probe's second (cut off, paused, or slow on a loaded machine) keeps its last answer:
+ * silence is not a lost leader. A record is written once the answers are in, so it lags the change
+ * by up to a probe interval plus that second. Returns the stop (again is harmless); a cluster that
+ * does not elect is not watched.
+ */
+function watchLeaders(cluster: Cluster, hosts: Hosts, historyPath: string): () => Promise<void> {
+  if (!cluster.leads) return async () => {}
+  const writer = new HistoryWriter(historyPath, 'monitor')
+  let stopped = false
+  const loop = (async () => {
+    const says = new Map<string, boolean>()
+    let last: string | undefined
+    while (!stopped) {
+      for (const [n, leads] of await cluster.leads!()) says.set(hosts.hostAt(n.address)?.name ?? n.name, leads)
+      const leaders = JSON.stringify([...says].filter(([, leads]) => leads).map(([host]) => host).sort())
+      if (!stopped && leaders !== last) {
+        last = leaders
+        writer.write({ type: 'cluster', leaders: JSON.parse(leaders) as string[] })
+      }
+      await sleep(LEADERS_EVERY_MS)
+    }
+  })()
+  let stopping: Promise<void> | undefined
+  return () =>
+    stopping ??= (async () => {
+      stopped = true
+      await loop.catch(() => {})
+      writer.close()
+    })()
+}
+
 /** Runs `schedules` back to back against one fresh cluster of `backend`; see the file's doc. */
 export async function partitionRun(
   backend: PartitionBackend,
@@ -218,9 +257,11 @@ export async function partitionRun(
   let register: Awaited<ReturnType<typeof startRegister>> | undefined
   let keep = true
   const nemesis = new HistoryWriter(historyPath, 'nemesis')
+  let stopWatching = async (): Promise<void> => {}
   try {
     cluster = await backend.start({ hosts: servers.map((s) => hosts.host(s)) })
     await cluster.healthy(90_000)
+    stopWatching = watchLeaders(cluster, hosts, historyPath)
     register = await startRegister(hosts.adminAddress, historyPath)
     const id = randomBytes(3).toString('hex')
     const url = cluster.url(backend.query)
@@ -270,9 +311,11 @@ export async function partitionRun(
         p.kill('SIGKILL')
       }
     }
+    await stopWatching()
     const history = readHistory(historyPath)
     const report = checkPartitionHistory(history, backend.check)
-    keep = report.failures > 0
+    // PARTITION_KEEP=1 keeps a passing run's history too (its path is in the result).
+    keep = report.failures > 0 || process.env.PARTITION_KEEP === '1'
     return {
       backend: backend.name,
       schedules: [...schedules],
@@ -286,6 +329,7 @@ export async function partitionRun(
       durationMs: Math.round(now() - began),
     }
   } finally {
+    await stopWatching()
     for (const p of clients) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL')
     await register?.close().catch(() => {})
     await cluster?.stop().catch(() => {})
