@@ -46,15 +46,19 @@ export interface HeldLock {
   lost(reason: string, options?: { quiet?: boolean }): void
 }
 
-/** What a Lock needs from its Coordinator. @internal */
-export interface LockHost {
-  call<T>(operation: string, fn: () => Promise<T>): Promise<T>
+/** How a holder (a Lock, an election's term) keeps its hold known to the Coordinator's held locks. @internal */
+export interface HoldKeeper {
   track(lock: HeldLock): void
   untrack(lock: HeldLock): void
   /** Resolves once no release of `lock` given up on a lost connection is under way (HeldLocks.settled). */
   settled(lock: DriverLock): Promise<void>
   /** A release of `lock` failed with `err` (HeldLocks.releaseFailed). */
   releaseFailed(lock: DriverLock, err: unknown): void
+}
+
+/** What a Lock needs from its Coordinator. @internal */
+export interface LockHost extends HoldKeeper {
+  call<T>(operation: string, fn: () => Promise<T>): Promise<T>
   /** Tells the application a lock was lost (the lockLost event). */
   emitLockLost(name: string, reason: string): void
   readonly stopSignal: AbortSignal

@@ -21,7 +21,7 @@ import { keepAlive } from '../../internal/keep-alive.js'
 import { sleep } from '../../internal/sleep.js'
 import type { DriverLock, QueueWaiting } from '../driver.js'
 import type { LeaderEvent } from '../events.js'
-import type { HeldLock } from '../lock.js'
+import type { HeldLock, HoldKeeper } from '../lock.js'
 import { electionLostChannel, electionWonChannel, publish, type TraceBase } from '../tracing.js'
 import { callUserCode, type ReportFailure } from './user-code.js'
 
@@ -29,7 +29,7 @@ import { callUserCode, type ReportFailure } from './user-code.js'
 export type LeaderCallback = (event: LeaderEvent) => unknown
 
 /** What elections need from the Coordinator. @internal */
-export interface ElectionHost {
+export interface ElectionHost extends HoldKeeper {
   readonly memberId: string
   readonly stopSignal: AbortSignal
   readonly watchIntervalMs: number
@@ -41,12 +41,6 @@ export interface ElectionHost {
   readonly fencing: boolean
   leaderLock(group: string): DriverLock
   call<T>(operation: string, fn: () => Promise<T>): Promise<T>
-  track(lock: HeldLock): void
-  untrack(lock: HeldLock): void
-  /** Resolves once no release of `lock` given up on a lost connection is under way (HeldLocks.settled). */
-  settled(lock: DriverLock): Promise<void>
-  /** A release of `lock` failed with `err` (HeldLocks.releaseFailed). */
-  releaseFailed(lock: DriverLock, err: unknown): void
   emitElected(event: LeaderEvent): void
   emitLost(group: string, reason: string): void
   warn(err: RollcallError): void
