@@ -18,6 +18,10 @@ export const KNOWN_BUGS = {
   // 'zookeeper-stuck-after-failed-release' (partition seed 2701: nobody granted the lock nor elected after a heal) was contender
   // nodes whose create failed with the connection and was committed seconds later, after the one clean-up had looked; they are now
   // looked for for the life of the session (src/clients/zookeeper/zookeeper-orphans.ts, test/drivers/zookeeper-session.test.ts).
+  // 'sql-election-stuck' (PostgreSQL: candidates waiting in the leader lock's queue through a cut of the server never elected again) was
+  // a waiting session whose connection the server's keepalive dropped during the cut, unknown to the client, which sent nothing while
+  // it waited; lock sessions now probe the server themselves (src/coordination/drivers/postgresql/postgresql-lock.ts probeServer,
+  // test/partition/postgresql-cut-waiter.test.ts).
   // The partition harness (test/partition/) classifies its findings against the ones below (test/partition/support/verdict.ts).
   'redis-sentinel-failover':
     'Redis with Sentinel is not CP: a holder cut off with the old master from every sentinel cannot be told it lost the lock until the cut '
@@ -33,18 +37,6 @@ export const KNOWN_BUGS = {
     + 'or leadership while the paused process, which runs no code, still believes it holds it (overlaps of up to the pause, issue 27). memcached has no '
     + "fencing token to refuse the stale holder's writes; a holder cut off by the network is told in time (client-side expiry at half the key's TTL). "
     + 'Inherent to a lease without fencing: documented in docs/drivers.md; use a backend with fencing where a paused process must not act.',
-  'sql-election-stuck': 'PostgreSQL partition run (issue 27, main at 34b8f93): after a 10.2 s isolation of the server, the two candidates that were waiting in '
-    + "the leader lock's queue were never elected again (c3 alone won every round for 75 s, within ms of each of its own stand-downs), and once "
-    + "c3's term was freed under it after its reconnect (the abandoned release of ca50986, fixed since), nobody was elected for the last 44 s "
-    + 'although every client was connected and the lock workload ran. Likely cause, not yet proven: a waiting pg_advisory_lock session idle '
-    + "through the cut is ended by the server's keepalive (tcp_keepalives_*: about 2 x membership_timeout), whose RST is lost in the cut, and "
-    + 'the client, which sends nothing while it waits and has no keepalive of its own below the kernel default (2 h), waits forever: the '
-    + 'campaign loop (election.ts) awaits acquireWaiting() with no bound. Fix to try: client-side keepalive on lock sessions '
-    + '(keepAliveInitialDelayMillis of membership_timeout: the first probe after the heal meets no socket and is reset); PostgreSQL '
-    + 'itself does not notice a dead client while a backend waits for a lock (client_connection_check_interval is off by default). '
-    + 'A userland TcpProxy cannot show it (its own socket answers probes); the partition harness can: PARTITION_SEED=1215765276 '
-    + '(isolate(n1) 11.2 s) left c3, waiting during the cut, never elected again in the 26 s after it. History: '
-    + '/tmp/rollcall-partition-postgresql-7UicQF/history.jsonl (lines 3047-3382, 6460-6522).',
 } as const satisfies Record<string, string>
 
 /** A known bug's id. */

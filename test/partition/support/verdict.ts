@@ -103,13 +103,7 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
   for (const r of report.recovery.late) {
     unknown.push(`late recovery: ${r.observer} (${r.via}) saw ${r.member} back ${r.ms} ms after the heal of line ${r.healId}`)
   }
-  // PostgreSQL: nobody elected again (sql-election-stuck).
-  for (const l of report.lost as Lost[]) {
-    excuse(
-      backend === 'postgresql' && l.what === 'leadership' ? 'sql-election-stuck' : undefined,
-      `lost: ${l.what} ${l.member ?? ''} ${l.resource} (last line ${l.lastId})`,
-    )
-  }
+  for (const l of report.lost as Lost[]) unknown.push(`lost: ${l.what} ${l.member ?? ''} ${l.resource} (last line ${l.lastId})`)
   for (const d of report.disagreements.beyond) {
     unknown.push(
       `disagreement: ${d.observer}'s isUp said ${d.member} ${d.isUp ? 'up' : 'down'} against its watch from line ${d.id}, ${

@@ -43,7 +43,7 @@ import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
 import { utf8Ids } from '../kit/ids.js'
 import { withinStopGrace } from '../../../internal/deadline.js'
-import { connectionsHazard, diesOnErrorOrEnd, LockSessions } from '../sql/sql-sessions.js'
+import { connectionsHazard, diesOnErrorOrEnd, LockSessions, probeServer } from '../sql/sql-sessions.js'
 import { prepareTables, sqlConnectionError, type SqlServerFailures } from '../sql/sql-server-failures.js'
 import { namespaceProblem, sqlNames, type SqlNames, type SqlStatements, type StatementName } from '../sql/sql-schema.js'
 import { postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql } from './postgresql-schema.js'
@@ -132,6 +132,8 @@ class PgDialect implements SqlDialect, PgLockHost {
   readonly #poolIdleMs: number
   /** lockSessionSettings(), once. */
   readonly #lockSessionSql: { text: string; values: string[] }
+  /** How long a lock session may be silent before its client probes the server (probeServer()). */
+  readonly #probeIdleMs: number
   readonly #names: SqlNames
   readonly #statements: SqlStatements
   readonly #clients = new Set<PgClient>()
@@ -162,6 +164,7 @@ class PgDialect implements SqlDialect, PgLockHost {
     // A heartbeat comes every half membership timeout: it keeps the one connection rather than reopening it.
     this.#poolIdleMs = Math.max(POOL_IDLE_MS, membershipTimeoutMs)
     this.#lockSessionSql = lockSessionSettings(membershipTimeoutMs, own.applicationSettings)
+    this.#probeIdleMs = membershipTimeoutMs
     this.#names = names
     this.#statements = postgresqlStatements(names)
     this.lockSql = pgLockStatements(names.fence)
@@ -223,13 +226,16 @@ class PgDialect implements SqlDialect, PgLockHost {
 
   /**
    * A lock session, with lockSessionSettings(): the server lets go of a vanished client's locks a
-   * membership_timeout after its coordinator did. On the application's settings (a pg Pool's, or
+   * membership_timeout after its coordinator did. Its client probes the server after a
+   * membership_timeout of silence (probeServer()), so that a wait whose session the server ended
+   * during a cut fails instead of lasting for ever. On the application's settings (a pg Pool's, or
    * the `options` of a pg Client) the session may carry lock_timeout or statement_timeout, which
    * would end a blocking lock wait before its own timeout: they are turned off on it. The session
    * is rollcall's alone: one checked out of a pool is closed at its end, never lent out again.
    */
   async #lockSession(): Promise<PgClient> {
     const session = await this.connect()
+    probeServer(session, this.#probeIdleMs)
     try {
       await session.query(this.#lockSessionSql.text, this.#lockSessionSql.values)
     } catch (err) {
@@ -285,6 +291,10 @@ class PgDialect implements SqlDialect, PgLockHost {
       on: ((event: string, listener: (...args: any[]) => void) => lent.on(event as 'error', listener)) as PgClient['on'],
       get processID() {
         return (lent as unknown as { processID: number | null }).processID
+      },
+      // Its socket, for probeServer() and endPgClient() (sessionSocket()).
+      get connection() {
+        return (lent as unknown as { connection: unknown }).connection
       },
     }
     this.#clients.add(session)
@@ -403,7 +413,9 @@ export default defineDriver({
     'A holder (or a waiter granted the lock) cut off from the server keeps the lock there until the server sees its session end: the lock is '
     + 'unavailable meanwhile, never held twice (its coordinator reports lockLost one membership_timeout after its last heartbeat). Lock sessions ask '
     + 'the server to probe a silent client (tcp_keepalives_*, tcp_user_timeout), so a client that never comes back frees its locks about '
-    + '2 × membership_timeout after it last spoke, instead of after the kernel defaults (over two hours); over a Unix socket the server cannot probe.',
+    + '2 × membership_timeout after it last spoke, instead of after the kernel defaults (over two hours); over a Unix socket the server cannot probe. '
+    + 'Lock sessions also probe the server after a membership_timeout of silence (TCP keepalive): a waiter whose connection the server dropped '
+    + 'during a cut learns it within about a second of the heal and waits again, instead of waiting for ever on a dead connection.',
   ],
   clientPackage: 'pg',
   capabilities: [

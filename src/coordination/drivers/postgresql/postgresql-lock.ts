@@ -22,7 +22,7 @@ import { ConnectionError } from '../../../errors.js'
 import { sleep } from '../../../internal/sleep.js'
 import type { LockMode, QueueWaiting } from '../../driver.js'
 import type { SessionLock } from '../sql/sql-dialect.js'
-import { stillHeldOn, type LockSessions } from '../sql/sql-sessions.js'
+import { sessionSocket, stillHeldOn, type LockSessions } from '../sql/sql-sessions.js'
 
 /** The subset of a node-postgres Client these drivers use. */
 export interface PgClient {
@@ -33,6 +33,8 @@ export interface PgClient {
   on(event: 'notification', listener: (msg: { channel: string; payload?: string | undefined }) => void): unknown
   /** The backend pid, known once connected. */
   readonly processID: number | null
+  /** pg's connection, whose `stream` is the socket (sql-sessions.ts sessionSocket()). */
+  readonly connection?: unknown
 }
 
 /** What a lock needs from its driver. */
@@ -278,5 +280,5 @@ export async function endPgClient(client: PgClient, graceMs = 1_000): Promise<vo
   const ended = client.end().then(() => true, () => true)
   // A backend blocked in a lock wait reads nothing, so the polite Terminate may never be seen.
   if (await Promise.race([ended, sleep(graceMs).then(() => false)])) return
-  ;(client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
+  sessionSocket(client)?.destroy()
 }

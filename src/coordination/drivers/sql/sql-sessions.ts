@@ -27,6 +27,34 @@ export function diesOnErrorOrEnd(product: string): (session: EndingSession, onDe
   }
 }
 
+/** A client's socket, as far as {@link probeServer} and a forced end use it. */
+export interface SessionSocket {
+  setKeepAlive?(enable: boolean, initialDelayMs: number): unknown
+  destroy(): void
+}
+
+/** The socket under a pg or mysql2 client: both keep it as `connection.stream` (the TLS socket once upgraded). */
+export function sessionSocket(session: object): SessionSocket | undefined {
+  return (session as { connection?: { stream?: SessionSocket } }).connection?.stream
+}
+
+/**
+ * Has the kernel probe the server once `session`'s connection has been silent for `idleMs` (TCP
+ * keepalive; Node then probes every second and gives up after ten unanswered probes; a TLS socket
+ * passes the setting on to its TCP socket). While the server waits for a lock on a session's
+ * behalf, its client sends nothing. If the server's TCP gives up on the connection during a cut
+ * (PostgreSQL: the keepalive rollcall asks of lock sessions; MariaDB: the retransmissions of its
+ * answer to a GET_LOCK round), nothing of that reaches the client, which would wait on the
+ * open-looking socket for the kernel's two hours (issue 27: a candidate never elected again after a
+ * cut of the server). With the probe, the first one after the heal is reset, or the probes time out
+ * during the cut: either way the wait fails with a connection error and is made again. A Unix
+ * socket has nothing to probe (and no cut).
+ */
+export function probeServer(session: object, idleMs: number): void {
+  // Node counts whole seconds, and 0 would leave the kernel's default.
+  sessionSocket(session)?.setKeepAlive?.(true, Math.max(1_000, idleMs))
+}
+
 /**
  * Whether a lock still holds on its own session (undefined: it holds none): `holds` asks the
  * server there. On no, or on a failure to ask (a session we cannot talk to is not trusted),
