@@ -1,5 +1,5 @@
 /**
- * PostgreSQL (MariaDB: the next commit), a candidate waiting in the leader lock's queue, cut off from the server
+ * PostgreSQL and MariaDB, a candidate waiting in the leader lock's queue, cut off from the server
  * for longer than the server keeps its connection (issue 27, the bug sql-election-stuck). While
  * the server waits for the lock on the waiter's behalf, the client sends nothing. If the server's
  * TCP gives up on the connection during the cut, nothing of it reaches the client: after the heal
@@ -8,6 +8,10 @@
  * - PostgreSQL: rollcall asks the server to probe a silent lock session (tcp_keepalives_*, about
  *   2 × membership_timeout, index.ts lockSessionSettings), so any cut longer than that drops the
  *   waiter's connection on the server (whose backend waits on, unaware, until it is granted).
+ * - MariaDB: a waiter re-enters GET_LOCK every half second, and the server's answer to a round,
+ *   unacknowledged during the cut, is retransmitted until tcp_retries2 gives up (about 15 minutes
+ *   by default). The test shortens that on the server's host (net.ipv4.tcp_retries2=3, a few
+ *   seconds) to stand for a longer cut.
  * Lock sessions therefore probe the server themselves after a membership_timeout of silence
  * (src/coordination/drivers/sql/sql-sessions.ts probeServer): the first probe after the heal meets
  * no connection and is reset, the wait fails, and the campaign waits again on a new session. The
@@ -23,6 +27,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import { describe, it } from 'node:test'
+import mysql from 'mysql2/promise'
 import pg from 'pg'
 import { HistoryWriter, readHistory, type HistoryEntry } from '../fault/support/partition-history.js'
 import type { ClientSpec } from './support/client.js'
@@ -79,8 +84,23 @@ async function pgProbe(url: string): Promise<Probe> {
   }
 }
 
+async function mysqlProbe(url: string): Promise<Probe> {
+  const u = new URL(url)
+  const admin = await mysql.createConnection({ host: u.hostname, port: Number(u.port), user: 'root', connectTimeout: 5_000 })
+  admin.on('error', () => {})
+  return {
+    waiting: async (address) =>
+      (await admin.query(
+        "SELECT ID AS id, HOST AS host, STATE AS state, TIME_MS AS ms FROM information_schema.PROCESSLIST WHERE HOST LIKE ? AND STATE = 'User lock'",
+        [`${address}:%`],
+      ))[0] as Record<string, unknown>[],
+    close: () => admin.end(),
+  }
+}
+
 const BACKENDS: { kind: SingleServerKind; title: string; probe: (url: string) => Promise<Probe>; serverSysctl: string[] }[] = [
   { kind: 'postgresql', title: 'PostgreSQL', probe: pgProbe, serverSysctl: [] },
+  { kind: 'mysql', title: 'MariaDB (tcp_retries2=3 on the server)', probe: mysqlProbe, serverSysctl: ['net.ipv4.tcp_retries2=3'] },
 ]
 
 for (const backend of BACKENDS) {

@@ -39,7 +39,7 @@ import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
 import { utf8Ids } from '../kit/ids.js'
 import { withDeadline, withinStopGrace } from '../../../internal/deadline.js'
-import { connectionsHazard, diesOnErrorOrEnd, LockSessions } from '../sql/sql-sessions.js'
+import { connectionsHazard, diesOnErrorOrEnd, LockSessions, probeServer } from '../sql/sql-sessions.js'
 import { prepareTables, sqlConnectionError, type SqlServerFailures } from '../sql/sql-server-failures.js'
 import { namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from '../sql/sql-schema.js'
 import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql } from './mysql-schema.js'
@@ -217,6 +217,8 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   readonly #tls: MysqlTlsOptions
   readonly #where: string
   readonly #timeoutMs: number
+  /** How long a lock session may be silent before its client probes the server (probeServer()): membership_timeout. */
+  readonly #probeIdleMs: number
   readonly #names: SqlNames
   readonly #statements: Record<StatementName, Prepared>
   #lib: Mysql | undefined
@@ -225,12 +227,21 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   readonly #appPool: MysqlPool | undefined
   #closed = false
 
-  constructor(config: MysqlConfig, tls: MysqlTlsOptions, where: string, timeoutMs: number, names: SqlNames, fencing: boolean, appPool?: MysqlPool) {
+  constructor(
+    config: MysqlConfig,
+    tls: MysqlTlsOptions,
+    where: string,
+    timeouts: { timeoutMs: number; membershipTimeoutMs: number },
+    names: SqlNames,
+    fencing: boolean,
+    appPool?: MysqlPool,
+  ) {
     this.#config = config
     this.#appPool = appPool
     this.#tls = tls
     this.#where = where
-    this.#timeoutMs = timeoutMs
+    this.#timeoutMs = timeouts.timeoutMs
+    this.#probeIdleMs = timeouts.membershipTimeoutMs
     this.#names = names
     const statements = mysqlStatements(names)
     this.#statements = Object.fromEntries(Object.entries(statements).map(([k, sql]) => [k, { ...toPositional(sql), multiple: sql.includes(';') }])) as Record<
@@ -296,7 +307,11 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     return new MysqlLock(this, name, onLost)
   }
 
-  /** A new lock session; closed by close() (through LockSessions) if still open then. */
+  /**
+   * A new lock session; closed by close() (through LockSessions) if still open then. Its client
+   * probes the server after a membership_timeout of silence (probeServer()): a GET_LOCK round whose
+   * answer the server gave up retransmitting during a long cut fails instead of lasting for ever.
+   */
   async #connect(): Promise<MysqlConnection> {
     if (this.#appPool && !this.#closed) return this.#checkOut(this.#appPool)
     if (!this.#lib || this.#closed) throw new ConnectionError('The mysql driver is not started')
@@ -307,6 +322,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
       conn.destroy()
       throw new ConnectionError('The mysql driver stopped while a lock session was opening')
     }
+    probeServer(conn, this.#probeIdleMs)
     return conn
   }
 
@@ -332,6 +348,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
         return lent.threadId
       },
     }
+    probeServer(lent, this.#probeIdleMs)
     return session
   }
 
@@ -392,7 +409,9 @@ export default defineDriver({
     + 'server frees it within seconds (0-6.3 s after the heal in the partition runs, docs/reliability.md); a client that never comes back holds it '
     + "until the server's TCP keepalive gives up (by default after the kernel's 2 hours) or wait_timeout (8 hours). Bound it on the server with "
     + 'tcp_keepalive_time, tcp_keepalive_interval and tcp_keepalive_probes (MariaDB 10.3.3+): unlike PostgreSQL these cannot be set per session, '
-    + 'and a session wait_timeout would also free the lock of a live holder that is paused.',
+    + 'and a session wait_timeout would also free the lock of a live holder that is paused. Lock sessions probe the server after a '
+    + 'membership_timeout of silence (TCP keepalive): a waiter whose connection the server dropped during a long cut (its answer unacknowledged '
+    + 'past tcp_retries2, about 15 minutes by default) learns it at the heal and waits again, instead of waiting for ever on a dead connection.',
     'A lock given up when the connection was lost is released on the server once it answers, and the same Lock object takes the lock again only after that release has settled: the release of the old hold goes to whatever session holds the lock when it arrives, and before this rule it freed a hold taken again just after a reconnect without its holder being told (one of 60 partition schedules, a flapping server: the next holder was granted the lock 436 ms before the first was told; fencing held).',
   ],
   clientPackage: 'mysql2',
@@ -452,7 +471,7 @@ export default defineDriver({
         {},
         {},
         `the application's mysql2 pool (database ${database})`,
-        options.timeoutMs,
+        options,
         sqlNames(options.namespace),
         options.fencing,
         client as MysqlPool,
@@ -498,7 +517,7 @@ export default defineDriver({
       sslVerifyMode: options.sslVerifyMode,
       sslCheckHostname: options.sslCheckHostname,
     }
-    const dialect = new MysqlDialect(config, tls, where, options.timeoutMs, sqlNames(options.namespace), options.fencing)
+    const dialect = new MysqlDialect(config, tls, where, options, sqlNames(options.namespace), options.fencing)
     return new SqlDriver(dialect, { memberId, membershipTimeoutMs: options.membershipTimeoutMs, events })
   },
 })
