@@ -270,7 +270,7 @@ describe('fault: partition checker', () => {
     const elected = check([...lateSeen, leaders(0, 'n5'), leaders(4_000, 'n2')], bounds)
     assert.equal(elected.failures, 0, renderPartitionReport(elected))
     assert.deepEqual(elected.leaderless.items.map((o) => [o.at, o.ms]), [[1_000, 3_000]])
-    assert.match(renderPartitionReport(elected), /Without a leader: 1 stretches, longest 3000 ms\./)
+    assert.match(renderPartitionReport(elected), /Without a leader: 1 stretches, longest 3000 ms \(from line \d+\)\./)
     // After the heal the ensemble had no leader for 2 s: c back 4 s after the heal is 2 s after service came back, within 3 s.
     const slowBack = membership().map((r) => (r[0] === 11_500 ? seen(14_000, 'w1', 'c', true) : r))
     assert.deepEqual(check(slowBack, bounds).recovery.late.map((x) => x.ms), [4_000])

@@ -277,6 +277,8 @@ function cutsOf(h: readonly HistoryEntry[]): Cut[] {
 export interface Outage {
   at: number
   endAt: number
+  /** The line that began it (a `cluster` record, a cut or a heal). */
+  id: number
 }
 
 /** The outages of a history with `cluster` records, in time order; none without them. */
@@ -285,19 +287,23 @@ function outagesOf(h: readonly HistoryEntry[], cuts: readonly Cut[]): Outage[] {
   if (records.length === 0) return []
   // Before the first record nothing is known: taken as led.
   const from = records[0]!.at
-  const points = [...new Set([...records.map((r) => r.at), ...cuts.flatMap((c) => [c.at, c.healAt])].filter((t) => t >= from))].sort((a, b) => a - b)
+  const points = [...records.map((r) => ({ at: r.at, id: r.id })), ...cuts.flatMap((c) => [{ at: c.at, id: c.id }, { at: c.healAt, id: c.healId }])]
+    .filter((p) => p.at >= from)
+    .sort((a, b) => a.at - b.at || a.id - b.id)
   const served = (t: number): boolean => {
     const leaders = records.findLast((r) => r.at <= t)!.leaders
     const cut = cuts.find((c) => c.at <= t && t < c.healAt)
+    // A cut with no majority side cuts every host off already: its time is no outage of a served side.
+    if (cut?.majority.size === 0) return true
     return leaders.some((l) => !cut || cut.majority.has(l))
   }
   const out: Outage[] = []
-  points.forEach((t, i) => {
-    if (served(t)) return
-    const endAt = points[i + 1] ?? Infinity
+  points.forEach((p, i) => {
+    if (served(p.at)) return
+    const endAt = points.slice(i + 1).find((q) => q.at > p.at)?.at ?? Infinity
     const last = out.at(-1)
-    if (last && last.endAt === t) last.endAt = endAt
-    else out.push({ at: t, endAt })
+    if (last && last.endAt >= p.at) last.endAt = Math.max(last.endAt, endAt)
+    else out.push({ at: p.at, endAt, id: p.id })
   })
   return out
 }
@@ -774,7 +780,9 @@ export function renderPartitionReport(r: PartitionReport): string {
     `${some('missed', r.detection.missed)}; ${some('late', r.detection.late)}.`,
     `Recovery after heal: ${r.recovery.count} measured, worst ${r.recovery.worst ? show(r.recovery.worst) : '-'}; ${some('late', r.recovery.late)}.`,
     `${some('Lost', r.lost)}.`,
-    ...(r.leaderless.count ? [`Without a leader: ${r.leaderless.count} stretches, longest ${ms(r.leaderless.maxMs)}.`] : []),
+    ...(r.leaderless.count
+      ? [`Without a leader: ${r.leaderless.count} stretches, longest ${ms(r.leaderless.maxMs)} (from line ${r.leaderless.worst!.id}).`]
+      : []),
     `isUp: ${via(r, 'isUp')}; disagreements with the watch: ${r.disagreements.count}, longest ${ms(r.disagreements.maxMs)}; ${
       some('beyond the bounds', r.disagreements.beyond)
     }.`,
