@@ -271,6 +271,9 @@ describe('fault: partition checker', () => {
     assert.equal(elected.failures, 0, renderPartitionReport(elected))
     assert.deepEqual(elected.leaderless.items.map((o) => [o.at, o.ms]), [[1_000, 3_000]])
     assert.match(renderPartitionReport(elected), /Without a leader: 1 stretches, longest 3000 ms \(from line \d+\)\./)
+    // A leader that took office again 2.25 s into the cut (0.25 s without one) restarted every session's clock: 7 s is in time.
+    assert.equal(check([...lateSeen, leaders(0, 'n1'), leaders(3_000), leaders(3_250, 'n1')], bounds).failures, 0)
+    assert.equal(check([...lateSeen, leaders(0, 'n1'), leaders(1_500), leaders(1_750, 'n1')], bounds).detection.late.length, 1)
     // After the heal the ensemble had no leader for 2 s: c back 4 s after the heal is 2 s after service came back, within 3 s.
     const slowBack = membership().map((r) => (r[0] === 11_500 ? seen(14_000, 'w1', 'c', true) : r))
     assert.deepEqual(check(slowBack, bounds).recovery.late.map((x) => x.ms), [4_000])

@@ -22,7 +22,9 @@
  * served only while a node on it leads: a stretch without one (an outage: the majority's election
  * after a cut of its leader, or the ensemble's own after a heal) renews and expires nothing and
  * grants nothing. An outage cuts every host off, as a cut with no majority would; a cut's
- * detection bound grows by the outage within it; a heal's recovery bounds, and the judging of
+ * detection bound counts from when the served side's leader last took office within it (the end
+ * of its last outage there: a new leader gives every session and lease a fresh timeout), not from
+ * the cut; a heal's recovery bounds, and the judging of
  * locks and leaderships granted again, count from the end of an outage under way at the heal.
  * Without cluster records a cut that takes the leader adds `electionMs` to the detection bound.
  *
@@ -308,11 +310,6 @@ function outagesOf(h: readonly HistoryEntry[], cuts: readonly Cut[]): Outage[] {
   return out
 }
 
-/** How much of [from, to) falls in outages. */
-function outageWithin(outages: readonly Outage[], from: number, to: number): number {
-  return outages.reduce((sum, o) => sum + Math.max(0, Math.min(o.endAt, to) - Math.max(o.at, from)), 0)
-}
-
 /** Every belief in a lock or a leadership, in order of grant. */
 function beliefsOf(h: readonly HistoryEntry[]): Belief[] {
   const out: Belief[] = []
@@ -538,7 +535,12 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   const overlaps = overlapsOf(beliefs, endAt)
   const series = seriesOf(h)
 
-  const electionOf = (c: Cut): number => (measuresLeaders ? outageWithin(outages, c.at, c.healAt) : c.takesLeader ? options.electionMs ?? 0 : 0)
+  // A leader taking office gives every session and lease a fresh timeout (ZooKeeper restarts each session's clock, etcd renews
+  // every lease), so a cut member's expiry runs from the last time the served side's leader did within the cut: the end of its
+  // last outage there. ZooKeeper full form: a cut of a follower, then the leader, short of acks on a loaded machine, lost its
+  // quorum and was elected again 3 s into the cut; the cut member's session expired 12 s after that, at the heal.
+  const ledSince = (c: Cut): number => outages.filter((o) => o.at < c.healAt && o.endAt > c.at).reduce((t, o) => Math.max(t, Math.min(o.endAt, c.healAt)), c.at)
+  const electionOf = (c: Cut): number => (measuresLeaders ? ledSince(c) - c.at : c.takesLeader ? options.electionMs ?? 0 : 0)
   const detectBound = (c: Cut): number => (options.detectWithinMs ?? 0) + electionOf(c)
 
   // The memberships each process reported lost (membershipLost), by (process, group), in time order.
