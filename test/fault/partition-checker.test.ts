@@ -274,6 +274,11 @@ describe('fault: partition checker', () => {
     // A leader that took office again 2.25 s into the cut (0.25 s without one) restarted every session's clock: 7 s is in time.
     assert.equal(check([...lateSeen, leaders(0, 'n1'), leaders(3_000), leaders(3_250, 'n1')], bounds).failures, 0)
     assert.equal(check([...lateSeen, leaders(0, 'n1'), leaders(1_500), leaders(1_750, 'n1')], bounds).detection.late.length, 1)
+    // etcd's new leader gives every lease its TTL plus an election timeout (leaderGraceMs), only when one took office in the cut.
+    const newLeader = [...lateSeen, leaders(0, 'n5'), leaders(2_000, 'n2')]
+    assert.equal(check(newLeader, bounds).detection.late.length, 1)
+    assert.equal(check(newLeader, { ...bounds, leaderGraceMs: 1_500 }).failures, 0)
+    assert.equal(check([...lateSeen, leaders(0, 'n1')], { ...bounds, leaderGraceMs: 1_500 }).detection.late.length, 1)
     // After the heal the ensemble had no leader for 2 s: c back 4 s after the heal is 2 s after service came back, within 3 s.
     const slowBack = membership().map((r) => (r[0] === 11_500 ? seen(14_000, 'w1', 'c', true) : r))
     assert.deepEqual(check(slowBack, bounds).recovery.late.map((x) => x.ms), [4_000])

@@ -57,6 +57,12 @@ export interface PartitionCheckOptions {
    * majority's own leader election. Only for histories without `cluster` records (their outages are measured).
    */
   electionMs?: number
+  /**
+   * What a leader taking office adds to every lease beyond its TTL (etcd renews each for TTL plus
+   * one election timeout): added to the detection bound of a cut within which the served side's
+   * leader took office (histories with `cluster` records).
+   */
+  leaderGraceMs?: number
   /** Every observer must see a member that was cut off (or that it lost sight of while cut off) back within this many ms of the heal. */
   recoverWithinMs?: number
   /**
@@ -540,7 +546,11 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
   // last outage there. ZooKeeper full form: a cut of a follower, then the leader, short of acks on a loaded machine, lost its
   // quorum and was elected again 3 s into the cut; the cut member's session expired 12 s after that, at the heal.
   const ledSince = (c: Cut): number => outages.filter((o) => o.at < c.healAt && o.endAt > c.at).reduce((t, o) => Math.max(t, Math.min(o.endAt, c.healAt)), c.at)
-  const electionOf = (c: Cut): number => (measuresLeaders ? ledSince(c) - c.at : c.takesLeader ? options.electionMs ?? 0 : 0)
+  const electionOf = (c: Cut): number => {
+    if (!measuresLeaders) return c.takesLeader ? options.electionMs ?? 0 : 0
+    const since = ledSince(c)
+    return since - c.at + (since > c.at ? options.leaderGraceMs ?? 0 : 0)
+  }
   const detectBound = (c: Cut): number => (options.detectWithinMs ?? 0) + electionOf(c)
 
   // The memberships each process reported lost (membershipLost), by (process, group), in time order.

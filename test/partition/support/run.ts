@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
-import { startEtcdCluster, startRedisSentinel, startZookeeperEnsemble, type Cluster, type Placement } from '../../support/cluster.js'
+import { ETCD_ELECTION_TIMEOUT_MS, startEtcdCluster, startRedisSentinel, startZookeeperEnsemble, type Cluster, type Placement } from '../../support/cluster.js'
 import { checkPartitionHistory, type PartitionCheckOptions, type PartitionReport } from '../../fault/support/partition-checker.js'
 import { historyClockMs, HistoryWriter, readHistory, type HistoryEntry } from '../../fault/support/partition-history.js'
 import type { ClientSpec } from './client.js'
@@ -146,7 +146,16 @@ export const PARTITION_BACKENDS: Record<PartitionBackend['name'], PartitionBacke
     // timeout, so a holder's release sent during a cut of the leader may still be waiting for that when a flap's round heals
     // (0.5-2 s) and the lock is not free before it is sent again (seed 470402163: rounds of 1.2 s after cuts of 3.7 s, the
     // release answered nothing for 4.1 s).
-    check: { detectWithinMs: 12_000, electionMs: 6_500, recoverWithinMs: 10_000, settleMs: ETCD_REQUEST_TIMEOUT_S * 1_000 },
+    check: {
+      detectWithinMs: 12_000,
+      electionMs: 6_500,
+      // etcd server/etcdserver: once a new leader has applied its predecessor's entries, lessor.Promote(electionTimeout) gives every
+      // lease its TTL plus one election timeout from then (full form: members cut off with the leader were seen gone 14.1 s after
+      // the cut, 12.1 s after the new leader took office).
+      leaderGraceMs: ETCD_ELECTION_TIMEOUT_MS,
+      recoverWithinMs: 10_000,
+      settleMs: ETCD_REQUEST_TIMEOUT_S * 1_000,
+    },
     schedule: { faultMs: [3_000, 18_000], gapMs: [6_000, 9_000] },
   },
   redis: {
