@@ -11,6 +11,7 @@ import { describe, it, type TestContext } from 'node:test'
 import { tlsConfig } from '../../src/coordination/drivers/mysql/index.js'
 import { connect, ConnectionError, InvalidIdError, InvalidUrlError } from '../../src/index.js'
 import { serverUrl } from '../support/backends.js'
+import { TcpProxy } from '../support/proxy.js'
 import { TIMING } from '../support/timing.js'
 import { rid, waitFor } from '../support/wait.js'
 import { sqlDriverCases } from './sql-cases.js'
@@ -109,6 +110,30 @@ describe('mysql driver', { concurrency: 4 }, () => {
     assert.ok(f.fencingToken! > first!, 'tokens keep growing for fenced processes')
     await Promise.all([fenced.stop(), plain.stop(), other.stop()])
   }
+
+  it(
+    'mysql: locks: a release lost on a silent session (a cut) rejects with ConnectionError; once the server answers, that session is ended and the lock is free',
+    {
+      timeout: 60_000,
+    },
+    async (t) => {
+      // The lock session goes silent for good at its RELEASE_LOCK, its close included, as a link lost in a cut whose retransmissions
+      // have backed off: the server keeps the session, and the lock, until its TCP gives up. The shared pool still answers.
+      const port = new globalThis.URL(URL).port
+      const proxy = await TcpProxy.start(Number(port))
+      t.after(() => proxy.close())
+      const a = await openSql(t, withQuery(URL.replace(`:${port}/`, `:${proxy.port}/`), 'timeout=2'))
+      const b = await openSql(t, URL)
+      const name = rid('l')
+      const lock = a.getLock(name)
+      assert.equal(await lock.acquire(), true)
+      proxy.stallOn('RELEASE_LOCK')
+      await assert.rejects(lock.release(), (err: unknown) => err instanceof ConnectionError && /got no answer/.test(err.message))
+      assert.equal(lock.acquired, false, 'released as far as the holder knows')
+      // The coordinator sends the release again at its next beat (a second of membership_timeout 2 s): the session is KILLed.
+      assert.equal(await b.getLock(name).acquire({ timeoutMs: 20_000 }), true, 'another member takes the lock')
+    },
+  )
 
   it('mysql: validation: lock names over 64 characters, and group ids over 54 (leader_of_<group>), are refused', async (t) => {
     const a = await openSql(t, URL)

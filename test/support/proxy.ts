@@ -10,7 +10,10 @@
  * - cut(): reset every connection and refuse new ones (a dead link) until restore();
  * - stall(): the connections open now go silent for good, new ones forward (half-open links);
  * - stallOn(text): from now on, a connection whose client sends `text` (case-insensitive, within
- *   one read) goes silent for good from that write on (a server that stalls one kind of request);
+ *   one read) goes silent for good from that write on (a server that stalls one kind of request,
+ *   or a link lost in a partition whose retransmissions have backed off);
+ *   silent for good: nothing more of a stalled connection reaches the other end, not even its
+ *   client's close (the server's side stays open until the proxy closes);
  * - endMidFrame(tail): sends `tail` to every client, then closes its connection politely (a
  *   reply cut off part way);
  * - close(): end everything.
@@ -116,8 +119,10 @@ export class TcpProxy {
       upstream.destroy()
     }
     const clientGone = (): void => {
+      // A stalled connection's end never reaches the server either: close() or cut() ends it.
+      if (this.#stalled.has(pair)) client.destroy()
       // The server gets what the client sent before it went, then the connection's end.
-      if (this.#paused && this.#lateDelivery && !upstream.destroyed) this.#held.push(() => upstream.end())
+      else if (this.#paused && this.#lateDelivery && !upstream.destroyed) this.#held.push(() => upstream.end())
       else end()
     }
     client.on('error', clientGone).on('close', clientGone)

@@ -216,7 +216,8 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   readonly #config: MysqlConfig
   readonly #tls: MysqlTlsOptions
   readonly #where: string
-  readonly #timeoutMs: number
+  /** The request timeout: also how long a lock's release waits for its answer (MysqlLockHost). */
+  readonly timeoutMs: number
   /** How long a lock session may be silent before its client probes the server (probeServer()): membership_timeout. */
   readonly #probeIdleMs: number
   readonly #names: SqlNames
@@ -240,7 +241,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     this.#appPool = appPool
     this.#tls = tls
     this.#where = where
-    this.#timeoutMs = timeouts.timeoutMs
+    this.timeoutMs = timeouts.timeoutMs
     this.#probeIdleMs = timeouts.membershipTimeoutMs
     this.#names = names
     const statements = mysqlStatements(names)
@@ -380,7 +381,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   }
 
   #prepareTables(): Promise<void> {
-    return prepareTables(() => this.#createTables(), MYSQL_FAILURES, this.#where, this.#timeoutMs)
+    return prepareTables(() => this.#createTables(), MYSQL_FAILURES, this.#where, this.timeoutMs)
   }
 }
 
@@ -412,6 +413,7 @@ export default defineDriver({
     + 'and a session wait_timeout would also free the lock of a live holder that is paused. Lock sessions probe the server after a '
     + 'membership_timeout of silence (TCP keepalive): a waiter whose connection the server dropped during a long cut (its answer unacknowledged '
     + 'past tcp_retries2, about 15 minutes by default) learns it at the heal and waits again, instead of waiting for ever on a dead connection.',
+    "A release that gets no answer within the timeout (its session silent, as after a cut) rejects with ConnectionError: the session is closed, but the server would learn it only when the close gets there (after a cut, when TCP retransmits next, as long after as the cut lasted), so once the server answers the coordinator ends that session with KILL CONNECTION (the user's own right) if it still holds the lock (a MariaDB partition run: a release sent into a cut freed the lock 27 s later, 20 s after its holder was connected again).",
     'A lock given up when the connection was lost is released on the server once it answers, and the same Lock object takes the lock again only after that release has settled: the release of the old hold goes to whatever session holds the lock when it arrives, and before this rule it freed a hold taken again just after a reconnect without its holder being told (one of 60 partition schedules, a flapping server: the next holder was granted the lock 436 ms before the first was told; fencing held).',
   ],
   clientPackage: 'mysql2',

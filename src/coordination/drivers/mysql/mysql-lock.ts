@@ -24,6 +24,7 @@
  * undefined.
  */
 import { BackendError, ConnectionError } from '../../../errors.js'
+import { withDeadline } from '../../../internal/deadline.js'
 import { sleep } from '../../../internal/sleep.js'
 import type { QueueWaiting } from '../../driver.js'
 import type { SessionLock } from '../sql/sql-dialect.js'
@@ -51,6 +52,8 @@ export interface MysqlLockHost {
   readonly lockSql: string
   /** False with fencing=false: lockSql takes no token. */
   readonly fencing: boolean
+  /** How long a release waits for its answer. */
+  readonly timeoutMs: number
 }
 
 /**
@@ -110,6 +113,11 @@ export class MysqlLock implements SessionLock {
   #turn: SessionTurn<MysqlConnection> | undefined
   /** An acquire is under way: a held turn must not be freed under it. */
   #busy = false
+  /**
+   * The connection id of a session whose release got no answer: closed here, but the server learns
+   * of that close only when it gets there, and until then the session may hold the lock (below).
+   */
+  #orphan: number | undefined
 
   constructor(host: MysqlLockHost, name: string, onLost: (reason: string) => void) {
     this.#host = host
@@ -217,22 +225,32 @@ export class MysqlLock implements SessionLock {
     }
   }
 
+  /**
+   * RELEASE_LOCK on the holding session, within the request timeout. A release that gets no
+   * answer closes the session, but the server learns of a close only when it gets there: after a
+   * cut, when the client's TCP retransmits next, which backs off to as long as the cut lasted (a
+   * MariaDB partition run: a release sent into an 8 s cut, then a second cut, freed the lock 27 s
+   * later, 20 s after the holder's coordinator was connected again). So the release rejects with a
+   * ConnectionError, and the coordinator sends it again once the backend answers (HeldLocks): then
+   * the session is ended from the shared pool (KILL CONNECTION, its own user's right) if it still
+   * holds the lock.
+   */
   async release(): Promise<boolean> {
     const conn = this.#conn
-    if (!conn) return false
+    if (!conn) return this.#endOrphan()
     this.#conn = undefined
     this.fencingToken = undefined
     const turn = this.#turn?.session === conn ? this.#turn : undefined
     const endTurn = turn?.over === true
     let released = false
+    let failure: unknown
     try {
-      released = okOf(
-        endTurn
-          ? await conn.query('SELECT RELEASE_LOCK(?) AS ok, RELEASE_LOCK(?) AS turn', [this.#name, this.#turnName])
-          : await conn.query('SELECT RELEASE_LOCK(?) AS ok', [this.#name]),
-      )
-    } catch {
-      // The session is gone, and the server released the lock with it.
+      const statement = endTurn
+        ? conn.query('SELECT RELEASE_LOCK(?) AS ok, RELEASE_LOCK(?) AS turn', [this.#name, this.#turnName])
+        : conn.query('SELECT RELEASE_LOCK(?) AS ok', [this.#name])
+      released = okOf(await withDeadline(statement, this.#host.timeoutMs))
+    } catch (err) {
+      failure = err
     }
     // Only a session that the server says holds nothing any more serves another lock.
     if (!released) await this.#discard(conn)
@@ -240,7 +258,32 @@ export class MysqlLock implements SessionLock {
       this.#turn = undefined
       this.#host.sessions.give(conn)
     } else this.#idle(conn)
+    if (failure !== undefined && conn.threadId !== null) {
+      this.#orphan = conn.threadId
+      throw new ConnectionError(
+        `The release of lock ${JSON.stringify(this.#name)} got no answer (${String(failure)}); it is sent again once the server answers`,
+        {
+          cause: failure,
+        },
+      )
+    }
     return released
+  }
+
+  /** Ends the session a release got no answer on, if it still holds the lock; true if it did. */
+  async #endOrphan(): Promise<boolean> {
+    const orphan = this.#orphan
+    if (orphan === undefined) return false
+    const holder = (await this.#host.query('SELECT IS_USED_LOCK(?) AS id', [this.#name]))[0]?.id
+    const holds = holder !== null && holder !== undefined && Number(holder) === orphan
+    if (holds) {
+      await this.#host.query(`KILL CONNECTION ${orphan}`, []).catch((err: unknown) => {
+        // Gone between the two statements: freed with it.
+        if (!/unknown thread/i.test(String(err))) throw err
+      })
+    }
+    if (this.#orphan === orphan) this.#orphan = undefined
+    return holds
   }
 
   refresh(): Promise<boolean> {
