@@ -414,6 +414,22 @@ describe('fault: partition checker', () => {
     assert.equal(check(early, sgBounds).falseDowns.count, 0, renderPartitionReport(check(early, sgBounds)))
     const back: Row = [3_400, 'c/sg', { type: 'event', event: 'connectionStateChanged', state: 'reconnected', previous: 'lost' }]
     assert.equal(check([...early, back, ...ask(3_420, 3_430, true)], sgBounds).falseDowns.count, 1, 'seen present after its coordinator came back')
+    // A flap: the lapse reported in its first round, the coordinator back only after the second round's heal. Seen present
+    // between that heal and its return, then gone: still recovering from the first round's loss.
+    const flap: Row[] = [
+      ...without(rows({ askedBackAt: 3_050, lapse: false }), (r) => r[0] >= 3_050),
+      [1_500, 'c/sg', lapse[2]],
+      cut(3_100),
+      heal(3_300),
+      ...ask(3_320, 3_330, true),
+      ...ask(3_450, 3_500, false),
+      [3_600, 'c/sg', { type: 'event', event: 'connectionStateChanged', state: 'reconnected', previous: 'lost' }],
+      ...ask(4_150, 4_200, true),
+    ]
+    assert.equal(check(flap, sgBounds).falseDowns.count, 0, renderPartitionReport(check(flap, sgBounds)))
+    // Back from that loss before the second round began: the loss is over, and gone after seen present is a false down.
+    const backEarly = flap.map((r): Row => (r[0] === 3_600 ? [3_050, r[1], r[2]] : r))
+    assert.equal(check(backEarly, sgBounds).falseDowns.count, 1)
   })
 
   it('service group: isUp seeing a cut service gone past the bound is late, and disagrees with the watch beyond the bounds', () => {

@@ -588,16 +588,18 @@ export function checkPartitionHistory(history: readonly HistoryEntry[], options:
       ].filter((c) => c.healAt <= x.at).sort((a, b) => a.healAt - b.healAt || b.at - a.at).at(-1)
       if (before) {
         const keeper = keeperOf(s.via, s.member)
-        const lost = (losses.get(JSON.stringify([keeper, s.group])) ?? []).filter((l) => l.at >= before.at && l.at <= x.at && l.id !== x.id)
         // After its own reported loss the member is back only once its keeper is (reconnected, or rejoined the group): until then
         // the backend may still list it, its liveness not yet run out there, and a view that saw it present had not caught up.
-        const lastLoss = lost.at(-1)
+        // The loss counts if it came during this isolation, or if the keeper had not come back from it when the isolation began
+        // (memcached full form: a flap of the server, the service lost in an early round and back only after the last heal).
+        const lastLoss = (losses.get(JSON.stringify([keeper, s.group])) ?? []).filter((l) => l.at <= x.at && l.id !== x.id).at(-1)
         const returned = lastLoss && h.find((e) =>
           e.process === keeper && e.at >= lastLoss.at && e.type === 'event'
           && ((e.event === 'connectionStateChanged' && (e.state === 'reconnected' || e.state === 'connected'))
             || (e.event === 'rejoined' && e.group === s.group))
         )
-        const since = Math.max(before.healAt, lastLoss ? returned?.at ?? Infinity : -Infinity)
+        const current = lastLoss !== undefined && (lastLoss.at >= before.at || returned === undefined || returned.at >= before.at)
+        const since = Math.max(before.healAt, current ? returned?.at ?? Infinity : -Infinity)
         if (!s.seen.some((y) => y.present && y.askedAt >= since && y.at < x.at)) return
       }
       const back = s.seen.slice(i + 1).find((y) => y.present)
