@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import { describe, it } from 'node:test'
 import { checkPartitionHistory, renderPartitionReport } from '../fault/support/partition-checker.js'
-import { HistoryWriter, readHistory, type HistoryEntry } from '../fault/support/partition-history.js'
+import { HistoryWriter, awaitRecord, readHistory, type HistoryEntry } from '../fault/support/partition-history.js'
 import type { ClientSpec } from './support/client.js'
 import { Hosts } from './support/hosts.js'
 import { startRegister } from './support/register.js'
@@ -35,17 +35,6 @@ const CUT_MS = 30_000
 const BOUND_MS = 2 * TIMEOUT_S * 1_000 + 8_000
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
-
-/** Resolves with the first history record `match` accepts, or undefined after `ms`. */
-async function awaitRecord(path: string, match: (e: HistoryEntry) => boolean, ms: number): Promise<HistoryEntry | undefined> {
-  const until = Date.now() + ms
-  while (Date.now() < until) {
-    const found = readHistory(path).find(match)
-    if (found) return found
-    await sleep(100)
-  }
-  return undefined
-}
 
 describe('partitions: PostgreSQL, a lock holder cut off for good', { skip: cannotPartition() ?? false }, () => {
   it(`the server frees its lock within ${BOUND_MS} ms of the cut, after the holder was told it lost it`, { timeout: 180_000 }, async (t) => {

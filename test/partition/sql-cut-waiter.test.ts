@@ -29,7 +29,7 @@ import { randomBytes } from 'node:crypto'
 import { describe, it } from 'node:test'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
-import { HistoryWriter, readHistory, type HistoryEntry } from '../fault/support/partition-history.js'
+import { HistoryWriter, awaitRecord, readHistory, type HistoryEntry } from '../fault/support/partition-history.js'
 import type { ClientSpec } from './support/client.js'
 import { Hosts } from './support/hosts.js'
 import { cannotPartition } from './support/short-form.js'
@@ -50,17 +50,6 @@ const CUT_MS = 12_000
 const BOUND_MS = 10_000
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
-
-/** Resolves with the first history record `match` accepts, or undefined after `ms`. */
-async function awaitRecord(path: string, match: (e: HistoryEntry) => boolean, ms: number): Promise<HistoryEntry | undefined> {
-  const until = Date.now() + ms
-  while (Date.now() < until) {
-    const found = readHistory(path).find(match)
-    if (found) return found
-    await sleep(100)
-  }
-  return undefined
-}
 
 /** What the test asks of the server, per backend. */
 interface Probe {

@@ -295,3 +295,14 @@ export function parseHistory(text: string): HistoryEntry[] {
 export function readHistory(path: string): HistoryEntry[] {
   return parseHistory(readFileSync(path, 'utf8'))
 }
+
+/** Resolves with the first record of the history at `path` that `match` accepts, or undefined after `ms` (read again every 100 ms). */
+export async function awaitRecord(path: string, match: (e: HistoryEntry) => boolean, ms: number): Promise<HistoryEntry | undefined> {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    const found = readHistory(path).find(match)
+    if (found) return found
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return undefined
+}
