@@ -135,6 +135,33 @@ describe('mysql driver', { concurrency: 4 }, () => {
     },
   )
 
+  it(
+    'mysql: locks: a wait given up after the server granted it unheard (a cut) leaves no orphan holding the lock: the next beat ends that session',
+    {
+      timeout: 60_000,
+    },
+    async (t) => {
+      // The waiter's GET_LOCK reaches the server, which grants the free lock, and then its link goes silent for good, its close
+      // included (a cut whose retransmissions have backed off): the server keeps the session, and the lock, until its TCP gives up.
+      const port = new globalThis.URL(URL).port
+      const proxy = await TcpProxy.start(Number(port))
+      t.after(() => proxy.close())
+      const waiter = await openSql(t, withQuery(URL.replace(`:${port}/`, `:${proxy.port}/`), 'timeout=2'))
+      const other = await openSql(t, URL)
+      const admin = sqlAdmin(t, 'mysql', URL)
+      const name = rid('l')
+      proxy.stallAfter('GET_LOCK')
+      const abort = new AbortController()
+      const waited = waiter.getLock(name).acquire({ signal: abort.signal })
+      waited.catch(() => {}) // asserted below; a failure before that must not also surface as an unhandled rejection
+      await waitFor('the server granting the waiter unheard', async () => (await admin.query('SELECT IS_USED_LOCK($1) AS id', [name]))[0]?.id != null, 10_000)
+      abort.abort(new Error('given up'))
+      await assert.rejects(waited, /given up/)
+      // Without the sweep the lock stays with the silent session for as long as the proxy keeps it open.
+      assert.equal(await other.getLock(name).acquire({ timeoutMs: 20_000 }), true, 'another member takes the lock once the waiter has beaten')
+    },
+  )
+
   it('mysql: validation: lock names over 64 characters, and group ids over 54 (leader_of_<group>), are refused', async (t) => {
     const a = await openSql(t, URL)
     assert.throws(() => a.getLock('l'.repeat(65)), (e: Error) => e instanceof InvalidIdError && /64/.test(e.message))

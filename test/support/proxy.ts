@@ -14,6 +14,8 @@
  *   or a link lost in a partition whose retransmissions have backed off);
  *   silent for good: nothing more of a stalled connection reaches the other end, not even its
  *   client's close (the server's side stays open until the proxy closes);
+ * - stallAfter(text): once: the next connection whose client sends `text` delivers that write,
+ *   then goes silent for good (a request that reached the server before a cut lost its answer);
  * - endMidFrame(tail): sends `tail` to every client, then closes its connection politely (a
  *   reply cut off part way);
  * - close(): end everything.
@@ -33,6 +35,7 @@ export class TcpProxy {
   #repliesOnly = false
   #cut = false
   #stallOn: string | undefined
+  #stallAfter: string | undefined
   /** Writes held back while paused, in order. */
   readonly #held: (() => void)[] = []
 
@@ -88,6 +91,10 @@ export class TcpProxy {
     this.#stallOn = text.toLowerCase()
   }
 
+  stallAfter(text: string): void {
+    this.#stallAfter = text.toLowerCase()
+  }
+
   endMidFrame(tail: Buffer): void {
     for (const pair of this.#pairs) {
       this.#stalled.add(pair)
@@ -137,6 +144,12 @@ export class TcpProxy {
         }
         const write = (): void => {
           if (!to.destroyed) to.write(chunk)
+        }
+        if (from === client && this.#stallAfter !== undefined && chunk.toString('latin1').toLowerCase().includes(this.#stallAfter)) {
+          this.#stallAfter = undefined
+          write()
+          this.#stalled.add(pair)
+          return
         }
         if (this.#paused && (from === upstream || !this.#repliesOnly)) this.#held.push(write)
         else write()

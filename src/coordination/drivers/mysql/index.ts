@@ -34,7 +34,7 @@ import type { MysqlOptions } from '../../config/driver-options.js'
 import { opt } from '../../config/options.js'
 import { sqlCommonOptions } from '../sql/sql-options.js'
 import { formatHosts } from '../../config/url.js'
-import { MYSQL_LOCK_SQL_UNFENCED, MysqlLock, mysqlLockSql, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
+import { MYSQL_LOCK_SQL_UNFENCED, MysqlLock, mysqlLockSql, OrphanSessions, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
 import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-dialect.js'
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
 import { utf8Ids } from '../kit/ids.js'
@@ -213,6 +213,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   readonly lockSql: string
   readonly fencing: boolean
   readonly sessions: LockSessions<MysqlConnection>
+  readonly orphans = new OrphanSessions((sql, values) => this.query(sql, values))
   readonly #config: MysqlConfig
   readonly #tls: MysqlTlsOptions
   readonly #where: string
@@ -302,6 +303,11 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
 
   classify(err: unknown): SqlFailure | undefined {
     return mysqlFailure(err)
+  }
+
+  /** Ends the lock sessions given up during a cut that the server still keeps with a lock (OrphanSessions). */
+  afterBeat(): Promise<void> {
+    return this.orphans.sweep()
   }
 
   sessionLock(name: string, onLost: (reason: string) => void): SessionLock {
@@ -413,7 +419,7 @@ export default defineDriver({
     + 'and a session wait_timeout would also free the lock of a live holder that is paused. Lock sessions probe the server after a '
     + 'membership_timeout of silence (TCP keepalive): a waiter whose connection the server dropped during a long cut (its answer unacknowledged '
     + 'past tcp_retries2, about 15 minutes by default) learns it at the heal and waits again, instead of waiting for ever on a dead connection.',
-    "A release that gets no answer within the timeout (its session silent, as after a cut) rejects with ConnectionError: the session is closed, but the server would learn it only when the close gets there (after a cut, when TCP retransmits next, as long after as the cut lasted), so once the server answers the coordinator ends that session with KILL CONNECTION (the user's own right) if it still holds the lock (a MariaDB partition run: a release sent into a cut freed the lock 27 s later, 20 s after its holder was connected again).",
+    "A lock session given up with a statement unanswered (a release past the timeout, a wait abandoned, its session silent as after a cut) is closed, but the server would learn it only when the close gets there (after a cut, when TCP retransmits next, as long after as the cut lasted), so after the next heartbeat the server answers the coordinator ends that session with KILL CONNECTION (the user's own right) if it still holds the lock or its turn lock (MariaDB partition runs: a release sent into a cut freed the lock 27 s later, 20 s after its holder was connected again; a candidate's waiting round granted the leader lock unheard during a cut left the group without a leader for the rest of the run). Such a release rejects with ConnectionError.",
     'A lock given up when the connection was lost is released on the server once it answers, and the same Lock object takes the lock again only after that release has settled: the release of the old hold goes to whatever session holds the lock when it arrives, and before this rule it freed a hold taken again just after a reconnect without its holder being told (one of 60 partition schedules, a flapping server: the next holder was granted the lock 436 ms before the first was told; fencing held).',
   ],
   clientPackage: 'mysql2',

@@ -54,6 +54,65 @@ export interface MysqlLockHost {
   readonly fencing: boolean
   /** How long a release waits for its answer. */
   readonly timeoutMs: number
+  /** Sessions given up while their server side may still hold a lock. */
+  readonly orphans: OrphanSessions
+}
+
+/**
+ * Lock sessions given up with a statement in flight or unanswered (a GET_LOCK round or a
+ * RELEASE_LOCK sent into a cut), by connection id. The client has closed them, but the server
+ * learns of a close only when it gets there, after a cut when TCP retransmits next (backed off as
+ * long as the cut lasted), and keeps the session, with any lock it was granted meanwhile, until
+ * then: a MariaDB partition run had a candidate's waiting round granted the leader lock while the
+ * candidate was cut off, and nobody led for the rest of the run. Once the server answers again,
+ * each orphan that still holds one of its lock names is ended with KILL CONNECTION (its own
+ * user's right); a lock taken since by another session is left alone.
+ */
+export class OrphanSessions {
+  readonly #query: MysqlLockHost['query']
+  /** Connection id to the lock names (the lock, its turn lock) its session may hold. */
+  readonly #orphans = new Map<number, readonly string[]>()
+  #sweeping: Promise<void> | undefined
+
+  constructor(query: MysqlLockHost['query']) {
+    this.#query = query
+  }
+
+  /** Records a session given up that may hold `names` on the server; returns its id, if it has one. */
+  add(conn: MysqlConnection, names: readonly string[]): number | undefined {
+    const id = conn.threadId ?? undefined
+    if (id !== undefined) this.#orphans.set(id, names)
+    return id
+  }
+
+  /** Ends orphan `id` if it still holds any of its names; true if it held the first. Kept on a failure to ask. */
+  async end(id: number): Promise<boolean> {
+    const names = this.#orphans.get(id)
+    if (!names) return false
+    const row = (await this.#query(`SELECT ${names.map((_, i) => `IS_USED_LOCK(?) AS h${i}`).join(', ')}`, [...names]))[0] ?? {}
+    const held = names.map((_, i) => row[`h${i}`] !== null && row[`h${i}`] !== undefined && Number(row[`h${i}`]) === id)
+    if (held.some(Boolean)) {
+      await this.#query(`KILL CONNECTION ${id}`, []).catch((err: unknown) => {
+        // Gone between the two statements: freed with it.
+        if (!/unknown thread/i.test(String(err))) throw err
+      })
+    }
+    this.#orphans.delete(id)
+    return held[0] === true
+  }
+
+  /** Ends every orphan that still holds a lock (after a beat the server answered); one sweep at a time. */
+  sweep(): Promise<void> {
+    if (this.#orphans.size === 0) return Promise.resolve()
+    this.#sweeping ??= (async () => {
+      try {
+        for (const id of [...this.#orphans.keys()]) await this.end(id)
+      } finally {
+        this.#sweeping = undefined
+      }
+    })()
+    return this.#sweeping
+  }
 }
 
 /**
@@ -113,10 +172,7 @@ export class MysqlLock implements SessionLock {
   #turn: SessionTurn<MysqlConnection> | undefined
   /** An acquire is under way: a held turn must not be freed under it. */
   #busy = false
-  /**
-   * The connection id of a session whose release got no answer: closed here, but the server learns
-   * of that close only when it gets there, and until then the session may hold the lock (below).
-   */
+  /** The connection id of a session whose release got no answer (an orphan: OrphanSessions), for the release sent again. */
   #orphan: number | undefined
 
   constructor(host: MysqlLockHost, name: string, onLost: (reason: string) => void) {
@@ -141,8 +197,8 @@ export class MysqlLock implements SessionLock {
         try {
           token = await this.#attempt(conn, 0, true)
         } catch (err) {
-          // The lock may have been taken before the error: closing the session frees it.
-          await this.#discard(conn)
+          // The lock may have been taken before the error: closing the session frees it, once the server learns of it.
+          await this.#abandon(conn)
           // A kept session may have died unnoticed: once more, on another session.
           if (reused) continue
           throw err
@@ -202,10 +258,10 @@ export class MysqlLock implements SessionLock {
           while (token === undefined) token = await step(this.#attempt(conn, WAIT_SLICE_S, true))
         } catch (err) {
           if (err === ABORTED) {
-            void this.#discard(conn)
+            void this.#abandon(conn)
             return false
           }
-          await this.#discard(conn)
+          await this.#abandon(conn)
           if (signal.aborted) return false
           if (reused) continue
           throw err
@@ -230,10 +286,9 @@ export class MysqlLock implements SessionLock {
    * answer closes the session, but the server learns of a close only when it gets there: after a
    * cut, when the client's TCP retransmits next, which backs off to as long as the cut lasted (a
    * MariaDB partition run: a release sent into an 8 s cut, then a second cut, freed the lock 27 s
-   * later, 20 s after the holder's coordinator was connected again). So the release rejects with a
-   * ConnectionError, and the coordinator sends it again once the backend answers (HeldLocks): then
-   * the session is ended from the shared pool (KILL CONNECTION, its own user's right) if it still
-   * holds the lock.
+   * later, 20 s after the holder's coordinator was connected again). So the session is an orphan
+   * (OrphanSessions), and the release rejects with a ConnectionError: the coordinator sends it
+   * again once the backend answers (HeldLocks), which ends the orphan if a beat has not already.
    */
   async release(): Promise<boolean> {
     const conn = this.#conn
@@ -258,8 +313,9 @@ export class MysqlLock implements SessionLock {
       this.#turn = undefined
       this.#host.sessions.give(conn)
     } else this.#idle(conn)
-    if (failure !== undefined && conn.threadId !== null) {
-      this.#orphan = conn.threadId
+    const orphan = failure === undefined ? undefined : this.#host.orphans.add(conn, [this.#name, this.#turnName])
+    if (orphan !== undefined) {
+      this.#orphan = orphan
       throw new ConnectionError(
         `The release of lock ${JSON.stringify(this.#name)} got no answer (${String(failure)}); it is sent again once the server answers`,
         {
@@ -274,16 +330,9 @@ export class MysqlLock implements SessionLock {
   async #endOrphan(): Promise<boolean> {
     const orphan = this.#orphan
     if (orphan === undefined) return false
-    const holder = (await this.#host.query('SELECT IS_USED_LOCK(?) AS id', [this.#name]))[0]?.id
-    const holds = holder !== null && holder !== undefined && Number(holder) === orphan
-    if (holds) {
-      await this.#host.query(`KILL CONNECTION ${orphan}`, []).catch((err: unknown) => {
-        // Gone between the two statements: freed with it.
-        if (!/unknown thread/i.test(String(err))) throw err
-      })
-    }
+    const held = await this.#host.orphans.end(orphan)
     if (this.#orphan === orphan) this.#orphan = undefined
-    return holds
+    return held
   }
 
   refresh(): Promise<boolean> {
@@ -363,6 +412,12 @@ export class MysqlLock implements SessionLock {
   async #discard(conn: MysqlConnection): Promise<void> {
     this.#forgetTurn(conn)
     await this.#host.sessions.discard(conn)
+  }
+
+  /** Closes a session whose last statement got no answer: an orphan until the server learns of the close (OrphanSessions). */
+  async #abandon(conn: MysqlConnection): Promise<void> {
+    this.#host.orphans.add(conn, [this.#name, this.#turnName])
+    await this.#discard(conn)
   }
 
   /** The turn held on `conn` is gone with it (the session ended or is being closed). */

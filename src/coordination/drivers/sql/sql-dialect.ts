@@ -37,4 +37,6 @@ export interface SqlDialect {
   classify(err: unknown): SqlFailure | undefined
   /** A lock on a dedicated session; `onLost` is called if the session ends while the lock is held. */
   sessionLock(name: string, onLost: (reason: string) => void): SessionLock
+  /** Work once the server has answered a heartbeat (not awaited by it; a failure waits for the next beat). */
+  afterBeat?(): Promise<void>
 }

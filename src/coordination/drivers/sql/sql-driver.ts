@@ -128,6 +128,7 @@ export class SqlDriver implements CoordinationDriver {
     } finally {
       clearTimeout(silent)
     }
+    this.#dialect.afterBeat?.().catch(() => {})
     const lostGroups = groups.filter((g) => !refreshed.has(g))
     return { nextBeatMs, ...(lostGroups.length ? { lostGroups } : {}), locks: { refreshed: false } }
   }
