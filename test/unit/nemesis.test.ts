@@ -31,4 +31,22 @@ describe('unit: partition nemesis', () => {
     const pairs = Array.from({ length: steps.length / 2 }, (_, i) => `${steps[2 * i]} → ${steps[2 * i + 1]}`)
     assert.deepEqual(pairs, Array.from({ length: 4 }, () => ['cut recorded → cut begins', 'heal recorded → heal begins']).flat())
   })
+
+  it('nemesis: a cut names as served the side with more than half of the servers, however many clients are on either side', async () => {
+    // Redis full form: n1 cut off with c1-c3 (4 hosts of 6) from n2, n3, whose sentinels failed the master over; counted by hosts, the
+    // clients, which reached no master, were the majority and their lapse a false down.
+    const cuts: { sides: string[][]; majority?: number }[] = []
+    const target = (servers: string[]): NemesisTarget => ({
+      hosts: { cut: async () => {}, drop: async () => {}, heal: async () => {}, hostAt: () => undefined } as unknown as Hosts,
+      cluster: { leader: () => Promise.resolve(undefined), nodes: [] } as unknown as Cluster,
+      servers,
+      clients: ['c1', 'c2', 'c3'],
+      history: { write: (r: { what: string; sides: string[][]; majority?: number }) => void (r.what === 'cut' && cuts.push(r)) } as unknown as HistoryWriter,
+    })
+    const split = (node: number, clients: number[]): Fault => ({ kind: 'split', gapMs: 1, durationMs: 1, node, clients, rounds: [] })
+    await runSchedule({ seed: 1, faults: [split(0, [0, 1, 2]), split(1, [0, 1]), split(2, [])] }, target(['n1', 'n2', 'n3']))
+    await runSchedule({ seed: 2, faults: [split(0, [0, 1])] }, target(['n1']))
+    const served = cuts.map((c) => c.sides[c.majority!]?.join(' '))
+    assert.deepEqual(served, ['n2 n3', 'n1 n3 c3', 'n1 n2 c1 c2 c3', 'n1 c1 c2'])
+  })
 })

@@ -13,8 +13,9 @@
  * always, and equal times (the clock's resolution) are no evidence of two beliefs at once; a grant
  * 1 µs before the end is.
  *
- * Sides. During a cut (nemesis `cut` to `heal`) a host on the side with more than half of all hosts
- * (or on the side the cut names as its `majority`: a single server's) is on the majority; every
+ * Sides. During a cut (nemesis `cut` to `heal`) a host on the side the cut names as its `majority`
+ * (the nemesis names the side with more than half of the servers), or else on the side with more
+ * than half of all hosts, is on the majority; every
  * other host is cut off (with no majority side, every host is). Outside cuts every host is on the
  * majority. An observer that is cut off is not asked to be right.
  *

@@ -134,8 +134,9 @@ export type NemesisRecord =
     /** The cut leaves the cluster's leader (ZooKeeper leader, etcd leader) off the majority side, so the majority elects one first. */
     takesLeader?: boolean
     /**
-     * The index in `sides` of the side that is served, when it is not the side with more than half
-     * of the hosts: a single server's side, however few clients are on it.
+     * The index in `sides` of the side that is served: the one with more than half of the
+     * servers, however few clients are on it (the nemesis always writes it). Without it, the side
+     * with more than half of the hosts.
      */
     majority?: number
   }

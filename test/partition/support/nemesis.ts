@@ -21,10 +21,10 @@
  * - `pause`: SIGSTOP of the server's process, SIGCONT at the heal (recorded as its isolation: none
  *   of its peers or clients gets an answer from it meanwhile).
  *
- * A single server (PostgreSQL, MariaDB, memcached: one server host n1, three clients) has no
- * majority of hosts that goes on serving: whoever is on the server's side is served, everyone
- * else is cut off. Its cut records say so (`majority`: the index of the server's side), and its
- * schedules draw from {@link SINGLE_SERVER_FAULT_KINDS}: the server's kinds above (`split` being
+ * A cut's served side is the one with more than half of the servers, whatever the clients'
+ * number on either (its cut record says so: `majority`, the index of that side). A single server
+ * (PostgreSQL, MariaDB, memcached: one server host n1, three clients) serves whoever is on its
+ * side, and its schedules draw from {@link SINGLE_SERVER_FAULT_KINDS}: the server's kinds above (`split` being
  * the server with some of the clients; with all of them it cuts nothing and records nothing) and
  * the same done to one client, drawn by the seed:
  * - `isolate-client`: the client alone on its side;
@@ -176,6 +176,21 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
     }, { once: true })
   })
 
+/**
+ * The side a cut of [`minority`, the rest] leaves served: the one with more than half of the
+ * servers (a quorum: ZooKeeper's and etcd's voters, Redis's sentinels, one per server host; a
+ * single server's own side), however many clients are on either. Counting clients as hosts would
+ * call a server cut off with every client the majority (Redis full form: n1 with c1-c3 against
+ * n2, n3: the sentinels on n2, n3 failed the master over, and the clients, which could reach no
+ * master, were judged healthy members lapsing) and leave a 3-3 split with no served side at all.
+ */
+function servedSide(servers: readonly string[], minority: readonly string[]): { majority?: 0 | 1 } {
+  const onMinority = servers.filter((s) => minority.includes(s)).length
+  if (onMinority * 2 > servers.length) return { majority: 0 }
+  if ((servers.length - onMinority) * 2 > servers.length) return { majority: 1 }
+  return {}
+}
+
 /** Plays `schedule`; resolves with what happened once the last fault is healed. */
 export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise<Played[]> {
   const played: Played[] = []
@@ -197,8 +212,7 @@ export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise
     ]
     const majority = all.filter((h) => !minority.includes(h))
     const takesLeader = leaderHost !== undefined && minority.includes(leaderHost)
-    // A single server: its side is served, whatever its size.
-    const served = t.servers.length === 1 ? { majority: minority.includes(t.servers[0]!) ? 0 : 1 } : {}
+    const served = servedSide(t.servers, minority)
     const cutRecord = (): void => {
       t.history.write({ type: 'nemesis', what: 'cut', sides: [minority, majority], takesLeader, ...served })
     }
