@@ -31,7 +31,7 @@ import {
 import { COMMON_OPTIONS } from '../../src/coordination/connect.js'
 import { resolveOptions } from '../../src/coordination/config/options.js'
 import { ioredisOptions, redisTarget, sentinelClientOptions } from '../../src/coordination/drivers/redis/redis-connection.js'
-import { fencingToken, isNamedMaster, parseMasterView } from '../../src/coordination/drivers/redis/redis-fencing.js'
+import { askSentinelFirst, fencingToken, isNamedMaster, parseMasterView } from '../../src/coordination/drivers/redis/redis-fencing.js'
 import { pythonBytesRepr } from '../../src/coordination/codec/python-str.js'
 import { holderOfToken } from '../../src/coordination/drivers/redis/redis-keys.js'
 import { REDIS_OPTIONS } from '../../src/coordination/drivers/redis/redis-options.js'
@@ -409,19 +409,36 @@ describe('redis driver', { concurrency: 4 }, () => {
     assert.ok(err.cause instanceof Error && err.cause.name !== 'ConnectionError', 'the client error is kept as the cause')
   })
 
+  it("redis: sentinel: after a failover the reconnect asks first the sentinel that named the new master, not the next in ioredis's list", () => {
+    // ioredis goes on from the sentinel after the one it used last; one cut off silently holds the connect for connectTimeout (issue 27:
+    // a member whose ioredis went on to the sentinel on the cut-off master's host lapsed). Checked against ioredis's own SentinelConnector.
+    const sentinels = [{ host: '10.0.0.1', port: 26379 }, { host: '10.0.0.2', port: 26379 }, { host: '10.0.0.3', port: 26380 }]
+    const client = new Redis({ sentinels, name: 'm', lazyConnect: true })
+    const iterator = (client as unknown as { connector: { sentinelIterator: { next(): { value?: { host: string; port: number } } } } }).connector
+      .sentinelIterator
+    iterator.next()
+    iterator.next()
+    askSentinelFirst(client, { host: '10.0.0.2', port: 26379 })
+    assert.deepEqual([iterator.next().value, iterator.next().value, iterator.next().value], [sentinels[1], sentinels[0], sentinels[2]])
+    askSentinelFirst(client, { host: '10.0.0.9', port: 26379 })
+    assert.deepEqual(iterator.next().value, undefined, 'a sentinel not in the list leaves it as it is')
+    client.disconnect()
+  })
+
   it('redis: sentinel: fencing tokens order by epoch first; a sentinel view names a server by run id, else by address', () => {
     assert.equal(fencingToken(0, 7), 7n, 'without Sentinel the token is the counter, as before')
     assert.equal(fencingToken(2, 1), (2n << 40n) + 1n)
     assert.ok(fencingToken(2, 1) > fencingToken(1, 2 ** 40 - 1), 'a later epoch beats any counter of an earlier one')
     assert.ok(fencingToken(8_000_000, 2 ** 40 - 1) < 2n ** 63n, 'tokens stay below 2^63 up to 2^23 epochs')
     const reply = ['name', 'm', 'ip', '10.0.0.5', 'port', '6380', 'runid', 'abc123', 'flags', 'master', 'config-epoch', '4']
-    const view = parseMasterView(reply, 's1')
-    assert.deepEqual(view, { host: '10.0.0.5', port: 6380, runId: 'abc123', configEpoch: 4, settled: true, sentinel: 's1' })
+    const s1 = { host: 's1', port: 26379 }
+    const view = parseMasterView(reply, s1)
+    assert.deepEqual(view, { host: '10.0.0.5', port: 6380, runId: 'abc123', configEpoch: 4, settled: true, sentinel: 's1:26379', sentinelAt: s1 })
     // During a failover a sentinel has raised the epoch but still names the old master: such a view proves nothing.
     for (const flags of ['master,s_down', 'master,s_down,o_down', 'master,failover_in_progress']) {
-      assert.equal(parseMasterView(reply.map((x) => (x === 'master' ? flags : x)), 's1').settled, false, flags)
+      assert.equal(parseMasterView(reply.map((x) => (x === 'master' ? flags : x)), s1).settled, false, flags)
     }
-    assert.throws(() => parseMasterView(['name', 'm', 'ip', '10.0.0.5'], 's1'), /config-epoch/)
+    assert.throws(() => parseMasterView(['name', 'm', 'ip', '10.0.0.5'], s1), /config-epoch/)
     assert.equal(isNamedMaster(view, { runId: 'abc123', host: '10.0.0.9', port: 1 }), true, 'same run id')
     assert.equal(isNamedMaster(view, { runId: 'fff', host: '10.0.0.5', port: 6380 }), true, 'same address (restarted, run id not re-read yet)')
     assert.equal(isNamedMaster(view, { runId: 'fff', host: '10.0.0.6', port: 6380 }), false, 'another server: deposed')

@@ -26,7 +26,7 @@ import { defineDriver, type CoordinationDriver, type DriverContext, type DriverL
 import { FirstExpiries } from '../kit/expiries.js'
 import { describeTarget, ioredisOptions, readTlsMaterial, redisTarget, sentinelClientOptions, translateRedisError,
   type RedisTarget } from './redis-connection.js'
-import { isNamedMaster, MASTER_CHECK_MS, SentinelAsker, serverIdentity, type MasterView, type ServerIdentity } from './redis-fencing.js'
+import { askSentinelFirst, isNamedMaster, MASTER_CHECK_MS, SentinelAsker, serverIdentity, type MasterView, type ServerIdentity } from './redis-fencing.js'
 import { decodeId, GROUP_EXISTS_FIELD, holderOfToken, RedisKeys, STILL_ALIVE } from './redis-keys.js'
 import { RedisLock } from './redis-lock.js'
 import { REDIS_OPTIONS, type ResolvedRedisOptions } from './redis-options.js'
@@ -483,7 +483,10 @@ class RedisDriver implements CoordinationDriver {
 
   #notMaster(client: Redis, view: MasterView): void {
     this.#ctx.log.warn('the sentinels name another master: reconnecting', { master: `${view.host}:${view.port}`, epoch: view.configEpoch })
-    if (this.#client === client && !this.#stopping) client.disconnect(true)
+    if (this.#client !== client || this.#stopping) return
+    // The sentinel that named the new master is reachable: ioredis asks it first, not whichever comes next in its list.
+    askSentinelFirst(client, view.sentinelAt)
+    client.disconnect(true)
   }
 
   #decodeOrWarn(bytes: Buffer, what: string): string | undefined {
