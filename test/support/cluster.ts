@@ -57,7 +57,8 @@ export interface Cluster {
   /**
    * Whether each node says it leads, all asked at once, each given `ms` to answer: a node that
    * gave no answer in time is absent (unknown), one not running says no. A node cut off from the
-   * leader may still say yes for a while. Clusters that elect (ZooKeeper, etcd).
+   * leader may still say yes for a while. Clusters that elect (ZooKeeper, etcd), and Redis with
+   * Sentinel (a data node that says role:master).
    */
   leads?(ms?: number): Promise<Map<ClusterNode, boolean>>
   /** Resolves once every running node is back in the cluster and serving (bounded by `ms`). */
@@ -547,6 +548,13 @@ async function redisSentinel(placement?: Placement): Promise<Cluster> {
     async leader() {
       const at = await masterAddr()
       return data.find((n) => key(n) === at && n.running)
+    },
+    async leads(ms = 1_000) {
+      // A data node says role:master or role:slave; a master cut off from the sentinels says master until they demote it after the heal.
+      const says = await Promise.all(
+        data.map(async (n) => (n.running ? await ask(n.port, resp('INFO', 'replication') + resp('PING'), ms, /\+PONG\r\n$/, n.address) : '')),
+      )
+      return new Map(data.flatMap((n, i) => (!n.running ? [[n, false]] : says[i]!.endsWith('+PONG\r\n') ? [[n, /role:master/.test(says[i]!)]] : [])))
     },
     async healthy(ms = 60_000) {
       // What the last check found wanting, for the timeout message.
