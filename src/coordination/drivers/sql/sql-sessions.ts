@@ -1,11 +1,8 @@
 /**
  * Server sessions for SQL locks. tooz takes every lock on a connection of its own (an advisory
  * lock or GET_LOCK belongs to the session); opening one per acquire cost a connection setup each
- * time, so a coordinator keeps a released session a few seconds for its next acquire. A session of
- * the shared pool is given up when a statement on it goes unanswered (pooledWithin()).
+ * time, so a coordinator keeps a released session a few seconds for its next acquire.
  */
-import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
-
 /** How {@link LockSessions} opens and ends one dialect's server sessions. */
 export interface SessionOps<S> {
   /** A new connected session (fails with the dialect's error once the driver is stopped). */
@@ -56,27 +53,6 @@ export function sessionSocket(session: object): SessionSocket | undefined {
 export function probeServer(session: object, idleMs: number): void {
   // Node counts whole seconds, and 0 would leave the kernel's default.
   sessionSocket(session)?.setKeepAlive?.(true, Math.max(1_000, idleMs))
-}
-
-/**
- * Runs `work` on a pooled session checked out for it, within `ms`; past that the session's socket
- * is destroyed (`session` then tells the pool to drop it) and the call rejects with DeadlineError.
- * The shared pool holds one session (POOL_SIZE), and a statement sent into a cut waits after the
- * heal for TCP to retransmit it, backed off as long as the cut lasted, with every later statement,
- * heartbeats included, queued behind it: PostgreSQL partition run, the coordinators were
- * connected again 6.5 s after a heal (their leader election with them) while their lock
- * sessions, opened anew, worked at once.
- */
-export async function pooledWithin<T>(session: object, work: Promise<T>, ms: number): Promise<T> {
-  try {
-    return await withDeadline(work, ms)
-  } catch (err) {
-    if (err instanceof DeadlineError) {
-      work.catch(() => {})
-      sessionSocket(session)?.destroy()
-    }
-    throw err
-  }
 }
 
 /**
