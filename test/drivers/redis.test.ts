@@ -433,7 +433,7 @@ describe('redis driver', { concurrency: 4 }, () => {
     const reply = ['name', 'm', 'ip', '10.0.0.5', 'port', '6380', 'runid', 'abc123', 'flags', 'master', 'config-epoch', '4']
     const s1 = { host: 's1', port: 26379 }
     const view = parseMasterView(reply, s1)
-    assert.deepEqual(view, { host: '10.0.0.5', port: 6380, runId: 'abc123', configEpoch: 4, settled: true, sentinel: 's1:26379', sentinelAt: s1 })
+    assert.deepEqual(view, { host: '10.0.0.5', port: 6380, runId: 'abc123', configEpoch: 4, settled: true, sentinel: s1 })
     // During a failover a sentinel has raised the epoch but still names the old master: such a view proves nothing.
     for (const flags of ['master,s_down', 'master,s_down,o_down', 'master,failover_in_progress']) {
       assert.equal(parseMasterView(reply.map((x) => (x === 'master' ? flags : x)), s1).settled, false, flags)

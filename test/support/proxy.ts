@@ -138,14 +138,16 @@ export class TcpProxy {
     const forward = (from: Socket, to: Socket): void => {
       from.on('data', (chunk: Buffer) => {
         if (this.#stalled.has(pair)) return
-        if (from === client && this.#stallOn !== undefined && chunk.toString('latin1').toLowerCase().includes(this.#stallOn)) {
+        const text = from === client && (this.#stallOn ?? this.#stallAfter) !== undefined ? chunk.toString('latin1').toLowerCase() : undefined
+        const clientSends = (what: string | undefined): boolean => text !== undefined && what !== undefined && text.includes(what)
+        if (clientSends(this.#stallOn)) {
           this.#stalled.add(pair)
           return
         }
         const write = (): void => {
           if (!to.destroyed) to.write(chunk)
         }
-        if (from === client && this.#stallAfter !== undefined && chunk.toString('latin1').toLowerCase().includes(this.#stallAfter)) {
+        if (clientSends(this.#stallAfter)) {
           this.#stallAfter = undefined
           write()
           this.#stalled.add(pair)

@@ -463,7 +463,7 @@ class RedisDriver implements CoordinationDriver {
       if (!isNamedMaster(view, server)) {
         this.#notMaster(client, view)
         throw new ConnectionError(
-          `The Redis server this client is connected to (${server.host}:${server.port}) is no longer the master "${view.host}:${view.port}" that sentinel ${view.sentinel} names: reconnecting`,
+          `The Redis server this client is connected to (${server.host}:${server.port}) is no longer the master "${view.host}:${view.port}" that sentinel ${view.sentinel.host}:${view.sentinel.port} names: reconnecting`,
         )
       }
       this.#confirmed = { generation, epoch: view.configEpoch }
@@ -485,7 +485,7 @@ class RedisDriver implements CoordinationDriver {
     this.#ctx.log.warn('the sentinels name another master: reconnecting', { master: `${view.host}:${view.port}`, epoch: view.configEpoch })
     if (this.#client !== client || this.#stopping) return
     // The sentinel that named the new master is reachable: ioredis asks it first, not whichever comes next in its list.
-    askSentinelFirst(client, view.sentinelAt)
+    askSentinelFirst(client, view.sentinel)
     client.disconnect(true)
   }
 

@@ -67,10 +67,8 @@ export interface MasterView {
    * at which epoch.
    */
   settled: boolean
-  /** Which Sentinel said so, for messages. */
-  sentinel: string
-  /** That Sentinel's address. */
-  sentinelAt: HostPort
+  /** Which Sentinel said so. */
+  sentinel: HostPort
 }
 
 /**
@@ -150,7 +148,7 @@ export class SentinelAsker {
 }
 
 /** SENTINEL MASTER's flat field/value list to a view; throws when a field is missing. */
-export function parseMasterView(reply: unknown, sentinelAt: HostPort): MasterView {
+export function parseMasterView(reply: unknown, sentinel: HostPort): MasterView {
   if (!Array.isArray(reply)) throw new Error(`unexpected SENTINEL MASTER reply ${String(reply)}`)
   const fields = new Map<string, string>()
   for (let i = 0; i + 1 < reply.length; i += 2) fields.set(String(reply[i]), String(reply[i + 1]))
@@ -161,7 +159,7 @@ export function parseMasterView(reply: unknown, sentinelAt: HostPort): MasterVie
     throw new Error(`SENTINEL MASTER reply lacks ip, port or config-epoch`)
   }
   const settled = !/\b(s_down|o_down|failover_in_progress)\b/.test(fields.get('flags') ?? '')
-  return { host, port, runId: fields.get('runid') ?? '', configEpoch, settled, sentinel: `${sentinelAt.host}:${sentinelAt.port}`, sentinelAt }
+  return { host, port, runId: fields.get('runid') ?? '', configEpoch, settled, sentinel }
 }
 
 /**
