@@ -1,7 +1,9 @@
 /** The heartbeat loop's schedule, on mocked timers: half the interval, backoff, never later than the lapse. */
 import assert from 'node:assert/strict'
 import { describe, it, mock } from 'node:test'
-import { HeartbeatLoop } from '../../src/coordination/runtime/heartbeat.js'
+import type { DriverLock } from '../../src/coordination/driver.js'
+import { HeartbeatLoop, settleLapses } from '../../src/coordination/runtime/heartbeat.js'
+import { HeldLocks } from '../../src/coordination/runtime/held-locks.js'
 import { ConnectionError, type RollcallError } from '../../src/index.js'
 
 /** Settles what the ticked timers started: promise chains, and the expiry judged after the turn's I/O (setImmediate is not mocked). */
@@ -140,6 +142,19 @@ describe('unit: heartbeat expiry', () => {
     return { loop, seen }
   }
 
+  /** A loop whose beat, sent 450 to 500 ms in, never answers: its deadline stays at 1000 ms. */
+  const hanging = () => {
+    const seen = { expired: 0 }
+    const loop = new HeartbeatLoop({
+      beat: () => new Promise<number>(() => {}),
+      onFailure: () => {},
+      onSuccess: () => {},
+      onExpired: () => seen.expired++,
+    })
+    loop.start(1000, Date.now())
+    return { loop, seen }
+  }
+
   it('heartbeat: where a session keeps liveness (deadline hook), a beat answered just before the deadline, read in the same turn as the deadline fires (a stalled loop), is not an expiry', async (t) => {
     mock.timers.enable({ apis: ['setTimeout', 'Date'] })
     t.after(() => mock.timers.reset())
@@ -156,19 +171,64 @@ describe('unit: heartbeat expiry', () => {
     loop.stop()
   })
 
-  it('heartbeat: a lease (no deadline hook) lapses in the deadline timer itself, before anything read in that turn', async (t) => {
+  it('heartbeat: a lease (no deadline hook) whose timer runs on time lapses in the timer itself, before anything read after it', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'] })
+    t.after(() => mock.timers.reset())
+    const { loop, seen } = hanging()
+    mock.timers.tick(500)
+    await flush()
+    // Judged a turn later, a rival's grant read in that turn's I/O (another coordinator of the process) came before the
+    // holder was told (Redis fault suite, a holder cut off at a proxy).
+    mock.timers.tick(500)
+    assert.equal(seen.expired, 1, 'lapsed within the timers phase')
+    loop.stop()
+  })
+
+  it('heartbeat: a lease whose timer a stall held up, with its beat answered in time, reads the answer before judging: no lapse', async (t) => {
     mock.timers.enable({ apis: ['setTimeout', 'Date'] })
     t.after(() => mock.timers.reset())
     const { loop, seen } = answeredInTime()
     mock.timers.tick(500)
     await flush()
-    // The stall again: this time the lease is judged lapsed first. Judged after the turn's I/O, a rival's grant read in that
-    // I/O (another coordinator of the process) came before the holder was told.
+    // A stall: the answer and the deadline timer are due in one turn, the timer 100 ms late.
     mock.timers.tick(600)
-    assert.equal(seen.expired, 1, 'lapsed within the timers phase, before the answer was read')
+    assert.equal(seen.expired, 0, 'not judged in the held-up timer')
     await flush()
-    assert.equal(seen.late.length, 1, 'the answer is still read, late')
+    assert.equal(seen.expired, 0, 'the answer that came in time was read before the lapse was judged')
+    assert.equal(seen.late.length, 1, 'the beat succeeded')
     assert.ok(seen.late[0]! > 0, `reported late: ${seen.late[0]} ms`)
+    loop.stop()
+  })
+
+  it('heartbeat: a lapse not judged yet after a stall (its timer held up, or not run) is told at once by settleLapses(), before a grant', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'] })
+    t.after(() => mock.timers.reset())
+    for (const stall of ['the timer ran late', 'the timer has not run'] as const) {
+      const { loop, seen } = hanging()
+      mock.timers.tick(500)
+      await flush()
+      if (stall === 'the timer ran late') mock.timers.tick(600)
+      else mock.timers.setTime(Date.now() + 600)
+      assert.equal(seen.expired, 0, `${stall}: not judged yet`)
+      settleLapses()
+      assert.equal(seen.expired, 1, `${stall}: judged by settleLapses()`)
+      mock.timers.tick(1000)
+      await flush()
+      assert.equal(seen.expired, 1, `${stall}: told once`)
+      loop.stop()
+    }
+  })
+
+  it('heartbeat: a grant recorded in this process (HeldLocks.track) tells a lapse due by then first', async (t) => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'] })
+    t.after(() => mock.timers.reset())
+    const { loop, seen } = hanging()
+    mock.timers.tick(500)
+    await flush()
+    mock.timers.setTime(Date.now() + 600)
+    const rival = { name: 'l', driverLock: {} as DriverLock, lost: () => {} }
+    new HeldLocks().track(rival)
+    assert.equal(seen.expired, 1, 'the lapse was told before the grant was recorded')
     loop.stop()
   })
 

@@ -309,9 +309,10 @@ export class Elections {
 
   /** Records the term and runs the callbacks; resolves once every callback has settled. */
   async #elected(c: Candidacy): Promise<void> {
+    // Tracked first: a lapse it tells of (settleLapses) finds this term not begun.
+    this.#host.track(c.held)
     c.leading = true
     c.term = { controller: new AbortController(), token: this.#host.fencing ? c.lock.fencingToken : undefined }
-    this.#host.track(c.held)
     publish(electionWonChannel, () => ({ ...this.#host.trace, group: c.group, term: c.term?.token }))
     const event = { group: c.group, member: this.#host.memberId }
     this.#host.emitElected(event)

@@ -13,6 +13,27 @@
  */
 import { asRollcallError, type RollcallError } from '../../errors.js'
 
+/**
+ * A deadline timer that fires more than this after its deadline was held up: the event loop was
+ * busy (a stall, a GC pause), and answers that came in meanwhile may still be unread.
+ */
+const HELD_UP_MS = 20
+
+/** Each armed loop's check of its deadline, for settleLapses(). */
+const armed = new Set<() => void>()
+
+/**
+ * Judges now the lapse of every loop in the process whose deadline has passed and is not judged
+ * yet: called before a grant (a lock, a leadership) is recorded. A lapse judged after the turn's
+ * I/O (#armExpiry), or whose timer a stall has not let run yet, is then told before the grant:
+ * a rival in this process granted what a lapsed lease held (the lease had to lapse on the
+ * backend for it) never holds it while the old holder still believes.
+ * @internal
+ */
+export function settleLapses(): void {
+  for (const settle of [...armed]) settle()
+}
+
 /** How the loop reports to its owner. */
 export interface HeartbeatHooks {
   /** One beat: returns milliseconds until liveness lapses without another. */
@@ -123,6 +144,7 @@ export class HeartbeatLoop {
     this.#stopped = true
     clearTimeout(this.#timer)
     clearTimeout(this.#expiry)
+    armed.delete(this.#settle)
     this.#timer = undefined
   }
 
@@ -167,25 +189,44 @@ export class HeartbeatLoop {
   /**
    * Client-side expiry does not wait for a beat to fail: a beat stuck on a silent server never does.
    *
-   * Where the owner's session keeps liveness between beats (hooks.deadline: ZooKeeper), this
-   * deadline is a backstop behind the session's own expiry, and the lapse is judged after this
-   * turn's I/O, as the session's watchdog judges: timers run before sockets are read, so after a
-   * stall an answer that came in time (a session's ping) would still be unread. Elsewhere the
-   * deadline is the lease's own, which the backend cannot pass before it, and it is judged in the
-   * timer: judged a turn later, a rival's grant read in that turn's I/O (another coordinator of
-   * the same process) came first (Redis fault suite, a holder cut off at a proxy: the rival took
-   * the lock 1 ms before the holder was told it had lost it). A beat answered in time but unread
-   * after a stall then costs a loss the backend did not see; never an overlap.
+   * A lease's deadline (no hooks.deadline) is judged in its timer when the timer runs on time:
+   * nothing read after it can come first (the Redis fault suite, a holder cut off at a proxy:
+   * judged a turn later, a rival's grant read in that turn's I/O, another coordinator of the same
+   * process, came 1 ms before the holder was told). A timer held up by a stall, with a beat in
+   * flight, is judged after the turn's I/O instead: the beat's answer may have come in time and
+   * be waiting unread (the process-stall fault test: lost, then the answer 1 ms later). Whether
+   * Node runs such a timer before that I/O depends on what else ran in the stalled turn; a rival
+   * granted meanwhile in this process is held back by settleLapses(). Where the owner's session
+   * keeps liveness between beats (hooks.deadline: ZooKeeper), this deadline is a backstop behind
+   * the session's own expiry, and is always judged after the turn's I/O, as the session's
+   * watchdog judges.
    */
   #armExpiry(): void {
     clearTimeout(this.#expiry)
+    this.#expiry = undefined
     if (this.#stopped || !Number.isFinite(this.#deadline)) return
-    const judge = (): void => {
-      if (this.#expiry === timer && !this.#stopped && !this.#extend()) this.#hooks.onExpired?.()
-    }
-    const timer = setTimeout(this.#hooks.deadline ? () => setImmediate(judge) : judge, Math.max(0, this.#deadline - Date.now()))
+    armed.add(this.#settle)
+    const timer = setTimeout(() => {
+      const heldUp = Date.now() - this.#deadline > HELD_UP_MS && this.#running !== undefined && this.#runningOnCurrent
+      if (!this.#hooks.deadline && !heldUp) this.#judge()
+      else setImmediate(() => this.#expiry === timer && this.#judge())
+    }, Math.max(0, this.#deadline - Date.now()))
     timer.unref()
     this.#expiry = timer
+  }
+
+  /** settleLapses() for this loop: judges the deadline if it has passed and is armed still. */
+  readonly #settle = (): void => {
+    if (this.#expiry !== undefined && Date.now() >= this.#deadline) this.#judge()
+  }
+
+  /** The deadline has passed: tells the owner once, unless its session has moved the deadline on. */
+  #judge(): void {
+    if (this.#stopped || this.#extend()) return
+    clearTimeout(this.#expiry)
+    this.#expiry = undefined
+    armed.delete(this.#settle)
+    this.#hooks.onExpired?.()
   }
 
   /** Moves the deadline, and the expiry timer, to the owner's current deadline when that is later; true if it moved. */

@@ -8,6 +8,7 @@
 import { ConnectionError } from '../../errors.js'
 import type { DriverLock } from '../driver.js'
 import type { HeldLock } from '../lock.js'
+import { settleLapses } from './heartbeat.js'
 
 /** Why a lock the beat could not keep is lost. */
 export const LEASE_LAPSED = 'its lease lapsed or another holder took it'
@@ -29,7 +30,9 @@ export class HeldLocks {
     return new Set([...this.#held].map((l) => l.driverLock))
   }
 
+  /** Records a grant (a lock, a leader lock): a lapse in this process due by now is told first (settleLapses). */
   track(lock: HeldLock): void {
+    settleLapses()
     this.#held.add(lock)
   }
 
