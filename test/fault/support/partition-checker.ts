@@ -221,7 +221,8 @@ export class PartitionHistoryError extends Error {
 
 type Entry<T extends HistoryEntry['type']> = Extract<HistoryEntry, { type: T }>
 
-interface Cut {
+/** A cut of a history and its heal. */
+export interface Cut {
   id: number
   at: number
   takesLeader: boolean
@@ -229,6 +230,8 @@ interface Cut {
   healAt: number
   /** Hosts on the majority side (empty: there is none). */
   majority: ReadonlySet<string>
+  /** Hosts on every other side. */
+  cutOff: ReadonlySet<string>
 }
 
 interface Belief {
@@ -262,7 +265,8 @@ function tally<T extends object>(items: T[]): Tally<T> {
   return { count: items.length, maxMs: worst && msOf(worst), worst, items }
 }
 
-function cutsOf(h: readonly HistoryEntry[]): Cut[] {
+/** The cuts of a valid history, each with its heal; the majority side as the cut record says (see the file's doc). */
+export function cutsOf(h: readonly HistoryEntry[]): Cut[] {
   const cuts: Cut[] = []
   let open: Entry<'nemesis'> & { what: 'cut' } | undefined
   for (const e of h) {
@@ -274,7 +278,16 @@ function cutsOf(h: readonly HistoryEntry[]): Cut[] {
       if (!open) throw new PartitionHistoryError(`the heal of line ${e.id} heals no cut`)
       const all = open.sides.flat().length
       const majority = (open.majority === undefined ? open.sides.find((s) => s.length * 2 > all) : open.sides[open.majority]) ?? []
-      cuts.push({ id: open.id, at: open.at, takesLeader: open.takesLeader === true, healId: e.id, healAt: e.at, majority: new Set(majority) })
+      const cutOff = open.sides.flat().filter((x) => !majority.includes(x))
+      cuts.push({
+        id: open.id,
+        at: open.at,
+        takesLeader: open.takesLeader === true,
+        healId: e.id,
+        healAt: e.at,
+        majority: new Set(majority),
+        cutOff: new Set(cutOff),
+      })
       open = undefined
     }
   }

@@ -4,7 +4,8 @@
  * (backend, class of finding, and where it happened relative to the cuts); everything else is
  * new and fails the test. Under FAULT_STRICT=1 nothing is excused.
  */
-import type { FalseDown, FencingViolation, Lost, Overlap, PartitionReport } from '../../fault/support/partition-checker.js'
+import { cutsOf, type Cut, type FalseDown, type FencingViolation, type Lost, type Overlap,
+  type PartitionReport } from '../../fault/support/partition-checker.js'
 import type { HistoryEntry } from '../../fault/support/partition-history.js'
 import type { KnownBug } from '../../fault/support/known.js'
 import type { PartitionBackend } from './run.js'
@@ -18,27 +19,6 @@ export interface Verdict {
   known: Map<KnownBug, number>
   /** Findings no known bug explains, one line each. */
   unknown: string[]
-}
-
-interface CutSpan {
-  at: number
-  healAt: number
-  /** Hosts on the minority side (every side but the largest, or but the one the cut names its majority). */
-  cutOff: Set<string>
-  /** The cut took the cluster's leader (for Redis: the master) to the minority side. */
-  takesLeader: boolean
-}
-
-function cutsOf(h: readonly HistoryEntry[]): CutSpan[] {
-  const out: CutSpan[] = []
-  for (const e of h) {
-    if (e.type !== 'nemesis') continue
-    if (e.what === 'cut') {
-      const largest = e.majority === undefined ? [...e.sides].sort((a, b) => b.length - a.length)[0]! : e.sides[e.majority]!
-      out.push({ at: e.at, healAt: Infinity, cutOff: new Set(e.sides.flat().filter((x) => !largest.includes(x))), takesLeader: e.takesLeader === true })
-    } else if (out.length > 0) out.at(-1)!.healAt = e.at
-  }
-  return out
 }
 
 /** Splits `report`'s findings (see the file's doc). */
@@ -58,9 +38,9 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
     else unknown.push(line)
   }
   /** Whether `process` wrote no record from the cut to its heal (a paused process writes nothing). */
-  const silent = (process: string, c: CutSpan): boolean => !history.some((e) => e.process === process && e.at > c.at && e.at < c.healAt)
+  const silent = (process: string, c: Cut): boolean => !history.some((e) => e.process === process && e.at > c.at && e.at < c.healAt)
   /** During a cut, or within `afterMs` of its heal. */
-  const nearCut = (t: number, afterMs: number): CutSpan | undefined => cuts.find((c) => c.at <= t && t <= c.healAt + afterMs)
+  const nearCut = (t: number, afterMs: number): Cut | undefined => cuts.find((c) => c.at <= t && t <= c.healAt + afterMs)
 
   for (const o of report.beliefOverlaps.items as Overlap[]) {
     const pair = [hostOf.get(o.stale.process), hostOf.get(o.granted.process)]
