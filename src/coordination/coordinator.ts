@@ -459,7 +459,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
         call: (op, fn) => runtime.call(op, fn),
         track: (l) => runtime.locks.track(l),
         untrack: (l) => runtime.locks.untrack(l),
-        settled: (l) => runtime.locks.settled(l),
+        acquiring: (l) => runtime.locks.acquiring(l),
         releaseFailed: (l, err) => runtime.locks.releaseFailed(l, err),
         emitLockLost: (lockName, reason) => this.emit('lockLost', { name: lockName, reason }),
         stopSignal: runtime.stopSignal,

@@ -50,8 +50,11 @@ export interface HeldLock {
 export interface HoldKeeper {
   track(lock: HeldLock): void
   untrack(lock: HeldLock): void
-  /** Resolves once no release of `lock` given up on a lost connection is under way (HeldLocks.settled). */
-  settled(lock: DriverLock): Promise<void>
+  /**
+   * Before an acquisition of `lock`: resolves once no release of it given up on a lost connection is
+   * under way, and keeps any from starting until the returned function is called (HeldLocks.acquiring).
+   */
+  acquiring(lock: DriverLock): Promise<() => void>
   /** A release of `lock` failed with `err` (HeldLocks.releaseFailed). */
   releaseFailed(lock: DriverLock, err: unknown): void
 }
@@ -196,13 +199,15 @@ export class Lock {
     this.#acquiring = true
     // A wait must keep the process alive until it settles (memory:// and file:// have no socket).
     const letGo = keepAlive()
+    let acquiring: Promise<() => void> | undefined
     try {
       // An attempt of an earlier wait that outlived its deadline settles (and frees what it took) first, and so does a release of
       // this driver lock given up on a lost connection: a new attempt must not overlap either. That wait counts against the
       // deadline: either can take a request timeout or more to a host cut off (the etcd partition run's acquires of 3 s returned
       // after 10-17 s).
       const startedAt = performance.now()
-      const before = Promise.all([this.#late, this.#host.settled(this.driverLock)])
+      acquiring = this.#host.acquiring(this.driverLock)
+      const before = Promise.all([this.#late, acquiring])
       if (!(await (blocking && timeoutMs !== undefined ? within(before, timeoutMs) : before.then(() => true)))) return false
       const leftMs = timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - startedAt))
       const got = blocking
@@ -213,6 +218,7 @@ export class Lock {
     } finally {
       letGo()
       this.#acquiring = false
+      void acquiring?.then((end) => end())
     }
   }
 

@@ -182,6 +182,33 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
     assert.equal(await lock.release(), true)
   })
 
+  it('contract: a release given up on a lost connection does not go out while the same lock is being taken again', async (t) => {
+    // A MariaDB partition run: the reconnect's beat sent the release still owed for a lost term while the member was being elected
+    // again; it freed the new hold on the server, and the next leader was elected 217 ms before the first was told.
+    const { c, f, other, name, lock } = await heldBeside(t)
+    f.failBeats = true
+    const lockLost = nextEvent<{ name: string }>(c, 'lockLost', (e) => e.name === name, 2_000)
+    f.events!.connectionState('lost', new Error('cut off'))
+    await lockLost
+    // Meanwhile the backend ended the old hold (a session lock's session ended).
+    assert.equal(await other.getLock(name).break(), true)
+    // The backend answers again, and the application takes the lock again before any beat went out: the release is still to send.
+    // The backend grants it; the grant's answer is slow.
+    f.failBeats = false
+    let letGrant!: () => void
+    f.holdAcquired = new Promise((r) => (letGrant = r))
+    const again = lock.acquire({ blocking: false })
+    await sleep(50)
+    // The reconnect's beat goes out meanwhile, and with it the releases still to send.
+    f.events!.connectionState('reconnected')
+    await sleep(50)
+    letGrant()
+    f.holdAcquired = undefined
+    assert.equal(await again, true)
+    assert.equal(await other.getLock(name).acquire({ blocking: false }), false, 'the lock taken again was freed under its holder')
+    assert.equal(await lock.release(), true)
+  })
+
   it('contract: with rejoin off, joining a group presumed lost that the backend still lists takes the membership back with the new capabilities', async (t) => {
     // The PostgreSQL partition run: a beat reached the server but its answer did not (drop-out), so the member presumed its row
     // lapsed while the server had just extended it; the service-group driver's join after the heal answered MemberExistsError,

@@ -40,6 +40,8 @@ export interface Faults {
   heldBeats?: number
   /** While set, a lock's release() waits for it before it gets to the backend (a release whose connection is slow to come back). */
   holdReleases?: Promise<void>
+  /** While set, a lock's tryAcquire() answers only once it resolves, after the backend granted it (a grant whose answer is slow). */
+  holdAcquired?: Promise<void>
   /** Beats answered, and refresh() calls on this member's locks. */
   beats?: number
   refreshes?: number
@@ -125,6 +127,7 @@ registerDriver('faulty', async () => ({
               if (f.failBeats) return Promise.reject(new ConnectionError('injected outage'))
               const call = (): unknown => (value as (...a: unknown[]) => unknown).apply(target, args)
               if (prop === 'release' && f.holdReleases) return f.holdReleases.then(call)
+              if (prop === 'tryAcquire') return Promise.resolve(call()).then(async (got) => (await f.holdAcquired, got))
               if (prop !== 'refresh') return call()
               f.refreshes = (f.refreshes ?? 0) + 1
               f.refreshesInFlight = (f.refreshesInFlight ?? 0) + 1

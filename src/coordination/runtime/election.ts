@@ -211,15 +211,18 @@ export class Elections {
     if (c.leading || Date.now() < c.holdoffUntil || this.#host.stopSignal.aborted) return Promise.resolve()
     // An attempt under way (a tick's, a wake-up's) is joined, so that runWatchers() settles with it.
     c.attempt = (async () => {
+      const end = await this.#host.acquiring(c.lock)
       try {
-        await this.#host.settled(c.lock)
         if (!(await this.#host.call('run for election', () => c.lock.tryAcquire()))) {
+          end()
           await this.#wakeAtChance(c)
           return
         }
       } catch (err) {
         this.#host.warn(asRollcallError(err, `Running for leader of ${c.group}`))
         return
+      } finally {
+        end()
       }
       // Withdrawn (or stopped) while the attempt was under way: the lock is not wanted any more.
       if (this.#candidacies.get(c.group) !== c) {
@@ -286,10 +289,17 @@ export class Elections {
       while (!signal.aborted && this.#candidacies.get(c.group) === c && !c.leading) {
         try {
           if (Date.now() < c.holdoffUntil) await sleep(c.holdoffUntil - Date.now(), signal)
-          await this.#host.settled(c.lock)
-          if (await this.#host.call('run for election', () => queue.acquireWaiting(signal, 'exclusive'))) {
+          const end = await this.#host.acquiring(c.lock)
+          let elected: boolean
+          try {
+            elected = await this.#host.call('run for election', () => queue.acquireWaiting(signal, 'exclusive'))
+            // Tracked (#elected) before the mark ends: no release of a lost term can come between.
+            if (elected && !signal.aborted && this.#candidacies.get(c.group) === c) void this.#elected(c)
+          } finally {
+            end()
+          }
+          if (elected) {
             if (signal.aborted || this.#candidacies.get(c.group) !== c) await c.lock.release().catch(() => false)
-            else void this.#elected(c)
           } else if (!signal.aborted) {
             // Refused without waiting: the lock of a lost term is still being released (SQL drivers
             // refuse while they hold it). Trying again at once would spin on promises alone and

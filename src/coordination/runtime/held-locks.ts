@@ -20,6 +20,8 @@ export class HeldLocks {
   readonly #abandoned = new Set<DriverLock>()
   /** Releases of abandoned driver locks under way: nothing takes such a lock again until its release has settled. */
   readonly #releasing = new Map<DriverLock, Promise<unknown>>()
+  /** Acquisitions under way, by driver lock (acquiring()): no release of an abandoned lock starts meanwhile. */
+  readonly #acquiring = new Map<DriverLock, number>()
 
   get size(): number {
     return this.#held.size
@@ -65,8 +67,9 @@ export class HeldLocks {
   /** Every held lock is lost (the connection was); each is released on the backend once it answers. */
   loseAll(reason: string): void {
     for (const l of [...this.#held]) {
-      l.lost(reason)
+      // Owed before it is told: a campaign that the loss starts again finds the release to send first (acquiring()).
       this.#abandoned.add(l.driverLock)
+      l.lost(reason)
     }
     void this.releaseAbandoned()
   }
@@ -86,7 +89,8 @@ export class HeldLocks {
    * Frees, on the backend, locks given up when the connection was lost: if the backend still has
    * our entry (a lease not lapsed yet, or a false alarm), it must not block others, or our own
    * re-election. Release compares ownership, so it never frees another holder; a lock taken again
-   * meanwhile is left alone. Kept until the backend answers.
+   * meanwhile is left alone, and so is one being taken again (acquiring()). Kept until the backend
+   * answers.
    *
    * One release at a time per lock: a session lock (SQL) releases whatever its session holds when
    * the call gets to it, so a second call made while the first awaits its answer could free the
@@ -96,31 +100,52 @@ export class HeldLocks {
     if (this.#abandoned.size === 0) return
     const tracked = this.driverLocks()
     await Promise.all([...this.#abandoned].map(async (lock) => {
+      // Being taken again: released once that acquisition has failed, dropped once it has succeeded (tracked).
+      if (this.#acquiring.has(lock)) return
       this.#abandoned.delete(lock)
-      if (tracked.has(lock)) return
-      const release = lock.release()
-      this.#releasing.set(lock, release)
-      try {
-        await release
-      } catch {
-        // Still unreachable: the next beat or reconnect tries again, unless the lock was taken again meanwhile.
-        if (!this.driverLocks().has(lock)) this.#abandoned.add(lock)
-      } finally {
-        if (this.#releasing.get(lock) === release) this.#releasing.delete(lock)
-      }
+      if (!tracked.has(lock)) await this.#release(lock)
     }))
   }
 
+  /** Sends the release of abandoned `lock`; still unreachable, it is kept for the next beat or reconnect, unless taken again meanwhile. */
+  async #release(lock: DriverLock): Promise<void> {
+    this.#abandoned.delete(lock)
+    const release = lock.release()
+    this.#releasing.set(lock, release)
+    try {
+      await release
+    } catch {
+      if (!this.driverLocks().has(lock)) this.#abandoned.add(lock)
+    } finally {
+      if (this.#releasing.get(lock) === release) this.#releasing.delete(lock)
+    }
+  }
+
   /**
-   * Resolves once no release of `lock` given up on a lost connection is under way. An acquire of
-   * that driver lock waits for it: the release frees whatever the lock holds when it gets to the
-   * backend (a session lock releases on the session it finds, an answer lost in a cut is sent
-   * again), so a hold taken meanwhile would be freed under its holder, who would not be told
-   * (MariaDB partition run: a holder granted the lock just after its reconnect lost it on the
-   * server 21 ms later, and the next holder was granted it 436 ms before the first was told).
+   * Before an acquisition of `lock`: a release of it given up on a lost connection settles first
+   * (one still waiting for the backend to answer is sent now), and none starts until the returned
+   * function is called, once the acquisition has settled. The release frees whatever the lock
+   * holds when it gets to the backend (a session lock releases on the session it finds, an answer
+   * lost in a cut is sent again), so a hold taken meanwhile would be freed under its holder, who
+   * would not be told. MariaDB partition runs: a holder granted the lock just after its reconnect
+   * lost it on the server 21 ms later, the next holder granted it 436 ms before the first was told;
+   * and, a release still to send when the reconnect's beat went out, a leader elected 5 ms after
+   * its reconnect lost the lock to that release, and the next leader was elected 217 ms before
+   * the first was told.
    */
-  async settled(lock: DriverLock): Promise<void> {
-    await this.#releasing.get(lock)?.catch(() => {})
+  async acquiring(lock: DriverLock): Promise<() => void> {
+    this.#acquiring.set(lock, (this.#acquiring.get(lock) ?? 0) + 1)
+    let ended = false
+    const end = (): void => {
+      if (ended) return
+      ended = true
+      const left = this.#acquiring.get(lock)! - 1
+      if (left > 0) this.#acquiring.set(lock, left)
+      else this.#acquiring.delete(lock)
+    }
+    if (this.#abandoned.has(lock) && !this.#releasing.has(lock)) await this.#release(lock)
+    else await this.#releasing.get(lock)?.catch(() => {})
+    return end
   }
 
   /** The coordinator stops: every held lock is released (best effort) and told so. */

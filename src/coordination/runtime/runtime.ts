@@ -191,7 +191,7 @@ export class DriverRuntime {
       call: (op, fn) => this.call(op, fn, { internal: true }),
       track: (l) => this.locks.track(l),
       untrack: (l) => this.locks.untrack(l),
-      settled: (l) => this.locks.settled(l),
+      acquiring: (l) => this.locks.acquiring(l),
       releaseFailed: (l, err) => this.locks.releaseFailed(l, err),
       emitElected: (e) => emit('leaderElected', e),
       emitLost: (group, reason) => emit('leadershipLost', { group, reason }),
