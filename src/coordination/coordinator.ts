@@ -196,14 +196,7 @@ export class Coordinator extends EventEmitter<CoordinatorEvents> {
     } catch (err) {
       // Not while the connection is lost: the membership found may stand on a session or lease about to lapse (membership.ts, mayRejoin).
       if (!(err instanceof MemberExistsError) || !runtime.membership.wasDropped(group) || runtime.connection === 'lost') throw err
-      const update = runtime.driver.updateCapabilities
-      if (update && runtime.capabilities.has('updateCapabilities')) {
-        await runtime.call('update capabilities', () => update.call(runtime.driver, group, bytes)).catch(async (e: unknown) => {
-          // Lapsed meanwhile: a join now makes it anew.
-          if (!(e instanceof MemberNotJoinedError)) throw e
-          await join()
-        })
-      }
+      await runtime.membership.takeBack(group, bytes, join)
     }
     runtime.membership.set(group, bytes)
   }

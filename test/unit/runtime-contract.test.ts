@@ -209,6 +209,25 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
     assert.equal(await lock.release(), true)
   })
 
+  it('contract: a rejoin that finds the membership still listed renews it (its lease with it), as a join would have made it', async (t) => {
+    // A PostgreSQL partition run: a rejoin 0.1 s after a heal found the member's row still live, left it as it was (nothing had
+    // renewed it since the loss), and the row lapsed 0.6 s later, before the next beat: every member saw it leave.
+    const nextBeatMs = 1_000
+    const { c, f } = await open(t, rid('s'), nextBeatMs)
+    const g = rid('g')
+    await c.joinGroupCreate(g, { v: 1 })
+    const lost = nextEvent<{ group: string }>(c, 'membershipLost', (e) => e.group === g, nextBeatMs * 3)
+    const rejoined = nextEvent<{ group: string }>(c, 'rejoined', (e) => e.group === g, nextBeatMs * 6)
+    f.failBeats = true
+    await lost
+    // The backend answers again, and still lists the member (the memory backend never expires one).
+    const updates = f.capabilityUpdates ?? 0
+    f.failBeats = false
+    await rejoined
+    assert.equal((f.capabilityUpdates ?? 0) - updates, 1, 'the membership found in place was renewed')
+    assert.deepEqual(await c.getMemberCapabilities(g, c.memberId), { v: 1 })
+  })
+
   it('contract: with rejoin off, joining a group presumed lost that the backend still lists takes the membership back with the new capabilities', async (t) => {
     // The PostgreSQL partition run: a beat reached the server but its answer did not (drop-out), so the member presumed its row
     // lapsed while the server had just extended it; the service-group driver's join after the heal answered MemberExistsError,

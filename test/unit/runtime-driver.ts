@@ -42,6 +42,8 @@ export interface Faults {
   holdReleases?: Promise<void>
   /** While set, a lock's tryAcquire() answers only once it resolves, after the backend granted it (a grant whose answer is slow). */
   holdAcquired?: Promise<void>
+  /** updateCapabilities() calls that reached the backend. */
+  capabilityUpdates?: number
   /** Beats answered, and refresh() calls on this member's locks. */
   beats?: number
   refreshes?: number
@@ -128,6 +130,7 @@ registerDriver('faulty', async () => ({
               const call = (): unknown => (value as (...a: unknown[]) => unknown).apply(target, args)
               if (prop === 'release' && f.holdReleases) return f.holdReleases.then(call)
               if (prop === 'tryAcquire') return Promise.resolve(call()).then(async (got) => (await f.holdAcquired, got))
+              if (prop === 'updateCapabilities') f.capabilityUpdates = (f.capabilityUpdates ?? 0) + 1
               if (prop !== 'refresh') return call()
               f.refreshes = (f.refreshes ?? 0) + 1
               f.refreshesInFlight = (f.refreshesInFlight ?? 0) + 1

@@ -7,7 +7,7 @@
  * `rejoin` is off, the member is put back with its last capabilities (`rejoined`) as soon as the
  * backend answers again, creating the group if it vanished too.
  */
-import { GroupExistsError, GroupNotFoundError, MemberExistsError, asRollcallError, type RollcallError } from '../../errors.js'
+import { GroupExistsError, GroupNotFoundError, MemberExistsError, MemberNotJoinedError, asRollcallError, type RollcallError } from '../../errors.js'
 
 interface Joined {
   capabilities: Uint8Array
@@ -29,6 +29,12 @@ export interface MembershipHost {
    */
   mayRejoin(): boolean
   join(group: string, capabilities: Uint8Array): Promise<void>
+  /**
+   * Renews a membership the backend lists, its capabilities and its lease (the driver's
+   * updateCapabilities); rejects with MemberNotJoinedError when it has lapsed. Absent where the
+   * driver has none.
+   */
+  renew?(group: string, capabilities: Uint8Array): Promise<void>
   create(group: string): Promise<void>
   emitLost(group: string, reason: string): void
   emitRejoined(group: string): void
@@ -152,12 +158,29 @@ export class Membership {
     }
   }
 
+  /**
+   * A membership the backend still lists, though this member was told it lost it: renewed with
+   * `capabilities` (its lease too), or, lapsed meanwhile, joined anew with `join`. Left as it is,
+   * it lapses when its last lease does, as nothing renewed it since the loss: a PostgreSQL
+   * partition run, a rejoin 0.1 s after a heal found the row still live, and it lapsed 0.6 s later,
+   * before the next beat.
+   */
+  async takeBack(group: string, capabilities: Uint8Array, join: () => Promise<void>): Promise<void> {
+    if (!this.#host.renew) return
+    try {
+      await this.#host.renew(group, capabilities)
+    } catch (err) {
+      if (!(err instanceof MemberNotJoinedError)) throw err
+      await join()
+    }
+  }
+
   async #joinCreating(group: string, capabilities: Uint8Array): Promise<void> {
     try {
       await this.#host.join(group, capabilities)
     } catch (err) {
-      // Still (or again) listed: that is what a rejoin wants.
-      if (err instanceof MemberExistsError) return
+      // Still (or again) listed: that is what a rejoin wants, renewed.
+      if (err instanceof MemberExistsError) return this.takeBack(group, capabilities, () => this.#host.join(group, capabilities))
       if (!(err instanceof GroupNotFoundError)) throw err
       await this.#host.create(group).catch((e: unknown) => {
         if (!(e instanceof GroupExistsError)) throw e

@@ -157,6 +157,9 @@ export class DriverRuntime {
           () => ({ ...this.trace, group: g, rejoin: true }),
           () => this.call('rejoin a group', () => d.joinGroup(g, caps), { internal: true }),
         ),
+      renew: d.updateCapabilities && this.capabilities.has('updateCapabilities')
+        ? (g, caps) => this.call('renew a membership', () => d.updateCapabilities!(g, caps), { internal: true })
+        : undefined,
       create: (g) => this.call('create a group', () => d.createGroup(g), { internal: true }),
       emitLost: (group, reason) => emit('membershipLost', { group, reason }),
       emitRejoined: (group) => emit('rejoined', { group }),
