@@ -27,6 +27,20 @@ async function heldBeside(t: TestContext): Promise<{ c: Coordinator; f: Faults; 
   return { c, f, other, name, lock }
 }
 
+/**
+ * heldBeside(), then an outage: the lock is lost and its release on the backend fails (the runtime keeps it, to send once the
+ * backend answers), while the backend ends the old hold (a session lock's session ended). Still failing on return.
+ */
+async function lostWithReleaseOwed(t: TestContext): Promise<{ f: Faults; other: Coordinator; name: string; lock: Lock }> {
+  const { c, f, other, name, lock } = await heldBeside(t)
+  f.failBeats = true
+  const lockLost = nextEvent<{ name: string }>(c, 'lockLost', (e) => e.name === name, 2_000)
+  f.events!.connectionState('lost', new Error('cut off'))
+  await lockLost
+  assert.equal(await other.getLock(name).break(), true)
+  return { f, other, name, lock }
+}
+
 describe('unit: runtime contract', { concurrency: 4 }, () => {
   it('contract: each suspended → reconnected costs one beat and one refresh of each held lock the beat left alone', async (t) => {
     const { c, f } = await open(t, rid('s'), NO_SCHEDULED_BEAT_MS)
@@ -159,14 +173,7 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
   })
 
   it('contract: a lock given up on a lost connection is not taken again until its release on the backend has settled', async (t) => {
-    const { c, f, other, name, lock } = await heldBeside(t)
-    // The outage: the lock is lost, and its release on the backend fails (the runtime keeps it, to send once the backend answers).
-    f.failBeats = true
-    const lockLost = nextEvent<{ name: string }>(c, 'lockLost', (e) => e.name === name, 2_000)
-    f.events!.connectionState('lost', new Error('cut off'))
-    await lockLost
-    // Meanwhile the backend ended the old hold (a session lock's session ended).
-    assert.equal(await other.getLock(name).break(), true)
+    const { f, other, name, lock } = await lostWithReleaseOwed(t)
     // Back: the kept release goes out, slowly; the application takes the lock again at once.
     let letRelease!: () => void
     f.holdReleases = new Promise((r) => (letRelease = r))
@@ -185,13 +192,7 @@ describe('unit: runtime contract', { concurrency: 4 }, () => {
   it('contract: a release given up on a lost connection does not go out while the same lock is being taken again', async (t) => {
     // A MariaDB partition run: the reconnect's beat sent the release still owed for a lost term while the member was being elected
     // again; it freed the new hold on the server, and the next leader was elected 217 ms before the first was told.
-    const { c, f, other, name, lock } = await heldBeside(t)
-    f.failBeats = true
-    const lockLost = nextEvent<{ name: string }>(c, 'lockLost', (e) => e.name === name, 2_000)
-    f.events!.connectionState('lost', new Error('cut off'))
-    await lockLost
-    // Meanwhile the backend ended the old hold (a session lock's session ended).
-    assert.equal(await other.getLock(name).break(), true)
+    const { f, other, name, lock } = await lostWithReleaseOwed(t)
     // The backend answers again, and the application takes the lock again before any beat went out: the release is still to send.
     // The backend grants it; the grant's answer is slow.
     f.failBeats = false
