@@ -1,12 +1,8 @@
 /**
  * Server sessions for SQL locks. tooz takes every lock on a connection of its own (an advisory
  * lock or GET_LOCK belongs to the session); opening one per acquire cost a connection setup each
- * time, so a coordinator keeps a released session a few seconds for its next acquire. The shared
- * pool's session is given up when a statement on it goes unanswered (pooledWithin()), and its
- * successor connects within a short bound (poolConnectMs()).
+ * time, so a coordinator keeps a released session a few seconds for its next acquire.
  */
-import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
-
 /** How {@link LockSessions} opens and ends one dialect's server sessions. */
 export interface SessionOps<S> {
   /** A new connected session (fails with the dialect's error once the driver is stopped). */
@@ -57,38 +53,6 @@ export function sessionSocket(session: object): SessionSocket | undefined {
 export function probeServer(session: object, idleMs: number): void {
   // Node counts whole seconds, and 0 would leave the kernel's default.
   sessionSocket(session)?.setKeepAlive?.(true, Math.max(1_000, idleMs))
-}
-
-/**
- * Runs `work` on a session checked out of the shared pool for it, within `ms`; past that the
- * session's socket is destroyed (the caller then has the pool drop it) and the call rejects with
- * DeadlineError. The pool holds one session (POOL_SIZE), and a statement sent into a cut waits
- * after the heal for TCP to retransmit it, backed off as long as the cut lasted, with every later
- * statement, heartbeats included, queued behind it (PostgreSQL partition run: the coordinators were
- * connected again 6.5 s after a heal, their leader election with them, while their lock sessions,
- * opened anew, worked at once).
- */
-export async function pooledWithin<T>(session: object, work: Promise<T>, ms: number): Promise<T> {
-  try {
-    return await withDeadline(work, ms)
-  } catch (err) {
-    if (err instanceof DeadlineError) {
-      work.catch(() => {})
-      sessionSocket(session)?.destroy()
-    }
-    throw err
-  }
-}
-
-/**
- * How long a new session of the shared pool may take to connect: a quarter of membership_timeout,
- * at least 1 s, at most the connect timeout. A session given up in a cut is replaced by one opened
- * during the cut, whose lost SYN TCP sends again 1, 3 and 7 s later: the first one after the heal
- * may come seconds after it. A bounded attempt that fails is made again by the next statement (the
- * heartbeat retries within a quarter of membership_timeout), with a SYN of its own.
- */
-export function poolConnectMs(timeoutMs: number, membershipTimeoutMs: number): number {
-  return Math.min(timeoutMs, Math.max(1_000, membershipTimeoutMs / 4))
 }
 
 /**
