@@ -290,17 +290,16 @@ export class Elections {
         try {
           if (Date.now() < c.holdoffUntil) await sleep(c.holdoffUntil - Date.now(), signal)
           const end = await this.#host.acquiring(c.lock)
-          let elected: boolean
+          let got: boolean
           try {
-            elected = await this.#host.call('run for election', () => queue.acquireWaiting(signal, 'exclusive'))
-            // Tracked (#elected) before the mark ends: no release of a lost term can come between.
-            if (elected && !signal.aborted && this.#candidacies.get(c.group) === c) void this.#elected(c)
+            got = await this.#host.call('run for election', () => queue.acquireWaiting(signal, 'exclusive'))
+            // Decided before the mark ends: a term is tracked (#elected) before any release of a lost one can go out.
+            if (got && (signal.aborted || this.#candidacies.get(c.group) !== c)) await c.lock.release().catch(() => false)
+            else if (got) void this.#elected(c)
           } finally {
             end()
           }
-          if (elected) {
-            if (signal.aborted || this.#candidacies.get(c.group) !== c) await c.lock.release().catch(() => false)
-          } else if (!signal.aborted) {
+          if (!got && !signal.aborted) {
             // Refused without waiting: the lock of a lost term is still being released (SQL drivers
             // refuse while they hold it). Trying again at once would spin on promises alone and
             // starve the event loop that has to finish that release.

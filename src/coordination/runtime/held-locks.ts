@@ -102,8 +102,8 @@ export class HeldLocks {
     await Promise.all([...this.#abandoned].map(async (lock) => {
       // Being taken again: released once that acquisition has failed, dropped once it has succeeded (tracked).
       if (this.#acquiring.has(lock)) return
-      this.#abandoned.delete(lock)
-      if (!tracked.has(lock)) await this.#release(lock)
+      if (tracked.has(lock)) this.#abandoned.delete(lock)
+      else await this.#release(lock)
     }))
   }
 

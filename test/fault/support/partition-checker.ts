@@ -276,9 +276,9 @@ export function cutsOf(h: readonly HistoryEntry[]): Cut[] {
       open = e
     } else {
       if (!open) throw new PartitionHistoryError(`the heal of line ${e.id} heals no cut`)
-      const all = open.sides.flat().length
-      const majority = (open.majority === undefined ? open.sides.find((s) => s.length * 2 > all) : open.sides[open.majority]) ?? []
-      const cutOff = open.sides.flat().filter((x) => !majority.includes(x))
+      const hosts = open.sides.flat()
+      const majority = (open.majority === undefined ? open.sides.find((s) => s.length * 2 > hosts.length) : open.sides[open.majority]) ?? []
+      const cutOff = hosts.filter((x) => !majority.includes(x))
       cuts.push({
         id: open.id,
         at: open.at,
