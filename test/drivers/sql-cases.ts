@@ -196,6 +196,29 @@ export function sqlDriverCases(backend: SqlBackend, url: string): void {
     t.diagnostic(`acquired ${Date.now() - killedAt} ms after SIGKILL of the holder`)
   })
 
+  it(
+    title(
+      'locks: a release lost on a silent session (a cut) rejects with ConnectionError; once the server answers, that session is ended and the lock is free',
+    ),
+    { timeout: 60_000 },
+    async (t) => {
+      // The lock session goes silent for good at its release, its close included, as a link lost in a cut whose retransmissions have
+      // backed off: the server keeps the session, and the lock, until its TCP gives up. The shared pool still answers.
+      const proxy = await TcpProxy.start(Number(hostPort.split(':')[1]))
+      t.after(() => proxy.close())
+      const a = await openSql(t, withQuery(url.replace(hostPort, `127.0.0.1:${proxy.port}`), 'timeout=2'))
+      const b = await openSql(t, url)
+      const name = rid('l')
+      const lock = a.getLock(name)
+      assert.equal(await lock.acquire(), true)
+      proxy.stallOn(backend === 'mysql' ? 'RELEASE_LOCK' : 'pg_advisory_unlock')
+      await assert.rejects(lock.release(), (err: unknown) => err instanceof ConnectionError && /got no answer/.test(err.message))
+      assert.equal(lock.acquired, false, 'released as far as the holder knows')
+      // The coordinator sends the release again at its next beat (a second of membership_timeout 2 s): the session is ended.
+      assert.equal(await b.getLock(name).acquire({ timeoutMs: 20_000 }), true, 'another member takes the lock')
+    },
+  )
+
   it(title('locks: a lock whose session is ended from outside is reported lost at once'), async (t) => {
     const admin = sqlAdmin(t, backend, url)
     const a = await openSql(t, url)

@@ -34,12 +34,12 @@ import type { MysqlOptions } from '../../config/driver-options.js'
 import { opt } from '../../config/options.js'
 import { sqlCommonOptions } from '../sql/sql-options.js'
 import { formatHosts } from '../../config/url.js'
-import { MYSQL_LOCK_SQL_UNFENCED, MysqlLock, mysqlLockSql, OrphanSessions, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
+import { MYSQL_LOCK_SQL_UNFENCED, MysqlLock, mysqlLockSql, mysqlOrphanOps, type MysqlConnection, type MysqlLockHost } from './mysql-lock.js'
 import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-dialect.js'
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
 import { utf8Ids } from '../kit/ids.js'
 import { withDeadline, withinStopGrace } from '../../../internal/deadline.js'
-import { connectionsHazard, diesOnErrorOrEnd, LockSessions, probeServer } from '../sql/sql-sessions.js'
+import { connectionsHazard, diesOnErrorOrEnd, LockSessions, OrphanSessions, probeServer } from '../sql/sql-sessions.js'
 import { prepareTables, sqlConnectionError, type SqlServerFailures } from '../sql/sql-server-failures.js'
 import { namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from '../sql/sql-schema.js'
 import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql } from './mysql-schema.js'
@@ -213,7 +213,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   readonly lockSql: string
   readonly fencing: boolean
   readonly sessions: LockSessions<MysqlConnection>
-  readonly orphans = new OrphanSessions((sql, values) => this.query(sql, values))
+  readonly orphans = new OrphanSessions(mysqlOrphanOps((sql, values) => this.query(sql, values)))
   readonly #config: MysqlConfig
   readonly #tls: MysqlTlsOptions
   readonly #where: string

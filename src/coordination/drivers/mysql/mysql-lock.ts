@@ -28,7 +28,7 @@ import { withDeadline } from '../../../internal/deadline.js'
 import { sleep } from '../../../internal/sleep.js'
 import type { QueueWaiting } from '../../driver.js'
 import type { SessionLock } from '../sql/sql-dialect.js'
-import { stillHeldOn, type LockSessions } from '../sql/sql-sessions.js'
+import { stillHeldOn, type LockSessions, type OrphanOps, type OrphanSessions } from '../sql/sql-sessions.js'
 import { SessionTurn, turnLockName } from './mysql-turn.js'
 
 /** The subset of a mysql2/promise connection these drivers use. */
@@ -54,64 +54,27 @@ export interface MysqlLockHost {
   readonly fencing: boolean
   /** How long a release waits for its answer. */
   readonly timeoutMs: number
-  /** Sessions given up while their server side may still hold a lock. */
-  readonly orphans: OrphanSessions
+  /** Sessions given up while their server side may still hold a lock, with the lock names (the lock, its turn lock) each may hold. */
+  readonly orphans: OrphanSessions<readonly string[]>
 }
 
 /**
- * Lock sessions given up with a statement in flight or unanswered (a GET_LOCK round or a
- * RELEASE_LOCK sent into a cut), by connection id. The client has closed them, but the server
- * learns of a close only when it gets there, after a cut when TCP retransmits next (backed off as
- * long as the cut lasted), and keeps the session, with any lock it was granted meanwhile, until
- * then: a MariaDB partition run had a candidate's waiting round granted the leader lock while the
- * candidate was cut off, and nobody led for the rest of the run. Once the server answers again,
- * each orphan that still holds one of its lock names is ended with KILL CONNECTION (its own
- * user's right); a lock taken since by another session is left alone.
+ * How MySQL/MariaDB answers {@link OrphanSessions} for this driver's sessions: IS_USED_LOCK of each
+ * name against the connection id, then KILL CONNECTION.
  */
-export class OrphanSessions {
-  readonly #query: MysqlLockHost['query']
-  /** Connection id to the lock names (the lock, its turn lock) its session may hold. */
-  readonly #orphans = new Map<number, readonly string[]>()
-  #sweeping: Promise<void> | undefined
-
-  constructor(query: MysqlLockHost['query']) {
-    this.#query = query
-  }
-
-  /** Records a session given up that may hold `names` on the server; returns its id, if it has one. */
-  add(conn: MysqlConnection, names: readonly string[]): number | undefined {
-    const id = conn.threadId ?? undefined
-    if (id !== undefined) this.#orphans.set(id, names)
-    return id
-  }
-
-  /** Ends orphan `id` if it still holds any of its names; true if it held the first. Kept on a failure to ask. */
-  async end(id: number): Promise<boolean> {
-    const names = this.#orphans.get(id)
-    if (!names) return false
-    const row = (await this.#query(`SELECT ${names.map((_, i) => `IS_USED_LOCK(?) AS h${i}`).join(', ')}`, [...names]))[0] ?? {}
-    const held = names.map((_, i) => row[`h${i}`] !== null && row[`h${i}`] !== undefined && Number(row[`h${i}`]) === id)
-    if (held.some(Boolean)) {
-      await this.#query(`KILL CONNECTION ${id}`, []).catch((err: unknown) => {
+export function mysqlOrphanOps(query: MysqlLockHost['query']): OrphanOps<readonly string[]> {
+  return {
+    async holds(id, names) {
+      const row = (await query(`SELECT ${names.map((_, i) => `IS_USED_LOCK(?) AS h${i}`).join(', ')}`, [...names]))[0] ?? {}
+      const held = names.map((_, i) => row[`h${i}`] !== null && row[`h${i}`] !== undefined && Number(row[`h${i}`]) === id)
+      return { lock: held[0] === true, any: held.some(Boolean) }
+    },
+    async kill(id) {
+      await query(`KILL CONNECTION ${id}`, []).catch((err: unknown) => {
         // Gone between the two statements: freed with it.
         if (!/unknown thread/i.test(String(err))) throw err
       })
-    }
-    this.#orphans.delete(id)
-    return held[0] === true
-  }
-
-  /** Ends every orphan that still holds a lock (after a beat the server answered); one sweep at a time. */
-  sweep(): Promise<void> {
-    if (this.#orphans.size === 0) return Promise.resolve()
-    this.#sweeping ??= (async () => {
-      try {
-        for (const id of [...this.#orphans.keys()]) await this.end(id)
-      } finally {
-        this.#sweeping = undefined
-      }
-    })()
-    return this.#sweeping
+    },
   }
 }
 
@@ -172,8 +135,6 @@ export class MysqlLock implements SessionLock {
   #turn: SessionTurn<MysqlConnection> | undefined
   /** An acquire is under way: a held turn must not be freed under it. */
   #busy = false
-  /** The connection id of a session whose release got no answer (an orphan: OrphanSessions), for the release sent again. */
-  #orphan: number | undefined
 
   constructor(host: MysqlLockHost, name: string, onLost: (reason: string) => void) {
     this.#host = host
@@ -292,7 +253,7 @@ export class MysqlLock implements SessionLock {
    */
   async release(): Promise<boolean> {
     const conn = this.#conn
-    if (!conn) return this.#endOrphan()
+    if (!conn) return this.#host.orphans.endOwedBy(this)
     this.#conn = undefined
     this.fencingToken = undefined
     const turn = this.#turn?.session === conn ? this.#turn : undefined
@@ -313,9 +274,7 @@ export class MysqlLock implements SessionLock {
       this.#turn = undefined
       this.#host.sessions.give(conn)
     } else this.#idle(conn)
-    const orphan = failure === undefined ? undefined : this.#host.orphans.add(conn, [this.#name, this.#turnName])
-    if (orphan !== undefined) {
-      this.#orphan = orphan
+    if (failure !== undefined && this.#host.orphans.add(conn.threadId, [this.#name, this.#turnName], this)) {
       throw new ConnectionError(
         `The release of lock ${JSON.stringify(this.#name)} got no answer (${String(failure)}); it is sent again once the server answers`,
         {
@@ -324,15 +283,6 @@ export class MysqlLock implements SessionLock {
       )
     }
     return released
-  }
-
-  /** Ends the session a release got no answer on, if it still holds the lock; true if it did. */
-  async #endOrphan(): Promise<boolean> {
-    const orphan = this.#orphan
-    if (orphan === undefined) return false
-    const held = await this.#host.orphans.end(orphan)
-    if (this.#orphan === orphan) this.#orphan = undefined
-    return held
   }
 
   refresh(): Promise<boolean> {
@@ -416,7 +366,7 @@ export class MysqlLock implements SessionLock {
 
   /** Closes a session whose last statement got no answer: an orphan until the server learns of the close (OrphanSessions). */
   async #abandon(conn: MysqlConnection): Promise<void> {
-    this.#host.orphans.add(conn, [this.#name, this.#turnName])
+    this.#host.orphans.add(conn.threadId, [this.#name, this.#turnName])
     await this.#discard(conn)
   }
 

@@ -37,13 +37,13 @@ import type { Logger } from '../../logger.js'
 import { opt } from '../../config/options.js'
 import { sqlCommonOptions } from '../sql/sql-options.js'
 import { formatHosts, type BackendUrl } from '../../config/url.js'
-import { endPgClient, PgLock, pgLockStatements, type PgClient, type PgLockHost, type PgLockStatements } from './postgresql-lock.js'
+import { endPgClient, PgLock, pgLockStatements, pgOrphanOps, type PgClient, type PgLockHost, type PgLockStatements } from './postgresql-lock.js'
 import { PgNotifier } from './postgresql-notify.js'
 import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-dialect.js'
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
 import { utf8Ids } from '../kit/ids.js'
 import { withinStopGrace } from '../../../internal/deadline.js'
-import { connectionsHazard, diesOnErrorOrEnd, LockSessions, probeServer } from '../sql/sql-sessions.js'
+import { connectionsHazard, diesOnErrorOrEnd, LockSessions, OrphanSessions, probeServer } from '../sql/sql-sessions.js'
 import { prepareTables, sqlConnectionError, type SqlServerFailures } from '../sql/sql-server-failures.js'
 import { namespaceProblem, sqlNames, type SqlNames, type SqlStatements, type StatementName } from '../sql/sql-schema.js'
 import { postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql } from './postgresql-schema.js'
@@ -128,7 +128,9 @@ class PgDialect implements SqlDialect, PgLockHost {
   readonly sessions: LockSessions<PgClient>
   readonly #config: PgConfig
   readonly #where: string
-  readonly #timeoutMs: number
+  /** The request timeout: also how long a lock's release waits for its answer (PgLockHost). */
+  readonly timeoutMs: number
+  readonly orphans = new OrphanSessions(pgOrphanOps((text, values) => this.query(text, values)))
   readonly #poolIdleMs: number
   /** lockSessionSettings(), once. */
   readonly #lockSessionSql: { text: string; values: string[] }
@@ -160,7 +162,7 @@ class PgDialect implements SqlDialect, PgLockHost {
     this.#appPool = own.pool
     this.#applicationSettings = own.applicationSettings
     this.#where = where
-    this.#timeoutMs = timeoutMs
+    this.timeoutMs = timeoutMs
     // A heartbeat comes every half membership timeout: it keeps the one connection rather than reopening it.
     this.#poolIdleMs = Math.max(POOL_IDLE_MS, membershipTimeoutMs)
     this.#lockSessionSql = lockSessionSettings(membershipTimeoutMs, own.applicationSettings)
@@ -218,6 +220,11 @@ class PgDialect implements SqlDialect, PgLockHost {
 
   classify(err: unknown): SqlFailure | undefined {
     return pgFailure(err)
+  }
+
+  /** Ends the lock sessions given up during a cut that the server still keeps with a lock (OrphanSessions). */
+  afterBeat(): Promise<void> {
+    return this.orphans.sweep()
   }
 
   sessionLock(name: string, onLost: (reason: string) => void): SessionLock {
@@ -336,7 +343,7 @@ class PgDialect implements SqlDialect, PgLockHost {
   }
 
   #prepareTables(pool: PgPool): Promise<void> {
-    return prepareTables(() => this.#createTables(pool), PG_FAILURES, this.#where, this.#timeoutMs)
+    return prepareTables(() => this.#createTables(pool), PG_FAILURES, this.#where, this.timeoutMs)
   }
 }
 
@@ -416,6 +423,11 @@ export default defineDriver({
     + '2 × membership_timeout after it last spoke, instead of after the kernel defaults (over two hours); over a Unix socket the server cannot probe. '
     + 'Lock sessions also probe the server after a membership_timeout of silence (TCP keepalive): a waiter whose connection the server dropped '
     + 'during a cut learns it within about a second of the heal and waits again, instead of waiting for ever on a dead connection.',
+    'A lock session given up with a statement unanswered (a release past the timeout, an attempt that failed, its session silent as after a cut) is '
+    + "closed, but the server would learn it only when the close gets there, and its probes are answered by the client's kernel once the cut heals; "
+    + "so after the next heartbeat the server answers, the coordinator ends that session with pg_terminate_backend (the role's own right) if it "
+    + 'still holds the lock (a PostgreSQL partition run: a release sent 0.8 s into a 7.1 s cut, and nobody was granted the lock in the 7.7 s after '
+    + 'the heal). Such a release rejects with ConnectionError.',
   ],
   clientPackage: 'pg',
   capabilities: [

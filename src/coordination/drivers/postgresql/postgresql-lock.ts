@@ -19,10 +19,11 @@
  */
 import { createHash } from 'node:crypto'
 import { ConnectionError } from '../../../errors.js'
+import { withDeadline } from '../../../internal/deadline.js'
 import { sleep } from '../../../internal/sleep.js'
 import type { LockMode, QueueWaiting } from '../../driver.js'
 import type { SessionLock } from '../sql/sql-dialect.js'
-import { sessionSocket, stillHeldOn, type LockSessions } from '../sql/sql-sessions.js'
+import { sessionSocket, stillHeldOn, type LockSessions, type OrphanOps, type OrphanSessions } from '../sql/sql-sessions.js'
 
 /** The subset of a node-postgres Client these drivers use. */
 export interface PgClient {
@@ -45,6 +46,10 @@ export interface PgLockHost {
   query(text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[] }>
   /** The statements of {@link pgLockStatements}. */
   readonly lockSql: PgLockStatements
+  /** How long a release waits for its answer. */
+  readonly timeoutMs: number
+  /** Sessions given up while their server side may still hold a lock, with the key each may hold. */
+  readonly orphans: OrphanSessions<readonly [number, number]>
 }
 
 /** The lock statements; each answers one row whose `token` is the fencing token, or null when not taken. */
@@ -80,6 +85,23 @@ export function pgLockKey(name: string): [number, number] {
 /** Selects the advisory locks (granted, in this database) held under a key; `$1`, `$2` = k1, k2. */
 const HOLDERS = `FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid AND objid = $2::oid AND objsubid = 2
   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+
+/**
+ * How PostgreSQL answers {@link OrphanSessions} for this driver's sessions: pg_locks for the key
+ * and the backend pid, then pg_terminate_backend, which waits for the backend to exit.
+ */
+export function pgOrphanOps(query: PgLockHost['query']): OrphanOps<readonly [number, number]> {
+  return {
+    async holds(pid, key) {
+      const held = (await query(`SELECT EXISTS (SELECT 1 ${HOLDERS} AND pid = $3) AS held`, [...key, pid])).rows[0]?.held === true
+      return { lock: held, any: held }
+    },
+    async kill(pid) {
+      // False (with a warning) for a backend gone meanwhile: freed with it.
+      await query(`SELECT pg_terminate_backend($1, ${TERMINATE_WAIT_MS})`, [pid])
+    },
+  }
+}
 
 /** How often a cancelled wait re-sends pg_cancel_backend (the first one may arrive before the query). */
 const CANCEL_REPEAT_MS = 500
@@ -134,7 +156,8 @@ export class PgLock implements SessionLock {
       try {
         token = (await client.query(statement, this.#key)).rows[0]?.token
       } catch (err) {
-        // The lock may have been taken before the error: closing the session frees it.
+        // The lock may have been taken before the error: closing the session frees it, once the server learns of it.
+        this.#host.orphans.add(client.processID, this.#key)
         await sessions.discard(client)
         // A kept session may have died unnoticed: once more, on another session.
         if (reused) continue
@@ -215,22 +238,36 @@ export class PgLock implements SessionLock {
     }
   }
 
+  /**
+   * pg_advisory_unlock on the holding session, within the request timeout. A release that gets no
+   * answer closes the session, but the server learns of a close only when it gets there: after a
+   * cut, when the client's TCP retransmits next, and the server's keepalive probes, answered by the
+   * client's kernel once the cut heals, keep the session meanwhile (a PostgreSQL partition run: a
+   * release sent 0.8 s into a 7.1 s cut, and nobody was granted the lock in the 7.7 s after the
+   * heal). So the session is an orphan (OrphanSessions), and the release rejects with a
+   * ConnectionError: the coordinator sends it again once the backend answers (HeldLocks), which
+   * ends the orphan if a beat has not already.
+   */
   async release(): Promise<boolean> {
     const client = this.#client
-    if (!client) return false
+    if (!client) return this.#host.orphans.endOwedBy(this)
     this.#client = undefined
     this.fencingToken = undefined
     let released = false
+    let failure: unknown
     try {
       const unlock = this.#shared ? 'pg_advisory_unlock_shared' : 'pg_advisory_unlock'
-      const { rows } = await client.query(`SELECT ${unlock}($1, $2) AS ok`, this.#key)
+      const { rows } = await withDeadline(client.query(`SELECT ${unlock}($1, $2) AS ok`, this.#key), this.#host.timeoutMs)
       released = rows[0]?.ok === true
-    } catch {
-      // The session is gone, and the server released the lock with it.
+    } catch (err) {
+      failure = err
     }
     // Only a session that the server says holds nothing any more serves another lock.
     if (released) this.#host.sessions.give(client)
     else await this.#host.sessions.discard(client)
+    if (failure !== undefined && this.#host.orphans.add(client.processID, this.#key, this)) {
+      throw new ConnectionError(`The release of a lock got no answer (${String(failure)}); it is sent again once the server answers`, { cause: failure })
+    }
     return released
   }
 

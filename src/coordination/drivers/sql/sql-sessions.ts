@@ -177,3 +177,81 @@ export class LockSessions<S extends object> {
     await this.#ops.end(session)
   }
 }
+
+/** How {@link OrphanSessions} asks one dialect's server about a session, by its id there. */
+export interface OrphanOps<C> {
+  /** Whether session `id` still holds what `claim` names: the lock itself, and anything at all of it (MySQL: also the turn lock). */
+  holds(id: number, claim: C): Promise<{ lock: boolean; any: boolean }>
+  /** Ends session `id` on the server (one gone already is no failure); the server frees what it held. */
+  kill(id: number): Promise<void>
+}
+
+/**
+ * Lock sessions given up with a statement unanswered (a lock round or a release sent into a cut),
+ * by their id on the server. The client has closed them, but the server learns of a close only
+ * when it gets there, after a cut when TCP retransmits next (backed off as long as the cut
+ * lasted), and keeps the session, with any lock it was granted meanwhile, until then: a MariaDB
+ * partition run had a candidate's waiting round granted the leader lock while the candidate was
+ * cut off, and nobody led for the rest of the run; a PostgreSQL run had a release sent 0.8 s into
+ * a 7.1 s cut, and nobody was granted the lock in the 7.7 s after the heal. Once the server
+ * answers again, each orphan that still holds what it claimed is ended (its own user's right); a
+ * lock taken since by another session is left alone. Session ids are the server's (a MariaDB
+ * connection id, a PostgreSQL backend pid); one reused meanwhile by another session that holds the
+ * same lock would be ended too, which its holder would see as its session lost.
+ */
+export class OrphanSessions<C> {
+  readonly #ops: OrphanOps<C>
+  /** Session id to what its session may hold. */
+  readonly #orphans = new Map<number, C>()
+  /** The orphan of each lock whose release got no answer, for that release sent again (endOwedBy()). */
+  readonly #owed = new WeakMap<object, number>()
+  #sweeping: Promise<void> | undefined
+
+  constructor(ops: OrphanOps<C>) {
+    this.#ops = ops
+  }
+
+  /**
+   * Records a session given up that may hold `claim` on the server, by its `id`; false when it has
+   * none (it never connected: nothing to end). With `owner`, the lock whose release got no answer
+   * on it, the release sent again ends it (endOwedBy()).
+   */
+  add(id: number | null | undefined, claim: C, owner?: object): boolean {
+    if (id === null || id === undefined) return false
+    this.#orphans.set(id, claim)
+    if (owner) this.#owed.set(owner, id)
+    return true
+  }
+
+  /** The release of `owner` sent again: ends its orphan if it still holds the lock; true if it did. */
+  async endOwedBy(owner: object): Promise<boolean> {
+    const id = this.#owed.get(owner)
+    if (id === undefined) return false
+    const held = await this.end(id)
+    if (this.#owed.get(owner) === id) this.#owed.delete(owner)
+    return held
+  }
+
+  /** Ends orphan `id` if it still holds anything it claimed; true if it held the lock. Kept on a failure to ask. */
+  async end(id: number): Promise<boolean> {
+    const claim = this.#orphans.get(id)
+    if (claim === undefined) return false
+    const held = await this.#ops.holds(id, claim)
+    if (held.any) await this.#ops.kill(id)
+    this.#orphans.delete(id)
+    return held.lock
+  }
+
+  /** Ends every orphan that still holds a lock (after a beat the server answered); one sweep at a time. */
+  sweep(): Promise<void> {
+    if (this.#orphans.size === 0) return Promise.resolve()
+    this.#sweeping ??= (async () => {
+      try {
+        for (const id of [...this.#orphans.keys()]) await this.end(id)
+      } finally {
+        this.#sweeping = undefined
+      }
+    })()
+    return this.#sweeping
+  }
+}
