@@ -312,6 +312,36 @@ export function sqlDriverCases(backend: SqlBackend, url: string): void {
     assert.deepEqual(await a.getMembers(g), [a.memberId])
   })
 
+  it(
+    title('connection: after a cut in which the statement in flight and every new session went unanswered, the coordinator is back soon after the heal'),
+    async (t) => {
+      // The shared pool holds one session: silent for good (a statement sent into a cut waits after the heal for TCP's backed-off
+      // retransmission), it held every later statement, heartbeats included (a PostgreSQL partition run: connected again 6.5 s
+      // after a heal). Its replacement, opened during the cut, must not wait out the connect timeout either (timeout=12 here).
+      const proxy = await TcpProxy.start(Number(hostPort.split(':')[1]))
+      t.after(() => proxy.close())
+      const a = await openSql(t, withQuery(url.replace(hostPort, `127.0.0.1:${proxy.port}`), 'timeout=12&membership_timeout=3'))
+      const g = rid('g')
+      await a.joinGroupCreate(g)
+      const states: ConnectionState[] = []
+      a.on('connectionStateChanged', ({ state }) => states.push(state))
+      proxy.stallUntil()
+      await waitFor('lost', () => states.includes('lost'), TIMING.eventMs)
+      // Just past the statement's own timeout (12 s from its send, about 1-2 s before the lapse): its session has been given up, and
+      // new ones are being tried.
+      await new Promise((resolve) => setTimeout(resolve, 11_000))
+      const healedAt = Date.now()
+      proxy.unstall()
+      await waitFor('reconnected after the heal', () => states.at(-1) === 'reconnected', 15_000)
+      const backMs = Date.now() - healedAt
+      t.diagnostic(`reconnected ${backMs} ms after the heal; states: ${states.join(' → ')}`)
+      // A new session connects within 1 s (a quarter of membership_timeout, at least 1 s) and the heartbeat retries within 0.75 s:
+      // bounded by the connect timeout instead, the attempt under way at the heal would have lasted about 10 s more.
+      assert.ok(backMs < 5_000, `reconnected ${backMs} ms after the heal`)
+      assert.deepEqual(await a.getMembers(g), [a.memberId])
+    },
+  )
+
   it(title('connection: a cut link is reported suspended then reconnected; a lock on a cut session is reported lost'), async (t) => {
     const port = Number(hostPort.split(':')[1])
     const proxy = await TcpProxy.start(port)

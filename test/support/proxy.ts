@@ -9,6 +9,9 @@
  *   its clients, they do not hear it, as with the partition nemesis's `drop-out`);
  * - cut(): reset every connection and refuse new ones (a dead link) until restore();
  * - stall(): the connections open now go silent for good, new ones forward (half-open links);
+ * - stallUntil(): the connections open now, and those opened until unstall(), go silent for good
+ *   (a cut whose retransmissions, and whose SYNs, have backed off past its heal: only connections
+ *   opened after the heal get through);
  * - stallOn(text): from now on, a connection whose client sends `text` (case-insensitive, within
  *   one read) goes silent for good from that write on (a server that stalls one kind of request,
  *   or a link lost in a partition whose retransmissions have backed off);
@@ -34,6 +37,8 @@ export class TcpProxy {
   /** While paused: only the server's answers are held (see pause()). */
   #repliesOnly = false
   #cut = false
+  /** stallUntil() until unstall(): new connections go silent at once. */
+  #stallNew = false
   #stallOn: string | undefined
   #stallAfter: string | undefined
   /** Writes held back while paused, in order. */
@@ -87,6 +92,15 @@ export class TcpProxy {
     for (const pair of this.#pairs) this.#stalled.add(pair)
   }
 
+  stallUntil(): void {
+    this.stall()
+    this.#stallNew = true
+  }
+
+  unstall(): void {
+    this.#stallNew = false
+  }
+
   stallOn(text: string): void {
     this.#stallOn = text.toLowerCase()
   }
@@ -119,6 +133,7 @@ export class TcpProxy {
     const upstream = connect(targetPort, host)
     const pair: [Socket, Socket] = [client, upstream]
     this.#pairs.add(pair)
+    if (this.#stallNew) this.#stalled.add(pair)
     const end = (): void => {
       this.#pairs.delete(pair)
       this.#stalled.delete(pair)

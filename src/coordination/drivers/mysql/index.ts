@@ -39,7 +39,7 @@ import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
 import { utf8Ids } from '../kit/ids.js'
 import { withDeadline, withinStopGrace } from '../../../internal/deadline.js'
-import { connectionsHazard, diesOnErrorOrEnd, LockSessions, OrphanSessions, probeServer } from '../sql/sql-sessions.js'
+import { connectionsHazard, diesOnErrorOrEnd, LockSessions, onPooledSession, OrphanSessions, poolConnectMs, probeServer } from '../sql/sql-sessions.js'
 import { prepareTables, sqlConnectionError, type SqlServerFailures } from '../sql/sql-server-failures.js'
 import { namespaceProblem, sqlNames, toPositional, type SqlNames, type StatementName } from '../sql/sql-schema.js'
 import { mysqlRefreshSql, mysqlSchema, mysqlStatements, mysqlTablesExistSql } from './mysql-schema.js'
@@ -51,6 +51,8 @@ import { kindOf } from '../kit/client-kind.js'
 
 type Mysql = typeof import('mysql2/promise')
 type MysqlPool = ReturnType<Mysql['createPool']>
+type CorePoolConnection = import('mysql2').PoolConnection
+type QueryValues = import('mysql2').QueryValues
 type MysqlConfig = Parameters<Mysql['createConnection']>[0] & object
 type SslConfig = Exclude<MysqlConfig['ssl'], string | undefined>
 
@@ -221,6 +223,8 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   readonly timeoutMs: number
   /** How long a lock session may be silent before its client probes the server (probeServer()): membership_timeout. */
   readonly #probeIdleMs: number
+  /** poolConnectMs(). */
+  readonly #poolConnectMs: number
   readonly #names: SqlNames
   readonly #statements: Record<StatementName, Prepared>
   #lib: Mysql | undefined
@@ -243,6 +247,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     this.#tls = tls
     this.#where = where
     this.timeoutMs = timeouts.timeoutMs
+    this.#poolConnectMs = poolConnectMs(timeouts.timeoutMs, timeouts.membershipTimeoutMs)
     this.#probeIdleMs = timeouts.membershipTimeoutMs
     this.#names = names
     const statements = mysqlStatements(names)
@@ -272,7 +277,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
     }
     const ssl = await tlsConfig(this.#tls)
     if (ssl) this.#config.ssl = ssl
-    this.#pool = this.#lib.createPool({ ...this.#config, connectionLimit: POOL_SIZE, maxIdle: POOL_SIZE })
+    this.#pool = this.#lib.createPool({ ...this.#config, connectTimeout: this.#poolConnectMs, connectionLimit: POOL_SIZE, maxIdle: POOL_SIZE })
     await this.#prepareTables()
   }
 
@@ -285,7 +290,7 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
 
   async run(statement: StatementName, params: readonly unknown[]): Promise<SqlResult> {
     const { text, order, multiple } = this.#statements[statement]
-    const [answer] = await this.#requirePool().query(this.#sql(text), order.map((i) => param(params[i])))
+    const [answer] = await this.#pooled(this.#sql(text), order.map((i) => param(params[i])))
     // Several statements answer one result each: the last one is the statement's outcome.
     const result: unknown = multiple ? (answer as unknown[]).at(-1) : answer
     if (Array.isArray(result)) return { rows: result as Record<string, unknown>[], affected: result.length }
@@ -293,11 +298,10 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   }
 
   async refreshMembers(member: string, groups: readonly string[], ttlMs: number): Promise<string[]> {
-    const pool = this.#requirePool()
     const sql = mysqlRefreshSql(this.#names)
-    const [header] = await pool.query(this.#sql(sql.update), [ttlMs, member, [...groups]])
+    const [header] = await this.#pooled(this.#sql(sql.update), [ttlMs, member, [...groups]])
     if ((header as { affectedRows: number }).affectedRows === groups.length) return [...groups]
-    const [rows] = await pool.query(this.#sql(sql.live), [member, [...groups]])
+    const [rows] = await this.#pooled(this.#sql(sql.live), [member, [...groups]])
     return (rows as { group_id: Buffer }[]).map((r) => r.group_id.toString('utf8'))
   }
 
@@ -365,13 +369,25 @@ class MysqlDialect implements SqlDialect, MysqlLockHost {
   }
 
   async query(sql: string, values: unknown[]): Promise<Record<string, unknown>[]> {
-    const [rows] = await this.#requirePool().query(this.#sql(sql), values)
+    const [rows] = await this.#pooled(this.#sql(sql), values)
     return Array.isArray(rows) ? (rows as Record<string, unknown>[]) : []
   }
 
   async #endSession(conn: MysqlConnection): Promise<void> {
     const ended = await withDeadline(conn.end().then(() => true, () => false), 1_000).catch(() => false)
     if (!ended) conn.destroy()
+  }
+
+  /** `sql` on a session of the shared pool, which is dropped if it goes unanswered within the timeout (onPooledSession()): [rows or header, fields]. */
+  #pooled(sql: QueryOptions, values: QueryValues): Promise<[unknown, unknown]> {
+    // The core pool under the promise one: its callback form writes the statement where the pool's own query() does.
+    const core = this.#requirePool().pool
+    return onPooledSession<CorePoolConnection, [unknown, unknown]>(
+      (handOver) => core.getConnection(handOver),
+      (conn) => new Promise((resolve, reject) => conn.query(sql, values, (err, result, fields) => err ? reject(err) : resolve([result, fields]))),
+      (conn, unanswered) => unanswered ? conn.destroy() : conn.release(),
+      this.timeoutMs,
+    )
   }
 
   #requirePool(): MysqlPool {
@@ -460,7 +476,8 @@ export default defineDriver({
   translateError: (err) => sqlConnectionError(err, MYSQL_FAILURES),
   client: {
     expects: "a mysql2 promise pool (createPool of 'mysql2/promise') with multipleStatements: true and a database",
-    doc: 'rollcall runs membership statements and heartbeats through pool.query(), and checks a connection out of the pool (pool.getConnection()) '
+    doc: 'rollcall runs membership statements and heartbeats one at a time on a connection checked out of the pool (pool.getConnection()), '
+      + 'released at once, or destroyed when the statement went unanswered within the timeout; it also checks a connection out of the pool '
       + 'for each held or waiting lock, holding it as long as the server ties the lock to it (GET_LOCK locks are per session); it destroys each '
       + 'afterwards rather than release it, so that the pool never lends out a session that may hold a lock. The pool must allow multiple '
       + 'statements (multipleStatements: true: a join and a fenced acquire are two statements in one round trip) and name the database that holds '

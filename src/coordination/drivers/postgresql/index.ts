@@ -43,7 +43,7 @@ import type { SessionLock, SqlDialect, SqlFailure, SqlResult } from '../sql/sql-
 import { SqlDriver, sqlIdProblem } from '../sql/sql-driver.js'
 import { utf8Ids } from '../kit/ids.js'
 import { withinStopGrace } from '../../../internal/deadline.js'
-import { connectionsHazard, diesOnErrorOrEnd, LockSessions, OrphanSessions, probeServer } from '../sql/sql-sessions.js'
+import { connectionsHazard, diesOnErrorOrEnd, LockSessions, onPooledSession, OrphanSessions, poolConnectMs, probeServer } from '../sql/sql-sessions.js'
 import { prepareTables, sqlConnectionError, type SqlServerFailures } from '../sql/sql-server-failures.js'
 import { namespaceProblem, sqlNames, type SqlNames, type SqlStatements, type StatementName } from '../sql/sql-schema.js'
 import { postgresqlRefreshSql, postgresqlSchema, postgresqlStatements, postgresqlTablesExistSql } from './postgresql-schema.js'
@@ -52,6 +52,7 @@ import { isPgClient, pgClientProblem, pgClientSettings, pgClientWhere } from './
 
 type Pg = (typeof import('pg'))['default']
 type PgPool = InstanceType<Pg['Pool']>
+type PoolClient = import('pg').PoolClient
 type PgConfig = ConstructorParameters<Pg['Client']>[0] & object
 
 /**
@@ -132,6 +133,8 @@ class PgDialect implements SqlDialect, PgLockHost {
   readonly timeoutMs: number
   readonly orphans = new OrphanSessions(pgOrphanOps((text, values) => this.query(text, values)))
   readonly #poolIdleMs: number
+  /** poolConnectMs(). */
+  readonly #poolConnectMs: number
   /** lockSessionSettings(), once. */
   readonly #lockSessionSql: { text: string; values: string[] }
   /** How long a lock session may be silent before its client probes the server (probeServer()). */
@@ -165,6 +168,7 @@ class PgDialect implements SqlDialect, PgLockHost {
     this.timeoutMs = timeoutMs
     // A heartbeat comes every half membership timeout: it keeps the one connection rather than reopening it.
     this.#poolIdleMs = Math.max(POOL_IDLE_MS, membershipTimeoutMs)
+    this.#poolConnectMs = poolConnectMs(timeoutMs, membershipTimeoutMs)
     this.#lockSessionSql = lockSessionSettings(membershipTimeoutMs, own.applicationSettings)
     this.#probeIdleMs = membershipTimeoutMs
     this.#names = names
@@ -189,7 +193,14 @@ class PgDialect implements SqlDialect, PgLockHost {
     } catch (err) {
       throw new DriverUnavailableError('postgresql', 'pg', { cause: err })
     }
-    const pool = new this.#lib.Pool({ ...this.#config, max: POOL_SIZE, idleTimeoutMillis: this.#poolIdleMs, allowExitOnIdle: true })
+    // The pool's own connectionTimeoutMillis also bounds a wait for its session: its sessions get a shorter one of their own.
+    const config = { ...this.#config, connectionTimeoutMillis: this.#poolConnectMs }
+    const Client = class extends this.#lib.Client {
+      constructor() {
+        super(config)
+      }
+    }
+    const pool = new this.#lib.Pool({ ...this.#config, Client, max: POOL_SIZE, idleTimeoutMillis: this.#poolIdleMs, allowExitOnIdle: true })
     // An idle pooled connection failed: the next query opens a new one (and reports the outage).
     pool.on('error', () => undefined)
     this.#pool = pool
@@ -315,13 +326,35 @@ class PgDialect implements SqlDialect, PgLockHost {
   /** Runs a statement on the pool, known to close() until it has ended. */
   async #onPool(text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }> {
     if (!this.#pool || this.#closed) throw new ConnectionError('The PostgreSQL driver is not started')
-    const pending = this.#pool.query(text, values)
+    const pending = this.#pooled(this.#pool, text, values)
     this.#pending.add(pending)
     try {
       return await pending
     } finally {
       this.#pending.delete(pending)
     }
+  }
+
+  /** A statement on a session of `pool`, which is dropped if the statement goes unanswered within the timeout (onPooledSession()). */
+  #pooled(pool: PgPool, text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }> {
+    // A checked-out client's failure is the query's to report (the pool listens only while it is idle).
+    const ignore = (): void => {}
+    return onPooledSession<PoolClient, { rows: Record<string, unknown>[]; rowCount: number | null }>(
+      (handOver) => void pool.connect(handOver),
+      (client) => {
+        client.on('error', ignore)
+        return client.query(text, values)
+      },
+      (client, unanswered) => {
+        // Released with an error, the pool closes the session instead of lending it out again (it may still fail meanwhile).
+        if (unanswered) client.release(new Error('a statement went unanswered within the timeout'))
+        else {
+          client.removeListener('error', ignore)
+          client.release()
+        }
+      },
+      this.timeoutMs,
+    )
   }
 
   /** Creates the tables unless they exist, under a transaction-scoped advisory lock (race-safe). */
@@ -455,8 +488,9 @@ export default defineDriver({
   translateError: (err) => sqlConnectionError(err, PG_FAILURES),
   client: {
     expects: 'a pg Pool or Client',
-    doc: 'A pg Pool: rollcall runs membership statements and heartbeats through pool.query(), and checks a session out of the pool '
-      + '(pool.connect()) for each held or waiting lock and for LISTEN while a group is watched, holding it as long as PostgreSQL ties the lock '
+    doc: 'A pg Pool: rollcall runs membership statements and heartbeats one at a time on a session checked out of the pool (pool.connect()), '
+      + 'given back at once, or with an error (the pool closes it) when the statement went unanswered within the timeout; it also checks a session '
+      + 'out of the pool for each held or waiting lock and for LISTEN while a group is watched, holding it as long as PostgreSQL ties the lock '
       + 'to it (advisory locks are per session); it gives each back with release(true), so that the pool closes it rather than lend out a '
       + 'session that may hold a lock. Size max for it: 1 + held or waiting locks + 1 while watching, and a cancelled wait needs one more for '
       + "pg_cancel_backend. Lock sessions get lock_timeout and statement_timeout 0 (they would cut a blocking wait short); the pool's "

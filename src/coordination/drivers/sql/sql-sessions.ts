@@ -1,8 +1,12 @@
 /**
  * Server sessions for SQL locks. tooz takes every lock on a connection of its own (an advisory
  * lock or GET_LOCK belongs to the session); opening one per acquire cost a connection setup each
- * time, so a coordinator keeps a released session a few seconds for its next acquire.
+ * time, so a coordinator keeps a released session a few seconds for its next acquire. The shared
+ * pool's session is given up when a statement on it goes unanswered (onPooledSession()), and its
+ * successor connects within a short bound (poolConnectMs()).
  */
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
+
 /** How {@link LockSessions} opens and ends one dialect's server sessions. */
 export interface SessionOps<S> {
   /** A new connected session (fails with the dialect's error once the driver is stopped). */
@@ -53,6 +57,64 @@ export function sessionSocket(session: object): SessionSocket | undefined {
 export function probeServer(session: object, idleMs: number): void {
   // Node counts whole seconds, and 0 would leave the kernel's default.
   sessionSocket(session)?.setKeepAlive?.(true, Math.max(1_000, idleMs))
+}
+
+/**
+ * Runs `work` on a session of the shared pool, within `ms`; past that the session's socket is
+ * destroyed, `giveBack` is told to have the pool drop it, and the call rejects with DeadlineError.
+ * The pool holds one session (POOL_SIZE), and a statement sent into a cut waits after the heal for
+ * TCP to retransmit it, backed off as long as the cut lasted, with every later statement,
+ * heartbeats included, queued behind it (PostgreSQL partition run: the coordinators were connected
+ * again 6.5 s after a heal, their leader election with them, while their lock sessions, opened
+ * anew, worked at once).
+ *
+ * `checkOut` is the pool's callback form, and `work` writes its statement inside that callback,
+ * as the pool's own query() does: pg-pool and mysql2 hand an idle session over in a
+ * process.nextTick callback, and an awaited checkout would write the statement a microtask later,
+ * after whatever the caller's turn queued meanwhile (test/fault/process-stall.test.ts: a beat
+ * written after a stall of the process, past the liveness deadline, and the member told lost).
+ */
+export function onPooledSession<S extends object, T>(
+  checkOut: (handOver: (err: unknown, session?: S) => void) => void,
+  work: (session: S) => Promise<T>,
+  giveBack: (session: S, unanswered: boolean) => void,
+  ms: number,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    checkOut((err, session) => {
+      if (err || !session) {
+        reject(err)
+        return
+      }
+      const answer = work(session)
+      withDeadline(answer, ms).then(
+        (result) => {
+          giveBack(session, false)
+          resolve(result)
+        },
+        (failure: unknown) => {
+          const unanswered = failure instanceof DeadlineError
+          if (unanswered) {
+            answer.catch(() => {})
+            sessionSocket(session)?.destroy()
+          }
+          giveBack(session, unanswered)
+          reject(failure)
+        },
+      )
+    })
+  })
+}
+
+/**
+ * How long a new session of the shared pool may take to connect: a quarter of membership_timeout,
+ * at least 1 s, at most the connect timeout. A session given up in a cut is replaced by one opened
+ * during the cut, whose lost SYN TCP sends again 1, 3 and 7 s later: the first one after the heal
+ * may come seconds after it. A bounded attempt that fails is made again by the next statement (the
+ * heartbeat retries within a quarter of membership_timeout), with a SYN of its own.
+ */
+export function poolConnectMs(timeoutMs: number, membershipTimeoutMs: number): number {
+  return Math.min(timeoutMs, Math.max(1_000, membershipTimeoutMs / 4))
 }
 
 /**
