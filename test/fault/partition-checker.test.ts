@@ -11,6 +11,7 @@ import { describe, it } from 'node:test'
 import { checkPartitionHistory, PartitionHistoryError, renderPartitionReport, type PartitionCheckOptions } from './support/partition-checker.js'
 import { type HistoryDraft, HistoryFormatError, historyClockMs, HistoryWriter, parseHistory, readHistory } from './support/partition-history.js'
 import { PARTITION_BACKENDS } from '../partition/support/run.js'
+import { verdict } from '../partition/support/verdict.js'
 
 type Row = [at: number, process: string, record: HistoryDraft]
 
@@ -451,6 +452,26 @@ describe('fault: partition checker', () => {
     assert.deepEqual(slow.recovery.late.map((x) => [x.via, x.member, x.ms]), [['isUp', 'c', 4_000]])
     assert.deepEqual(slow.disagreements.beyond.map((d) => [d.member, d.isUp, d.at, d.ms, d.beyondMs]), [['c', false, 11_500, 2_500, 1_000]])
     assert.equal(slow.failures, 2, renderPartitionReport(slow))
+  })
+
+  it("known bugs: a memcached overlap is excused only when the stale holder's process was paused, not when a network cut left it silent", () => {
+    // a (n1) holds L; a cut takes n1 off alone, and b (n2) is granted L while a, silent, still believes.
+    const during = (paused?: true): Row[] => [
+      ...hosts,
+      acquire(100, 'a'),
+      [1_000, 'nemesis', { type: 'nemesis', what: 'cut', sides: [['n1'], ['n2', 'n3', 'n4', 'n5']], ...(paused && { paused }) }],
+      acquire(3_000, 'b'),
+      heal(5_000),
+      [5_100, 'a', { type: 'event', event: 'lockLost', name: 'L', reason: 'lease' }],
+    ]
+    const judge = (rows: Row[]): ReturnType<typeof verdict> => verdict('memcached', checkPartitionHistory(history(rows)), history(rows))
+    const paused = judge(during(true))
+    assert.deepEqual([...paused.known], [['memcached-paused-holder', 1]])
+    assert.deepEqual(paused.unknown, [])
+    const cutOff = judge(during())
+    assert.equal(cutOff.known.size, 0)
+    assert.equal(cutOff.unknown.length, 1, 'a holder cut off by the network must be told in time')
+    assert.match(cutOff.unknown[0]!, /lock overlap on L: b granted .* while a believed, 2100 ms/)
   })
 
   it('histories it cannot judge are refused by name', () => {

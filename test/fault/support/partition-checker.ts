@@ -232,6 +232,8 @@ export interface Cut {
   majority: ReadonlySet<string>
   /** Hosts on every other side. */
   cutOff: ReadonlySet<string>
+  /** The cut-off hosts' processes are paused (SIGSTOP), not cut off by the network. */
+  paused: boolean
 }
 
 interface Belief {
@@ -287,6 +289,7 @@ export function cutsOf(h: readonly HistoryEntry[]): Cut[] {
         healAt: e.at,
         majority: new Set(majority),
         cutOff: new Set(cutOff),
+        paused: open.paused === true,
       })
       open = undefined
     }

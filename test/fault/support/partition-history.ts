@@ -139,6 +139,8 @@ export type NemesisRecord =
      * with more than half of the hosts.
      */
     majority?: number
+    /** The cut-off side is not cut off by the network: its processes are paused (SIGSTOP) until the heal, and write nothing meanwhile. */
+    paused?: boolean
   }
   | RecordBase & { type: 'nemesis'; what: 'heal' }
 
@@ -261,6 +263,7 @@ function problemOf(r: Record<string, unknown>): string | undefined {
       }
       if (new Set(r.sides.flat()).size !== r.sides.flat().length) return 'a host is on two sides of a cut'
       if (r.takesLeader !== undefined && typeof r.takesLeader !== 'boolean') return '`takesLeader` of a cut is not a boolean'
+      if (r.paused !== undefined && typeof r.paused !== 'boolean') return '`paused` of a cut is not a boolean'
       if (r.majority !== undefined && !(Number.isInteger(r.majority) && (r.majority as number) >= 0 && (r.majority as number) < r.sides.length)) {
         return '`majority` of a cut is not the index of one of its sides'
       }

@@ -30,6 +30,8 @@
  * - `isolate-client`: the client alone on its side;
  * - `client-drop-in`, `client-drop-out`: one way: the client hears nothing / nobody hears it;
  * - `pause-client`: SIGSTOP of the client's process, SIGCONT at the heal (recorded as its isolation).
+ *
+ * A pause's cut record says so (`paused`): what the paused side did not do meanwhile it could not do.
  */
 import type { Cluster } from '../../support/cluster.js'
 import { historyClockMs, type HistoryWriter } from '../../fault/support/partition-history.js'
@@ -213,8 +215,8 @@ export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise
     const majority = all.filter((h) => !minority.includes(h))
     const takesLeader = leaderHost !== undefined && minority.includes(leaderHost)
     const served = servedSide(t.servers, minority)
-    const cutRecord = (): void => {
-      t.history.write({ type: 'nemesis', what: 'cut', sides: [minority, majority], takesLeader, ...served })
+    const cutRecord = (paused?: true): void => {
+      t.history.write({ type: 'nemesis', what: 'cut', sides: [minority, majority], takesLeader, ...served, ...(paused && { paused }) })
     }
     // Each step is recorded as it begins, the heal as the cut: applying one takes effect host by host over up to several hundred ms,
     // and what happens meanwhile is after it (etcd seed 470402175: a client cut off reconnected, rejoined and was seen back 422 ms
@@ -242,14 +244,14 @@ export async function runSchedule(schedule: Schedule, t: NemesisTarget): Promise
     } else if (f.kind === 'pause') {
       // A Redis host runs a data node and a sentinel: both are paused. A node that pauses itself (PostgreSQL: with its backends) does so.
       const nodes = t.cluster.nodes.filter((n) => n.address === t.hosts.host(victim).address && n.pid !== undefined)
-      cutRecord()
+      cutRecord(true)
       for (const n of nodes) n.pause ? n.pause() : t.hosts.pause(n.pid!)
       await sleep(f.durationMs, t.signal)
       healRecord()
       for (const n of nodes) n.resume ? n.resume() : t.hosts.resume(n.pid!)
     } else if (f.kind === 'pause-client') {
       const pid = t.clientPid?.(f.clients[0]!)
-      cutRecord()
+      cutRecord(true)
       if (pid !== undefined) t.hosts.pause(pid)
       await sleep(f.durationMs, t.signal)
       healRecord()

@@ -37,8 +37,6 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
     if (bug && !strict) known.set(bug, (known.get(bug) ?? 0) + 1)
     else unknown.push(line)
   }
-  /** Whether `process` wrote no record from the cut to its heal (a paused process writes nothing). */
-  const silent = (process: string, c: Cut): boolean => !history.some((e) => e.process === process && e.at > c.at && e.at < c.healAt)
   /** During a cut, or within `afterMs` of its heal. */
   const nearCut = (t: number, afterMs: number): Cut | undefined => cuts.find((c) => c.at <= t && t <= c.healAt + afterMs)
 
@@ -51,10 +49,10 @@ export function verdict(backend: PartitionBackend['name'], report: PartitionRepo
       c.at <= o.granted.at && o.granted.at <= c.healAt + REDIS_DEMOTION_MS && pair.some((h) => h !== undefined && c.cutOff.has(h))
     )
     if (backend === 'redis' && withOldMaster) bug = 'redis-sentinel-failover'
-    // memcached: the stale holder was cut off when the next grant came and wrote nothing from that cut to its heal: it was
-    // paused (pause-client), so it could not be told.
+    // memcached: the stale holder's process was paused (pause-client) when the next grant came, so it could not be told. A holder
+    // cut off by the network must be told in time, silent or not.
     const cut = nearCut(o.granted.at, 0)
-    const paused = cut !== undefined && pair[0] !== undefined && cut.cutOff.has(pair[0]) && silent(o.stale.process, cut)
+    const paused = cut?.paused === true && pair[0] !== undefined && cut.cutOff.has(pair[0])
     if (backend === 'memcached' && paused) bug = 'memcached-paused-holder'
     excuse(
       bug,
