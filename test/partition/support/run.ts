@@ -199,11 +199,25 @@ export interface PartitionRunResult {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 const now = historyClockMs
 
-/** Waits for a child's `ready` line; rejects with its stderr if it exits first or after `ms`. */
-function ready(p: ChildProcess, name: string, ms: number): Promise<void> {
+/** A client process being watched: its `ready` line, and its end before the run stops it (with its stderr). */
+interface WatchedClient {
+  ready: Promise<void>
+  /** Why it ended on its own, with the tail of its stderr; undefined while it runs (or once the run stopped it). */
+  gone(): Error | undefined
+  /** The run is stopping it: its end is no longer news. */
+  stopping(): void
+}
+
+/** Watches client `name`: ready() waits for its `ready` line within `ms`, rejecting with its stderr if it exits first or after `ms`. */
+function watchClient(p: ChildProcess, name: string, ms: number): WatchedClient {
   let err = ''
+  let gone: Error | undefined
+  let stopping = false
   p.stderr?.on('data', (d) => (err = (err + String(d)).slice(-2_000)))
-  return new Promise((resolve, reject) => {
+  p.once('exit', (code, sig) => {
+    if (!stopping) gone = new Error(`client ${name} exited (${code ?? sig}) during the run: ${err.trim()}`)
+  })
+  const ready = new Promise<void>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`client ${name} not ready within ${ms} ms: ${err.trim()}`)), ms)
     p.stdout?.on('data', (d) => {
       if (String(d).includes('ready')) {
@@ -216,6 +230,7 @@ function ready(p: ChildProcess, name: string, ms: number): Promise<void> {
       reject(new Error(`client ${name} exited (${code ?? sig}) before it was ready: ${err.trim()}`))
     })
   })
+  return { ready, gone: () => gone, stopping: () => (stopping = true) }
 }
 
 /** How often the monitor asks every node whether it leads. */
@@ -301,7 +316,11 @@ export async function partitionRun(
       }
       clients.push(hosts.spawn(c, process.execPath, ['--import', 'tsx', CLIENT, JSON.stringify(spec)], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] }))
     }
-    await Promise.all(clients.map((p, i) => ready(p, clientHosts[i]!, 90_000)))
+    const watched = clients.map((p, i) => watchClient(p, clientHosts[i]!, 90_000))
+    await Promise.all(watched.map((w) => w.ready))
+    // A client that ended on its own (a crash of the library or of its workload) fails the run with its stderr, not as a
+    // nemesis error about the process it could no longer pause or resume.
+    const clientGone = (): Error | undefined => watched.map((w) => w.gone()).find((e) => e !== undefined)
     const startupMs = Math.round(now() - began)
     // Let every watcher see every member before the first fault.
     await sleep(3_000)
@@ -309,7 +328,13 @@ export async function partitionRun(
     const windows: PartitionRunResult['windows'] = []
     for (const s of schedules) {
       const began = now()
-      const mine = await runSchedule(s, { hosts, cluster, servers, clients: clientHosts, clientPid: (i) => clients[i]?.pid, history: nemesis })
+      const mine = await runSchedule(s, { hosts, cluster, servers, clients: clientHosts, clientPid: (i) => clients[i]?.pid, history: nemesis }).catch(
+        (err: unknown) => {
+          throw clientGone() ?? err
+        },
+      )
+      const gone = clientGone()
+      if (gone) throw gone
       played.push(...mine)
       // From its first fault, not from the quiet gap before it: what happens in that gap is the previous schedule's aftermath.
       windows.push({ seed: s.seed, from: mine[0]?.startAt ?? began, to: now() })
@@ -317,6 +342,9 @@ export async function partitionRun(
     }
     // A quiet tail: recovery of the last fault is measured, and must happen, before the clients stop.
     await sleep((backend.check.recoverWithinMs ?? 10_000) + 2_000)
+    const gone = clientGone()
+    if (gone) throw gone
+    for (const w of watched) w.stopping()
     for (const p of clients) p.kill('SIGTERM')
     await Promise.all(
       clients.map((p) => Promise.race([new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(undefined) : p.once('exit', r))), sleep(15_000)])),
