@@ -361,10 +361,11 @@ export default defineDriver({
     'No fencing: an evicted or restarted server can give one lock to two holders in turn.',
     'A lock holder or leader paused (a SIGSTOP, a long GC or VM pause) past lock_timeout or leader_timeout loses its key on the server while it '
     + 'still believes it holds it, and nothing refuses its writes: in the partition runs (docs/reliability.md, keys of 4 s), a 10.9 s pause of the '
-    + 'client holding the lock let 10 grants in while it believed (each overlapping it by up to 1.5 s), and a client cut off whose process '
-    + 'stalled (it wrote nothing for the 3.6 s of the cut, on a machine running three partition runs) still led 0.86 s into the next term. A '
-    + 'holder cut off by the network is told (lockLost, leadershipLost) before its key lapses while it runs: no other overlap in the 14 client '
-    + 'cuts and one-way drops of the same runs. Keep pauses well under the timeouts, or use a backend with fencing tokens.',
+    + 'client holding the lock let 10 grants in while it believed (each overlapping it by up to 1.5 s); in a second full form, pauses of the holder '
+    + 'or leader let 14 grants in (overlaps of up to 3.6 s); and a client cut off whose process stalled (it wrote nothing for the 3.6 s of the '
+    + 'cut, on a machine running three partition runs) still led 0.86 s into the next term. A holder cut off by the network is told (lockLost, '
+    + 'leadershipLost) before its key lapses while it runs: no other overlap in the client cuts and one-way drops of both forms (100 schedules). '
+    + 'Keep pauses well under the timeouts, or use a backend with fencing tokens.',
     'Extra hosts in the URL are a fail-over list, not shards; keys live on whichever server answers first, and a fail-over starts from empty.',
     "Expiry has one-second resolution and memcached's clock can skip a second, so a key may lapse up to 2 s early: heartbeats run at half of (shortest "
     + 'timeout − 2 s), and a member key with a timeout under 3 s may lapse between beats. Lock and leader keys are stored with at least 3 s, so that '
