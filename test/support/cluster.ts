@@ -11,12 +11,12 @@
  * sentinel i shares host i with data node i. etcd then runs with pre-vote, as current etcd does by
  * default: without it a healed node deposes the leader (issue 27).
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { connect as tcpConnect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort } from './servers.js'
+import { freePort, spawnInNamespace } from './servers.js'
 import { waitFor } from './wait.js'
 
 /** Where each node of a cluster runs (see the file's doc). */
@@ -143,9 +143,7 @@ class Proc implements ClusterNode {
   /** Spawns without waiting (a cluster's nodes must start together). */
   launch(): void {
     const { cmd, args } = this.command()
-    const p = this.netns === undefined
-      ? spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] })
-      : spawn('ip', ['netns', 'exec', this.netns, cmd, ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
+    const p = spawnInNamespace(this.netns, cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] })
     p.stderr!.on('data', (d) => (this.#stderr = (this.#stderr + String(d)).slice(-3_000)))
     live.add(p)
     p.once('exit', () => live.delete(p))

@@ -40,9 +40,22 @@ export interface ServerPlacement {
   readonly netns: string
 }
 
-/** Spawns `cmd` in `placement`'s namespace, or here without one. */
+/**
+ * Spawns `cmd` in network namespace `netns`, or here without one. In a namespace it gets a session
+ * and process group of its own: the partition runs SIGSTOP such processes, and if the runner's
+ * group became orphaned meanwhile (the shell that started it exited: a run started in the
+ * background), the kernel would send SIGHUP to every process of that group for the stopped one, and
+ * end them (seen twice: a client paused by pause-client ended with SIGHUP). Nothing is lost by it:
+ * whatever runs in a test's namespaces is ended by PID when the test ends or is interrupted
+ * (test/partition/support/hosts.ts).
+ */
+export function spawnInNamespace(netns: string | undefined, cmd: string, args: readonly string[], options: SpawnOptions): ChildProcess {
+  return netns === undefined ? spawn(cmd, args, options) : spawn('ip', ['netns', 'exec', netns, cmd, ...args], { ...options, detached: true })
+}
+
+/** Spawns `cmd` in `placement`'s namespace, or here without one (spawnInNamespace()). */
 export function spawnPlaced(cmd: string, args: readonly string[], placement: ServerPlacement | undefined, options: SpawnOptions): ChildProcess {
-  return placement === undefined ? spawn(cmd, args, options) : spawn('ip', ['netns', 'exec', placement.netns, cmd, ...args], options)
+  return spawnInNamespace(placement?.netns, cmd, args, options)
 }
 
 const live = new Set<ChildProcess>()

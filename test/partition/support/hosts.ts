@@ -28,6 +28,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { connect as tcpConnect } from 'node:net'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { spawnInNamespace } from '../../support/servers.js'
 
 const run = promisify(execFile)
 
@@ -223,7 +224,7 @@ export class Hosts {
 
   /** Spawns `cmd` inside host `name`'s namespace (the PID is the command's own: `ip netns exec` execs it). */
   spawn(name: string, cmd: string, args: readonly string[], options: SpawnOptions = {}): ChildProcess {
-    const p = spawn('ip', ['netns', 'exec', this.host(name).netns, cmd, ...args], options)
+    const p = spawnInNamespace(this.host(name).netns, cmd, args, options)
     this.#children.add(p)
     p.once('exit', () => this.#children.delete(p))
     return p
