@@ -219,6 +219,18 @@ export function sqlDriverCases(backend: SqlBackend, url: string): void {
     },
   )
 
+  it(title('locks: a release still under way when stop() ends its session resolves: the end of the session frees the lock'), async (t) => {
+    const a = await openSql(t, url)
+    const b = await openSql(t, url)
+    const name = rid('l')
+    const lock = a.getLock(name)
+    assert.equal(await lock.acquire(), true)
+    const released = lock.release()
+    await a.stop()
+    await released
+    assert.equal(await b.getLock(name).acquire({ blocking: false }), true)
+  })
+
   it(title('locks: a lock whose session is ended from outside is reported lost at once'), async (t) => {
     const admin = sqlAdmin(t, backend, url)
     const a = await openSql(t, url)

@@ -19,7 +19,7 @@
  */
 import { createHash } from 'node:crypto'
 import { ConnectionError } from '../../../errors.js'
-import { withDeadline } from '../../../internal/deadline.js'
+import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import { sleep } from '../../../internal/sleep.js'
 import type { LockMode, QueueWaiting } from '../../driver.js'
 import type { SessionLock } from '../sql/sql-dialect.js'
@@ -246,7 +246,8 @@ export class PgLock implements SessionLock {
    * release sent 0.8 s into a 7.1 s cut, and nobody was granted the lock in the 7.7 s after the
    * heal). So the session is an orphan (OrphanSessions), and the release rejects with a
    * ConnectionError: the coordinator sends it again once the backend answers (HeldLocks), which
-   * ends the orphan if a beat has not already.
+   * ends the orphan if a beat has not already. Any other failure ended the session (pg ends a
+   * query under way when its client ends: a release cut short by stop()), which frees the lock.
    */
   async release(): Promise<boolean> {
     const client = this.#client
@@ -260,7 +261,8 @@ export class PgLock implements SessionLock {
       const { rows } = await withDeadline(client.query(`SELECT ${unlock}($1, $2) AS ok`, this.#key), this.#host.timeoutMs)
       released = rows[0]?.ok === true
     } catch (err) {
-      failure = err
+      // Any failure but silence ended the session (closed by stop(), reset, terminated), and the server released the lock with it.
+      if (err instanceof DeadlineError) failure = err
     }
     // Only a session that the server says holds nothing any more serves another lock.
     if (released) this.#host.sessions.give(client)
