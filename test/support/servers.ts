@@ -53,11 +53,6 @@ export function spawnInNamespace(netns: string | undefined, cmd: string, args: r
   return netns === undefined ? spawn(cmd, args, options) : spawn('ip', ['netns', 'exec', netns, cmd, ...args], { ...options, detached: true })
 }
 
-/** Spawns `cmd` in `placement`'s namespace, or here without one (spawnInNamespace()). */
-export function spawnPlaced(cmd: string, args: readonly string[], placement: ServerPlacement | undefined, options: SpawnOptions): ChildProcess {
-  return spawnInNamespace(placement?.netns, cmd, args, options)
-}
-
 const live = new Set<ChildProcess>()
 process.once('exit', () => {
   for (const p of live) p.kill('SIGKILL')
@@ -145,7 +140,7 @@ export async function startPrivate(recipe: Recipe, placement?: ServerPlacement):
     }
     recipe.prepare?.(port, dir)
     const { cmd, args } = recipe.command(port, dir, extraPort)
-    const p = spawnPlaced(cmd, args, placement, { stdio: ['ignore', 'ignore', 'pipe'] })
+    const p = spawnInNamespace(placement?.netns, cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] })
     let stderr = ''
     p.stderr!.on('data', (d) => (stderr = (stderr + String(d)).slice(-4000)))
     live.add(p)

@@ -18,7 +18,7 @@ import { join } from 'node:path'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
 import { descendants } from '../../support/processes.js'
-import { freePort, spawnPlaced, type PrivateServer, type ServerPlacement } from '../../support/servers.js'
+import { freePort, spawnInNamespace, type PrivateServer, type ServerPlacement } from '../../support/servers.js'
 import { until } from './harness.js'
 
 const live = new Set<ChildProcess>()
@@ -81,7 +81,7 @@ async function startSql(recipe: Recipe, placement?: ServerPlacement): Promise<Pr
   let child: ChildProcess | undefined
   const launch = async (): Promise<void> => {
     const { cmd, args } = recipe.command(dir, port, host)
-    const p = spawnPlaced(cmd, args, placement, { stdio: ['ignore', 'ignore', 'pipe'], detached: true })
+    const p = spawnInNamespace(placement?.netns, cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true })
     let stderr = ''
     p.stderr!.on('data', (d) => (stderr = (stderr + String(d)).slice(-3_000)))
     live.add(p)
