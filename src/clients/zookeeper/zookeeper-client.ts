@@ -44,7 +44,7 @@ export class ZkConnection {
   #current: ZkSession | undefined
   readonly #deadSessions = new Set<string>()
   readonly #waiters = new Set<{ resolve: () => void; reject: (err: unknown) => void }>()
-  readonly #orphans = new OrphanNodes()
+  readonly #orphans = new OrphanNodes(this)
   #tick: NodeJS.Timeout | undefined
   #expiry: NodeJS.Timeout | undefined
   #stopped = false
@@ -178,11 +178,12 @@ export class ZkConnection {
    * presumed expired here, they are deleted from the next session while it still owns them
    * (zookeeper-orphans.ts). With `deadOwner` (a session this client presumed expired): from now on,
    * those of its nodes it still owns. With `maybe` (a create that failed with the connection): the
-   * nodes it may yet make, looked for again at every reconnect and every listing of `parent`.
+   * nodes it may yet make, looked for again at every reconnect, at every listing of `parent` and
+   * whenever its children change.
    */
   deleteWhenConnected(parent: string, match: (child: string) => boolean, options: { deadOwner?: string; maybe?: boolean } = {}): void {
     this.#orphans.add(this.generation, parent, match, options)
-    if (this.isConnected) void this.#orphans.deleteNow(this)
+    if (this.isConnected) void this.#orphans.deleteNow()
   }
 
   /** Creates a node; resolves to its path (with the sequence number for a sequential mode). */
@@ -214,7 +215,7 @@ export class ZkConnection {
   async getChildren(path: string, watcher?: ZkWatcher): Promise<string[]> {
     const r = await this.#op('getChildren', `list ${path}`, { op: 'getChildren', path, watch: !!watcher }, armOnSuccess('child', path, watcher))
     // A node a failed create made late, now listed: deleted (zookeeper-orphans.ts).
-    if (this.#orphans.dueAmong(this.generation, path, r.children)) void this.#orphans.deleteNow(this)
+    if (this.#orphans.dueAmong(this.generation, path, r.children)) void this.#orphans.deleteNow(path)
     return r.children
   }
 
@@ -342,11 +343,11 @@ export class ZkConnection {
       this.#waiters.clear()
       if (this.#starting) return this.#starting.resolve()
       if (s.connects > 1) {
-        void this.#orphans.deleteNow(this)
+        void this.#orphans.deleteNow()
         return this.#options.onState('reconnected')
       }
       // A replacement session: what a session presumed expired left behind goes; let the owner re-arm watches before saying we are back.
-      void this.#orphans.deleteNow(this)
+      void this.#orphans.deleteNow()
       void this.#options.onNewSession().catch(() => {}).then(() => {
         if (s === this.#current && !this.#stopped) this.#options.onState('reconnected')
       })

@@ -12,15 +12,20 @@
  * the leader can hold it and have it committed when the cut heals, seconds after this client moved
  * to another server and found nothing to delete (ZooKeeper partition seed 2701: contender nodes
  * created 12-21 s after their create failed, owned by live sessions, at the head of the lock's and
- * the election's queues for good). Such an entry (`maybe`) is kept for the life of its session and
- * checked again at every reconnect and at every listing of its parent by this client.
+ * the election's queues for good). Such an entry (`maybe`) is kept for the life of this connection
+ * (a dead session's too: the server may keep that session, and commit its create, for up to a
+ * timeout after anything last renewed it) and looked for again at every reconnect, at every
+ * listing of its parent by this client, and whenever that parent's children change (a child watch
+ * it keeps there): a waiter lists its queue once and then watches only the node before its own, so
+ * a late node behind it would otherwise be found only if this client happened to list again.
  */
 import { ZK_CODES, zkCode } from './zookeeper-errors.js'
+import type { ZkWatcher } from './zookeeper-watches.js'
 
 /** What the clean-up needs of a connection. */
 export interface OrphanRemover {
   readonly generation: number
-  getChildren(path: string): Promise<string[]>
+  getChildren(path: string, watcher?: ZkWatcher): Promise<string[]>
   remove(path: string, version?: number): Promise<void>
   exists(path: string): Promise<{ ephemeralOwner: string; version: number } | null>
 }
@@ -32,13 +37,21 @@ interface Orphans {
   match: (child: string) => boolean
   /** Set once session `generation` is presumed expired: its id, which a node must still have as owner to be deleted. */
   deadOwner?: string
-  /** A create whose fate is unknown: kept, while its session lives, until a node it matches has been deleted. */
+  /** A create whose fate is unknown: kept until a node it matches has been deleted (or, of a live session, until that session ends). */
   maybe?: true
 }
 
 /** The pending clean-ups of one connection. */
 export class OrphanNodes {
+  readonly #conn: OrphanRemover
   readonly #due: Orphans[] = []
+  /** The child watch left on the parent of each pending `maybe` entry: a change there looks again (one function, so one watch per parent). */
+  readonly #changed: ZkWatcher = (event) => void this.deleteNow(event.path)
+
+  /** The clean-ups of `conn`, which deletes them. */
+  constructor(conn: OrphanRemover) {
+    this.#conn = conn
+  }
 
   /**
    * Notes the children of `parent` that `match` selects, to delete in session `generation` (or, with
@@ -58,17 +71,31 @@ export class OrphanNodes {
     for (const o of this.#due) if (o.generation === generation && o.deadOwner === undefined) o.deadOwner = owner
   }
 
-  /** Deletes what is due in the current session; what fails is kept for the next reconnect. */
-  async deleteNow(conn: OrphanRemover): Promise<void> {
+  /**
+   * Deletes what is due in the current session (with `only`, under that parent alone); what fails is
+   * kept for the next reconnect. Each parent is listed once, with a child watch where a `maybe` entry is.
+   */
+  async deleteNow(only?: string): Promise<void> {
+    const conn = this.#conn
     const generation = conn.generation
-    const due = this.#due.filter((o) => o.generation === generation || o.deadOwner !== undefined)
     // What belongs to neither this session nor a dead one (an older session the server expired) goes with its session.
-    this.#due.length = 0
+    const live = this.#due.filter((o) => o.generation === generation || o.deadOwner !== undefined)
+    const due = only === undefined ? live : live.filter((o) => o.parent === only)
+    this.#due.splice(0, this.#due.length, ...(only === undefined ? [] : live.filter((o) => o.parent !== only)))
+    const listings = new Map<string, Promise<string[]>>()
+    const list = (parent: string): Promise<string[]> => {
+      let listing = listings.get(parent)
+      if (!listing) {
+        listing = conn.getChildren(parent, due.some((o) => o.parent === parent && o.maybe) ? this.#changed : undefined)
+        listings.set(parent, listing)
+      }
+      return listing
+    }
     for (const o of due) {
       try {
-        const children = await conn.getChildren(o.parent)
+        const children = await list(o.parent)
         const matched = children.filter(o.match)
-        if (o.maybe && o.deadOwner === undefined && matched.length === 0 && generation === conn.generation) {
+        if (o.maybe && matched.length === 0 && (o.deadOwner !== undefined || generation === conn.generation)) {
           this.#due.push(o)
           continue
         }

@@ -357,7 +357,8 @@ export default defineDriver({
     + 'and memberships are restored. A session the client presumed expired may live on at the server for up to a timeout more (a new leader '
     + "restarts every session's clock): the new session deletes the old one's member nodes as it rejoins, and its lock nodes (holds, queued "
     + 'contenders, deletes that failed) once it is up, each only while the old session still owns it, so a lock is not held for nobody '
-    + 'meanwhile.',
+    + 'meanwhile. A contender whose create failed with the connection may still be committed seconds later (a server cut off from the '
+    + "leader holds it until the cut heals), in either session: the client watches that queue's children and deletes the node when it appears.",
     'On a server before 3.6, the first group watch of each session asks for a persistent watch, which the server refuses and then '
     + 'closes the connection: one `suspended`/`reconnected` per session, after which one-shot watches are used.',
     'getLeader() of a group in which nobody ever ran is null (tooz creates the group and its `leader` node when asked).',
