@@ -28,7 +28,7 @@ import { withDeadline } from '../../../internal/deadline.js'
 import { sleep } from '../../../internal/sleep.js'
 import type { QueueWaiting } from '../../driver.js'
 import type { SessionLock } from '../sql/sql-dialect.js'
-import { stillHeldOn, type LockSessions, type OrphanOps, type OrphanSessions } from '../sql/sql-sessions.js'
+import { stillHeldOn, unansweredRelease, type LockSessions, type OrphanOps, type OrphanSessions } from '../sql/sql-sessions.js'
 import { SessionTurn, turnLockName } from './mysql-turn.js'
 
 /** The subset of a mysql2/promise connection these drivers use. */
@@ -275,12 +275,7 @@ export class MysqlLock implements SessionLock {
       this.#host.sessions.give(conn)
     } else this.#idle(conn)
     if (failure !== undefined && this.#host.orphans.add(conn.threadId, [this.#name, this.#turnName], this)) {
-      throw new ConnectionError(
-        `The release of lock ${JSON.stringify(this.#name)} got no answer (${String(failure)}); it is sent again once the server answers`,
-        {
-          cause: failure,
-        },
-      )
+      throw unansweredRelease(this.#name, failure)
     }
     return released
   }

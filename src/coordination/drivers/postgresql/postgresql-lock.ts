@@ -23,7 +23,7 @@ import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 import { sleep } from '../../../internal/sleep.js'
 import type { LockMode, QueueWaiting } from '../../driver.js'
 import type { SessionLock } from '../sql/sql-dialect.js'
-import { sessionSocket, stillHeldOn, type LockSessions, type OrphanOps, type OrphanSessions } from '../sql/sql-sessions.js'
+import { sessionSocket, stillHeldOn, unansweredRelease, type LockSessions, type OrphanOps, type OrphanSessions } from '../sql/sql-sessions.js'
 
 /** The subset of a node-postgres Client these drivers use. */
 export interface PgClient {
@@ -114,6 +114,7 @@ export class PgLock implements SessionLock {
   /** Waiters queue in the server (a blocking pg_advisory_lock on a session of their own). */
   readonly waiting: QueueWaiting = { kind: 'queue', acquireWaiting: (signal, mode) => this.#acquireWaiting(signal, mode) }
   readonly #host: PgLockHost
+  readonly #name: string
   readonly #key: [number, number]
   readonly #onLost: (reason: string) => void
   #client: PgClient | undefined
@@ -122,6 +123,7 @@ export class PgLock implements SessionLock {
 
   constructor(host: PgLockHost, name: string, onLost: (reason: string) => void) {
     this.#host = host
+    this.#name = name
     this.#key = pgLockKey(name)
     this.#onLost = onLost
   }
@@ -268,7 +270,7 @@ export class PgLock implements SessionLock {
     if (released) this.#host.sessions.give(client)
     else await this.#host.sessions.discard(client)
     if (failure !== undefined && this.#host.orphans.add(client.processID, this.#key, this)) {
-      throw new ConnectionError(`The release of a lock got no answer (${String(failure)}); it is sent again once the server answers`, { cause: failure })
+      throw unansweredRelease(this.#name, failure)
     }
     return released
   }

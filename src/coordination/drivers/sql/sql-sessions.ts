@@ -5,6 +5,7 @@
  * pool's session is given up when a statement on it goes unanswered (onPooledSession()), and its
  * successor connects within a short bound (poolConnectMs()).
  */
+import { ConnectionError } from '../../../errors.js'
 import { DeadlineError, withDeadline } from '../../../internal/deadline.js'
 
 /** How {@link LockSessions} opens and ends one dialect's server sessions. */
@@ -246,6 +247,13 @@ export interface OrphanOps<C> {
   holds(id: number, claim: C): Promise<{ lock: boolean; any: boolean }>
   /** Ends session `id` on the server (one gone already is no failure); the server frees what it held. */
   kill(id: number): Promise<void>
+}
+
+/** The error of a release of lock `name` that got no answer: its session is an orphan, and the release is sent again once the server answers (HeldLocks). */
+export function unansweredRelease(name: string, failure: unknown): ConnectionError {
+  return new ConnectionError(`The release of lock ${JSON.stringify(name)} got no answer (${String(failure)}); it is sent again once the server answers`, {
+    cause: failure,
+  })
 }
 
 /**
