@@ -6,11 +6,12 @@
  * service-group (isUp) workloads against every server's address (client.ts), then the nemesis
  * playing schedules back to back (nemesis.ts), a quiet tail for recovery, a clean stop, and the checker
  * (test/fault/support/partition-checker.ts) on the whole history. A cluster that elects is watched
- * meanwhile: who leads goes into the history (watchLeaders). Everything made is removed at the
- * end, pass or fail.
+ * meanwhile: who leads goes into the history (watchLeaders). A backend with queues (ZooKeeper)
+ * has them read after the quiet tail, into queues.json beside the history. Everything made is
+ * removed at the end, pass or fail; the history directory is kept when the run found something.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -20,6 +21,7 @@ import { checkPartitionHistory, type PartitionCheckOptions, type PartitionReport
 import { historyClockMs, HistoryWriter, readHistory, type HistoryEntry } from '../../fault/support/partition-history.js'
 import type { ClientSpec } from './client.js'
 import { Hosts } from './hosts.js'
+import { openRawZk } from '../../drivers/zookeeper-support.js'
 import { runSchedule, SINGLE_SERVER_FAULT_KINDS, type Played, type Schedule, type ScheduleOptions } from './nemesis.js'
 import { startRegister } from './register.js'
 import { startSingleServer } from './single-server.js'
@@ -41,6 +43,50 @@ export interface PartitionBackend {
   check: PartitionCheckOptions
   /** The schedules' bounds; `size` (default 3) and `count` are the run's. */
   schedule: Omit<ScheduleOptions, 'size' | 'count'> & { size?: number }
+  /**
+   * What the backend holds for the run's lock, election and group once the quiet tail is over,
+   * written to queues.json beside the history: the first question a lock or leadership never
+   * granted again raises is what heads the queue, and whose it is.
+   */
+  queues?(cluster: Cluster, names: RunNames): Promise<unknown>
+}
+
+/** The names of one run's lock, election group and membership group. */
+export interface RunNames {
+  lock: string
+  election: string
+  group: string
+}
+
+/**
+ * ZooKeeper's queues (zookeeper-lock.ts) and the group, read from a serving node: each child with
+ * its data (a contender's member id), its owner session and its creation time on the history's
+ * clock (every namespace shares the host's), so that a node left heading a queue is named with
+ * the session that owns it, and the member nodes tell whose session that is.
+ */
+async function zookeeperQueues(cluster: Cluster, names: RunNames): Promise<unknown> {
+  const node = cluster.nodes.find((n) => n.running)
+  if (!node) return { error: 'no node running' }
+  const zk = await openRawZk({ host: node.address, port: node.port })
+  try {
+    const read = async (path: string): Promise<unknown> => {
+      // None yet (no one ever queued) reads as empty.
+      const children = await zk.children(path).catch((): string[] => [])
+      const nodes = await Promise.all(children.map(async (name) => {
+        const r = await zk.get(`${path}/${name}`).catch(() => undefined)
+        return { name, data: r?.data.toString('latin1'), owner: r?.stat.ephemeralOwner, createdAt: r ? Number(r.stat.ctime) : Infinity }
+      }))
+      // In creation order: a queue's order.
+      return nodes.sort((a, b) => a.createdAt - b.createdAt)
+    }
+    return {
+      [names.lock]: await read(`/tooz/locks/${names.lock}`),
+      [`${names.election}/leader`]: await read(`/tooz/${names.election}/leader`),
+      [names.group]: await read(`/tooz/${names.group}`),
+    }
+  } finally {
+    await zk.close()
+  }
 }
 
 /** Liveness of a single server's clients: membership, lock and leader timeout, in seconds (no cluster failover to outlast). */
@@ -135,6 +181,7 @@ export const PARTITION_BACKENDS: Record<PartitionBackend['name'], PartitionBacke
     // 1.8 s later, in the next round; the 1.33 s between the rounds, led by the old leader as far as it said, granted nothing).
     check: { detectWithinMs: 14_000, electionMs: 6_500, recoverWithinMs: 10_000, settleMs: 4_500 },
     schedule: { faultMs: [3_000, 20_000], gapMs: [6_000, 9_000] },
+    queues: zookeeperQueues,
   },
   etcd3: {
     name: 'etcd3',
@@ -297,15 +344,16 @@ export async function partitionRun(
     const id = randomBytes(3).toString('hex')
     const url = cluster.url(backend.query)
     log(`${backend.name}: hosts ${hosts.prefix}, ${url}`)
+    const names: RunNames = { lock: `lock-${id}`, election: `elect-${id}`, group: `members-${id}` }
     for (const c of clientHosts) {
       const spec: ClientSpec = {
         url,
         name: `${c}-w${id}`,
         host: c,
         history: historyPath,
-        lock: { name: `lock-${id}`, register: register.url, holdMs: [300, 1_500] },
-        election: { group: `elect-${id}`, termMs: [1_000, 4_000] },
-        group: `members-${id}`,
+        lock: { name: names.lock, register: register.url, holdMs: [300, 1_500] },
+        election: { group: names.election, termMs: [1_000, 4_000] },
+        group: names.group,
         // report_interval as Nova's default: a service dropped by the backend is back at its next report.
         services: {
           topic: `services-${id}`,
@@ -342,6 +390,10 @@ export async function partitionRun(
     }
     // A quiet tail: recovery of the last fault is measured, and must happen, before the clients stop.
     await sleep((backend.check.recoverWithinMs ?? 10_000) + 2_000)
+    if (backend.queues) {
+      const queues = await backend.queues(cluster, names).catch((err: unknown) => ({ error: String(err) }))
+      writeFileSync(join(dir, 'queues.json'), `${JSON.stringify(queues, null, 1)}\n`)
+    }
     const gone = clientGone()
     if (gone) throw gone
     for (const w of watched) w.stopping()
