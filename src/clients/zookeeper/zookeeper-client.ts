@@ -342,12 +342,10 @@ export class ZkConnection {
       for (const w of this.#waiters) w.resolve()
       this.#waiters.clear()
       if (this.#starting) return this.#starting.resolve()
-      if (s.connects > 1) {
-        void this.#orphans.deleteNow()
-        return this.#options.onState('reconnected')
-      }
-      // A replacement session: what a session presumed expired left behind goes; let the owner re-arm watches before saying we are back.
+      // What this session (reconnected) or one presumed expired (a replacement session) left behind goes.
       void this.#orphans.deleteNow()
+      if (s.connects > 1) return this.#options.onState('reconnected')
+      // A replacement session: let the owner re-arm watches before saying we are back.
       void this.#options.onNewSession().catch(() => {}).then(() => {
         if (s === this.#current && !this.#stopped) this.#options.onState('reconnected')
       })
